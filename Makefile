@@ -1,0 +1,102 @@
+# agentic: one static binary, built with musl from src/ and the pinned third_party libraries.
+#
+#   make          build ./agentic (static, stripped) and print its size
+#   make check    unit tests (glibc + ASan/UBSan), fuzz corpus replay, integration tests
+#   make bench    benchmarks, printed as ratios against their peers
+#   make fuzz     libFuzzer builds of every tests/fuzz/fuzz_*.c (clang)
+#   make install  PREFIX=/usr/local: the binary and its applet links
+#   make clean
+
+MUSL_CC  ?= musl-gcc
+CC       ?= cc
+CLANG    ?= clang
+PREFIX   ?= /usr/local
+BUILD    := build
+TP_OUT   := $(CURDIR)/$(BUILD)/third_party
+KINC     := $(CURDIR)/$(BUILD)/kinc
+
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+STD      := -std=c11 -D_GNU_SOURCE
+# No paths or timestamps may reach the binary: the same commit builds bit-identical output.
+REPRO    := -ffile-prefix-map=$(CURDIR)/= -fno-ident
+MUSL_CFLAGS := $(STD) $(WARN) -O2 $(REPRO) -DAGENTIC_STATIC_ALLOC \
+	       -isystem $(KINC) -I$(TP_OUT)/include -Isrc
+MUSL_LDFLAGS := -static -s -Wl,--build-id=none
+TEST_CFLAGS := $(STD) $(WARN) -g -O1 -fno-omit-frame-pointer \
+	       -fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc
+TEST_LDFLAGS := -fsanitize=address,undefined
+
+SRCS     := $(sort $(wildcard src/*/*.c))
+LIB_OBJS := $(SRCS:%.c=$(BUILD)/musl/%.o)
+MAIN_OBJ := $(BUILD)/musl/src/main.o
+TEST_OBJS := $(SRCS:%.c=$(BUILD)/asan/%.o)
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/asan/unit/%,$(wildcard tests/unit/test_*.c))
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+REPLAYS  := $(FUZZ_NAMES:%=$(BUILD)/asan/replay/fuzz_%)
+FUZZERS  := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+
+.PHONY: all check bench fuzz demo install clean third_party bootstrap test-build
+all: agentic
+
+$(KINC):
+	mkdir -p $@
+	ln -sfn /usr/include/linux $@/linux
+	ln -sfn /usr/include/x86_64-linux-gnu/asm $@/asm
+	ln -sfn /usr/include/asm-generic $@/asm-generic
+
+third_party: | $(KINC)
+	$(MAKE) -C third_party OUT=$(TP_OUT) KINC=$(KINC)
+
+$(BUILD)/musl/%.o: %.c | $(KINC)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(MUSL_CFLAGS) -MMD -MP -c $< -o $@
+
+agentic: $(LIB_OBJS) $(MAIN_OBJ)
+	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^
+	@echo "agentic: $$(stat -c %s $@) bytes, $$(file -b $@ | cut -d, -f1-5)"
+
+# ---- tests: the same sources against glibc, with ASan and UBSan ----
+$(BUILD)/asan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/asan/libagentic.a: $(TEST_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/asan/unit/%: tests/unit/%.c $(BUILD)/asan/libagentic.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS) -lcmocka
+
+$(BUILD)/asan/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUILD)/asan/libagentic.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
+
+test-build: $(UNIT_TESTS) $(REPLAYS)
+
+check: bootstrap
+	$(MAKE) all third_party test-build
+	tests/run
+
+bootstrap:
+	@tools/bootstrap
+
+bench: all
+	tools/bench/run
+
+# ---- libFuzzer builds (clang) ----
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(SRCS)
+	@mkdir -p $(@D)
+	$(CLANG) $(STD) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ $< $(SRCS)
+
+fuzz: $(FUZZERS)
+
+install: agentic
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 agentic $(DESTDIR)$(PREFIX)/bin/agentic
+	$(DESTDIR)$(PREFIX)/bin/agentic --install $(DESTDIR)$(PREFIX)/bin --force
+
+clean:
+	rm -rf $(BUILD) agentic
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,4 @@
+/* applets.h: the only list of applets. One line each: APPLET(name, main function, help text).
+ * The help text and main function live at the top of the applet's own file. Reached by
+ * argv[0] basename, by `agentic NAME`, or by `agentic SHORT` (NAME without "agentic-"). */
+

@@ -1,0 +1,111 @@
+/* base.h: the foundation every module builds on: errors, logging, buffers, arenas, pools,
+ * and the sealable start-up allocator of the static build. */
+#ifndef AGENTIC_BASE_H
+#define AGENTIC_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limits.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors ----
+ * Functions return 0 on success or a negative errno value. Module-specific codes live below
+ * ERR_BASE so they never collide with errno. */
+#define ERR_BASE (-4096)
+#define ERR_LIMIT (ERR_BASE - 1)   /* a fixed limit was reached */
+#define ERR_PARSE (ERR_BASE - 2)   /* malformed input */
+#define ERR_STATE (ERR_BASE - 3)   /* call not valid in the current state */
+
+/* Human text for a negative code from any module; never NULL. */
+const char *err_str(int code);
+
+/* ---- logging ----
+ * One line per event on stderr, logfmt: `ts=... level=... msg=... key=value ...`.
+ * The caller formats its own key=value pairs; values that may hold spaces go through
+ * log_quote. Never pass secrets, env values or transcript bytes. A line is written with a
+ * single write(2), so concurrent writers do not interleave. */
+enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+void log_set_level(enum log_level level);
+void log_set_prog(const char *prog);
+void log_emit(enum log_level level, const char *msg, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Writes `s` as a logfmt value into out (quoted and escaped when needed); returns out. */
+const char *log_quote(char *out, size_t out_size, const char *s);
+
+#define log_error(msg, ...) log_emit(LOG_ERROR, msg, __VA_ARGS__)
+#define log_warn(msg, ...) log_emit(LOG_WARN, msg, __VA_ARGS__)
+#define log_info(msg, ...) log_emit(LOG_INFO, msg, __VA_ARGS__)
+#define log_debug(msg, ...) log_emit(LOG_DEBUG, msg, __VA_ARGS__)
+
+/* ---- byte buffers ----
+ * A buf never grows: its storage is the caller's. Appends that do not fit fail with
+ * ERR_LIMIT and leave the buffer unchanged. */
+struct buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+};
+
+void buf_init(struct buf *b, void *storage, size_t cap);
+int buf_append(struct buf *b, const void *data, size_t len);
+/* Needs one spare byte for the terminating NUL, which is written but not counted in len. */
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Removes the first n bytes, moving the rest to the front. */
+void buf_consume(struct buf *b, size_t n);
+
+/* ---- arena ----
+ * Bump allocation over caller storage; arena_reset frees everything at once. */
+struct arena {
+	uint8_t *base;
+	size_t used;
+	size_t cap;
+};
+
+void arena_init(struct arena *a, void *storage, size_t cap);
+/* Returns aligned memory or NULL when the arena is full (align: power of two). */
+void *arena_alloc(struct arena *a, size_t size, size_t align);
+void arena_reset(struct arena *a);
+
+/* ---- fixed pool ----
+ * `cap` slots of `elem_size` bytes over caller storage, with a free list (skalibs genset).
+ * Indices are stable for a slot's lifetime. */
+struct pool {
+	uint8_t *slots;
+	uint32_t *next_free;
+	size_t elem_size;
+	uint32_t cap;
+	uint32_t head;
+	uint32_t used;
+};
+
+/* storage: cap*elem_size bytes; links: cap uint32_t. */
+void pool_init(struct pool *p, void *storage, uint32_t *links, size_t elem_size, uint32_t cap);
+/* Returns a zeroed slot or NULL when all are taken. */
+void *pool_get(struct pool *p);
+void pool_put(struct pool *p, void *slot);
+uint32_t pool_index(const struct pool *p, const void *slot);
+
+/* ---- the start-up allocator (static build) ----
+ * In the static musl build, malloc and friends are served from one region reserved by
+ * alloc_budget(). After alloc_seal() an allocation is a bug: with AGENTIC_ALLOC_CHECK=1 in the
+ * environment it aborts with a message; otherwise it is still served and counted. In the
+ * glibc test build these are no-ops (ASan owns malloc there). */
+int alloc_budget(size_t bytes);
+void alloc_seal(void);
+struct alloc_stats {
+	size_t budget;
+	size_t in_use;
+	size_t peak;
+	size_t after_seal;  /* allocations made after sealing */
+};
+void alloc_stats(struct alloc_stats *out);
+
+/* ---- small helpers ---- */
+/* Parses a non-negative decimal integer that fits `max`; 0 or -EINVAL/-ERANGE. */
+int parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+#endif

@@ -1,0 +1,27 @@
+/* limits.h: every fixed limit of agentic, in one place, related by asserts. */
+#ifndef AGENTIC_BASE_LIMITS_H
+#define AGENTIC_BASE_LIMITS_H
+
+/* Longest path agentic builds or accepts (Linux PATH_MAX). */
+#define LIMIT_PATH_BYTES 4096
+
+/* One log line, including its key=value fields; longer lines are cut and marked. */
+#define LIMIT_LOG_LINE_BYTES 2048
+
+/* Memory served before the applet has computed its own budget (static build). */
+#define LIMIT_BOOT_HEAP_BYTES (256u * 1024u)
+
+/* Largest single allocation the static allocator serves (one size class). */
+#define LIMIT_ALLOC_MAX_BYTES (64u * 1024u * 1024u)
+
+/* Pruner: directory nesting it follows below a run before giving up on that run. */
+#define LIMIT_PRUNE_DEPTH 65536
+
+/* Pruner: runs it will consider in one invocation. */
+#define LIMIT_PRUNE_RUNS (1u << 20)
+
+_Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
+_Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");
+_Static_assert(LIMIT_ALLOC_MAX_BYTES >= LIMIT_PATH_BYTES, "a path must be allocatable");
+
+#endif

@@ -1,0 +1,161 @@
+/* main.c: finds the applet by name and runs it; installs the applet links. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "version.h"
+
+#define APPLET(name, fn, help) int fn(int argc, char **argv); extern const char help[];
+#include "applets.h"
+#undef APPLET
+
+struct applet {
+	const char *name;
+	int (*main)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct applet applets[] = {
+#define APPLET(name, fn, help) { name, fn, help },
+#include "applets.h"
+#undef APPLET
+	{ NULL, NULL, NULL }
+};
+
+static const size_t APPLET_COUNT = ARRAY_LEN(applets) - 1;
+
+static const char usage[] =
+	"usage: agentic APPLET [ARGS...]\n"
+	"       agentic --list | --install DIR [--force] | --help | --version\n"
+	"\n"
+	"One binary, many applets: called through a link named after an applet, or with the\n"
+	"applet's name (or its short name without \"agentic-\") as the first argument.\n"
+	"`agentic --list` names them; `agentic APPLET --help` explains each.\n";
+
+static const char *short_name(const char *name)
+{
+	return strncmp(name, "agentic-", 8) == 0 ? name + 8 : name;
+}
+
+static const struct applet *find_applet(const char *name)
+{
+	for (size_t i = 0; i < APPLET_COUNT; i++)
+		if (strcmp(name, applets[i].name) == 0 || strcmp(name, short_name(applets[i].name)) == 0)
+			return &applets[i];
+	return NULL;
+}
+
+static int run_applet(const struct applet *a, int argc, char **argv)
+{
+	log_set_prog(a->name);
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(a->help, stdout);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+		printf("%s %s\n", a->name, AGENTIC_VERSION);
+		return 0;
+	}
+	return a->main(argc, argv);
+}
+
+/* Creates DIR/NAME -> the running binary for every applet. An existing symlink is replaced
+ * only with --force; anything that is not a symlink is never replaced. */
+static int install_links(const char *dir, int force)
+{
+	char self[PATH_MAX], link_path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct stat st;
+	int failed = 0;
+
+	if (n < 0) {
+		fprintf(stderr, "agentic: cannot find own path (/proc/self/exe): %s\n", strerror(errno));
+		return 1;
+	}
+	self[n] = '\0';
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "agentic: --install: %s is not a directory\n", dir);
+		return 2;
+	}
+	for (size_t i = 0; i < APPLET_COUNT; i++) {
+		snprintf(link_path, sizeof(link_path), "%s/%s", dir, applets[i].name);
+		if (lstat(link_path, &st) == 0) {
+			if (!S_ISLNK(st.st_mode)) {
+				fprintf(stderr, "agentic: --install: %s exists and is not a symlink; "
+					"left alone\n", link_path);
+				failed = 1;
+				continue;
+			}
+			if (!force) {
+				fprintf(stderr, "agentic: --install: %s exists; use --force to replace it\n",
+					link_path);
+				failed = 1;
+				continue;
+			}
+			if (unlink(link_path) != 0) {
+				fprintf(stderr, "agentic: --install: cannot replace %s: %s\n", link_path,
+					strerror(errno));
+				failed = 1;
+				continue;
+			}
+		}
+		if (symlink(self, link_path) != 0) {
+			fprintf(stderr, "agentic: --install: cannot create %s: %s\n", link_path,
+				strerror(errno));
+			failed = 1;
+			continue;
+		}
+		printf("%s -> %s\n", link_path, self);
+	}
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	const char *base = strrchr(argv[0], '/');
+	const struct applet *a;
+
+	base = base ? base + 1 : argv[0];
+	if (strcmp(base, "agentic") != 0) {
+		a = find_applet(base);
+		if (a && strcmp(base, a->name) == 0)
+			return run_applet(a, argc, argv);
+		fprintf(stderr, "agentic: no applet is called '%s' (see agentic --list)\n", base);
+		return 2;
+	}
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("agentic %s\n", AGENTIC_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "--list") == 0) {
+		for (size_t i = 0; i < APPLET_COUNT; i++)
+			puts(applets[i].name);
+		return 0;
+	}
+	if (strcmp(argv[1], "--install") == 0) {
+		int force = argc > 3 && strcmp(argv[3], "--force") == 0;
+		if (argc < 3 || argc > 4 || (argc == 4 && !force)) {
+			fputs("usage: agentic --install DIR [--force]\n", stderr);
+			return 2;
+		}
+		return install_links(argv[2], force);
+	}
+	a = find_applet(argv[1]);
+	if (!a) {
+		fprintf(stderr, "agentic: unknown applet '%s' (see agentic --list)\n", argv[1]);
+		return 2;
+	}
+	return run_applet(a, argc - 1, argv + 1);
+}

@@ -1,0 +1,117 @@
+/* test_base.c: buffers, arenas, pools, integer parsing and logfmt quoting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <errno.h>
+#include <cmocka.h>
+
+#include "base/base.h"
+
+static void test_buf_append_refuses_overflow_and_keeps_contents(void **state)
+{
+	uint8_t storage[8];
+	struct buf b;
+
+	buf_init(&b, storage, sizeof(storage));
+	assert_int_equal(buf_append(&b, "abcde", 5), 0);
+	assert_int_equal(buf_append(&b, "fghi", 4), ERR_LIMIT);
+	assert_int_equal(b.len, 5);
+	assert_memory_equal(b.data, "abcde", 5);
+	buf_consume(&b, 2);
+	assert_int_equal(b.len, 3);
+	assert_memory_equal(b.data, "cde", 3);
+	/* printf needs one spare byte for its NUL, which len does not count */
+	assert_int_equal(buf_printf(&b, "%d", 12345), ERR_LIMIT);
+	assert_int_equal(b.len, 3);
+	assert_int_equal(buf_printf(&b, "%d", 1234), 0);
+	assert_int_equal(b.len, 7);
+	assert_memory_equal(b.data, "cde1234", 8);
+}
+
+static void test_arena_aligns_and_refuses_when_full(void **state)
+{
+	_Alignas(64) uint8_t storage[64];
+	struct arena a;
+	uint8_t *p, *q;
+
+	arena_init(&a, storage, sizeof(storage));
+	p = arena_alloc(&a, 3, 1);
+	q = arena_alloc(&a, 8, 16);
+	assert_non_null(p);
+	assert_non_null(q);
+	assert_int_equal((uintptr_t)q % 16, 0);
+	assert_null(arena_alloc(&a, 64, 1));
+	arena_reset(&a);
+	assert_non_null(arena_alloc(&a, 64, 1));
+	assert_null(arena_alloc(&a, 1, 1));
+}
+
+static void test_pool_hands_out_each_slot_once_and_reuses_freed(void **state)
+{
+	uint64_t storage[4];
+	uint32_t links[4];
+	struct pool p;
+	void *s[4];
+
+	pool_init(&p, storage, links, sizeof(uint64_t), 4);
+	for (int i = 0; i < 4; i++) {
+		s[i] = pool_get(&p);
+		assert_non_null(s[i]);
+		for (int j = 0; j < i; j++)
+			assert_ptr_not_equal(s[i], s[j]);
+	}
+	assert_null(pool_get(&p));
+	pool_put(&p, s[2]);
+	assert_ptr_equal(pool_get(&p), s[2]);
+	assert_int_equal(pool_index(&p, s[3]), 3);
+	assert_int_equal(p.used, 4);
+}
+
+static void test_parse_u64_rejects_junk_and_overflow(void **state)
+{
+	uint64_t v = 99;
+
+	assert_int_equal(parse_u64("0", 10, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(parse_u64("18446744073709551615", UINT64_MAX, &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(parse_u64("18446744073709551616", UINT64_MAX, &v), -ERANGE);
+	assert_int_equal(parse_u64("11", 10, &v), -ERANGE);
+	assert_int_equal(parse_u64("", 10, &v), -EINVAL);
+	assert_int_equal(parse_u64("-1", 10, &v), -EINVAL);
+	assert_int_equal(parse_u64("1 ", 10, &v), -EINVAL);
+	assert_int_equal(parse_u64("+1", 10, &v), -EINVAL);
+}
+
+static void test_log_quote_escapes_what_logfmt_needs(void **state)
+{
+	char out[64];
+
+	assert_string_equal(log_quote(out, sizeof(out), "plain"), "plain");
+	assert_string_equal(log_quote(out, sizeof(out), ""), "\"\"");
+	assert_string_equal(log_quote(out, sizeof(out), "a b"), "\"a b\"");
+	assert_string_equal(log_quote(out, sizeof(out), "k=\"v\"\n"), "\"k=\\\"v\\\"\\x0a\"");
+	assert_string_equal(log_quote(out, 8, "0123456789 abc"), "\"0\"");
+}
+
+static void test_err_str_covers_module_and_errno_codes(void **state)
+{
+	assert_string_equal(err_str(ERR_LIMIT), "a fixed limit was reached");
+	assert_string_equal(err_str(-ENOENT), strerror(ENOENT));
+	assert_string_equal(err_str(ERR_BASE - 999), "unknown error");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buf_append_refuses_overflow_and_keeps_contents),
+		cmocka_unit_test(test_arena_aligns_and_refuses_when_full),
+		cmocka_unit_test(test_pool_hands_out_each_slot_once_and_reuses_freed),
+		cmocka_unit_test(test_parse_u64_rejects_junk_and_overflow),
+		cmocka_unit_test(test_log_quote_escapes_what_logfmt_needs),
+		cmocka_unit_test(test_err_str_covers_module_and_errno_codes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
