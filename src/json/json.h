@@ -1,0 +1,92 @@
+/* json.h: a bounded JSON reader (tokens into caller storage) and a writer into a struct buf.
+ *
+ * Reader: json_parse() validates a whole document (RFC 8259: full string escapes including
+ * \u surrogate pairs, rejects invalid UTF-8, control characters in strings, leading zeros,
+ * trailing garbage, nesting deeper than JSON_MAX_DEPTH) and fills a flat token array in
+ * document order. Nothing is allocated; strings stay escaped in the source until copied out.
+ * Writer: appends to a caller's buf; the first error (ERR_LIMIT when full) sticks and later
+ * calls do nothing, so a caller checks json_writer_finish() once. */
+#ifndef AGENTIC_JSON_H
+#define AGENTIC_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+#define JSON_MAX_DEPTH 64
+
+enum json_type {
+	JSON_OBJECT,
+	JSON_ARRAY,
+	JSON_STRING,
+	JSON_NUMBER,
+	JSON_TRUE,
+	JSON_FALSE,
+	JSON_NULL,
+};
+
+struct json_token {
+	enum json_type type;
+	uint32_t start;    /* byte offset; strings: first byte after the opening quote */
+	uint32_t end;      /* byte offset one past the value; strings: the closing quote */
+	uint32_t children; /* objects: members (each a key token followed by its value); arrays: elements */
+	uint32_t next;     /* index of the token after this value's whole subtree */
+};
+
+struct json_doc {
+	const char *src;
+	size_t len;
+	struct json_token *tok;
+	uint32_t ntok;
+	uint32_t cap;
+	size_t err_offset; /* on ERR_PARSE: where the input went wrong */
+};
+
+/* Parses src[0..len) into tok[0..cap). Returns 0, ERR_PARSE (doc->err_offset set) or
+ * ERR_LIMIT (more than cap tokens, or len > UINT32_MAX). Token 0 is the root value. */
+int json_parse(struct json_doc *doc, const char *src, size_t len, struct json_token *tok,
+	       uint32_t cap);
+
+/* Object member lookup by exact (unescaped) key; returns the value's token index or -1. */
+int json_obj_get(const struct json_doc *doc, int obj, const char *key);
+/* First child (object: the first key; array: the first element) or -1; json_next the sibling
+ * (for objects, step twice from a key to reach the next key) or -1 after the last. */
+int json_first(const struct json_doc *doc, int idx);
+int json_next(const struct json_doc *doc, int parent, int idx);
+
+/* Unescapes a string token into out (NUL-terminated). Returns its length, ERR_LIMIT when it
+ * does not fit (out is left empty), or -EINVAL when idx is not a string. */
+int json_str(const struct json_doc *doc, int idx, char *out, size_t out_size);
+/* True when idx is a string token equal to s once unescaped. */
+bool json_str_eq(const struct json_doc *doc, int idx, const char *s);
+/* Integer number (no fraction or exponent) that fits int64: 0, else -EINVAL/-ERANGE. */
+int json_int(const struct json_doc *doc, int idx, int64_t *out);
+/* JSON_TRUE/JSON_FALSE: 0; else -EINVAL. */
+int json_bool(const struct json_doc *doc, int idx, bool *out);
+
+struct json_writer {
+	struct buf *out;
+	int err;
+	uint32_t depth;
+	uint8_t need_comma[JSON_MAX_DEPTH + 1];
+	bool after_key;
+};
+
+void json_writer_init(struct json_writer *w, struct buf *out);
+void json_obj_begin(struct json_writer *w);
+void json_obj_end(struct json_writer *w);
+void json_arr_begin(struct json_writer *w);
+void json_arr_end(struct json_writer *w);
+void json_key(struct json_writer *w, const char *key);
+/* Strings are escaped as JSON requires; invalid UTF-8 input sets -EINVAL. */
+void json_str_write(struct json_writer *w, const char *s);
+void json_strn_write(struct json_writer *w, const char *s, size_t len);
+void json_int_write(struct json_writer *w, int64_t v);
+void json_bool_write(struct json_writer *w, bool v);
+void json_null_write(struct json_writer *w);
+/* 0, or the first error any call hit (ERR_LIMIT, -EINVAL, ERR_STATE for unbalanced nesting). */
+int json_writer_finish(struct json_writer *w);
+
+#endif
