@@ -90,7 +90,9 @@ apt_setup() {
 	apt_opts=(-o "Dir::Etc::SourceList=$list" -o Dir::Etc::SourceParts=/dev/null
 		-o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache")
 	say "updating the private deb-src index in $state"
-	apt-get -qq "${apt_opts[@]}" update >&2 ||
+	# --error-on=any: by default a mirror that cannot be reached is only a warning, and the
+	# "version not served" diagnosis below would then be wrong.
+	apt-get -qq --error-on=any "${apt_opts[@]}" update >&2 ||
 		die "apt-get update failed (no network?). Offline, build with OFFLINE=1 from a pre-staged cache."
 	apt_ready=1
 }
@@ -134,13 +136,12 @@ fetch_pinned() {
 	say "fetching $pkg $ver"
 	if ! dl=$(download "$pkg" "$ver"); then
 		served=$(served_versions "$pkg" | paste -sd' ')
-		# (space-separated, newest first)
 		case " $served " in
-		*" $ver "*) die "apt-get source $pkg=$ver failed although Debian serves it:
+		"  " | *" $ver "*) die "apt-get source $pkg=$ver failed (Debian serves: ${served:-nothing}):
 $(sed 's/^/  | /' "$state/dl/$pkg.log")" ;;
 		esac
 		die "$pkg $ver is pinned but Debian no longer serves it, and it is not in $cache.
-  Debian now serves: $pkg ${served:-(no version at all)}  (newest first)
+  Debian now serves: $pkg $served  (newest first)
   To move the pins (review it and commit it on its own): make -C third_party bump
   Or pre-stage the pinned files listed in sources.lock into $cache
   (e.g. from https://snapshot.debian.org/package/$pkg/)."
