@@ -71,7 +71,7 @@ apt_owns() {
 }
 
 apt_setup() {
-	[ "$offline" = 1 ] && die "internal: network needed with OFFLINE=1"
+	[ "$offline" = 1 ] && die "this needs a Debian mirror, and OFFLINE=1 forbids the network"
 	[ "$apt_ready" = 1 ] && return 0
 	mkdir -p "$state/lists/partial" "$state/cache"
 	apt_owns "$state/lists/partial"
