@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/integration/test_third_party_offline.sh: third_party builds without a network from its
-# cache alone, and never uses a cached file whose sha256 is not the pinned one. Prints TAP; exits
-# 0 iff every case passed. Works on copies in a temp dir: the repo's build and cache stay as they are.
+# cache alone, reproducibly, and never uses a cached file whose sha256 is not the pinned one.
+# Prints TAP; exits 0 iff every case passed. Works on copies in a temp dir: the repo's build and
+# cache stay as they are.
 #
 # The network is taken away with `unshare -n` (a new, empty network namespace), so "offline" is
 # enforced by the kernel rather than trusted to the Makefile.
@@ -36,7 +37,7 @@ tp_make() {
 # pinned FILE-PATTERN: a file name from the lock (the lock is read, never hard-coded here)
 pinned() { awk -v pat="$1" '!/^[[:space:]]*#/ && $3 ~ pat { print $3; exit }' "$tmp/third_party/sources.lock"; }
 
-echo "1..9"
+echo "1..10"
 
 # Root makes a network namespace directly; otherwise a user namespace brings the right to.
 if [ "$(id -u)" = 0 ]; then netless=(unshare -n); else netless=(unshare -rn); fi
@@ -70,7 +71,16 @@ result $? "libbearssl.a, libcap.a, libprotobuf-c.a, headers and sources are in O
 tp_make "$tmp/again.log" -q OFFLINE=1 OUT="$tmp/out"
 result $? "a second make is a no-op" "$tmp/again.log"
 
-# 3. One flipped byte in a cached file: a hard error naming the file, offline or not. With
+# 3. Reproducible: a second clean build at another path gives bit-identical archives.
+tp_make "$tmp/repro.log" OFFLINE=1 OUT="$tmp/elsewhere/deeper/out"
+differ=""
+for a in libbearssl.a libcap.a libprotobuf-c.a; do
+	cmp -s "$tmp/out/lib/$a" "$tmp/elsewhere/deeper/out/lib/$a" || differ="$differ $a"
+done
+[ -z "$differ" ]
+result $? "a clean build at another path gives bit-identical archives${differ:+ (differ:$differ)}" "$tmp/repro.log"
+
+# 4. One flipped byte in a cached file: a hard error naming the file, offline or not. With
 #    OFFLINE=0 it must not be "repaired" by a download either: a wrong file is never used.
 bad=$(pinned 'libcap2_.*debian\.tar')
 cp -a "$tmp/third_party/cache" "$tmp/bad-cache"
@@ -86,7 +96,7 @@ done
 [ ! -e "$tmp/out-bad1/src/libcap2" ] && [ ! -e "$tmp/out-bad0/src/libcap2" ]
 result $? "the corrupted package was never unpacked"
 
-# 4. A missing cached file with OFFLINE=1: an error naming the file and how to pre-stage it.
+# 5. A missing cached file with OFFLINE=1: an error naming the file and how to pre-stage it.
 gone=$(pinned 'protobuf-c_.*orig\.tar')
 cp -a "$tmp/third_party/cache" "$tmp/short-cache"
 rm -f "$tmp/short-cache/$gone"
