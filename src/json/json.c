@@ -611,11 +611,14 @@ int json_int(const struct json_doc *doc, int idx, int64_t *out)
 		limit = (uint64_t)INT64_MAX + 1;
 		p++;
 	}
+	/* a fraction or exponent makes it no integer, however large its integer part */
+	for (uint32_t q = p; q < t->end; q++) {
+		if (doc->src[q] < '0' || doc->src[q] > '9')
+			return -EINVAL;
+	}
 	for (; p < t->end; p++) {
 		unsigned d = (unsigned)(doc->src[p] - '0');
 
-		if (d > 9)
-			return -EINVAL;
 		if (v > (limit - d) / 10)
 			return -ERANGE;
 		v = v * 10 + d;

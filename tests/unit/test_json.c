@@ -322,7 +322,7 @@ static void test_json_int_is_exact_over_the_whole_int64_range(void **state)
 
 	assert_int_equal(parse(&d, "[0,-0,9223372036854775807,-9223372036854775808,"
 				   "9223372036854775808,-9223372036854775809,99999999999999999999,"
-				   "1.0,1e2,-1E0,\"1\",true,17]"), 0);
+				   "1.0,1e2,-1E0,\"1\",true,17,99999999999999999999.5,-99999999999999999999e0]"), 0);
 	assert_int_equal(json_int(&d, 1, &v), 0);
 	assert_true(v == 0);
 	assert_int_equal(json_int(&d, 2, &v), 0);
@@ -344,6 +344,9 @@ static void test_json_int_is_exact_over_the_whole_int64_range(void **state)
 	assert_int_equal(json_int(&d, 13, &v), 0);
 	assert_true(v == 17);
 	assert_int_equal(json_int(&d, 0, &v), -EINVAL);
+	/* not an integer at all, so not out of range either */
+	assert_int_equal(json_int(&d, 14, &v), -EINVAL);
+	assert_int_equal(json_int(&d, 15, &v), -EINVAL);
 }
 
 static void test_json_bool_reads_only_true_and_false(void **state)
