@@ -190,6 +190,28 @@ static void test_json_rejects_every_n_case_at_the_right_offset(void **state)
 	}
 }
 
+static void test_json_error_says_why_in_words(void **state)
+{
+	static const struct {
+		const char *in, *what;
+	} cases[] = {
+		{ "[01]", "leading zero in number" },
+		{ "\"\\uDC00\"", "lone low surrogate" },
+		{ "\"\\uD800\"", "high surrogate without a low surrogate" },
+		{ "\"\xc0\x80\"", "invalid UTF-8 in string" },
+		{ "\"\x01\"", "control character in string" },
+		{ "{} {}", "trailing characters after the value" },
+		{ "", "unexpected end of input" },
+		{ "{\"a\":1]", "expected ',' or '}'" },
+	};
+	struct json_doc d;
+
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		assert_int_equal(parse(&d, cases[i].in), ERR_PARSE);
+		assert_string_equal(d.err_what, cases[i].what);
+	}
+}
+
 static void test_json_tokens_carry_children_next_and_offsets(void **state)
 {
 	const char *s = "{\"a\":[1,{\"b\":null}],\"c\":\"\"}";
@@ -744,6 +766,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_accepts_every_y_case),
 		cmocka_unit_test(test_json_rejects_every_n_case_at_the_right_offset),
+		cmocka_unit_test(test_json_error_says_why_in_words),
 		cmocka_unit_test(test_json_tokens_carry_children_next_and_offsets),
 		cmocka_unit_test(test_json_empty_containers_have_no_first_child),
 		cmocka_unit_test(test_json_str_unescapes_into_utf8),
