@@ -350,6 +350,7 @@ static int take_line(struct http_parser *p, const uint8_t *in, size_t len, size_
 	const uint8_t *lf = memchr(in, '\n', len);
 	size_t n = lf ? (size_t)(lf - in) : len;
 
+	*taken = 0;
 	/* one byte stays free for the NUL that ends the last string */
 	if (n >= head_limit(p) - p->head_len)
 		return HTTP_ERR_HEAD_TOO_BIG;
