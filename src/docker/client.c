@@ -9,51 +9,84 @@
 
 enum { CALL_RUNNING = 1, CALL_DONE, CALL_FAILED, CALL_STOPPED, CALL_ENDED };
 
+/* The config with its defaults filled in; -EINVAL when out of range. */
+static int config_norm(const struct docker_client_config *in, struct docker_client_config *out)
+{
+	*out = *in;
+	if (!out->docker_host)
+		out->docker_host = "unix:///var/run/docker.sock";
+	if (!out->connections)
+		out->connections = 4;
+	if (!out->response_limit)
+		out->response_limit = LIMIT_DOCKER_RESPONSE_BYTES;
+	if (!out->connect_timeout_ms)
+		out->connect_timeout_ms = 5000;
+	if (!out->read_timeout_ms)
+		out->read_timeout_ms = 60000;
+	if (out->connections > LIMIT_DOCKER_CONNS || out->response_limit < LIMIT_DOCKER_EVENT_BYTES)
+		return -EINVAL;
+	return 0;
+}
+
+static size_t round16(size_t n)
+{
+	return (n + 15) & ~(size_t)15;
+}
+
+size_t docker_client_footprint(const struct docker_client_config *cfg)
+{
+	struct docker_client_config c;
+
+	if (config_norm(cfg, &c) != 0)
+		return 0;
+	return round16(LIMIT_DOCKER_JSON_TOKENS * sizeof(struct json_token)) +
+	       round16(c.connections * sizeof(struct docker_slot)) +
+	       c.connections * round16(c.response_limit);
+}
+
 int docker_client_init(struct docker_client *dc, const struct docker_client_config *cfg)
 {
-	const char *host = cfg->docker_host ? cfg->docker_host : "unix:///var/run/docker.sock";
+	struct docker_client_config c;
+	size_t size = docker_client_footprint(cfg);
+	uint8_t *mem;
+	int r;
 
 	memset(dc, 0, sizeof(*dc));
-	if (strncmp(host, "unix://", 7) != 0 || host[7] != '/')
+	if ((r = config_norm(cfg, &c)) != 0)
+		return r;
+	if (strncmp(c.docker_host, "unix://", 7) != 0 || c.docker_host[7] != '/')
 		return -EINVAL;
-	if (strlen(host + 7) >= sizeof(dc->socket_path))
+	if (strlen(c.docker_host + 7) >= sizeof(dc->socket_path))
 		return -ENAMETOOLONG;
-	strcpy(dc->socket_path, host + 7);
-	dc->nslots = cfg->connections ? cfg->connections : 4;
-	if (dc->nslots > LIMIT_DOCKER_CONNS)
-		return -EINVAL;
-	dc->response_limit = cfg->response_limit ? cfg->response_limit : LIMIT_DOCKER_RESPONSE_BYTES;
-	if (dc->response_limit < LIMIT_DOCKER_EVENT_BYTES)
-		return -EINVAL;
-	dc->connect_timeout_ms = cfg->connect_timeout_ms ? cfg->connect_timeout_ms : 5000;
-	dc->read_timeout_ms = cfg->read_timeout_ms ? cfg->read_timeout_ms : 60000;
+	strcpy(dc->socket_path, c.docker_host + 7);
+	dc->nslots = c.connections;
+	dc->response_limit = c.response_limit;
+	dc->connect_timeout_ms = c.connect_timeout_ms;
+	dc->read_timeout_ms = c.read_timeout_ms;
 	dc->tok_cap = LIMIT_DOCKER_JSON_TOKENS;
-	dc->tok = calloc(dc->tok_cap, sizeof(*dc->tok));
-	dc->slots = calloc(dc->nslots, sizeof(*dc->slots));
-	if (!dc->tok || !dc->slots) {
-		docker_client_free(dc);
+	/* one allocation, carved: tokens, slots, then each slot's response buffer */
+	mem = malloc(size);
+	if (!mem)
 		return -ENOMEM;
-	}
+	dc->tok = (struct json_token *)mem;
+	mem += round16(dc->tok_cap * sizeof(struct json_token));
+	dc->slots = (struct docker_slot *)mem;
+	memset(dc->slots, 0, dc->nslots * sizeof(struct docker_slot));
+	mem += round16(dc->nslots * sizeof(struct docker_slot));
 	for (uint32_t i = 0; i < dc->nslots; i++) {
 		struct docker_slot *s = &dc->slots[i];
 		http_conn_init(&s->conn, dc->socket_path);
 		s->conn.connect_timeout_ms = dc->connect_timeout_ms;
-		s->body = malloc(dc->response_limit);
-		if (!s->body) {
-			docker_client_free(dc);
-			return -ENOMEM;
-		}
+		s->body = mem;
+		mem += round16(dc->response_limit);
 	}
 	return 0;
 }
 
 void docker_client_free(struct docker_client *dc)
 {
-	for (uint32_t i = 0; dc->slots && i < dc->nslots; i++) {
+	for (uint32_t i = 0; dc->slots && i < dc->nslots; i++)
 		http_conn_close(&dc->slots[i].conn);
-		free(dc->slots[i].body);
-	}
-	free(dc->slots);
 	free(dc->tok);
 	dc->slots = NULL;
 	dc->tok = NULL;

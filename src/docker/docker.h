@@ -63,8 +63,11 @@ struct docker_client {
 	uint32_t tok_cap;
 };
 
-/* Allocates the connection pool and parse space once. -EINVAL for a docker_host that is not
- * unix://, -ENAMETOOLONG, -ENOMEM. No I/O. */
+/* Bytes docker_client_init allocates for cfg (in one allocation), for the applet's memory
+ * budget; 0 when cfg is out of range. */
+size_t docker_client_footprint(const struct docker_client_config *cfg);
+/* Allocates the connection pool and parse space, once. -EINVAL for a docker_host that is not
+ * unix:// or limits out of range, -ENAMETOOLONG, -ENOMEM. No I/O. */
 int docker_client_init(struct docker_client *dc, const struct docker_client_config *cfg);
 void docker_client_free(struct docker_client *dc);
 
