@@ -126,6 +126,13 @@ struct alloc_stats {
 };
 void alloc_stats(struct alloc_stats *out);
 
+/* ---- randomness (getrandom) ---- */
+int random_bytes(void *out, size_t n);
+/* hex_chars lowercase hex digits and a NUL into out (at most 64 digits). */
+int random_hex(char *out, size_t hex_chars);
+/* A UUIDv7 (RFC 9562: millisecond time, then random), 36 characters and a NUL. */
+int uuid7(char out[37]);
+
 /* ---- small helpers ---- */
 /* Parses a non-negative decimal integer that fits `max`; 0 or -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t max, uint64_t *out);
