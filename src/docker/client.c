@@ -369,6 +369,11 @@ short docker_call_events(const struct docker_call *c)
 	return c->slot && c->state == CALL_RUNNING ? c->slot->conn.want : 0;
 }
 
+int docker_call_timeout_ms(const struct docker_call *c)
+{
+	return c->slot && c->state == CALL_RUNNING ? http_conn_wait_ms(&c->slot->conn) : -1;
+}
+
 void docker_call_end(struct docker_call *c)
 {
 	if (c->slot) {

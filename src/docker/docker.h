@@ -177,6 +177,9 @@ int docker_call_step(struct docker_call *call);
 int docker_call_run(struct docker_call *call);
 int docker_call_fd(const struct docker_call *call);
 short docker_call_events(const struct docker_call *call); /* POLLIN/POLLOUT; 0: step soon */
+/* Milliseconds until the call's timeout expires (step it then: it fails with -ETIMEDOUT), or -1
+ * when none runs (wait, events, followed logs). For the event loop's timer. */
+int docker_call_timeout_ms(const struct docker_call *call);
 /* Releases the connection (closing it when the exchange was cut short). Always call it. */
 void docker_call_end(struct docker_call *call);
 

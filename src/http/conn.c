@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http.h"
@@ -30,6 +31,13 @@ void http_conn_close(struct http_conn *c)
 	c->state = HTTP_CONN_IDLE;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int fail(struct http_conn *c, int r)
 {
 	http_conn_close(c);
@@ -52,6 +60,7 @@ int http_conn_begin(struct http_conn *c, const uint8_t *req, size_t len,
 	c->parser.head_request = opts->head_request;
 	c->parser.body_limit = opts->body_limit ? opts->body_limit : UINT64_MAX;
 	c->state = c->fd >= 0 ? HTTP_CONN_SENDING : HTTP_CONN_CONNECTING;
+	c->progress_ms = now_ms();
 	return 0;
 }
 
@@ -89,6 +98,7 @@ static int step_connect(struct http_conn *c)
 	memcpy(sa.sun_path, c->path, sizeof(c->path));
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EISCONN) {
 		c->state = HTTP_CONN_SENDING;
+		c->progress_ms = now_ms();
 		return 0;
 	}
 	switch (errno) {
@@ -113,6 +123,7 @@ static int step_send(struct http_conn *c)
 		ssize_t n = send(c->fd, c->req + c->req_off, c->req_len - c->req_off, MSG_NOSIGNAL);
 		if (n >= 0) {
 			c->req_off += (size_t)n;
+			c->progress_ms = now_ms();
 			continue;
 		}
 		if (errno == EINTR)
@@ -140,6 +151,7 @@ static int step_read(struct http_conn *c)
 		c->rlen = (uint32_t)n;
 		c->roff = 0;
 		c->got_bytes = true;
+		c->progress_ms = now_ms();
 		return 0;
 	}
 	if (n == 0) {
@@ -201,34 +213,39 @@ int http_conn_step(struct http_conn *c, struct http_slice *slice)
 		default:
 			return ERR_STATE;
 		}
+		if (r == -EAGAIN && http_conn_wait_ms(c) == 0)
+			return fail(c, -ETIMEDOUT);
 		if (r != 0)
 			return r;
 	}
 }
 
+int http_conn_wait_ms(const struct http_conn *c)
+{
+	int limit = c->state == HTTP_CONN_CONNECTING ? c->connect_timeout_ms : c->read_timeout_ms;
+	int64_t left;
+
+	if (limit < 0 || c->state == HTTP_CONN_IDLE || c->state == HTTP_CONN_UPGRADED)
+		return -1;
+	left = c->progress_ms + limit - now_ms();
+	return left > 0 ? (int)left : 0;
+}
+
 int http_conn_wait(struct http_conn *c, struct http_slice *slice)
 {
-	int waited_ms = 0;
-
 	for (;;) {
 		int r = http_conn_step(c, slice);
-		int timeout = c->state == HTTP_CONN_CONNECTING ? c->connect_timeout_ms
-							       : c->read_timeout_ms;
+		int left = http_conn_wait_ms(c);
 		struct pollfd pfd = { .fd = c->fd, .events = c->want };
 
 		if (r != -EAGAIN)
 			return r;
 		if (c->want == 0) {
-			if (timeout >= 0 && waited_ms >= timeout)
-				return fail(c, -ETIMEDOUT);
-			poll(NULL, 0, 10);
-			waited_ms += 10;
+			poll(NULL, 0, left >= 0 && left < 10 ? left : 10);
 			continue;
 		}
-		r = poll(&pfd, 1, timeout);
-		if (r == 0)
-			return fail(c, -ETIMEDOUT);
-		if (r < 0 && errno != EINTR) {
+		/* on expiry the next step reports -ETIMEDOUT */
+		if (poll(&pfd, 1, left) < 0 && errno != EINTR) {
 			c->sys_errno = errno;
 			return fail(c, -errno);
 		}

@@ -137,7 +137,7 @@ enum http_conn_state {
 struct http_exchange_opts {
 	bool head_request;      /* the request is HEAD: expect no body */
 	uint64_t body_limit;    /* 0 means UINT64_MAX (a stream the caller consumes as it comes) */
-	int read_timeout_ms;    /* blocking waits: most time without a byte; -1 waits forever */
+	int read_timeout_ms;    /* most time without progress once connected; -1: no limit */
 };
 
 struct http_conn {
@@ -145,8 +145,9 @@ struct http_conn {
 	enum http_conn_state state;
 	short want;             /* after -EAGAIN: POLLIN or POLLOUT on fd, or 0: retry soon */
 	int sys_errno;          /* errno of the last failed socket call */
-	int connect_timeout_ms; /* blocking waits while connecting; default 5000 */
+	int connect_timeout_ms; /* most time to connect; default 5000 */
 	int read_timeout_ms;    /* of the current exchange */
+	int64_t progress_ms;    /* monotonic time of the exchange's last progress */
 	bool reused;            /* the current exchange runs on a socket an earlier one used */
 	bool got_bytes;         /* a byte of the current response has arrived */
 	char path[108];         /* sun_path */
@@ -169,11 +170,14 @@ int http_conn_begin(struct http_conn *c, const uint8_t *req, size_t len,
 		    const struct http_exchange_opts *opts);
 /* Makes what progress it can without blocking and returns the next event (HTTP_EV_HEAD,
  * HTTP_EV_BODY with *slice valid until the next call, HTTP_EV_DONE, HTTP_EV_UPGRADE), or
- * -EAGAIN (wait for c->want on c->fd), or an error (the socket is then closed). A reused socket
- * that the engine had closed is detected and the request is sent once more on a new one. */
+ * -EAGAIN (wait for c->want on c->fd, at most http_conn_wait_ms), or an error (the socket is
+ * then closed). -ETIMEDOUT once the connect timeout, or the read timeout, passed without
+ * progress. A reused socket that the engine had closed is detected and the request is sent once
+ * more on a new one. */
 int http_conn_step(struct http_conn *c, struct http_slice *slice);
-/* Blocking form of http_conn_step: polls, bounded by the connect and read timeouts
- * (-ETIMEDOUT). */
+/* Milliseconds until the current timeout expires (0: expired, step now), -1 when none runs. */
+int http_conn_wait_ms(const struct http_conn *c);
+/* Blocking form of http_conn_step: polls, bounded by the same timeouts. */
 int http_conn_wait(struct http_conn *c, struct http_slice *slice);
 /* After HTTP_EV_UPGRADE: bytes already read past the head. */
 struct http_slice http_conn_leftover(const struct http_conn *c);

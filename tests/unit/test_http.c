@@ -660,6 +660,35 @@ static void test_http_conn_read_timeout_is_reported(void **state)
 	server_stop(&s);
 }
 
+static void test_http_conn_step_times_out_without_blocking(void **state)
+{
+	static struct server s;
+	static struct http_conn c;
+	static uint8_t req[128];
+	struct buf b;
+	struct http_slice sl;
+	struct http_exchange_opts o = { .read_timeout_ms = 100 };
+	int r;
+
+	memset(&s, 0, sizeof(s));
+	s.silent = 1;
+	server_start(&s);
+	assert_int_equal(http_conn_init(&c, s.path), 0);
+	buf_init(&b, req, sizeof(req));
+	assert_int_equal(http_request_write(&b, "GET", "/_ping", "docker", NULL, NULL, 0), 0);
+	assert_int_equal(http_conn_begin(&c, b.data, b.len, &o), 0);
+	while ((r = http_conn_step(&c, &sl)) == -EAGAIN && c.state != HTTP_CONN_RECEIVING)
+		;
+	assert_int_equal(r, -EAGAIN);
+	assert_true(http_conn_wait_ms(&c) > 0 && http_conn_wait_ms(&c) <= 100);
+	usleep(150 * 1000);
+	assert_int_equal(http_conn_wait_ms(&c), 0);
+	assert_int_equal(http_conn_step(&c, &sl), -ETIMEDOUT);
+	assert_int_equal(c.fd, -1);
+	assert_int_equal(http_conn_wait_ms(&c), -1);
+	server_stop(&s);
+}
+
 static void test_http_conn_large_response_over_limit_is_an_error(void **state)
 {
 	static struct server s;
@@ -717,6 +746,7 @@ int main(void)
 		cmocka_unit_test(test_http_conn_reuses_the_socket_for_the_next_request),
 		cmocka_unit_test(test_http_conn_resends_once_when_the_kept_socket_was_closed),
 		cmocka_unit_test(test_http_conn_read_timeout_is_reported),
+		cmocka_unit_test(test_http_conn_step_times_out_without_blocking),
 		cmocka_unit_test(test_http_conn_large_response_over_limit_is_an_error),
 		cmocka_unit_test(test_http_conn_missing_socket_is_a_connect_error),
 	};
