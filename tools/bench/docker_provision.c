@@ -1,6 +1,7 @@
 /* docker_provision.c: the provision path (network create, container create, start, remove,
  * network remove) through our client against the same five steps as docker CLI commands,
- * with the same hardened settings, interleaved, median of BENCH_RUNS runs (default 15).
+ * with the same hardened settings, step by step back to back, median of BENCH_RUNS runs
+ * (default 15).
  * Run by tools/bench/bench_docker, which passes BENCH_LABEL and cleans up by it. */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,27 +42,39 @@ static void fail(const char *what, const struct docker_error *e)
 	exit(1);
 }
 
-static void ours(struct docker_client *dc, int run, const char *subnet, double t[STEPS])
-{
-	char net_name[128], name[128], net[DOCKER_ID_SIZE], id[DOCKER_ID_SIZE];
-	struct docker_error e;
-	double t0;
+/* One sandbox's worth of names, for one side of one run. */
+struct side {
+	char net_name[128], name[128], subnet[32];
+	char net[DOCKER_ID_SIZE], id[DOCKER_ID_SIZE];
+};
 
-	snprintf(net_name, sizeof(net_name), "agentic-bench-%s-net-a%d", label_val, run);
-	snprintf(name, sizeof(name), "agentic-bench-%s-a%d", label_val, run);
+static void side_init(struct side *sd, const char *tag, int run, unsigned base, unsigned slot)
+{
+	snprintf(sd->net_name, sizeof(sd->net_name), "agentic-bench-%s-net-%s%d", label_val, tag,
+		 run);
+	snprintf(sd->name, sizeof(sd->name), "agentic-bench-%s-%s%d", label_val, tag, run);
+	snprintf(sd->subnet, sizeof(sd->subnet), "10.215.%u.%u/28", base, slot * 16);
+}
+
+/* Step s through our client; returns its milliseconds. */
+static double ours(struct docker_client *dc, struct side *sd, int s)
+{
+	struct docker_error e;
+	double t0 = now_ms();
 	const struct docker_kv net_labels[] = { { label_key, label_val },
 						{ "agentic-sandbox", "true" },
 						{ "agentic-egress-policy", "default-deny" },
 						{ NULL, NULL } };
 	const struct docker_network_spec ns = {
-		.name = net_name, .internal = true, .subnet = subnet, .labels = net_labels,
+		.name = sd->net_name, .internal = true, .subnet = sd->subnet, .labels = net_labels,
 		.options = (const struct docker_kv[]){
 			{ "com.docker.network.bridge.inhibit_ipv4", "true" }, { NULL, NULL } },
 	};
 	const struct docker_kv labels[] = { { label_key, label_val }, { "agentic-sandbox", "true" },
-					    { "agentic-managed-network", net_name }, { NULL, NULL } };
+					    { "agentic-managed-network", sd->net_name },
+					    { NULL, NULL } };
 	const struct docker_container_spec cs = {
-		.name = name, .image = IMAGE, .user = "0:0",
+		.name = sd->name, .image = IMAGE, .user = "0:0",
 		.entrypoint = (const char *[]){ "/bin/sleep", NULL },
 		.cmd = (const char *[]){ "60", NULL },
 		.env = (const char *[]){ "AGENT_ID=bench", NULL },
@@ -76,30 +89,31 @@ static void ours(struct docker_client *dc, int run, const char *subnet, double t
 							 { bin, "/sbin/agentic-init", true },
 							 { workspace_dir, "/workspace", false },
 							 { NULL, NULL, false } },
-		.network_mode = net_name,
+		.network_mode = sd->net_name,
 		.pids_limit = 512, .memory = 1ll << 30, .nano_cpus = 1000000000,
 	};
+	int r = 0;
 
-	t0 = now_ms();
-	if (docker_network_create(dc, &ns, net, &e))
-		fail("network create", &e);
-	t[0] = now_ms() - t0;
-	t0 = now_ms();
-	if (docker_container_create(dc, &cs, id, &e))
-		fail("container create", &e);
-	t[1] = now_ms() - t0;
-	t0 = now_ms();
-	if (docker_container_start(dc, id, &e))
-		fail("container start", &e);
-	t[2] = now_ms() - t0;
-	t0 = now_ms();
-	if (docker_container_remove(dc, id, true, &e))
-		fail("container remove", &e);
-	t[3] = now_ms() - t0;
-	t0 = now_ms();
-	if (docker_network_remove(dc, net, &e))
-		fail("network remove", &e);
-	t[4] = now_ms() - t0;
+	switch (s) {
+	case 0:
+		r = docker_network_create(dc, &ns, sd->net, &e);
+		break;
+	case 1:
+		r = docker_container_create(dc, &cs, sd->id, &e);
+		break;
+	case 2:
+		r = docker_container_start(dc, sd->id, &e);
+		break;
+	case 3:
+		r = docker_container_remove(dc, sd->id, true, &e);
+		break;
+	case 4:
+		r = docker_network_remove(dc, sd->net, &e);
+		break;
+	}
+	if (r != 0)
+		fail(step_names[s], &e);
+	return now_ms() - t0;
 }
 
 static double run_cli(char *const argv[])
@@ -123,41 +137,36 @@ static double run_cli(char *const argv[])
 	return now_ms() - t0;
 }
 
-static void cli(int run, const char *subnet, double t[STEPS])
+/* Step s as a docker CLI command, same settings; returns its milliseconds. */
+static double cli(struct side *sd, int s)
 {
-	char net[128], name[128], l1[160], l2[160], m1[160], m2[160], m3[160], tmpfs[160];
+	char l2[160], m1[160], m2[160], m3[160], tmpfs[160];
 
-	snprintf(net, sizeof(net), "agentic-bench-%s-net-c%d", label_val, run);
-	snprintf(name, sizeof(name), "agentic-bench-%s-c%d", label_val, run);
-	snprintf(l1, sizeof(l1), "%s", label_kv);
-	snprintf(l2, sizeof(l2), "agentic-managed-network=%s", net);
+	snprintf(l2, sizeof(l2), "agentic-managed-network=%s", sd->net_name);
 	snprintf(m1, sizeof(m1), "type=bind,source=%s,target=/run/agentic-sandbox,readonly", sandbox_dir);
 	snprintf(m2, sizeof(m2), "type=bind,source=%s,target=/sbin/agentic-init,readonly", bin);
 	snprintf(m3, sizeof(m3), "type=bind,source=%s,target=/workspace", workspace_dir);
 	snprintf(tmpfs, sizeof(tmpfs), "/run/agentic:%s", tmpfs_opts);
 
 	char *const ncreate[] = { "docker", "network", "create", "--internal", "--subnet",
-				  (char *)subnet, "-o", "com.docker.network.bridge.inhibit_ipv4=true",
-				  "--label", l1, "--label", "agentic-sandbox=true", "--label",
-				  "agentic-egress-policy=default-deny", net, NULL };
-	char *const create[] = { "docker", "create", "--name", name, "--user", "0:0",
+				  sd->subnet, "-o", "com.docker.network.bridge.inhibit_ipv4=true",
+				  "--label", label_kv, "--label", "agentic-sandbox=true", "--label",
+				  "agentic-egress-policy=default-deny", sd->net_name, NULL };
+	char *const create[] = { "docker", "create", "--name", sd->name, "--user", "0:0",
 				 "--cap-drop", "ALL", "--cap-add", "SETUID", "--cap-add", "SETGID",
 				 "--security-opt", "no-new-privileges", "--tmpfs", tmpfs,
 				 "--sysctl", "net.ipv6.conf.all.disable_ipv6=1", "--mount", m1,
 				 "--mount", m2, "--mount", m3, "--entrypoint", "/bin/sleep",
-				 "--env", "AGENT_ID=bench", "--network", net,
+				 "--env", "AGENT_ID=bench", "--network", sd->net_name,
 				 "--pids-limit", "512", "--memory", "1g", "--cpus", "1",
-				 "--restart", "no", "--label", l1, "--label", "agentic-sandbox=true",
-				 "--label", l2, IMAGE, "60", NULL };
-	char *const start[] = { "docker", "start", name, NULL };
-	char *const rm[] = { "docker", "rm", "-f", name, NULL };
-	char *const nrm[] = { "docker", "network", "rm", net, NULL };
+				 "--restart", "no", "--label", label_kv, "--label",
+				 "agentic-sandbox=true", "--label", l2, IMAGE, "60", NULL };
+	char *const start[] = { "docker", "start", sd->name, NULL };
+	char *const rm[] = { "docker", "rm", "-f", sd->name, NULL };
+	char *const nrm[] = { "docker", "network", "rm", sd->net_name, NULL };
+	char *const *const argv[STEPS] = { ncreate, create, start, rm, nrm };
 
-	t[0] = run_cli(ncreate);
-	t[1] = run_cli(create);
-	t[2] = run_cli(start);
-	t[3] = run_cli(rm);
-	t[4] = run_cli(nrm);
+	return run_cli(argv[s]);
 }
 
 static int cmp(const void *a, const void *b)
@@ -183,7 +192,6 @@ int main(void)
 	struct docker_client_config cfg = { 0 };
 	struct docker_error e;
 	unsigned base = (unsigned)getpid() % 200;
-	char subnet[32];
 
 	bin = getenv("AGENTIC_BIN");
 	if (!label || !strchr(label, '=') || !bin || runs < 1 || runs > MAX_RUNS) {
@@ -207,17 +215,19 @@ int main(void)
 		fail("negotiate", &e);
 
 	for (int i = 0; i < runs; i++) {
-		/* alternate who goes first, so neither side always meets a warmer engine */
-		snprintf(subnet, sizeof(subnet), "10.215.%u.%u/28", base, (i % 8) * 16);
-		if (i % 2 == 0) {
-			ours(&dc, i, subnet, a[i]);
-			snprintf(subnet, sizeof(subnet), "10.215.%u.%u/28", base, 128 + (i % 8) * 16);
-			cli(i, subnet, c[i]);
-		} else {
-			snprintf(subnet, sizeof(subnet), "10.215.%u.%u/28", base, 128 + (i % 8) * 16);
-			cli(i, subnet, c[i]);
-			snprintf(subnet, sizeof(subnet), "10.215.%u.%u/28", base, (i % 8) * 16);
-			ours(&dc, i, subnet, a[i]);
+		struct side sa, sc;
+		side_init(&sa, "a", i, base, (unsigned)(i % 8));
+		side_init(&sc, "c", i, base, (unsigned)(8 + i % 8));
+		/* each step runs on both sides back to back, so both meet the engine in the same
+		 * state and load; who goes first alternates */
+		for (int s = 0; s < STEPS; s++) {
+			if ((i + s) % 2 == 0) {
+				a[i][s] = ours(&dc, &sa, s);
+				c[i][s] = cli(&sc, s);
+			} else {
+				c[i][s] = cli(&sc, s);
+				a[i][s] = ours(&dc, &sa, s);
+			}
 		}
 	}
 	for (int i = 0; i < runs; i++) {
