@@ -35,6 +35,14 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static void remove_dirs(void)
+{
+	if (sandbox_dir[0])
+		rmdir(sandbox_dir);
+	if (workspace_dir[0])
+		rmdir(workspace_dir);
+}
+
 static void fail(const char *what, const struct docker_error *e)
 {
 	char text[1024];
@@ -206,6 +214,7 @@ int main(void)
 	snprintf(workspace_dir, sizeof(workspace_dir), "/tmp/agentic-bench-ws-XXXXXX");
 	if (!mkdtemp(sandbox_dir) || !mkdtemp(workspace_dir))
 		return 1;
+	atexit(remove_dirs);
 	/* the static allocator rounds an allocation up to a power of two */
 	if (alloc_budget(2 * docker_client_footprint(&cfg) + (1u << 20)) != 0 ||
 	    docker_client_init(&dc, &cfg) != 0)
@@ -268,7 +277,5 @@ int main(void)
 	       "CLI's fixed cost per command; 5 steps pay it 5 times)\n",
 	       "per_call_floor", median(ta, runs), median(tc, runs));
 	docker_client_free(&dc);
-	rmdir(sandbox_dir);
-	rmdir(workspace_dir);
 	return 0;
 }
