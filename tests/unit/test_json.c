@@ -131,6 +131,8 @@ static const struct case_n reject[] = {
 	{ "n_string_backslash_at_end", "\"\\", 0, ERR_PARSE, 2 },
 	{ "n_string_short_u", "\"\\u12\"", 0, ERR_PARSE, 5 },
 	{ "n_string_bad_hex", "\"\\uZZZZ\"", 0, ERR_PARSE, 3 },
+	{ "n_string_u_at_end", "\"\\u12", 0, ERR_PARSE, 5 },
+	{ "n_string_low_at_end", "\"\\uD800\\uDC", 0, ERR_PARSE, 11 },
 	{ "n_string_capital_U", "\"\\U0041\"", 0, ERR_PARSE, 2 },
 	{ "n_string_lone_high_surrogate", "\"\\uD800\"", 0, ERR_PARSE, 7 },
 	{ "n_string_high_surrogate_at_end", "\"\\uD800", 0, ERR_PARSE, 7 },
