@@ -658,7 +658,8 @@ static void w_fail(struct json_writer *w, int err)
 	if (w->err)
 		return;
 	w->err = err;
-	w->out->len = w->mark;
+	if (w->out->len > w->mark)
+		w->out->len = w->mark;
 }
 
 static void w_put(struct json_writer *w, const void *p, size_t n)
