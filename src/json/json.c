@@ -291,6 +291,12 @@ static int scan_literal(struct reader *r, uint32_t idx, const char *word)
 
 enum want { WANT_VALUE, WANT_KEY, WANT_NEXT };
 
+static const char *const literal[] = {
+	[JSON_TRUE] = "true",
+	[JSON_FALSE] = "false",
+	[JSON_NULL] = "null",
+};
+
 /* Starts the value at r->pos. A scalar is consumed whole; a container is pushed and left open
  * (its opening bracket consumed). */
 static int value_begin(struct reader *r, bool *opened)
@@ -345,14 +351,9 @@ static int value_begin(struct reader *r, bool *opened)
 		return scan_string(r, idx);
 	case JSON_NUMBER:
 		return scan_number(r, idx);
-	case JSON_TRUE:
-		return scan_literal(r, idx, "true");
-	case JSON_FALSE:
-		return scan_literal(r, idx, "false");
-	case JSON_NULL:
-		return scan_literal(r, idx, "null");
+	default:
+		return scan_literal(r, idx, literal[type]);
 	}
-	return fail(r, ERR_PARSE, r->pos, "expected a value");
 }
 
 static int key_scan(struct reader *r)
@@ -657,7 +658,8 @@ static void w_fail(struct json_writer *w, int err)
 	if (w->err)
 		return;
 	w->err = err;
-	w->out->len = w->mark;
+	if (w->out->len > w->mark)
+		w->out->len = w->mark;
 }
 
 static void w_put(struct json_writer *w, const void *p, size_t n)

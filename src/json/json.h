@@ -78,7 +78,8 @@ struct json_writer {
 	uint8_t need_comma[JSON_MAX_DEPTH + 1];
 	bool in_object[JSON_MAX_DEPTH + 1];
 	bool after_key;
-	size_t mark; /* out->len at init: an error rolls the buffer back to it */
+	size_t mark; /* out->len at init: an error rolls the buffer back to it, so the caller
+		      * must not consume from out until json_writer_finish */
 };
 
 void json_writer_init(struct json_writer *w, struct buf *out);

@@ -90,6 +90,11 @@ static const struct case_n reject[] = {
 	{ "n_object_missing_comma", "{\"a\":1 \"b\":2}", 0, ERR_PARSE, 7 },
 	{ "n_object_extra_close", "{\"a\":1}}", 0, ERR_PARSE, 7 },
 	{ "n_object_unclosed", "{\"a\":1", 0, ERR_PARSE, 6 },
+	{ "n_object_open_only", "{", 0, ERR_PARSE, 1 },
+	{ "n_object_ends_after_comma", "{\"a\":1,", 0, ERR_PARSE, 7 },
+	{ "n_object_ends_after_key", "{\"a\"", 0, ERR_PARSE, 4 },
+	{ "n_object_bad_key_string", "{\"a\x01\":1}", 0, ERR_PARSE, 3 },
+	{ "n_object_key_unterminated", "{\"a", 0, ERR_PARSE, 3 },
 	{ "n_number_leading_zero", "01", 0, ERR_PARSE, 1 },
 	{ "n_number_negative_leading_zero", "-01", 0, ERR_PARSE, 2 },
 	{ "n_number_minus_only", "-", 0, ERR_PARSE, 1 },
@@ -126,6 +131,8 @@ static const struct case_n reject[] = {
 	{ "n_string_backslash_at_end", "\"\\", 0, ERR_PARSE, 2 },
 	{ "n_string_short_u", "\"\\u12\"", 0, ERR_PARSE, 5 },
 	{ "n_string_bad_hex", "\"\\uZZZZ\"", 0, ERR_PARSE, 3 },
+	{ "n_string_u_at_end", "\"\\u12", 0, ERR_PARSE, 5 },
+	{ "n_string_low_at_end", "\"\\uD800\\uDC", 0, ERR_PARSE, 11 },
 	{ "n_string_capital_U", "\"\\U0041\"", 0, ERR_PARSE, 2 },
 	{ "n_string_lone_high_surrogate", "\"\\uD800\"", 0, ERR_PARSE, 7 },
 	{ "n_string_high_surrogate_at_end", "\"\\uD800", 0, ERR_PARSE, 7 },
@@ -284,6 +291,10 @@ static void test_json_str_unescapes_into_utf8(void **state)
 	assert_string_equal(out, want);
 	assert_true(json_str_eq(&d, 0, want));
 	assert_false(json_str_eq(&d, 0, "a"));
+	assert_int_equal(parse(&d, "[1,\"1\"]"), 0);
+	assert_false(json_str_eq(&d, 1, "1"));
+	assert_true(json_str_eq(&d, 2, "1"));
+	assert_false(json_str_eq(&d, 3, "1"));
 }
 
 static void test_json_str_refuses_what_does_not_fit_and_leaves_out_empty(void **state)
@@ -649,6 +660,13 @@ static void test_json_writer_refuses_misplaced_keys_and_values(void **state)
 	json_obj_begin(&w);
 	json_arr_end(&w);
 	assert_int_equal(json_writer_finish(&w), ERR_STATE);
+	/* a container as a key-less value, after which nothing more is written */
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_arr_begin(&w);
+	json_str_write(&w, "x");
+	assert_int_equal(json_writer_finish(&w), ERR_STATE);
+	assert_int_equal(b.len, 0);
 	/* closing at the top */
 	json_writer_init(&w, &b);
 	json_arr_end(&w);
