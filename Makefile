@@ -88,7 +88,12 @@ $(BUILD)/asan/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUIL
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
 
-test-build: $(UNIT_TESTS) $(REPLAYS)
+# Static probes: small musl programs over the real objects, for what ASan builds cannot show.
+$(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS)
+
+test-build: $(UNIT_TESTS) $(REPLAYS) $(BUILD)/musl/probe/alloc_probe
 
 check: bootstrap
 	$(MAKE) all third_party test-build

@@ -304,12 +304,16 @@ static int read_literal(struct hpack_dec *d, const uint8_t **pp, const uint8_t *
 int hpack_decode(struct hpack_dec *d, const uint8_t *block, size_t len, hpack_field_fn fn,
 		 void *ctx)
 {
-	const uint8_t *p = block, *end = block + len;
+	const uint8_t *p = block, *end;
 	bool at_start = true;
 	struct field f;
 	uint32_t v;
 	int rc;
 
+	/* an empty list; block may be NULL then, and NULL + 0 is not valid C */
+	if (len == 0)
+		return 0;
+	end = block + len;
 	while (p < end) {
 		uint8_t b = *p;
 

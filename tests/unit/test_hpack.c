@@ -723,9 +723,10 @@ static void test_hpack_rejects_truncated_blocks(void **state)
 		hpack_dec_init(&d, 4096);
 		assert_int_equal(decode_hex(&d, cut[i], &fs), HPACK_ERR_COMPRESSION);
 	}
-	/* an empty block is a valid empty list */
+	/* an empty block is a valid empty list, even without a buffer */
 	hpack_dec_init(&d, 4096);
 	assert_int_equal(decode_bytes(&d, "", 0), 0);
+	assert_int_equal(hpack_decode(&d, NULL, 0, collect, &fs), 0);
 }
 
 static void test_hpack_rejects_fields_over_limit(void **state)
