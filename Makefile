@@ -91,7 +91,7 @@ $(BUILD)/asan/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUIL
 # Static probes: small musl programs over the real objects, for what ASan builds cannot show.
 $(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC)
 
 test-build: $(UNIT_TESTS) $(REPLAYS) $(BUILD)/musl/probe/alloc_probe
 
