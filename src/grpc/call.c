@@ -392,11 +392,6 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 	return 0;
 }
 
-int grpc_call_busy(const struct grpc_call *call)
-{
-	return call->tx_len > call->tx_off;
-}
-
 int grpc_call_set_headers(struct grpc_call *call, const struct grpc_md *md, size_t n)
 {
 	if (!call->stream || !is_server(call) || call->hdrs_sent || call->finishing)
@@ -520,16 +515,6 @@ void *grpc_call_user(const struct grpc_call *call)
 void *grpc_call_app(struct grpc_call *call)
 {
 	return call->app;
-}
-
-int64_t grpc_call_time_left(const struct grpc_call *call)
-{
-	int64_t left;
-
-	if (!call->deadline)
-		return -1;
-	left = call->deadline - grpc_now_ms();
-	return left > 0 ? left : 0;
 }
 
 /* ---- receiving ---- */
@@ -810,6 +795,12 @@ void grpc_conn_teardown(struct grpc_conn *c, int status)
 		}
 	}
 	if (c->fd >= 0) {
+		struct buf *out = h2_conn_out(&c->h2);
+
+		/* GOAWAY before closing, best effort: the socket may be gone or full */
+		h2_conn_goaway(&c->h2, H2_NO_ERROR);
+		if (out->len)
+			(void)!send(c->fd, out->data, out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		epoll_ctl(c->env->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 		close(c->fd);
 		c->fd = -1;

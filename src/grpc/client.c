@@ -208,11 +208,6 @@ int grpc_client_run(struct grpc_client *c, int timeout_ms)
 	return 0;
 }
 
-uint32_t grpc_client_calls(const struct grpc_client *c)
-{
-	return c->env.calls;
-}
-
 void grpc_client_close(struct grpc_client *c)
 {
 	if (c->connected)

@@ -246,8 +246,8 @@ static int serve(int argc, char **argv)
 {
 	struct grpc_server_config cfg = {
 		.max_connections = 1100,
-		.max_streams_per_connection = 128,
-		.max_message_bytes = 4 * MIB,
+		.max_streams_per_connection = LIMIT_GRPC_STREAMS,
+		.max_message_bytes = LIMIT_GRPC_MESSAGE_BYTES,
 		.small_buffers = 256,
 		.large_buffers = 4,
 	};
@@ -293,6 +293,14 @@ static int serve(int argc, char **argv)
 			fprintf(stderr, "agentic-grpctest: %s\n", err_str(r));
 			return 1;
 		}
+	}
+	{
+		struct grpc_server_stats gs;
+
+		grpc_server_stats(s, &gs);
+		log_info("grpctest server stopping", "accepted=%llu evicted=%llu refused=%llu",
+			 (unsigned long long)gs.accepted, (unsigned long long)gs.evicted,
+			 (unsigned long long)gs.refused);
 	}
 	grpc_server_close(s);
 	{

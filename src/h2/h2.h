@@ -9,9 +9,8 @@
  * Memory is fixed: everything a connection needs is inside struct h2_conn (sizeof: 93,288
  * bytes on x86-64: the HPACK decoder 37 KiB, the header-block buffer 16 KiB, the output buffer
  * 32 KiB, the stream table 6 KiB), plus one struct h2_scratch (34 KiB) that all connections
- * driven by one thread may
- * share, because decoded header lists live only for the duration of a callback. Nothing is
- * allocated. The engine never grows: control frames it owes the peer (SETTINGS and PING
+ * driven by one thread may share, because decoded header lists live only for the duration of
+ * a callback. Nothing is allocated. The engine never grows: control frames it owes the peer (SETTINGS and PING
  * acknowledgements, WINDOW_UPDATEs, RST_STREAMs, GOAWAY) are kept as counters and flags and
  * written when the output buffer has room, so feeding never needs output space.
  *
@@ -36,6 +35,7 @@
 #include "h2/hpack.h"
 
 #define H2_MAX_STREAMS 128           /* stream table slots: the most MAX_CONCURRENT_STREAMS */
+_Static_assert(H2_MAX_STREAMS >= LIMIT_GRPC_STREAMS, "a connection holds the streams allowed");
 #define H2_FRAME_MAX 16384           /* largest frame we accept (the default we advertise) */
 #define H2_HEADER_BLOCK_BYTES 16384  /* one encoded header block, HEADERS + CONTINUATIONs */
 #define H2_HEADER_LIST_BYTES 16384   /* one decoded header list (SETTINGS_MAX_HEADER_LIST_SIZE) */
