@@ -855,8 +855,11 @@ static void conn_arm(struct grpc_conn *c)
 	uint32_t want = 0;
 	struct epoll_event ev;
 
-	/* Backpressure: a peer that does not read our output is not read either. */
-	if (out->len < H2_OUT_BYTES / 2 && !c->closing)
+	/* Always read, even with output pending: two peers that both stopped reading while their
+	 * output is blocked would wait for each other forever. What a peer can make us hold is
+	 * bounded anyway: DATA by the windows (our WINDOW_UPDATEs wait for output room), owed
+	 * control frames by h2's counters, responses by the call and buffer pools. */
+	if (!c->closing)
 		want |= EPOLLIN;
 	if (out->len)
 		want |= EPOLLOUT;
@@ -876,12 +879,9 @@ int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 		return 1;
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		for (int rounds = 0; rounds < 16 && !c->closing; rounds++) {
-			struct buf *out = h2_conn_out(&c->h2);
 			ssize_t r;
 			int fr;
 
-			if (out->len >= H2_OUT_BYTES / 2)
-				break;
 			r = read(c->fd, c->env->rdbuf, GRPC_READ_BYTES);
 			if (r < 0 && (errno == EAGAIN || errno == EINTR))
 				break;

@@ -32,7 +32,8 @@ const char grpctest_help[] =
 	"\n"
 	"client: runs one scenario against SOCKET with our client; prints `ok` and exits 0, or\n"
 	"prints `FAIL: why` and exits 1. Scenarios: unary sizes oversize server-stream bidi\n"
-	"deadline cancel concurrent connections health metadata status unimplemented.\n"
+	"deadline cancel concurrent connections both-ways health metadata status\n"
+	"unimplemented.\n"
 	"\n"
 	"bench: unary: CALLS echo calls of 100 bytes, DEPTH in flight on one connection, prints\n"
 	"calls_per_sec; stream: one server-streaming call of MIB MiB in 16 KiB messages, prints\n"
@@ -580,6 +581,70 @@ static int sc_bidi(struct grpc_client *c)
 	return 0;
 }
 
+/* Client streaming of 100 MiB in 256 KiB messages while a server stream sends 100 MiB back,
+ * on one connection: both directions full at once must not stall. */
+struct upload {
+	struct outcome o;
+	struct grpc_call *call;
+	uint32_t sent;
+};
+
+static void up_pump(struct grpc_call *call)
+{
+	struct upload *u = grpc_call_user(call);
+	Agentic__Test__V1__Msg m = AGENTIC__TEST__V1__MSG__INIT;
+
+	m.data.data = pattern;
+	m.data.len = 256 * 1024;
+	while (u->sent < 400) {
+		if (grpc_call_send(call, &m.base) != 0)
+			return;
+		u->sent++;
+	}
+	grpc_call_finish(call, GRPC_OK, NULL, NULL, 0);
+}
+
+static void up_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	const Agentic__Test__V1__Summary *s = (const void *)msg;
+	struct upload *u = grpc_call_user(call);
+
+	u->o.messages++;
+	u->o.bytes = s->bytes;
+}
+
+static const struct grpc_method m_upload = { TEST_PATH("ClientStream"), MSG_DESC,
+	&agentic__test__v1__summary__descriptor, GRPC_CLIENT_STREAMING,
+	{ .on_message = up_message, .on_writable = up_pump, .on_done = c_done }, NULL };
+
+static int sc_both_ways(struct grpc_client *c)
+{
+	Agentic__Test__V1__StreamRequest req = AGENTIC__TEST__V1__STREAM_REQUEST__INIT;
+	static struct upload u;
+	struct outcome down = { 0 };
+	struct grpc_call *call;
+	uint64_t end = now_us() + 120000000u;
+
+	req.count = 6400;
+	req.size = 16384;
+	if (grpc_client_start(c, &m_stream, NULL, 0, 120000, &down, &call) != 0 ||
+	    grpc_call_send(call, &req.base) != 0 || grpc_call_finish(call, 0, NULL, NULL, 0) != 0 ||
+	    grpc_client_start(c, &m_upload, NULL, 0, 120000, &u.o, &u.call) != 0)
+		return fail("cannot start the streams");
+	up_pump(u.call);
+	while ((!down.done || !u.o.done) && now_us() < end)
+		if (grpc_client_run(c, 100) < 0)
+			return fail("connection lost");
+	if (!down.done || down.status != GRPC_OK || down.bytes != 100ull * MIB || down.bad)
+		return fail("download: done %d, %s, %llu bytes", down.done,
+			    grpc_status_name(down.status), (unsigned long long)down.bytes);
+	if (!u.o.done || u.o.status != GRPC_OK || u.o.bytes != 100ull * MIB)
+		return fail("upload: done %d, %s (%s), %llu bytes acknowledged, %u sent", u.o.done,
+			    grpc_status_name(u.o.status), u.o.message,
+			    (unsigned long long)u.o.bytes, u.sent);
+	return 0;
+}
+
 static int sc_concurrent(struct grpc_client *c)
 {
 	static struct bidi b[64];
@@ -796,6 +861,8 @@ static int client(int argc, char **argv)
 		r = sc_cancel(c);
 	else if (strcmp(sc, "concurrent") == 0)
 		r = sc_concurrent(c);
+	else if (strcmp(sc, "both-ways") == 0)
+		r = sc_both_ways(c);
 	else if (strcmp(sc, "health") == 0)
 		r = sc_health(c);
 	else if (strcmp(sc, "metadata") == 0)
