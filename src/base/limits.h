@@ -46,6 +46,37 @@
 #define LIMIT_GRPC_MESSAGE_BYTES (4u * 1024u * 1024u)
 #define LIMIT_GRPC_STREAMS 128
 
+/* ---- agenticd (src/mgmt) ---- */
+/* One admin API request body (create: env, mounts, cmd, labels), its read buffer, and the
+ * response buffer a connection fills (lists are streamed through it, sandbox by sandbox). */
+#define LIMIT_ADMIN_BODY_BYTES (32u * 1024u)
+#define LIMIT_ADMIN_READ_BYTES (4u * 1024u)
+#define LIMIT_ADMIN_OUT_BYTES (32u * 1024u)
+/* An idle admin connection is closed after this long. */
+#define LIMIT_ADMIN_IDLE_MS 60000
+/* What one create may ask for. */
+#define LIMIT_SANDBOX_ENV 128
+#define LIMIT_SANDBOX_CMD_ARGS 64
+#define LIMIT_SANDBOX_CMD_BYTES 2048u
+#define LIMIT_SANDBOX_LABELS 16
+#define LIMIT_SANDBOX_LABEL_BYTES 1024u
+#define LIMIT_SANDBOX_MOUNTS 8
+#define LIMIT_SANDBOX_MOUNT_BYTES 2048u
+/* Managed networks created ahead of demand (a create then skips network create). */
+#define LIMIT_WARM_NETWORKS 4
+/* Agent socket connections beyond one per sandbox: health checks and refused peers. */
+#define LIMIT_AGENT_SPARE_CONNECTIONS 16
+/* Log lines of a failed create's init kept in its error, and their bytes. */
+#define LIMIT_CREATE_LOG_LINES 20
+#define LIMIT_CREATE_LOG_BYTES 1536u
+/* Directory nesting a workspace delete follows. */
+#define LIMIT_RMTREE_DEPTH 256
+
+_Static_assert(LIMIT_ADMIN_BODY_BYTES + LIMIT_HTTP_HEAD_BYTES <= LIMIT_DOCKER_REQUEST_BYTES,
+	       "a create's env and mounts fit one container create request");
+_Static_assert(LIMIT_SANDBOX_MOUNTS <= 32, "read-only flags are one 32-bit mask");
+_Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create request lists");
+
 _Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
 _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");
 _Static_assert(LIMIT_ALLOC_MAX_BYTES >= LIMIT_PATH_BYTES, "a path must be allocatable");
