@@ -106,7 +106,8 @@ $(BUILD)/musl/bench/%: tools/bench/%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS)
 
-test-build: $(UNIT_TESTS) $(REPLAYS) $(BUILD)/musl/probe/alloc_probe $(INTEG_PROGS)
+PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
+test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS)
 
 check: bootstrap
 	$(MAKE) all third_party test-build
