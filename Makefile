@@ -14,19 +14,25 @@ PREFIX   ?= /usr/local
 BUILD    := build
 TP_OUT   := $(CURDIR)/$(BUILD)/third_party
 KINC     := $(CURDIR)/$(BUILD)/kinc
+GEN      := $(BUILD)/gen
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 STD      := -std=c11 -D_GNU_SOURCE
 # No paths or timestamps may reach the binary: the same commit builds bit-identical output.
 REPRO    := -ffile-prefix-map=$(CURDIR)/= -fno-ident
 MUSL_CFLAGS := $(STD) $(WARN) -O2 $(REPRO) -DAGENTIC_STATIC_ALLOC \
-	       -isystem $(KINC) -I$(TP_OUT)/include -Isrc
+	       -isystem $(KINC) -I$(TP_OUT)/include -Isrc -I$(GEN)
 MUSL_LDFLAGS := -static -s -Wl,--build-id=none
 TEST_CFLAGS := $(STD) $(WARN) -g -O1 -fno-omit-frame-pointer \
-	       -fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc
-TEST_LDFLAGS := -fsanitize=address,undefined
+	       -fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc -I$(GEN)
+# The test build links Debian's protobuf-c (libprotobuf-c-dev); the static binary links ours.
+TEST_LDFLAGS := -fsanitize=address,undefined -lprotobuf-c
+TP_PBC   := $(TP_OUT)/lib/libprotobuf-c.a
 
-SRCS     := $(sort $(wildcard src/*/*.c))
+PROTOS   := $(sort $(wildcard proto/*.proto))
+GEN_SRCS := $(PROTOS:proto/%.proto=$(GEN)/%.pb-c.c)
+GEN_HDRS := $(GEN_SRCS:.c=.h)
+SRCS     := $(sort $(wildcard src/*/*.c)) $(GEN_SRCS)
 LIB_OBJS := $(SRCS:%.c=$(BUILD)/musl/%.o)
 MAIN_OBJ := $(BUILD)/musl/src/main.o
 TEST_OBJS := $(SRCS:%.c=$(BUILD)/asan/%.o)
@@ -52,16 +58,26 @@ $(KINC):
 third_party: | $(KINC)
 	$(MAKE) -C third_party OUT=$(TP_OUT) KINC=$(KINC)
 
-$(BUILD)/musl/%.o: %.c | $(KINC)
+# protobuf-c's runtime for the static build comes from third_party (built when missing).
+$(TP_PBC): | $(KINC)
+	$(MAKE) -C third_party OUT=$(TP_OUT) KINC=$(KINC)
+
+# ---- messages: proto/X.proto -> build/gen/X.pb-c.{c,h} with protoc-c ----
+$(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
+	@mkdir -p $(@D)
+	protoc-c --c_out=$(GEN) -Iproto $<
+.SECONDARY: $(GEN_SRCS) $(GEN_HDRS)
+
+$(BUILD)/musl/%.o: %.c | $(KINC) $(GEN_HDRS) $(TP_PBC)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_CFLAGS) -MMD -MP -c $< -o $@
 
-agentic: $(LIB_OBJS) $(MAIN_OBJ)
+agentic: $(LIB_OBJS) $(MAIN_OBJ) $(TP_PBC)
 	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^
 	@echo "agentic: $$(stat -c %s $@) bytes, $$(file -b $@ | cut -d, -f1-5)"
 
 # ---- tests: the same sources against glibc, with ASan and UBSan ----
-$(BUILD)/asan/%.o: %.c
+$(BUILD)/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -80,7 +96,7 @@ $(BUILD)/asan/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUIL
 # Static probes: small musl programs over the real objects, for what ASan builds cannot show.
 $(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC)
 
 $(BUILD)/asan/integration/%: tests/integration/%.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)
@@ -112,7 +128,8 @@ bench: all $(BENCH_PROGS)
 # ---- libFuzzer builds (clang) ----
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(SRCS)
 	@mkdir -p $(@D)
-	$(CLANG) $(STD) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -o $@ $< $(SRCS)
+	$(CLANG) $(STD) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$(GEN) -o $@ $< $(SRCS) \
+		-lprotobuf-c
 
 fuzz: $(FUZZERS)
 

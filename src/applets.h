@@ -3,3 +3,4 @@
  * argv[0] basename, by `agentic NAME`, or by `agentic SHORT` (NAME without "agentic-"). */
 
 APPLET("agentic-probe", probe_main, probe_help)
+APPLET("agentic-grpctest", grpctest_main, grpctest_help)

@@ -39,9 +39,19 @@
 /* Connections (calls in flight at once) of one client. */
 #define LIMIT_DOCKER_CONNS 16
 
+/* ---- grpc (src/grpc) ---- */
+/* gRPC (DESIGN.md §5): defaults of max_message_bytes and max_streams_per_connection. A
+ * connection's fixed memory is sizeof(struct grpc_conn) (src/grpc/grpc.h); the budget is that
+ * times the connection cap, plus message buffers and one unpack arena of twice the largest
+ * message. */
+#define LIMIT_GRPC_MESSAGE_BYTES (4u * 1024u * 1024u)
+#define LIMIT_GRPC_STREAMS 128
+
 _Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
 _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");
 _Static_assert(LIMIT_ALLOC_MAX_BYTES >= LIMIT_PATH_BYTES, "a path must be allocatable");
+_Static_assert(LIMIT_GRPC_MESSAGE_BYTES <= LIMIT_ALLOC_MAX_BYTES / 4,
+	       "a message and its unpack arena fit the allocator's largest piece");
 
 _Static_assert(LIMIT_HTTP_HEAD_BYTES >= 1024u && LIMIT_HTTP_HEAD_BYTES <= 0x7fffffffu,
 	       "a head must hold a real request and offsets fit 32 bits");

@@ -1,0 +1,258 @@
+/* grpc.h: gRPC over HTTP/2 on Unix sockets: a server built around its own epoll loop (which
+ * an outer loop embeds as one fd), a client, status codes, and protobuf-c on arenas.
+ *
+ * Single-threaded and non-blocking. All memory is taken once, at init, from storage the
+ * caller hands in (grpc_server_storage_bytes / grpc_client_storage_bytes say how much):
+ *   - connections: a fixed pool; each holds its h2 engine and one call slot per stream:
+ *     sizeof(struct grpc_conn), 115,880 bytes on x86-64, logged at start as conn_bytes;
+ *   - message buffers: `small_buffers` of GRPC_SMALL_MESSAGE bytes and `large_buffers` of
+ *     max_message_bytes, shared by every connection: a message being reassembled across DATA
+ *     frames, or queued for sending, holds one; a message that arrives whole in one read is
+ *     unpacked where it lies and holds none;
+ *   - one unpack arena (2 * max_message_bytes + 64 KiB): every received message is unpacked by
+ *     protobuf-c into it with a bump ProtobufCAllocator, handed to the handler, and the arena is
+ *     reset when the handler returns. A message whose unpacked form does not fit fails the call
+ *     with RESOURCE_EXHAUSTED.
+ * So the budget is max_connections * conn_bytes plus the shared part, and nothing is
+ * allocated after init: the static binary can seal its allocator.
+ *
+ * Limits (DESIGN.md §5): a length prefix over max_message_bytes fails the call with
+ * RESOURCE_EXHAUSTED before a byte of it is stored; when no message buffer is free the call
+ * fails the same way; max_streams_per_connection is advertised as MAX_CONCURRENT_STREAMS and
+ * enforced by h2; connections over max_connections evict the oldest one still in its preface
+ * (a stalled half-open peer), or are closed at once; a peer that has not sent its preface
+ * within GRPC_PREFACE_TIMEOUT_MS is closed.
+ *
+ * Calls: a handler sees a call through struct grpc_handler callbacks. Received messages and
+ * metadata live only for the duration of the callback that hands them over. A call pointer is
+ * valid from on_start until on_done returns, and never after. */
+#ifndef AGENTIC_GRPC_H
+#define AGENTIC_GRPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "base/base.h"
+#include "h2/h2.h"
+
+enum grpc_status {
+	GRPC_OK = 0,
+	GRPC_CANCELLED = 1,
+	GRPC_UNKNOWN = 2,
+	GRPC_INVALID_ARGUMENT = 3,
+	GRPC_DEADLINE_EXCEEDED = 4,
+	GRPC_NOT_FOUND = 5,
+	GRPC_ALREADY_EXISTS = 6,
+	GRPC_PERMISSION_DENIED = 7,
+	GRPC_RESOURCE_EXHAUSTED = 8,
+	GRPC_FAILED_PRECONDITION = 9,
+	GRPC_ABORTED = 10,
+	GRPC_OUT_OF_RANGE = 11,
+	GRPC_UNIMPLEMENTED = 12,
+	GRPC_INTERNAL = 13,
+	GRPC_UNAVAILABLE = 14,
+	GRPC_DATA_LOSS = 15,
+	GRPC_UNAUTHENTICATED = 16,
+};
+
+/* "OK", "CANCELLED" ... ; "UNKNOWN_STATUS" for codes outside 0..16. */
+const char *grpc_status_name(int status);
+
+#define GRPC_SMALL_MESSAGE (16u * 1024u)  /* one small message buffer, prefix included */
+#define GRPC_MAX_LISTENERS 4
+#define GRPC_MAX_MD 16                    /* metadata entries sent with headers or trailers */
+#define GRPC_MD_BYTES 4096                /* their encoded size, with the status message */
+#define GRPC_PREFACE_TIMEOUT_MS 10000
+#define GRPC_READ_BYTES 65536             /* the shared read buffer */
+
+/* Peer credentials taken with SO_PEERCRED when the connection was accepted. */
+struct grpc_peer {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* One metadata entry. For keys ending in "-bin" the value is binary (base64 on the wire). */
+struct grpc_md {
+	const char *key;
+	const void *value;
+	size_t len;
+};
+
+struct grpc_call;
+
+struct grpc_handler {
+	/* Server: a call to this method arrived; its metadata is readable now (grpc_call_md).
+	 * Client: the response headers arrived. */
+	void (*on_start)(struct grpc_call *call);
+	/* A message, unpacked into the call's arena; valid until this returns. */
+	void (*on_message)(struct grpc_call *call, const ProtobufCMessage *msg);
+	/* Server: the client has sent its last message. */
+	void (*on_half_close)(struct grpc_call *call);
+	/* After grpc_call_send returned -EAGAIN: the queue has drained, send again. Never called
+	 * from inside the handler's own grpc_call_* calls. */
+	void (*on_writable)(struct grpc_call *call);
+	/* The call is over, with status as seen from this side (the server's trailers on a client;
+	 * CANCELLED when the peer reset it; DEADLINE_EXCEEDED; UNAVAILABLE when the connection was
+	 * lost). message is NULL or the status message; on a client the trailers are readable with
+	 * grpc_call_md now. The call pointer dies when this returns. */
+	void (*on_done)(struct grpc_call *call, int status, const char *message);
+};
+
+#define GRPC_CLIENT_STREAMING 0x1
+#define GRPC_SERVER_STREAMING 0x2
+
+/* A method: dispatched on path by the server; named by a client call. */
+struct grpc_method {
+	const char *path;  /* "/package.Service/Method" */
+	const ProtobufCMessageDescriptor *request;
+	const ProtobufCMessageDescriptor *response;
+	unsigned flags;
+	struct grpc_handler handler;
+	void *ctx;  /* the handler's, see grpc_call_method */
+};
+
+/* ---- calls (both sides) ---- */
+
+/* Packs msg and queues it behind those queued (one buffer per call). -EAGAIN: the queue is
+ * full (on_writable follows when it drains); ERR_LIMIT: over max_message_bytes or no message buffer free (fail the call
+ * with RESOURCE_EXHAUSTED); ERR_STATE: this side has finished. */
+int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg);
+/* Server: ends the call: trailers (or a trailers-only response when nothing was sent) with
+ * status, message (percent-encoded on the wire; may be NULL) and md, after queued messages.
+ * Client: status must be GRPC_OK and sends END_STREAM (half-close); any other status cancels
+ * the call (RST_STREAM CANCEL, on_done with that status). */
+int grpc_call_finish(struct grpc_call *call, int status, const char *message,
+		     const struct grpc_md *md, size_t n);
+/* Server: metadata for the response headers, before the first message or finish. */
+int grpc_call_set_headers(struct grpc_call *call, const struct grpc_md *md, size_t n);
+/* Metadata of the peer (request headers in a server's on_start; response headers in a
+ * client's on_start; trailers in a client's on_done): the value of key, or NULL. For "-bin"
+ * keys use grpc_call_md_bin, which decodes base64 into out (cap bytes) and returns the
+ * length, or -ENOENT / ERR_PARSE / ERR_LIMIT. */
+const char *grpc_call_md(const struct grpc_call *call, const char *key, size_t *len);
+long grpc_call_md_bin(const struct grpc_call *call, const char *key, void *out, size_t cap);
+const struct grpc_peer *grpc_call_peer(const struct grpc_call *call);
+const struct grpc_method *grpc_call_method(const struct grpc_call *call);
+/* The call's arena: for building responses inside a callback; reset after it returns. */
+struct arena *grpc_call_arena(struct grpc_call *call);
+/* The handler's own pointer for this call, and 32 bytes of its own, zeroed at the start. */
+void grpc_call_set_user(struct grpc_call *call, void *user);
+void *grpc_call_user(const struct grpc_call *call);
+void *grpc_call_app(struct grpc_call *call);
+
+/* ---- server ---- */
+
+struct grpc_server_config {
+	uint32_t max_connections;
+	uint32_t max_streams_per_connection;  /* 1..H2_MAX_STREAMS */
+	uint32_t max_message_bytes;           /* >= GRPC_SMALL_MESSAGE */
+	uint32_t small_buffers;
+	uint32_t large_buffers;
+};
+
+struct grpc_server;
+
+/* The storage a config needs (the whole budget), or 0 when the config is out of range. */
+size_t grpc_server_storage_bytes(const struct grpc_server_config *cfg);
+/* Sets up a server over storage (touched at once, so its pages count from the start). *out
+ * points into storage. ERR_LIMIT: storage too small or config out of range; -errno from
+ * epoll_create1. */
+int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t len,
+		     struct grpc_server **out);
+/* Serves methods (plus grpc.health.v1.Health/Check) on an already listening socket, which
+ * the server makes non-blocking and owns from now on. */
+int grpc_server_add_listener(struct grpc_server *s, int fd, const struct grpc_method *methods,
+			     size_t n);
+/* Creates a Unix socket at path (replacing a stale one) with mode, and adds it. */
+int grpc_server_listen_unix(struct grpc_server *s, const char *path, mode_t mode,
+			    const struct grpc_method *methods, size_t n);
+/* The epoll fd to watch for readability in an outer loop, and the most milliseconds the
+ * outer loop may sleep before calling grpc_server_run again (-1: no timer pending). */
+int grpc_server_fd(const struct grpc_server *s);
+int grpc_server_timeout(const struct grpc_server *s);
+/* Waits up to timeout_ms (0: not at all) for events, handles them and expired deadlines. */
+int grpc_server_run(struct grpc_server *s, int timeout_ms);
+/* Counters, for tests and logs. */
+struct grpc_server_stats {
+	uint32_t connections, calls;
+	uint32_t small_free, large_free;
+	uint64_t accepted, evicted, refused;
+};
+void grpc_server_stats(const struct grpc_server *s, struct grpc_server_stats *out);
+/* Sends GOAWAY on every connection, closes them and the listeners; calls end with
+ * UNAVAILABLE. The storage may be reused after. */
+void grpc_server_close(struct grpc_server *s);
+
+/* ---- client ---- */
+
+struct grpc_client_config {
+	const char *path;  /* the server's Unix socket */
+	uint32_t max_message_bytes;
+	uint32_t small_buffers;
+	uint32_t large_buffers;
+};
+
+struct grpc_client;
+
+size_t grpc_client_storage_bytes(const struct grpc_client_config *cfg);
+int grpc_client_init(const struct grpc_client_config *cfg, void *storage, size_t len,
+		     struct grpc_client **out);
+/* Connects when not connected (the first call does it too). -errno from connect. */
+int grpc_client_connect(struct grpc_client *c);
+/* 1 while connected. After the connection is lost every call ends with UNAVAILABLE and the
+ * next grpc_client_start or grpc_client_connect dials again. */
+int grpc_client_connected(const struct grpc_client *c);
+/* Starts a call of m with metadata md and a deadline (timeout_ms > 0, sent as grpc-timeout
+ * and enforced here too; 0: none). Send requests with grpc_call_send, then
+ * grpc_call_finish(GRPC_OK) to half-close. -EAGAIN: no room to send the headers now (run the
+ * client, then retry); ERR_LIMIT: too many calls; ERR_STATE / -errno: no connection. */
+int grpc_client_start(struct grpc_client *c, const struct grpc_method *m,
+		      const struct grpc_md *md, size_t n, int timeout_ms, void *user,
+		      struct grpc_call **out);
+int grpc_client_fd(const struct grpc_client *c);
+int grpc_client_timeout(const struct grpc_client *c);
+/* Waits up to timeout_ms for the connection, handles what arrived and expired deadlines.
+ * Returns 0, or ERR_STATE when not connected. */
+int grpc_client_run(struct grpc_client *c, int timeout_ms);
+void grpc_client_close(struct grpc_client *c);
+
+/* ---- wire helpers (exposed for tests) ---- */
+
+/* Parses a grpc-timeout value ("100m", "3S", "1H" ...) into milliseconds, rounding up.
+ * ERR_PARSE when malformed. */
+int grpc_timeout_parse(const char *s, size_t len, int64_t *ms);
+/* Percent-encodes s for grpc-message into out (NUL-terminated); ERR_LIMIT when it does not
+ * fit. Decoding is lenient, as the spec asks: a bad escape is kept as is. */
+int grpc_percent_encode(const char *s, char *out, size_t cap);
+void grpc_percent_decode(char *s);
+/* Base64 for -bin metadata: encode (unpadded) and decode (padded or not). Return the output
+ * length, or ERR_LIMIT / ERR_PARSE. */
+long grpc_base64_encode(const void *in, size_t len, char *out, size_t cap);
+long grpc_base64_decode(const char *in, size_t len, void *out, size_t cap);
+
+/* Reassembly of length-prefixed messages from DATA bytes, without I/O (exposed for the fuzz
+ * target and tests). The caller supplies the buffer for messages that span feeds. */
+struct grpc_rx {
+	uint8_t hdr[5];
+	uint8_t hdr_len;
+	uint32_t need;      /* bytes of the current message still to come */
+	uint32_t len;       /* its length */
+	uint8_t *buf;       /* where a spanning message is gathered (NULL: none yet) */
+	uint32_t have;
+};
+enum grpc_rx_event {
+	GRPC_RX_MORE,       /* everything consumed; nothing complete */
+	GRPC_RX_MESSAGE,    /* *msg, *len hold one complete message */
+	GRPC_RX_NEED_BUF,   /* a message of *len bytes spans feeds: set rx->buf (len bytes) */
+	GRPC_RX_TOO_BIG,    /* the prefix announces more than max */
+	GRPC_RX_COMPRESSED, /* the compressed flag is set: we never accept compression */
+};
+/* Consumes bytes from *p (n of them; both advance) until an event. */
+enum grpc_rx_event grpc_rx_feed(struct grpc_rx *rx, const uint8_t **p, size_t *n,
+				uint32_t max, const uint8_t **msg, uint32_t *len);
+
+#endif

@@ -1,0 +1,102 @@
+/* internal.h: private to src/grpc/: the connection and call records the server and client
+ * share, and the functions of call.c that drive them. Not for other modules. */
+#ifndef AGENTIC_GRPC_INTERNAL_H
+#define AGENTIC_GRPC_INTERNAL_H
+
+#include "grpc.h"
+
+#define GRPC_APP_BYTES 32
+
+/* One class of fixed message buffers. */
+struct grpc_bufpool {
+	struct pool pool;   /* of struct grpc_buf descriptors */
+	uint8_t *base;
+	uint32_t size;
+};
+
+struct grpc_buf {
+	uint8_t *data;
+	uint32_t cap;
+	uint8_t kind;  /* GRPC_BUF_* */
+};
+
+enum { GRPC_BUF_SMALL, GRPC_BUF_LARGE, GRPC_BUF_META, GRPC_BUF_KINDS };
+
+/* What the calls of one server or client share. */
+struct grpc_env {
+	uint32_t max_message;
+	struct grpc_bufpool pools[GRPC_BUF_KINDS];
+	struct arena arena;
+	ProtobufCAllocator alloc;
+	uint8_t arena_full;
+	struct h2_scratch *scratch;
+	uint8_t *rdbuf;
+	int epfd;
+	int64_t next_deadline;  /* earliest call deadline, INT64_MAX for none */
+	uint32_t calls;
+};
+
+struct grpc_listener;
+struct grpc_conn;
+
+struct grpc_call {
+	struct grpc_conn *conn;
+	struct h2_stream *stream;  /* NULL: the slot is free */
+	const struct grpc_method *method;
+	void *user;
+	int64_t deadline;          /* monotonic ms; 0: none */
+	struct grpc_rx rx;
+	struct grpc_buf *rxb, *txb, *meta;
+	uint32_t tx_off, tx_len, meta_len;
+	uint32_t msgs_in;
+	int status;
+	uint8_t started, hdrs_sent, finishing, end_sent, remote_done, have_status, want_writable;
+	const struct h2_field *md;  /* the peer's metadata, during callbacks only */
+	size_t nmd;
+	uint64_t app[GRPC_APP_BYTES / 8];
+};
+
+struct grpc_conn {
+	struct h2_conn h2;
+	struct grpc_call calls[H2_MAX_STREAMS];
+	struct grpc_env *env;
+	const struct grpc_listener *listener;  /* server side */
+	struct grpc_peer peer;
+	int fd;
+	uint32_t events;    /* registered with epoll */
+	uint64_t tag;       /* epoll data */
+	int64_t born;
+	uint8_t closing;
+	uint32_t ncalls;
+};
+
+int64_t grpc_now_ms(void);
+
+int grpc_env_setup(struct grpc_env *env, struct arena *carve, uint32_t max_message,
+		   uint32_t small, uint32_t large);
+size_t grpc_env_bytes(uint32_t max_message, uint32_t small, uint32_t large);
+
+extern const struct h2_callbacks grpc_h2_callbacks;
+
+void grpc_conn_start(struct grpc_conn *c, struct grpc_env *env, enum h2_role role, int fd,
+		     uint32_t max_streams, uint64_t tag);
+/* Asks the loop to write what is queued (EPOLLOUT), without doing I/O now. */
+void grpc_conn_kick(struct grpc_conn *c);
+/* Handles readiness; returns 1 when the connection has ended and was torn down. */
+int grpc_conn_io(struct grpc_conn *c, uint32_t events);
+/* Ends every call (status) and closes the fd. */
+void grpc_conn_teardown(struct grpc_conn *c, int status);
+/* Expires calls whose deadline passed; returns 1 when the connection was torn down. */
+int grpc_conn_expire(struct grpc_conn *c, int64_t now);
+/* Server: a new stream's request headers. */
+void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const struct h2_field *f,
+			  size_t n, unsigned flags);
+/* Sends what the call has queued, as far as windows and room allow. */
+void grpc_call_pump(struct grpc_call *call);
+/* Ends the call from our side with status (server: trailers; client: RST_STREAM CANCEL). */
+void grpc_call_fail(struct grpc_call *call, int status, const char *message);
+void grpc_call_note_deadline(struct grpc_call *call, int64_t deadline);
+/* The peer sent END_STREAM: checks the request count, tells the handler. */
+void grpc_call_remote_done(struct grpc_call *call);
+
+#endif

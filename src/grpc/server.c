@@ -1,0 +1,438 @@
+/* server.c: the gRPC server: listeners, a fixed connection pool with SO_PEERCRED taken at
+ * accept, dispatch on :path, grpc.health.v1.Health/Check, deadlines and preface timeouts, all
+ * on one epoll fd that an outer loop can watch. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "health.pb-c.h"
+#include "internal.h"
+
+#define TAG_LISTENER (1ull << 62)
+
+struct grpc_listener {
+	int fd;
+	const struct grpc_method *methods;
+	size_t n;
+};
+
+struct grpc_server {
+	struct grpc_server_config cfg;
+	struct grpc_env env;
+	struct pool conns;
+	struct grpc_conn *slots;
+	struct grpc_listener listeners[GRPC_MAX_LISTENERS];
+	uint32_t nlisteners;
+	uint64_t accepted, evicted, refused;
+	int64_t next_sweep;
+};
+
+/* ---- grpc.health.v1 ---- */
+
+static void health_check(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	const Grpc__Health__V1__HealthCheckRequest *req = (const void *)msg;
+	Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+	const struct grpc_listener *l = call->conn->listener;
+	size_t len = strlen(req->service);
+	int known = len == 0;
+
+	for (size_t i = 0; i < l->n && !known; i++) {
+		const char *p = l->methods[i].path;
+
+		known = p[0] == '/' && strncmp(p + 1, req->service, len) == 0 && p[1 + len] == '/';
+	}
+	if (!known) {
+		grpc_call_finish(call, GRPC_NOT_FOUND, "unknown service", NULL, 0);
+		return;
+	}
+	resp.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+	if (grpc_call_send(call, &resp.base) == 0)
+		grpc_call_finish(call, GRPC_OK, NULL, NULL, 0);
+	else
+		grpc_call_finish(call, GRPC_RESOURCE_EXHAUSTED, "no message buffer free", NULL, 0);
+}
+
+static const struct grpc_method health_method = {
+	.path = "/grpc.health.v1.Health/Check",
+	.request = &grpc__health__v1__health_check_request__descriptor,
+	.response = &grpc__health__v1__health_check_response__descriptor,
+	.handler = { .on_message = health_check },
+};
+
+/* Calls answered before any handler is involved (unknown method, bad request). */
+static const struct grpc_method no_method = { .path = "" };
+
+/* ---- dispatch ---- */
+
+static const struct grpc_method *find_method(const struct grpc_listener *l, const char *path,
+					     size_t len)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strlen(l->methods[i].path) == len && memcmp(l->methods[i].path, path, len) == 0)
+			return &l->methods[i];
+	if (len == strlen(health_method.path) && memcmp(health_method.path, path, len) == 0)
+		return &health_method;
+	return NULL;
+}
+
+static void refuse(struct grpc_call *call, int status, const char *message)
+{
+	call->method = &no_method;
+	grpc_call_finish(call, status, message, NULL, 0);
+}
+
+void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const struct h2_field *f,
+			  size_t n, unsigned flags)
+{
+	struct h2_stream *s = call->stream;
+	const struct grpc_method *m;
+	const char *path, *v;
+	size_t path_len, len;
+	int64_t ms;
+	char why[160];
+
+	call->md = f;
+	call->nmd = n;
+	if (flags & H2_TOO_LARGE) {
+		refuse(call, GRPC_RESOURCE_EXHAUSTED, "request headers over the limit");
+		goto out;
+	}
+	v = grpc_call_md(call, "content-type", &len);
+	if (!v || len < 16 || memcmp(v, "application/grpc", 16) != 0 ||
+	    (len > 16 && v[16] != '+' && v[16] != ';')) {
+		static const struct h2_field unsupported[] = { { ":status", "415", 7, 3 } };
+
+		call->method = &no_method;
+		if (h2_stream_send_headers(&c->h2, s, unsupported, 1, 1) < 0 || !s->remote_closed)
+			h2_stream_reset(&c->h2, s, H2_NO_ERROR);
+		goto out;
+	}
+	path = grpc_call_md(call, ":path", &path_len);
+	v = grpc_call_md(call, ":method", &len);
+	m = path ? find_method(c->listener, path, path_len) : NULL;
+	if (!m || !v || len != 4 || memcmp(v, "POST", 4) != 0) {
+		snprintf(why, sizeof(why), "unknown method %.*s", (int)(path_len > 120 ? 120 : path_len),
+			 path ? path : "");
+		refuse(call, GRPC_UNIMPLEMENTED, why);
+		goto out;
+	}
+	v = grpc_call_md(call, "grpc-timeout", &len);
+	if (v) {
+		if (grpc_timeout_parse(v, len, &ms) < 0) {
+			refuse(call, GRPC_INTERNAL, "malformed grpc-timeout");
+			goto out;
+		}
+		grpc_call_note_deadline(call, grpc_now_ms() + ms);
+	}
+	call->method = m;
+	call->started = 1;
+	if (m->handler.on_start)
+		m->handler.on_start(call);
+	if (call->stream == s && (flags & H2_END_STREAM)) {
+		call->md = NULL;
+		call->nmd = 0;
+		grpc_call_remote_done(call);
+	}
+out:
+	if (call->stream == s) {
+		call->md = NULL;
+		call->nmd = 0;
+	}
+}
+
+/* ---- set-up ---- */
+
+static int config_ok(const struct grpc_server_config *cfg)
+{
+	return cfg->max_connections >= 1 && cfg->max_connections <= 1000000 &&
+	       cfg->max_streams_per_connection >= 1 &&
+	       cfg->max_streams_per_connection <= H2_MAX_STREAMS &&
+	       cfg->max_message_bytes >= GRPC_SMALL_MESSAGE &&
+	       cfg->max_message_bytes <= LIMIT_ALLOC_MAX_BYTES / 4 && cfg->small_buffers >= 1;
+}
+
+size_t grpc_server_storage_bytes(const struct grpc_server_config *cfg)
+{
+	if (!config_ok(cfg))
+		return 0;
+	return sizeof(struct grpc_server) + 64 +
+	       (size_t)cfg->max_connections * (sizeof(struct grpc_conn) + sizeof(uint32_t)) + 128 +
+	       grpc_env_bytes(cfg->max_message_bytes, cfg->small_buffers, cfg->large_buffers);
+}
+
+int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t len,
+		     struct grpc_server **out)
+{
+	struct arena carve;
+	struct grpc_server *s;
+	uint32_t *links;
+	int r;
+
+	if (!config_ok(cfg) || len < grpc_server_storage_bytes(cfg))
+		return ERR_LIMIT;
+	/* Touch every page now: the budget is resident from the start and stays flat. */
+	memset(storage, 0, len);
+	arena_init(&carve, storage, len);
+	s = arena_alloc(&carve, sizeof(*s), 64);
+	s->slots = arena_alloc(&carve, (size_t)cfg->max_connections * sizeof(struct grpc_conn), 64);
+	links = arena_alloc(&carve, cfg->max_connections * sizeof(uint32_t), 4);
+	if (!s->slots || !links)
+		return ERR_LIMIT;
+	s->cfg = *cfg;
+	pool_init(&s->conns, s->slots, links, sizeof(struct grpc_conn), cfg->max_connections);
+	r = grpc_env_setup(&s->env, &carve, cfg->max_message_bytes, cfg->small_buffers,
+			   cfg->large_buffers);
+	if (r < 0)
+		return r;
+	s->env.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->env.epfd < 0)
+		return -errno;
+	s->next_sweep = INT64_MAX;
+	log_info("grpc server ready", "max_connections=%u conn_bytes=%zu budget_bytes=%zu "
+		 "max_message_bytes=%u max_streams=%u small_buffers=%u large_buffers=%u",
+		 cfg->max_connections, sizeof(struct grpc_conn), grpc_server_storage_bytes(cfg),
+		 cfg->max_message_bytes, cfg->max_streams_per_connection, cfg->small_buffers,
+		 cfg->large_buffers);
+	*out = s;
+	return 0;
+}
+
+int grpc_server_add_listener(struct grpc_server *s, int fd, const struct grpc_method *methods,
+			     size_t n)
+{
+	struct grpc_listener *l;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int flags = fcntl(fd, F_GETFL);
+
+	if (s->nlisteners == GRPC_MAX_LISTENERS)
+		return ERR_LIMIT;
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	l = &s->listeners[s->nlisteners];
+	ev.data.u64 = TAG_LISTENER | s->nlisteners;
+	if (epoll_ctl(s->env.epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		return -errno;
+	l->fd = fd;
+	l->methods = methods;
+	l->n = n;
+	s->nlisteners++;
+	return 0;
+}
+
+int grpc_server_listen_unix(struct grpc_server *s, const char *path, mode_t mode,
+			    const struct grpc_method *methods, size_t n)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	/* Only a stale socket is replaced, never another kind of file. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* The socket is created with its mode: umask, not a chmod after the fact. */
+	old = umask(~mode & 0777);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r != 0 || listen(fd, 1024) != 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	r = grpc_server_add_listener(s, fd, methods, n);
+	if (r < 0)
+		close(fd);
+	return r;
+}
+
+/* ---- connections ---- */
+
+static void conn_release(struct grpc_server *s, struct grpc_conn *c, int status)
+{
+	grpc_conn_teardown(c, status);
+	c->env = NULL;
+	pool_put(&s->conns, c);
+}
+
+/* The oldest connection that has not finished its preface, or NULL. */
+static struct grpc_conn *oldest_in_preface(struct grpc_server *s)
+{
+	struct grpc_conn *best = NULL;
+
+	for (uint32_t i = 0; i < s->cfg.max_connections; i++) {
+		struct grpc_conn *c = &s->slots[i];
+
+		if (c->env && !c->h2.got_settings && (!best || c->born < best->born))
+			best = c;
+	}
+	return best;
+}
+
+static void accept_all(struct grpc_server *s, struct grpc_listener *l)
+{
+	for (;;) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+		struct grpc_conn *c;
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn("grpc accept failed", "errno=%d", errno);
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0) {
+			close(fd);
+			continue;
+		}
+		c = pool_get(&s->conns);
+		if (!c) {
+			struct grpc_conn *victim = oldest_in_preface(s);
+
+			if (victim) {
+				conn_release(s, victim, GRPC_CANCELLED);
+				s->evicted++;
+				c = pool_get(&s->conns);
+			}
+		}
+		if (!c) {
+			s->refused++;
+			log_warn("grpc connection refused", "reason=connection_limit limit=%u uid=%u",
+				 s->cfg.max_connections, (unsigned)cred.uid);
+			close(fd);
+			continue;
+		}
+		s->accepted++;
+		c->listener = l;
+		c->peer.pid = cred.pid;
+		c->peer.uid = cred.uid;
+		c->peer.gid = cred.gid;
+		grpc_conn_start(c, &s->env, H2_SERVER, fd, s->cfg.max_streams_per_connection,
+				pool_index(&s->conns, c));
+		if (c->closing) {
+			conn_release(s, c, GRPC_CANCELLED);
+			continue;
+		}
+		if (s->next_sweep == INT64_MAX)
+			s->next_sweep = c->born + 1000;
+		if (grpc_conn_io(c, 0)) {
+			c->env = NULL;
+			pool_put(&s->conns, c);
+		}
+	}
+}
+
+static void sweep(struct grpc_server *s, int64_t now)
+{
+	int any = 0;
+
+	s->env.next_deadline = INT64_MAX;
+	for (uint32_t i = 0; i < s->cfg.max_connections; i++) {
+		struct grpc_conn *c = &s->slots[i];
+
+		if (!c->env)
+			continue;
+		if (!c->h2.got_settings && now - c->born >= GRPC_PREFACE_TIMEOUT_MS) {
+			log_info("grpc connection closed", "reason=preface_timeout uid=%u",
+				 (unsigned)c->peer.uid);
+			conn_release(s, c, GRPC_CANCELLED);
+			continue;
+		}
+		any |= !c->h2.got_settings;
+		if (c->ncalls && grpc_conn_expire(c, now)) {
+			c->env = NULL;
+			pool_put(&s->conns, c);
+		}
+	}
+	s->next_sweep = any ? now + 1000 : INT64_MAX;
+}
+
+int grpc_server_fd(const struct grpc_server *s)
+{
+	return s->env.epfd;
+}
+
+int grpc_server_timeout(const struct grpc_server *s)
+{
+	int64_t next = s->env.next_deadline < s->next_sweep ? s->env.next_deadline : s->next_sweep;
+	int64_t left;
+
+	if (next == INT64_MAX)
+		return -1;
+	left = next - grpc_now_ms();
+	return left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
+}
+
+int grpc_server_run(struct grpc_server *s, int timeout_ms)
+{
+	struct epoll_event ev[64];
+	int t = grpc_server_timeout(s), n;
+	int64_t now;
+
+	if (t < 0 || (timeout_ms >= 0 && timeout_ms < t))
+		t = timeout_ms;
+	n = epoll_wait(s->env.epfd, ev, ARRAY_LEN(ev), t);
+	if (n < 0 && errno != EINTR)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		uint64_t tag = ev[i].data.u64;
+		struct grpc_conn *c;
+
+		if (tag & TAG_LISTENER) {
+			accept_all(s, &s->listeners[tag & 0xff]);
+			continue;
+		}
+		c = &s->slots[tag];
+		if (c->env && grpc_conn_io(c, ev[i].events)) {
+			c->env = NULL;
+			pool_put(&s->conns, c);
+		}
+	}
+	now = grpc_now_ms();
+	if (now >= s->env.next_deadline || now >= s->next_sweep)
+		sweep(s, now);
+	return 0;
+}
+
+void grpc_server_stats(const struct grpc_server *s, struct grpc_server_stats *out)
+{
+	out->connections = s->conns.used;
+	out->calls = s->env.calls;
+	out->small_free = s->env.pools[GRPC_BUF_SMALL].pool.cap -
+			  s->env.pools[GRPC_BUF_SMALL].pool.used;
+	out->large_free = s->env.pools[GRPC_BUF_LARGE].pool.cap -
+			  s->env.pools[GRPC_BUF_LARGE].pool.used;
+	out->accepted = s->accepted;
+	out->evicted = s->evicted;
+	out->refused = s->refused;
+}
+
+void grpc_server_close(struct grpc_server *s)
+{
+	for (uint32_t i = 0; i < s->cfg.max_connections; i++)
+		if (s->slots[i].env)
+			conn_release(s, &s->slots[i], GRPC_UNAVAILABLE);
+	for (uint32_t i = 0; i < s->nlisteners; i++)
+		close(s->listeners[i].fd);
+	s->nlisteners = 0;
+	close(s->env.epfd);
+	s->env.epfd = -1;
+}

@@ -1,0 +1,416 @@
+/* test_grpc.c: gRPC wire helpers, message reassembly at every split, and a server and client
+ * talking in one process over a Unix socket (so call.c, server.c and client.c run under
+ * ASan/UBSan too). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "grpc/grpc.h"
+#include "grpctest.pb-c.h"
+
+static void test_grpc_timeout_parse_units_and_rejects_malformed(void **state)
+{
+	int64_t ms;
+
+	assert_int_equal(grpc_timeout_parse("1H", 2, &ms), 0);
+	assert_true(ms == 3600000);
+	assert_int_equal(grpc_timeout_parse("2M", 2, &ms), 0);
+	assert_true(ms == 120000);
+	assert_int_equal(grpc_timeout_parse("3S", 2, &ms), 0);
+	assert_true(ms == 3000);
+	assert_int_equal(grpc_timeout_parse("99999999m", 9, &ms), 0);
+	assert_true(ms == 99999999);
+	assert_int_equal(grpc_timeout_parse("1500u", 5, &ms), 0);
+	assert_true(ms == 2); /* rounded up */
+	assert_int_equal(grpc_timeout_parse("1n", 2, &ms), 0);
+	assert_true(ms == 1);
+	assert_int_equal(grpc_timeout_parse("100000000m", 10, &ms), ERR_PARSE);
+	assert_int_equal(grpc_timeout_parse("m", 1, &ms), ERR_PARSE);
+	assert_int_equal(grpc_timeout_parse("10x", 3, &ms), ERR_PARSE);
+	assert_int_equal(grpc_timeout_parse("-1S", 3, &ms), ERR_PARSE);
+}
+
+static void test_grpc_percent_encoding_round_trips_and_decodes_leniently(void **state)
+{
+	char out[64], bad[] = "50%zz%4";
+
+	assert_int_equal(grpc_percent_encode("a b%c\n\xc3\xa9", out, sizeof(out)), 0);
+	assert_string_equal(out, "a b%25c%0A%C3%A9");
+	grpc_percent_decode(out);
+	assert_string_equal(out, "a b%c\n\xc3\xa9");
+	grpc_percent_decode(bad);
+	assert_string_equal(bad, "50%zz%4");
+	assert_int_equal(grpc_percent_encode("\n\n", out, 6), ERR_LIMIT);
+}
+
+static void test_grpc_base64_takes_padded_and_unpadded(void **state)
+{
+	uint8_t bin[5] = { 0, 1, 0xfe, 0xff, 0x80 }, back[8];
+	char enc[16];
+
+	assert_int_equal(grpc_base64_encode(bin, 5, enc, sizeof(enc)), 7);
+	assert_string_equal(enc, "AAH+/4A");
+	assert_int_equal(grpc_base64_decode(enc, 7, back, sizeof(back)), 5);
+	assert_memory_equal(back, bin, 5);
+	assert_int_equal(grpc_base64_decode("AAH+/4A=", 8, back, sizeof(back)), 5);
+	assert_int_equal(grpc_base64_decode("AA*A", 4, back, sizeof(back)), ERR_PARSE);
+	assert_int_equal(grpc_base64_decode("AAH+/4A", 7, back, 4), ERR_LIMIT);
+}
+
+/* Three messages (empty, 3 bytes, 300 bytes) fed in two pieces cut at every byte. */
+static void test_grpc_rx_split_at_every_byte_gives_the_same_messages(void **state)
+{
+	uint8_t s[5 + 8 + 305], gather[300];
+	size_t n = 0;
+
+	memcpy(s + n, "\0\0\0\0\0", 5);
+	n += 5;
+	memcpy(s + n, "\0\0\0\0\3abc", 8);
+	n += 8;
+	memcpy(s + n, "\0\0\0\x01\x2c", 5);
+	n += 5;
+	for (int i = 0; i < 300; i++)
+		s[n++] = (uint8_t)i;
+	for (size_t cut = 0; cut <= n; cut++) {
+		struct grpc_rx rx = { 0 };
+		uint32_t lens[3], got = 0;
+		size_t pieces[2][2] = { { 0, cut }, { cut, n - cut } };
+
+		for (int k = 0; k < 2; k++) {
+			const uint8_t *p = s + pieces[k][0];
+			size_t left = pieces[k][1];
+
+			while (left) {
+				const uint8_t *msg;
+				uint32_t len;
+				enum grpc_rx_event ev = grpc_rx_feed(&rx, &p, &left, 1000, &msg, &len);
+
+				if (ev == GRPC_RX_MORE)
+					break;
+				if (ev == GRPC_RX_NEED_BUF) {
+					assert_true(len == 3 || len == 300);
+					rx.buf = gather;
+					continue;
+				}
+				assert_int_equal(ev, GRPC_RX_MESSAGE);
+				assert_true(got < 3);
+				lens[got++] = len;
+				if (len == 3)
+					assert_memory_equal(msg, "abc", 3);
+				if (len == 300)
+					for (int i = 0; i < 300; i++)
+						assert_int_equal(msg[i], (uint8_t)i);
+				rx.buf = NULL;
+			}
+		}
+		assert_int_equal(got, 3);
+		assert_int_equal(lens[0], 0);
+		assert_int_equal(lens[1], 3);
+		assert_int_equal(lens[2], 300);
+	}
+}
+
+static void test_grpc_rx_rejects_oversize_and_compressed_prefixes(void **state)
+{
+	struct grpc_rx rx = { 0 };
+	const uint8_t big[5] = { 0, 0, 0, 4, 1 }, comp[5] = { 1, 0, 0, 0, 1 };
+	const uint8_t *p = big, *msg;
+	size_t n = 5;
+	uint32_t len;
+
+	assert_int_equal(grpc_rx_feed(&rx, &p, &n, 1024, &msg, &len), GRPC_RX_TOO_BIG);
+	assert_int_equal(len, 1025);
+	memset(&rx, 0, sizeof(rx));
+	p = comp;
+	n = 5;
+	assert_int_equal(grpc_rx_feed(&rx, &p, &n, 1024, &msg, &len), GRPC_RX_COMPRESSED);
+}
+
+/* ---- a server and a client in one process ---- */
+
+struct seen {
+	int done, status, messages;
+	char message[256];
+	size_t bytes;
+	struct grpc_peer peer;
+};
+
+static struct seen server_seen;
+
+static void s_start(struct grpc_call *call)
+{
+	server_seen.peer = *grpc_call_peer(call);
+}
+
+static void s_echo(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	if (grpc_call_send(call, msg) == 0)
+		grpc_call_finish(call, GRPC_OK, NULL, NULL, 0);
+	else
+		grpc_call_finish(call, GRPC_RESOURCE_EXHAUSTED, "no buffer", NULL, 0);
+}
+
+static void s_done(struct grpc_call *call, int status, const char *message)
+{
+	server_seen.done = 1;
+	server_seen.status = status;
+}
+
+static const struct grpc_method server_methods[] = {
+	{ "/agentic.test.v1.Test/Unary", &agentic__test__v1__msg__descriptor,
+	  &agentic__test__v1__msg__descriptor, 0,
+	  { .on_start = s_start, .on_message = s_echo, .on_done = s_done }, NULL },
+	{ "/agentic.test.v1.Test/Hang", &agentic__test__v1__msg__descriptor,
+	  &agentic__test__v1__msg__descriptor, 0, { .on_done = s_done }, NULL },
+};
+
+static void c_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	struct seen *o = grpc_call_user(call);
+	const Agentic__Test__V1__Msg *m = (const void *)msg;
+
+	o->messages++;
+	o->bytes += m->data.len;
+}
+
+static void c_done(struct grpc_call *call, int status, const char *message)
+{
+	struct seen *o = grpc_call_user(call);
+
+	o->done = 1;
+	o->status = status;
+	snprintf(o->message, sizeof(o->message), "%s", message ? message : "");
+}
+
+static const struct grpc_method client_unary = {
+	"/agentic.test.v1.Test/Unary", &agentic__test__v1__msg__descriptor,
+	&agentic__test__v1__msg__descriptor, 0, { .on_message = c_message, .on_done = c_done },
+	NULL
+};
+static const struct grpc_method client_hang = {
+	"/agentic.test.v1.Test/Hang", &agentic__test__v1__msg__descriptor,
+	&agentic__test__v1__msg__descriptor, 0, { .on_message = c_message, .on_done = c_done },
+	NULL
+};
+static const struct grpc_method client_nope = {
+	"/agentic.test.v1.Test/Nope", &agentic__test__v1__msg__descriptor,
+	&agentic__test__v1__msg__descriptor, 0, { .on_message = c_message, .on_done = c_done },
+	NULL
+};
+
+struct pair {
+	struct grpc_server *s;
+	struct grpc_client *c;
+	void *ss, *cs;
+	char path[64];
+};
+
+static void pair_up(struct pair *p, uint32_t max_message, uint32_t large)
+{
+	struct grpc_server_config scfg = { 4, 16, max_message, 8, large };
+	struct grpc_client_config ccfg = { p->path, max_message, 8, 1 };
+	size_t sb, cb;
+
+	snprintf(p->path, sizeof(p->path), "/tmp/agentic-test-grpc-%d.sock", (int)getpid());
+	sb = grpc_server_storage_bytes(&scfg);
+	cb = grpc_client_storage_bytes(&ccfg);
+	assert_true(sb > 0 && cb > 0);
+	p->ss = malloc(sb);
+	p->cs = malloc(cb);
+	assert_int_equal(grpc_server_init(&scfg, p->ss, sb, &p->s), 0);
+	assert_int_equal(grpc_server_listen_unix(p->s, p->path, 0600, server_methods,
+						 ARRAY_LEN(server_methods)), 0);
+	assert_int_equal(grpc_client_init(&ccfg, p->cs, cb, &p->c), 0);
+	assert_int_equal(grpc_client_connect(p->c), 0);
+	memset(&server_seen, 0, sizeof(server_seen));
+}
+
+static void pair_down(struct pair *p)
+{
+	grpc_client_close(p->c);
+	grpc_server_close(p->s);
+	unlink(p->path);
+	free(p->ss);
+	free(p->cs);
+}
+
+static void spin(struct pair *p, const int *done, int ms)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!*done) {
+		grpc_server_run(p->s, 1);
+		grpc_client_run(p->c, 1);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
+			return;
+	}
+}
+
+static int unary(struct pair *p, const struct grpc_method *m, size_t len, int timeout_ms,
+		 struct seen *o)
+{
+	static uint8_t data[300000];
+	Agentic__Test__V1__Msg msg = AGENTIC__TEST__V1__MSG__INIT;
+	struct grpc_call *call;
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	msg.data.data = data;
+	msg.data.len = len;
+	r = grpc_client_start(p->c, m, NULL, 0, timeout_ms, o, &call);
+	if (r < 0)
+		return r;
+	r = grpc_call_send(call, &msg.base);
+	if (r < 0)
+		return r;
+	grpc_call_finish(call, GRPC_OK, NULL, NULL, 0);
+	spin(p, &o->done, 5000);
+	return 0;
+}
+
+static void test_grpc_unary_round_trip_carries_peer_credentials(void **state)
+{
+	struct pair p;
+	struct seen o;
+
+	pair_up(&p, 65536, 1);
+	assert_int_equal(unary(&p, &client_unary, 1000, 0, &o), 0);
+	assert_true(o.done);
+	assert_int_equal(o.status, GRPC_OK);
+	assert_int_equal(o.messages, 1);
+	assert_int_equal(o.bytes, 1000);
+	spin(&p, &server_seen.done, 1000);
+	assert_int_equal(server_seen.status, GRPC_OK);
+	assert_int_equal(server_seen.peer.pid, getpid());
+	assert_int_equal(server_seen.peer.uid, getuid());
+	assert_int_equal(server_seen.peer.gid, getgid());
+	pair_down(&p);
+}
+
+static void test_grpc_unknown_method_is_unimplemented(void **state)
+{
+	struct pair p;
+	struct seen o;
+
+	pair_up(&p, 65536, 1);
+	assert_int_equal(unary(&p, &client_nope, 10, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_UNIMPLEMENTED);
+	assert_string_equal(o.message, "unknown method /agentic.test.v1.Test/Nope");
+	pair_down(&p);
+}
+
+static void test_grpc_deadline_ends_the_call_on_both_sides(void **state)
+{
+	struct pair p;
+	struct seen o;
+
+	pair_up(&p, 65536, 1);
+	assert_int_equal(unary(&p, &client_hang, 10, 100, &o), 0);
+	assert_int_equal(o.status, GRPC_DEADLINE_EXCEEDED);
+	spin(&p, &server_seen.done, 2000);
+	assert_true(server_seen.done);
+	assert_true(server_seen.status == GRPC_DEADLINE_EXCEEDED ||
+		    server_seen.status == GRPC_CANCELLED);
+	pair_down(&p);
+}
+
+static void test_grpc_oversize_message_is_resource_exhausted_by_the_server(void **state)
+{
+	struct pair p;
+	struct seen o;
+
+	/* the client allows 256 KiB, the server 128 KiB */
+	pair_up(&p, 131072, 1);
+	{
+		struct grpc_client_config ccfg = { p.path, 262144, 8, 1 };
+		size_t cb = grpc_client_storage_bytes(&ccfg);
+
+		grpc_client_close(p.c);
+		free(p.cs);
+		p.cs = malloc(cb);
+		assert_int_equal(grpc_client_init(&ccfg, p.cs, cb, &p.c), 0);
+	}
+	assert_int_equal(unary(&p, &client_unary, 200000, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_RESOURCE_EXHAUSTED);
+	assert_non_null(strstr(o.message, "over the limit of 131072"));
+	/* the connection still serves */
+	assert_int_equal(unary(&p, &client_unary, 10, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_OK);
+	pair_down(&p);
+}
+
+static void test_grpc_no_free_buffer_is_resource_exhausted(void **state)
+{
+	struct pair p;
+	struct seen o;
+
+	/* no large buffers: a 100 KB message spans reads and needs one */
+	pair_up(&p, 131072, 0);
+	assert_int_equal(unary(&p, &client_unary, 100000, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_RESOURCE_EXHAUSTED);
+	assert_int_equal(unary(&p, &client_unary, 10, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_OK);
+	pair_down(&p);
+}
+
+static void test_grpc_lost_connection_ends_calls_unavailable_and_redials(void **state)
+{
+	struct pair p;
+	struct seen o;
+	struct grpc_call *call;
+	Agentic__Test__V1__Msg msg = AGENTIC__TEST__V1__MSG__INIT;
+
+	pair_up(&p, 65536, 1);
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(grpc_client_start(p.c, &client_hang, NULL, 0, 0, &o, &call), 0);
+	assert_int_equal(grpc_call_send(call, &msg.base), 0);
+	for (int i = 0; i < 20; i++) {
+		grpc_server_run(p.s, 1);
+		grpc_client_run(p.c, 1);
+	}
+	grpc_server_close(p.s);
+	spin(&p, &o.done, 2000);
+	assert_int_equal(o.status, GRPC_UNAVAILABLE);
+	assert_false(grpc_client_connected(p.c));
+	/* a new server on the same path: the next call dials again */
+	{
+		struct grpc_server_config scfg = { 4, 16, 65536, 8, 1 };
+
+		assert_int_equal(grpc_server_init(&scfg, p.ss, grpc_server_storage_bytes(&scfg),
+						  &p.s), 0);
+		assert_int_equal(grpc_server_listen_unix(p.s, p.path, 0600, server_methods,
+							 ARRAY_LEN(server_methods)), 0);
+	}
+	assert_int_equal(unary(&p, &client_unary, 10, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_OK);
+	pair_down(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_grpc_timeout_parse_units_and_rejects_malformed),
+		cmocka_unit_test(test_grpc_percent_encoding_round_trips_and_decodes_leniently),
+		cmocka_unit_test(test_grpc_base64_takes_padded_and_unpadded),
+		cmocka_unit_test(test_grpc_rx_split_at_every_byte_gives_the_same_messages),
+		cmocka_unit_test(test_grpc_rx_rejects_oversize_and_compressed_prefixes),
+		cmocka_unit_test(test_grpc_unary_round_trip_carries_peer_credentials),
+		cmocka_unit_test(test_grpc_unknown_method_is_unimplemented),
+		cmocka_unit_test(test_grpc_deadline_ends_the_call_on_both_sides),
+		cmocka_unit_test(test_grpc_oversize_message_is_resource_exhausted_by_the_server),
+		cmocka_unit_test(test_grpc_no_free_buffer_is_resource_exhausted),
+		cmocka_unit_test(test_grpc_lost_connection_ends_calls_unavailable_and_redials),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
