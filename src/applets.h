@@ -4,3 +4,4 @@
 
 APPLET("agentic-probe", probe_main, probe_help)
 APPLET("agentic-grpctest", grpctest_main, grpctest_help)
+APPLET("agentic-init", init_main, init_help)

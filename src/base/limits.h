@@ -47,6 +47,14 @@
 #define LIMIT_GRPC_MESSAGE_BYTES (4u * 1024u * 1024u)
 #define LIMIT_GRPC_STREAMS 128
 
+/* ---- init (src/init) ---- */
+/* The largest message agenticd may send the init on its Connect stream (a command with its
+ * args and env, a stdin chunk). The init's whole gRPC budget follows from it: one large
+ * buffer plus an unpack arena of twice this, about 3.3 MiB in all. */
+#define LIMIT_INIT_MESSAGE_BYTES (1024u * 1024u)
+#define LIMIT_INIT_SMALL_BUFFERS 4
+#define LIMIT_INIT_LARGE_BUFFERS 1
+
 _Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
 _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");
 _Static_assert(LIMIT_ALLOC_MAX_BYTES >= LIMIT_PATH_BYTES, "a path must be allocatable");
