@@ -5,3 +5,4 @@
 APPLET("agentic-probe", probe_main, probe_help)
 APPLET("agentic-grpctest", grpctest_main, grpctest_help)
 APPLET("agenticd", agenticd_main, agenticd_help)
+APPLET("agentic-init", init_main, init_help)

@@ -39,6 +39,7 @@
 /* Connections (calls in flight at once) of one client. */
 #define LIMIT_DOCKER_CONNS 16
 
+/* ---- grpc (src/grpc) ---- */
 /* gRPC (DESIGN.md §5): defaults of max_message_bytes and max_streams_per_connection. A
  * connection's fixed memory is sizeof(struct grpc_conn) (src/grpc/grpc.h); the budget is that
  * times the connection cap, plus message buffers and one unpack arena of twice the largest
@@ -76,6 +77,14 @@ _Static_assert(LIMIT_ADMIN_BODY_BYTES + LIMIT_HTTP_HEAD_BYTES <= LIMIT_DOCKER_RE
 	       "a create's env and mounts fit one container create request");
 _Static_assert(LIMIT_SANDBOX_MOUNTS <= 32, "read-only flags are one 32-bit mask");
 _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create request lists");
+
+/* ---- init (src/init) ---- */
+/* The largest message agenticd may send the init on its Connect stream (a command with its
+ * args and env, a stdin chunk). The init's whole gRPC budget follows from it: one large
+ * buffer plus an unpack arena of twice this, about 3.3 MiB in all. */
+#define LIMIT_INIT_MESSAGE_BYTES (1024u * 1024u)
+#define LIMIT_INIT_SMALL_BUFFERS 4
+#define LIMIT_INIT_LARGE_BUFFERS 1
 
 _Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
 _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");
