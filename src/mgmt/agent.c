@@ -109,8 +109,8 @@ static void connect_start(struct grpc_call *call)
 		refuse(call, "the sandbox is being removed");
 		return;
 	}
-	if (sb->agent) {
-		refuse(call, "the sandbox already has a live Connect stream");
+	if (sb->pid_ns[0] && !same_pid_ns(sb, p->pid)) {
+		refuse(call, "the peer is not in the sandbox's pid namespace");
 		return;
 	}
 	if (!md_is(call, "x-agent-id", sb->name)) {
@@ -121,8 +121,8 @@ static void connect_start(struct grpc_call *call)
 		refuse(call, "x-agent-instance-id does not match the sandbox of this uid");
 		return;
 	}
-	if (sb->pid_ns[0] && !same_pid_ns(sb, p->pid)) {
-		refuse(call, "the peer is not in the sandbox's pid namespace");
+	if (sb->agent) {
+		refuse(call, "the sandbox already has a live Connect stream");
 		return;
 	}
 	sb->agent = call;
