@@ -9,9 +9,11 @@
  * Errors are {"error": {"code": ..., "message": ...}}. */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -748,6 +750,12 @@ static void parse_buffered(struct admin_conn *c)
 		int ev = http_parser_feed(&c->parser, c->rbuf + c->roff, c->rlen - c->roff, &used, &s);
 
 		c->roff += (uint32_t)used;
+		if (ev == HTTP_ERR_BODY_TOO_BIG) {
+			c->body_too_big = true;
+			c->keep_alive = false;
+			dispatch(c);
+			break;
+		}
 		if (ev < 0) {
 			c->keep_alive = false;
 			respond_error(c, ev == HTTP_ERR_HEAD_TOO_BIG ? 413 : 400, "bad_http",
@@ -756,7 +764,13 @@ static void parse_buffered(struct admin_conn *c)
 			break;
 		}
 		if (ev == HTTP_EV_HEAD) {
+			const char *expect = http_parser_header(&c->parser, "expect");
+
 			c->keep_alive = c->parser.keep_alive;
+			/* curl asks before sending a body over 1 KiB; say yes at once */
+			if (expect && strcasecmp(expect, "100-continue") == 0 && c->allowed &&
+			    send(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL) < 0)
+				log_debug("100-continue not sent", "error=%s", strerror(errno));
 			if (c->parser.framing == HTTP_BODY_LENGTH &&
 			    c->parser.content_length > LIMIT_ADMIN_BODY_BYTES) {
 				c->body_too_big = true;
