@@ -239,7 +239,12 @@ int host_admin_peer_ok(int fd, bool group_known, gid_t gid, uid_t *uid, pid_t *p
 int host_notify_ready(void);
 /* agentshare: instances/<id>/ */
 int share_instance_dir(const struct config *cfg, const char *id, char *out, size_t size);
+/* The instance dir (0700), then, once the record is written, its workspace (owned by the
+ * workload uid): a crash between the two leaves an empty dir, which start-up sweeps. */
 int share_make(const struct config *cfg, const struct sandbox *sb, char *err, size_t err_size);
+int share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+			 size_t err_size);
+void share_sweep_empty(const struct config *cfg);
 int share_write_record(const struct config *cfg, const struct sandbox *sb);
 /* Deletes the instance's record and, unless keep_workspace, its workspace (in a child
  * process, off the loop); the instance dir goes when nothing else is left in it. */

@@ -279,7 +279,7 @@ int share_instance_dir(const struct config *cfg, const char *id, char *out, size
 
 int share_make(const struct config *cfg, const struct sandbox *sb, char *err, size_t err_size)
 {
-	char dir[LIMIT_PATH_BYTES], ws[LIMIT_PATH_BYTES + 16];
+	char dir[LIMIT_PATH_BYTES];
 	int r = 0;
 
 	snprintf(dir, sizeof(dir), "%s/instances", cfg->agentshare_root);
@@ -288,16 +288,49 @@ int share_make(const struct config *cfg, const struct sandbox *sb, char *err, si
 	if (r == 0 && (r = share_instance_dir(cfg, sb->instance_id, dir, sizeof(dir))) == 0 &&
 	    mkdir(dir, 0700) != 0)
 		r = -errno;
-	snprintf(ws, sizeof(ws), "%s/workspace", dir);
+	if (r != 0)
+		snprintf(err, err_size, "cannot make the sandbox's agentshare directory %s: %s", dir,
+			 strerror(-r));
+	return r;
+}
+
+int share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+			 size_t err_size)
+{
+	char ws[LIMIT_PATH_BYTES + 16];
+	int r = share_instance_dir(cfg, sb->instance_id, ws, sizeof(ws) - 16);
+
+	strcat(ws, "/workspace");
 	/* created 0700 and handed to the workload uid: the workload owns /workspace */
 	if (r == 0 && mkdir(ws, 0700) != 0)
 		r = -errno;
 	if (r == 0 && chown(ws, cfg->workload_uid, cfg->workload_gid) != 0)
 		r = -errno;
 	if (r != 0)
-		snprintf(err, err_size, "cannot make the sandbox's agentshare directory %s: %s", dir,
-			 strerror(-r));
+		snprintf(err, err_size, "cannot make the sandbox's workspace %s: %s", ws, strerror(-r));
 	return r;
+}
+
+/* Instance directories a crash left empty (made, but no record written yet). */
+void share_sweep_empty(const struct config *cfg)
+{
+	char dir[LIMIT_PATH_BYTES], sub[LIMIT_PATH_BYTES + 320];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/instances", cfg->agentshare_root);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		if (rmdir(sub) == 0)
+			log_info("recovery: empty instance directory removed", "instance=%s",
+				 de->d_name);
+	}
+	closedir(d);
 }
 
 static void write_strrun(struct json_writer *w, const char *key, const char *run, uint32_t len)

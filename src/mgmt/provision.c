@@ -652,6 +652,10 @@ int provision_create(struct sandbox *sb, struct create_req *req)
 		fail_create(sb, 500, "agentshare", "cannot write sandbox.json: %s", err_str(r));
 		return 0;
 	}
+	if ((r = share_make_workspace(cfg, sb, err, sizeof(err))) != 0) {
+		fail_create(sb, 500, "agentshare", "%s", err);
+		return 0;
+	}
 	sb->step = sb->net_managed && !sb->net_exists ? STEP_NET_CREATE : STEP_CT_CREATE;
 	advance(sb);
 	provision_pool_fill();

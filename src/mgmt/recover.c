@@ -365,6 +365,7 @@ int recover_state(char *err, size_t err_size)
 	if (r == 0) {
 		flag_conflicts();
 		settle_records(&rs);
+		share_sweep_empty(&agenticd->cfg);
 		r = settle_networks(err, err_size);
 	}
 	free(l.items);

@@ -62,6 +62,8 @@ ad_cleanup() {
 	done
 	for n in ${EXTRA_NETWORKS:-}; do docker network rm "$n" >/dev/null 2>&1; done
 	for n in ${EXTRA_CONTAINERS:-}; do docker rm -f "$n" >/dev/null 2>&1; done
+	mkdir -p "$AGENTIC_TOP/build/test-logs"
+	cp "$LOG" "$AGENTIC_TOP/build/test-logs/$(basename "$0").agenticd.log" 2>/dev/null
 	rm -rf "$T"
 }
 
