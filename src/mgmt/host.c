@@ -311,7 +311,8 @@ int share_make_workspace(const struct config *cfg, const struct sandbox *sb, cha
 	return r;
 }
 
-/* Instance directories a crash left empty (made, but no record written yet). */
+/* Instance directories a crash left empty (made, but no record written yet; a temp record
+ * at most). */
 void share_sweep_empty(const struct config *cfg)
 {
 	char dir[LIMIT_PATH_BYTES], sub[LIMIT_PATH_BYTES + 320];
@@ -325,6 +326,9 @@ void share_sweep_empty(const struct config *cfg)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
+		/* a half-written record is never valid: the real one is renamed into place */
+		snprintf(sub, sizeof(sub), "%s/%s/.sandbox.json.tmp", dir, de->d_name);
+		unlink(sub);
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
 		if (rmdir(sub) == 0)
 			log_info("recovery: empty instance directory removed", "instance=%s",
