@@ -72,6 +72,8 @@
 #define LIMIT_CREATE_LOG_BYTES 1536u
 /* Directory nesting a workspace delete follows. */
 #define LIMIT_RMTREE_DEPTH 256
+/* agenticd's budget beyond its tables: static buffers first touched by a request, the stack. */
+#define LIMIT_DAEMON_SLACK_BYTES (1024u * 1024u)
 
 _Static_assert(LIMIT_ADMIN_BODY_BYTES + LIMIT_HTTP_HEAD_BYTES <= LIMIT_DOCKER_REQUEST_BYTES,
 	       "a create's env and mounts fit one container create request");

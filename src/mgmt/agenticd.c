@@ -69,7 +69,7 @@ void loop_unwatch(int fd)
 /* ---- the budget (DESIGN.md §4) ---- */
 
 struct budget {
-	size_t sandboxes, admin, jobs, grpc, docker, scratch, total_region, total_heap;
+	size_t sandboxes, admin, jobs, grpc, docker, scratch, total_region, total_heap, image;
 	struct grpc_server_config gcfg;
 	struct docker_client_config dcfg;
 };
@@ -126,6 +126,21 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + (1u << 20);
 	return 0;
+}
+
+/* The process as loaded (text, data, what libc touched): VmRSS before the budget is taken. */
+static size_t image_bytes(void)
+{
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "re");
+	size_t kb = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %zu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb * 1024;
 }
 
 /* ---- start-up ---- */
@@ -403,19 +418,20 @@ int agenticd_main(int argc, char **argv)
 	if (budget_compute(&d->cfg, &b) != 0)
 		return fail("configuration out of range", "max_sandboxes, max_streams_per_connection "
 			    "or max_message_bytes is outside what the gRPC server takes");
+	b.image = image_bytes() + LIMIT_DAEMON_SLACK_BYTES;
 	if ((r = alloc_budget(b.total_heap)) != 0)
 		return fail("cannot reserve the memory budget", err_str(r));
 	region = mmap(NULL, b.total_region, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (region == MAP_FAILED)
 		return fail("cannot reserve the memory budget", strerror(errno));
-	d->budget = b.total_region + b.total_heap + LIMIT_BOOT_HEAP_BYTES;
+	d->budget = b.total_region + b.total_heap + b.image;
 	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
 		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
-		 "grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu", d->budget,
+		 "grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu image_bytes=%zu", d->budget,
 		 d->cfg.max_sandboxes, b.sandboxes, sizeof(struct sandbox),
 		 d->cfg.max_admin_connections, b.admin, b.gcfg.max_connections, b.grpc, b.docker,
-		 b.scratch);
+		 b.scratch, b.image);
 	if ((r = docker_client_init(&d->dc, &b.dcfg)) != 0)
 		return fail("cannot set up the Docker client", err_str(r));
 	if (setup_loop(d) != 0)

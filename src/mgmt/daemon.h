@@ -100,6 +100,7 @@ struct sandbox {
 	int64_t pid;                  /* State.Pid, 0 when not running */
 	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
 	int64_t created_ms, ready_ms; /* wall clock */
+	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
 	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
 	/* agent stream */
 	struct grpc_call *agent;

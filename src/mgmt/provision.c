@@ -372,9 +372,11 @@ static void finish_create(struct sandbox *sb)
 	if (share_write_record(&agenticd->cfg, sb) != 0)
 		log_warn("sandbox record not written", "name=%s instance=%s", sb->name,
 			 sb->instance_id);
-	log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s took_ms=%lld", sb->name,
-		 sb->instance_id, sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-",
-		 (long long)took);
+	log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s took_ms=%lld network_ms=%lld "
+		 "container_create_ms=%lld start_ms=%lld init_ms=%lld", sb->name, sb->instance_id,
+		 sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-", (long long)took,
+		 (long long)(sb->t_net - sb->t_begin), (long long)(sb->t_ct - sb->t_net),
+		 (long long)(sb->t_start - sb->t_ct), (long long)(now_ms() - sb->t_start));
 	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
 	sb->waiter = -1;
 }
@@ -491,6 +493,7 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 			return;
 		}
 		sb->net_exists = true;
+		sb->t_net = now_ms();
 		sb->step = STEP_CT_CREATE;
 		break;
 	case STEP_CT_CREATE:
@@ -502,6 +505,7 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 			return;
 		}
 		sb->ct_exists = true;
+		sb->t_ct = now_ms();
 		sb->req = NULL;
 		share_write_record(&agenticd->cfg, sb);
 		sb->step = STEP_CT_START;
@@ -513,6 +517,7 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 			return;
 		}
 		sb->running = true;
+		sb->t_start = now_ms();
 		/* ready_timeout_ms is the init's time: it starts with the container */
 		sb->deadline = now_ms() + agenticd->cfg.ready_timeout_ms;
 		sb->step = STEP_CT_INSPECT;
@@ -615,6 +620,7 @@ int provision_create(struct sandbox *sb, struct create_req *req)
 
 	sb->req = req;
 	sb->created_ms = wall_ms();
+	sb->t_begin = sb->t_net = now_ms();
 	if (uuid7(sb->instance_id) != 0 || sandbox_take_uid(sb) != 0) {
 		fail_create(sb, 503, "capacity", "no free control uid in %u-%u",
 			    cfg->control_uid_min, cfg->control_uid_max);
