@@ -2,3 +2,4 @@
  * The help text and main function live at the top of the applet's own file. Reached by
  * argv[0] basename, by `agentic NAME`, or by `agentic SHORT` (NAME without "agentic-"). */
 
+APPLET("agentic-prune", prune_main, prune_help)

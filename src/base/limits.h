@@ -20,6 +20,20 @@
 /* Pruner: runs it will consider in one invocation. */
 #define LIMIT_PRUNE_RUNS (1u << 20)
 
+/* ---- prune (agentic-prune) ---- */
+/* Pruner: getdents64 buffer of each directory listing it holds open (five at most). */
+#define LIMIT_PRUNE_DENTS_BYTES (64u * 1024u)
+
+/* Pruner: mount points below the agentshare root it keeps out of runs, and their paths. */
+#define LIMIT_PRUNE_MOUNTS 4096u
+#define LIMIT_PRUNE_MOUNT_BYTES (512u * 1024u)
+
+/* Pruner: largest retention period, in days (keeps now - N*86400 far from overflow). */
+#define LIMIT_PRUNE_DAYS 1000000u
+
+_Static_assert(LIMIT_PRUNE_DENTS_BYTES >= 2u * 280u, "a listing holds at least one entry");
+_Static_assert(LIMIT_PRUNE_MOUNT_BYTES >= LIMIT_PATH_BYTES, "a mount path must fit");
+
 _Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
 _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");
 _Static_assert(LIMIT_ALLOC_MAX_BYTES >= LIMIT_PATH_BYTES, "a path must be allocatable");

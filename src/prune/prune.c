@@ -1,0 +1,816 @@
+/* prune.c: agentic-prune, the agentshare run-retention pruner. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prune/prune.h"
+
+const char prune_help[] =
+	"usage: agentic-prune [--apply] [--retention-days N] [--json]\n"
+	"\n"
+	"Applies the agentshare run-retention policy: a run directory is eligible once its own\n"
+	"mtime is older than now - N*86400 seconds, unless it is the active run. Preview by\n"
+	"default (lists the eligible runs, touches nothing); --apply removes them.\n"
+	"\n"
+	"  --apply              remove the eligible runs (default: preview)\n"
+	"  --retention-days N   retention in days, a non-negative integer; overrides\n"
+	"                       AGENTIC_RUN_RETENTION_DAYS (default 7). 0: every run but the\n"
+	"                       active one is eligible\n"
+	"  --json               the same report as one JSON object\n"
+	"  -h, --help           this text\n"
+	"\n"
+	"Environment: AGENTSHARE_ROOT (default /srv/agentshare) must be an absolute path to an\n"
+	"existing directory, not a symlink and not /. Empty variables count as unset.\n"
+	"\n"
+	"Runs are the directories named run-* directly inside a directory named runs, at\n"
+	"  instances/<id>/runs/   instances/<id>/inbox/runs/   <name>/runs/ (name != instances)\n"
+	"under the root; nothing below a run is ever taken for a run. The active run is the one\n"
+	"the `current` symlink beside that runs/ points to, however the link is written; a\n"
+	"`current` that points outside the root or at nothing protects nothing and is reported.\n"
+	"A run-* symlink is never followed. A run holding a mount point is skipped and reported.\n"
+	"Removal uses fd-relative calls only and never leaves the run, whatever is renamed or\n"
+	"swapped for a symlink meanwhile. An instance directory left holding nothing but an empty\n"
+	"runs/, and itself unmodified for the retention period, is removed too.\n"
+	"\n"
+	"Output: a line per run, `eligible run=PATH age_days=D bytes=B` (with --apply: `pruned`),\n"
+	"a line `eligible empty_instance=PATH` (`pruned`) per instance directory, then\n"
+	"  retention_apply=false eligible_runs=K bytes=B\n"
+	"  retention_apply=true pruned_runs=K freed_bytes=B\n"
+	"PATH is relative to the root, quoted and escaped when it holds spaces or control bytes.\n"
+	"Sizes are disk usage, st_blocks*512, of everything in the run (du -s -l -B1). Problems go\n"
+	"to stderr as logfmt lines. Exit status: 0 all went well, 1 some run could not be removed\n"
+	"(or measured) and the others were, 2 bad arguments or root (nothing touched).\n";
+
+#define DEFAULT_ROOT "/srv/agentshare"
+#define DEFAULT_DAYS 7
+#define SECONDS_PER_DAY 86400
+#define OPEN_DIR (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* A `current` link, as far as it tells which run of its runs/ is active. */
+struct active {
+	bool present;     /* a `current` entry exists */
+	bool is_link;
+	bool kernel_ok;   /* the kernel resolved it; dev/ino below are its target's */
+	int kernel_err;
+	bool outside;     /* lexically outside the root */
+	bool matched;     /* some run of this runs/ is the one it names */
+	uint32_t dev_major, dev_minor;
+	uint64_t ino;
+	char name[256];   /* run name when the text names a direct child of this runs/ */
+	char target[LIMIT_PATH_BYTES];
+};
+
+struct pruner {
+	char root[LIMIT_PATH_BYTES];      /* as given, trailing slashes removed */
+	char canon[LIMIT_PATH_BYTES];     /* the root's canonical path */
+	int root_fd;
+	bool apply, json;
+	uint64_t days;
+	struct timespec now;
+	int64_t cutoff_sec;
+	long cutoff_nsec;
+	struct prune_mounts mounts;
+	uint64_t runs, bytes; /* eligible (preview) or pruned (apply) */
+	bool failed;
+	bool json_first;
+	size_t rel_len;
+	char rel[LIMIT_PATH_BYTES]; /* root-relative path of what is being looked at */
+};
+
+/* All memory the pruner uses, sized at compile time: the walk's depth stack, getdents
+ * buffers for the four listings open at once (root, instances/, an instance, runs/), the
+ * mount table and output scratch. Nothing is allocated after start-up. */
+static struct prune_level walk_stack[LIMIT_PRUNE_DEPTH];
+static uint8_t walk_dents[LIMIT_PRUNE_DENTS_BYTES];
+static uint8_t list_dents[4][LIMIT_PRUNE_DENTS_BYTES];
+static char mount_bytes[LIMIT_PRUNE_MOUNT_BYTES];
+static uint32_t mount_off[LIMIT_PRUNE_MOUNTS];
+static uint8_t mountinfo_chunk[LIMIT_PRUNE_DENTS_BYTES];
+static struct prune_mountinfo mountinfo;
+static struct prune_walk walk;
+static struct active active;
+static struct pruner pruner;
+static char quoted[4 * LIMIT_PATH_BYTES + 3];
+static char resolved[LIMIT_PATH_BYTES];
+
+enum { LIST_ROOT, LIST_INSTANCES, LIST_INSTANCE, LIST_RUNS };
+
+const char *prune_err_str(int code)
+{
+	switch (code) {
+	case PRUNE_OUTSIDE:
+		return "outside the agentshare root";
+	case PRUNE_MOUNT:
+		return "mount point or other filesystem inside the run";
+	case PRUNE_MOVED:
+		return "directory moved or replaced during the walk";
+	case ERR_LIMIT:
+		return "deeper than the pruner's limit (LIMIT_PRUNE_DEPTH)";
+	}
+	return err_str(code);
+}
+
+/* ---- the lexical reading of a link ---- */
+
+/* Appends the components of s to the absolute path out[0..*n), folding "." and "..". */
+static int path_fold(char *out, size_t *n, size_t cap, const char *s)
+{
+	while (*s) {
+		const char *c;
+		size_t len;
+
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		c = s;
+		while (*s && *s != '/')
+			s++;
+		len = (size_t)(s - c);
+		if (len == 1 && c[0] == '.')
+			continue;
+		if (len == 2 && c[0] == '.' && c[1] == '.') {
+			while (*n > 1 && out[*n - 1] != '/')
+				(*n)--;
+			if (*n > 1)
+				(*n)--;
+			continue;
+		}
+		if ((*n > 1) + len + 1 > cap - *n)
+			return ERR_LIMIT;
+		if (*n > 1)
+			out[(*n)++] = '/';
+		memcpy(out + *n, c, len);
+		*n += len;
+	}
+	out[*n] = '\0';
+	return 0;
+}
+
+static int path_normalize(char *out, size_t cap, const char *a, const char *b, const char *c)
+{
+	size_t n = 1;
+	int r;
+
+	if (cap < 2)
+		return ERR_LIMIT;
+	out[0] = '/';
+	out[1] = '\0';
+	r = path_fold(out, &n, cap, a);
+	if (r == 0 && b)
+		r = path_fold(out, &n, cap, b);
+	if (r == 0 && c)
+		r = path_fold(out, &n, cap, c);
+	return r;
+}
+
+/* Root-relative rest of the absolute normalized path abs when it lies under root. */
+static const char *path_under(const char *root, const char *abs)
+{
+	char nroot[LIMIT_PATH_BYTES];
+	size_t len;
+
+	if (!root || path_normalize(nroot, sizeof(nroot), root, NULL, NULL) != 0)
+		return NULL;
+	len = strlen(nroot);
+	if (len == 1)
+		return abs + 1;
+	if (strncmp(abs, nroot, len) != 0)
+		return NULL;
+	if (abs[len] == '\0')
+		return abs + len;
+	return abs[len] == '/' ? abs + len + 1 : NULL;
+}
+
+int prune_link_resolve(const char *root, const char *alt_root, const char *link_dir,
+		       const char *target, char *out, size_t out_size)
+{
+	const char *rest;
+	int r;
+
+	if (target[0] == '/')
+		r = path_normalize(out, out_size, target, NULL, NULL);
+	else
+		r = path_normalize(out, out_size, root, link_dir, target);
+	if (r < 0)
+		return r;
+	rest = path_under(root, out);
+	if (!rest)
+		rest = path_under(alt_root, out);
+	if (!rest)
+		return PRUNE_OUTSIDE;
+	memmove(out, rest, strlen(rest) + 1);
+	return 0;
+}
+
+/* ---- output ---- */
+
+static const char *quote(const char *s)
+{
+	return log_quote(quoted, sizeof(quoted), s);
+}
+
+/* A JSON string. Bytes that are not UTF-8 become U+FFFD: JSON cannot carry them. */
+static void json_string(const char *s)
+{
+	const uint8_t *p = (const uint8_t *)s;
+
+	putchar('"');
+	while (*p) {
+		uint8_t c = *p;
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 :
+			     (c & 0xf8) == 0xf0 ? 4 : 0;
+		uint32_t cp = len == 2 ? c & 0x1fu : len == 3 ? c & 0x0fu : c & 0x07u;
+		size_t i;
+
+		if (c == '"' || c == '\\') {
+			printf("\\%c", c);
+			p++;
+			continue;
+		}
+		if (c < 0x20 || c == 0x7f) {
+			printf("\\u%04x", c);
+			p++;
+			continue;
+		}
+		if (len == 1) {
+			putchar(c);
+			p++;
+			continue;
+		}
+		for (i = 1; len && i < len; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				break;
+			cp = cp << 6 | (p[i] & 0x3fu);
+		}
+		if (len == 0 || i < len || (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp < 0xe000)) {
+			fputs("\\ufffd", stdout);
+			p++;
+			continue;
+		}
+		fwrite(p, 1, len, stdout);
+		p += len;
+	}
+	putchar('"');
+}
+
+static void json_entry_begin(struct pruner *p)
+{
+	if (!p->json_first)
+		putchar(',');
+	p->json_first = false;
+}
+
+static void emit_run(struct pruner *p, int64_t age_days, uint64_t bytes)
+{
+	if (p->json) {
+		json_entry_begin(p);
+		fputs("{\"kind\":\"run\",\"path\":", stdout);
+		json_string(p->rel);
+		printf(",\"age_days\":%lld,\"bytes\":%llu}", (long long)age_days,
+		       (unsigned long long)bytes);
+		return;
+	}
+	printf("%s run=%s age_days=%lld bytes=%llu\n", p->apply ? "pruned" : "eligible",
+	       quote(p->rel), (long long)age_days, (unsigned long long)bytes);
+}
+
+static void emit_instance(struct pruner *p)
+{
+	if (p->json) {
+		json_entry_begin(p);
+		fputs("{\"kind\":\"empty_instance\",\"path\":", stdout);
+		json_string(p->rel);
+		putchar('}');
+		return;
+	}
+	printf("%s empty_instance=%s\n", p->apply ? "pruned" : "eligible", quote(p->rel));
+}
+
+static void emit_begin(struct pruner *p)
+{
+	if (!p->json)
+		return;
+	printf("{\"retention_apply\":%s,\"retention_days\":%llu,\"root\":",
+	       p->apply ? "true" : "false", (unsigned long long)p->days);
+	json_string(p->root);
+	fputs(",\"entries\":[", stdout);
+	p->json_first = true;
+}
+
+static void emit_summary(struct pruner *p)
+{
+	unsigned long long k = p->runs, b = p->bytes;
+
+	if (p->json)
+		printf("],\"%s\":%llu,\"%s\":%llu}\n", p->apply ? "pruned_runs" : "eligible_runs", k,
+		       p->apply ? "freed_bytes" : "bytes", b);
+	else if (p->apply)
+		printf("retention_apply=true pruned_runs=%llu freed_bytes=%llu\n", k, b);
+	else
+		printf("retention_apply=false eligible_runs=%llu bytes=%llu\n", k, b);
+}
+
+/* ---- walking the root ---- */
+
+/* Appends "/name" (or "name" at the root) to p->rel; returns the length to restore, or -1
+ * when the path would not fit (reported; the entry is skipped). */
+static long rel_push(struct pruner *p, const char *name)
+{
+	size_t old = p->rel_len, len = strlen(name), sep = old ? 1 : 0;
+
+	if (old + sep + len + 1 > sizeof(p->rel)) {
+		log_error("path too long; skipped", "under=%s", quote(p->rel));
+		p->failed = true;
+		return -1;
+	}
+	if (sep)
+		p->rel[old] = '/';
+	memcpy(p->rel + old + sep, name, len + 1);
+	p->rel_len = old + sep + len;
+	return (long)old;
+}
+
+static void rel_pop(struct pruner *p, long old)
+{
+	p->rel_len = (size_t)old;
+	p->rel[old] = '\0';
+}
+
+static bool is_old(const struct pruner *p, const struct prune_stat *st)
+{
+	if (p->days == 0)
+		return true;
+	return st->mtime_sec < p->cutoff_sec ||
+	       (st->mtime_sec == p->cutoff_sec && (long)st->mtime_nsec < p->cutoff_nsec);
+}
+
+static int64_t age_days(const struct pruner *p, const struct prune_stat *st)
+{
+	int64_t secs = (int64_t)p->now.tv_sec - st->mtime_sec;
+
+	if (p->now.tv_nsec < (long)st->mtime_nsec)
+		secs--;
+	return secs < 0 ? 0 : secs / SECONDS_PER_DAY;
+}
+
+/* Reads the `current` entry of directory pfd (root-relative p->rel), which sits beside
+ * the runs/ being scanned: lexically, and through the kernel. */
+static void active_read(struct pruner *p, int pfd, struct active *a)
+{
+	static const char runs_dir[] = "/runs/";
+	struct prune_stat st;
+	ssize_t n;
+	int r;
+
+	memset(a, 0, offsetof(struct active, name));
+	a->name[0] = a->target[0] = '\0';
+	r = prune_stat_at(pfd, "current", AT_SYMLINK_NOFOLLOW, &st);
+	if (r < 0)
+		return;
+	a->present = true;
+	a->is_link = S_ISLNK(st.mode);
+	r = prune_stat_at(pfd, "current", AT_NO_AUTOMOUNT, &st);
+	if (r == 0) {
+		a->kernel_ok = true;
+		a->dev_major = st.dev_major;
+		a->dev_minor = st.dev_minor;
+		a->ino = st.ino;
+	} else {
+		a->kernel_err = r;
+	}
+	if (!a->is_link)
+		return;
+	n = readlinkat(pfd, "current", a->target, sizeof(a->target) - 1);
+	if (n < 0)
+		return;
+	a->target[n] = '\0';
+	r = prune_link_resolve(p->root, p->canon, p->rel, a->target, resolved, sizeof(resolved));
+	if (r == PRUNE_OUTSIDE)
+		a->outside = true;
+	if (r < 0)
+		return;
+	/* The text names a run of this runs/ when it reads "<p->rel>/runs/<name>". */
+	if (strncmp(resolved, p->rel, p->rel_len) == 0 &&
+	    strncmp(resolved + p->rel_len, runs_dir, sizeof(runs_dir) - 1) == 0) {
+		const char *name = resolved + p->rel_len + sizeof(runs_dir) - 1;
+		if (*name && !strchr(name, '/') && strlen(name) < sizeof(a->name))
+			strcpy(a->name, name);
+	}
+}
+
+static bool active_is(struct active *a, const char *name, const struct prune_stat *st)
+{
+	bool by_kernel = a->kernel_ok && a->ino == st->ino && a->dev_major == st->dev_major &&
+			 a->dev_minor == st->dev_minor;
+	bool by_text = a->name[0] && strcmp(a->name, name) == 0;
+
+	if (by_kernel || by_text)
+		a->matched = true;
+	return by_kernel || by_text;
+}
+
+static void active_report(struct pruner *p, const struct active *a)
+{
+	static char qtarget[4 * LIMIT_PATH_BYTES + 3];
+	const char *why;
+
+	if (!a->present || a->matched)
+		return;
+	if (!a->is_link)
+		why = "not-a-symlink";
+	else if (a->outside)
+		why = "points-outside-the-root";
+	else if (!a->kernel_ok)
+		why = "points-at-nothing";
+	else
+		why = "not-a-run-of-runs";
+	log_warn("current protects no run", "dir=%s target=%s reason=%s",
+		 quote(p->rel[0] ? p->rel : "."), log_quote(qtarget, sizeof(qtarget), a->target),
+		 why);
+}
+
+/* One run-* entry of runs/ (fd rfd, mount id runs_mnt). Returns true when it was removed
+ * (apply) or would be (preview). */
+static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e,
+			 uint64_t runs_mnt)
+{
+	struct prune_stat st;
+	int fd, r;
+
+	if (e->type == DT_LNK) {
+		log_warn("run is a symlink; never followed", "run=%s", quote(p->rel));
+		return false;
+	}
+	if (e->type != DT_DIR && e->type != DT_UNKNOWN)
+		return false;
+	r = prune_stat_at(rfd, e->name, AT_SYMLINK_NOFOLLOW, &st);
+	if (r == -ENOENT)
+		return false;
+	if (r < 0) {
+		char qerr[256];
+
+		log_error("cannot stat run", "run=%s error=%s", quote(p->rel),
+			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
+		p->failed = true;
+		return false;
+	}
+	if (S_ISLNK(st.mode)) {
+		log_warn("run is a symlink; never followed", "run=%s", quote(p->rel));
+		return false;
+	}
+	if (!S_ISDIR(st.mode) || active_is(&active, e->name, &st) || !is_old(p, &st))
+		return false;
+	if (st.mnt_id != runs_mnt || prune_mounts_below(&p->mounts, p->rel)) {
+		log_error("run holds a mount point; skipped", "run=%s", quote(p->rel));
+		p->failed = true;
+		return false;
+	}
+	fd = openat(rfd, e->name, OPEN_DIR);
+	if (fd < 0) {
+		r = -errno;
+		if (r == -ENOENT)
+			return false;
+	} else {
+		walk.remove = p->apply;
+		walk.dev_major = st.dev_major;
+		walk.dev_minor = st.dev_minor;
+		walk.ino = st.ino;
+		walk.mnt_id = st.mnt_id;
+		r = prune_tree_walk(&walk, fd);
+	}
+	if (r == 0 && p->apply && unlinkat(rfd, e->name, AT_REMOVEDIR) != 0) {
+		r = -errno;
+		walk.fail_op = "rmdir";
+		walk.fail_dir[0] = '\0';
+		walk.fail_name[0] = '\0';
+	}
+	if (r < 0) {
+		char qat[2 * LIMIT_PATH_BYTES + 3], qerr[256];
+		char at[LIMIT_PATH_BYTES + 257];
+
+		snprintf(at, sizeof(at), "%s%s%s", walk.fail_dir,
+			 walk.fail_dir[0] && walk.fail_name[0] ? "/" : "", walk.fail_name);
+		log_error(p->apply ? "cannot remove run" : "cannot measure run",
+			  "run=%s op=%s at=%s error=%s", quote(p->rel),
+			  walk.fail_op ? walk.fail_op : "open", log_quote(qat, sizeof(qat), at),
+			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
+		p->failed = true;
+		return false;
+	}
+	emit_run(p, age_days(p, &st), walk.bytes);
+	p->runs++;
+	p->bytes += walk.bytes;
+	return true;
+}
+
+/* Scans runs/ inside directory pfd (root-relative p->rel). Returns how many entries of
+ * runs/ stay after this pass, or -1 when there is no runs/ directory. */
+static long runs_scan(struct pruner *p, int pfd)
+{
+	struct prune_dir dir;
+	struct prune_dirent e;
+	struct prune_stat st;
+	long stay = 0, old;
+	int rfd, r;
+
+	rfd = openat(pfd, "runs", OPEN_DIR);
+	if (rfd < 0) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			log_warn("runs is not a directory; skipped", "dir=%s", quote(p->rel));
+		else if (errno != ENOENT)
+			log_error("cannot open runs", "dir=%s error=%s", quote(p->rel),
+				  strerror(errno));
+		return -1;
+	}
+	active_read(p, pfd, &active);
+	r = prune_stat_at(rfd, "", AT_EMPTY_PATH, &st);
+	old = rel_push(p, "runs");
+	if (r < 0 || old < 0) {
+		close(rfd);
+		if (old >= 0)
+			rel_pop(p, old);
+		return -1;
+	}
+	prune_dir_init(&dir, rfd, list_dents[LIST_RUNS], sizeof(list_dents[LIST_RUNS]));
+	while ((r = prune_dir_next(&dir, &e)) > 0) {
+		long o2;
+
+		stay++;
+		if (strncmp(e.name, "run-", 4) != 0)
+			continue;
+		o2 = rel_push(p, e.name);
+		if (o2 < 0)
+			continue;
+		if (run_consider(p, rfd, &e, st.mnt_id))
+			stay--;
+		rel_pop(p, o2);
+	}
+	if (r < 0) {
+		log_error("cannot list runs", "dir=%s error=%s", quote(p->rel), strerror(-r));
+		p->failed = true;
+		stay++;
+	}
+	close(rfd);
+	rel_pop(p, old);
+	active_report(p, &active);
+	return stay;
+}
+
+/* The instance directory idfd (named id in instances/, fd ifd) holds nothing but an empty
+ * runs/ once this pass is done, and has not changed for the retention period: remove it. */
+static void instance_consider(struct pruner *p, int ifd, const char *id, int idfd)
+{
+	struct prune_dir dir;
+	struct prune_dirent e;
+	struct prune_stat st;
+	int entries = 0, r;
+	bool only_runs = true;
+
+	prune_dir_init(&dir, idfd, list_dents[LIST_INSTANCE], sizeof(list_dents[LIST_INSTANCE]));
+	if (prune_dir_seek(&dir, 0) < 0)
+		return;
+	while ((r = prune_dir_next(&dir, &e)) > 0) {
+		entries++;
+		if (strcmp(e.name, "runs") != 0 || (e.type != DT_DIR && e.type != DT_UNKNOWN))
+			only_runs = false;
+	}
+	if (r < 0 || entries != 1 || !only_runs)
+		return;
+	if (prune_stat_at(idfd, "", AT_EMPTY_PATH, &st) < 0 || !is_old(p, &st))
+		return;
+	if (p->apply) {
+		if (unlinkat(idfd, "runs", AT_REMOVEDIR) != 0 || unlinkat(ifd, id, AT_REMOVEDIR) != 0) {
+			if (errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+				log_warn("cannot remove empty instance", "instance=%s error=%s",
+					 quote(p->rel), strerror(errno));
+			return;
+		}
+	}
+	emit_instance(p);
+}
+
+static void instances_scan(struct pruner *p, int ifd)
+{
+	struct prune_dir dir;
+	struct prune_dirent e;
+	int r;
+
+	prune_dir_init(&dir, ifd, list_dents[LIST_INSTANCES], sizeof(list_dents[LIST_INSTANCES]));
+	while ((r = prune_dir_next(&dir, &e)) > 0) {
+		int idfd, xfd;
+		long old, stay, o2;
+
+		if (e.type != DT_DIR && e.type != DT_UNKNOWN)
+			continue;
+		idfd = openat(ifd, e.name, OPEN_DIR);
+		if (idfd < 0)
+			continue;
+		old = rel_push(p, e.name);
+		if (old < 0) {
+			close(idfd);
+			continue;
+		}
+		stay = runs_scan(p, idfd);
+		xfd = openat(idfd, "inbox", OPEN_DIR);
+		if (xfd >= 0) {
+			o2 = rel_push(p, "inbox");
+			if (o2 >= 0) {
+				runs_scan(p, xfd);
+				rel_pop(p, o2);
+			}
+			close(xfd);
+		}
+		if (stay == 0)
+			instance_consider(p, ifd, e.name, idfd);
+		close(idfd);
+		rel_pop(p, old);
+	}
+	if (r < 0) {
+		log_error("cannot list instances", "error=%s", strerror(-r));
+		p->failed = true;
+	}
+}
+
+static void root_scan(struct pruner *p)
+{
+	struct prune_dir dir;
+	struct prune_dirent e;
+	int r;
+
+	prune_dir_init(&dir, p->root_fd, list_dents[LIST_ROOT], sizeof(list_dents[LIST_ROOT]));
+	while ((r = prune_dir_next(&dir, &e)) > 0) {
+		int fd;
+		long old;
+
+		if (e.type != DT_DIR && e.type != DT_UNKNOWN)
+			continue;
+		fd = openat(p->root_fd, e.name, OPEN_DIR);
+		if (fd < 0)
+			continue;
+		old = rel_push(p, e.name);
+		if (old >= 0) {
+			if (strcmp(e.name, "instances") == 0)
+				instances_scan(p, fd);
+			else
+				runs_scan(p, fd);
+			rel_pop(p, old);
+		}
+		close(fd);
+	}
+	if (r < 0) {
+		log_error("cannot list the root", "error=%s", strerror(-r));
+		p->failed = true;
+	}
+}
+
+/* ---- start-up ---- */
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("agentic-prune: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n(see agentic-prune --help)\n", stderr);
+	return 2;
+}
+
+static int days_parse(const char *s, const char *what, uint64_t *out)
+{
+	if (parse_u64(s, LIMIT_PRUNE_DAYS, out) != 0) {
+		fprintf(stderr, "agentic-prune: %s must be a non-negative integer of at most %u "
+			"days, not '%s'\n", what, LIMIT_PRUNE_DAYS, s);
+		return 2;
+	}
+	return 0;
+}
+
+/* Root checks: absolute, not /, an existing directory, not a symlink. Opens it. */
+static int root_open(struct pruner *p, const char *given)
+{
+	struct stat st, slash;
+	size_t len = strlen(given);
+	char *root = p->root;
+	char proc[32];
+	ssize_t n;
+
+	if (given[0] != '/')
+		return usage_error("AGENTSHARE_ROOT must be an absolute path, not '%s'", given);
+	if (len >= sizeof(p->root))
+		return usage_error("AGENTSHARE_ROOT is too long: '%s'", given);
+	memcpy(root, given, len + 1);
+	while (len > 1 && root[len - 1] == '/')
+		root[--len] = '\0';
+	if (strcmp(root, "/") == 0)
+		return usage_error("AGENTSHARE_ROOT must not be %s", "/");
+	if (lstat(root, &st) != 0)
+		return usage_error("AGENTSHARE_ROOT %s does not exist or cannot be read", root);
+	if (S_ISLNK(st.st_mode))
+		return usage_error("AGENTSHARE_ROOT %s is a symlink; give the directory itself",
+				   root);
+	if (!S_ISDIR(st.st_mode))
+		return usage_error("AGENTSHARE_ROOT %s is not a directory", root);
+	p->root_fd = open(root, OPEN_DIR);
+	if (p->root_fd < 0)
+		return usage_error("AGENTSHARE_ROOT %s cannot be opened", root);
+	if (fstat(p->root_fd, &st) != 0 || stat("/", &slash) != 0 ||
+	    (st.st_dev == slash.st_dev && st.st_ino == slash.st_ino))
+		return usage_error("AGENTSHARE_ROOT %s is the filesystem root", root);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p->root_fd);
+	n = readlink(proc, p->canon, sizeof(p->canon) - 1);
+	if (n <= 0 || p->canon[0] != '/')
+		return usage_error("cannot read the canonical path of %s (is /proc mounted?)", root);
+	p->canon[n] = '\0';
+	return 0;
+}
+
+static int mounts_load(struct pruner *p)
+{
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	int r = 0;
+
+	if (fd < 0)
+		return usage_error("cannot read %s, so mount points cannot be kept out",
+				   "/proc/self/mountinfo");
+	prune_mounts_init(&p->mounts, mount_bytes, sizeof(mount_bytes), mount_off,
+			  LIMIT_PRUNE_MOUNTS);
+	prune_mountinfo_init(&mountinfo, p->canon, &p->mounts);
+	while (r == 0 && (n = read(fd, mountinfo_chunk, sizeof(mountinfo_chunk))) > 0)
+		r = prune_mountinfo_feed(&mountinfo, mountinfo_chunk, (size_t)n);
+	if (r == 0)
+		r = n < 0 ? -errno : prune_mountinfo_finish(&mountinfo);
+	close(fd);
+	if (r < 0)
+		return usage_error("cannot use /proc/self/mountinfo: %s", prune_err_str(r));
+	return 0;
+}
+
+int prune_main(int argc, char **argv)
+{
+	struct pruner *p = &pruner;
+	const char *days_arg = NULL, *env;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--apply") == 0) {
+			p->apply = true;
+		} else if (strcmp(a, "--json") == 0) {
+			p->json = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			fputs(prune_help, stdout);
+			return 0;
+		} else if (strcmp(a, "--retention-days") == 0) {
+			if (++i == argc)
+				return usage_error("%s needs a value", a);
+			days_arg = argv[i];
+		} else if (strncmp(a, "--retention-days=", 17) == 0) {
+			days_arg = a + 17;
+		} else {
+			return usage_error("unknown argument '%s'", a);
+		}
+	}
+	/* Everything the pruner needs is static: from here on, an allocation is a bug. */
+	alloc_seal();
+
+	if (days_arg) {
+		r = days_parse(days_arg, "--retention-days", &p->days);
+	} else {
+		env = getenv("AGENTIC_RUN_RETENTION_DAYS");
+		p->days = DEFAULT_DAYS;
+		r = env && *env ? days_parse(env, "AGENTIC_RUN_RETENTION_DAYS", &p->days) : 0;
+	}
+	if (r)
+		return r;
+	env = getenv("AGENTSHARE_ROOT");
+	r = root_open(p, env && *env ? env : DEFAULT_ROOT);
+	if (r == 0)
+		r = mounts_load(p);
+	if (r)
+		return r;
+
+	clock_gettime(CLOCK_REALTIME, &p->now);
+	p->cutoff_sec = (int64_t)p->now.tv_sec - (int64_t)p->days * SECONDS_PER_DAY;
+	p->cutoff_nsec = p->now.tv_nsec;
+	walk.stack = walk_stack;
+	walk.stack_cap = LIMIT_PRUNE_DEPTH;
+	walk.dents = walk_dents;
+	walk.dents_size = sizeof(walk_dents);
+
+	emit_begin(p);
+	root_scan(p);
+	emit_summary(p);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		log_error("cannot write the report", "error=%s", strerror(errno));
+		return 1;
+	}
+	return p->failed ? 1 : 0;
+}
