@@ -28,11 +28,19 @@
 #define LIMIT_PRUNE_MOUNTS 4096u
 #define LIMIT_PRUNE_MOUNT_BYTES (512u * 1024u)
 
+/* Pruner: threads removing runs at once (removal waits on the disk, not the CPU), and the
+ * runs queued for them. Each worker holds a LIMIT_PRUNE_DEPTH stack of 16-byte entries. */
+#define LIMIT_PRUNE_WORKERS 2u
+#define LIMIT_PRUNE_QUEUE 32u
+
 /* Pruner: largest retention period, in days (keeps now - N*86400 far from overflow). */
 #define LIMIT_PRUNE_DAYS 1000000u
 
 _Static_assert(LIMIT_PRUNE_DENTS_BYTES >= 2u * 280u, "a listing holds at least one entry");
 _Static_assert(LIMIT_PRUNE_MOUNT_BYTES >= LIMIT_PATH_BYTES, "a mount path must fit");
+_Static_assert(LIMIT_PRUNE_WORKERS >= 1 && LIMIT_PRUNE_QUEUE >= LIMIT_PRUNE_WORKERS,
+	       "every worker can have a job queued");
+_Static_assert(LIMIT_PRUNE_QUEUE + 16u < 1024u, "queued runs hold one fd each, under the default fd limit");
 
 _Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
 _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");

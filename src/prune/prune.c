@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,17 +84,15 @@ struct pruner {
 	char rel[LIMIT_PATH_BYTES]; /* root-relative path of what is being looked at */
 };
 
-/* All memory the pruner uses, sized at compile time: the walk's depth stack, getdents
- * buffers for the four listings open at once (root, instances/, an instance, runs/), the
- * mount table and output scratch. Nothing is allocated after start-up. */
-static struct prune_level walk_stack[LIMIT_PRUNE_DEPTH];
-static uint8_t walk_dents[LIMIT_PRUNE_DENTS_BYTES];
+/* All memory the pruner uses is static, sized at compile time: getdents buffers for the
+ * four listings the scan holds open at once (root, instances/, an instance, runs/), the mount
+ * table, output scratch, and (below) the job ring and each worker's depth stack and listing
+ * buffer. Nothing is allocated at run time. */
 static uint8_t list_dents[4][LIMIT_PRUNE_DENTS_BYTES];
 static char mount_bytes[LIMIT_PRUNE_MOUNT_BYTES];
 static uint32_t mount_off[LIMIT_PRUNE_MOUNTS];
 static uint8_t mountinfo_chunk[LIMIT_PRUNE_DENTS_BYTES];
 static struct prune_mountinfo mountinfo;
-static struct prune_walk walk;
 static struct active active;
 static struct pruner pruner;
 static char quoted[4 * LIMIT_PATH_BYTES + 3];
@@ -211,6 +210,7 @@ int prune_link_resolve(const char *root, const char *alt_root, const char *link_
 
 /* ---- output ---- */
 
+/* For the scan (main thread) only: workers quote into their own buffer. */
 static const char *quote(const char *s)
 {
 	return log_quote(quoted, sizeof(quoted), s);
@@ -268,30 +268,32 @@ static void json_entry_begin(struct pruner *p)
 	p->json_first = false;
 }
 
-static void emit_run(struct pruner *p, int64_t age_days, uint64_t bytes)
+/* Output lines: the caller holds queue.lock. qrel is rel, quoted for logfmt. */
+static void emit_run(struct pruner *p, const char *qrel, const char *rel, int64_t age_days,
+		     uint64_t bytes)
 {
 	if (p->json) {
 		json_entry_begin(p);
 		fputs("{\"kind\":\"run\",\"path\":", stdout);
-		json_string(p->rel);
+		json_string(rel);
 		printf(",\"age_days\":%lld,\"bytes\":%llu}", (long long)age_days,
 		       (unsigned long long)bytes);
 		return;
 	}
-	printf("%s run=%s age_days=%lld bytes=%llu\n", p->apply ? "pruned" : "eligible",
-	       quote(p->rel), (long long)age_days, (unsigned long long)bytes);
+	printf("%s run=%s age_days=%lld bytes=%llu\n", p->apply ? "pruned" : "eligible", qrel,
+	       (long long)age_days, (unsigned long long)bytes);
 }
 
-static void emit_instance(struct pruner *p)
+static void emit_instance(struct pruner *p, const char *qrel, const char *rel)
 {
 	if (p->json) {
 		json_entry_begin(p);
 		fputs("{\"kind\":\"empty_instance\",\"path\":", stdout);
-		json_string(p->rel);
+		json_string(rel);
 		putchar('}');
 		return;
 	}
-	printf("%s empty_instance=%s\n", p->apply ? "pruned" : "eligible", quote(p->rel));
+	printf("%s empty_instance=%s\n", p->apply ? "pruned" : "eligible", qrel);
 }
 
 static void emit_begin(struct pruner *p)
@@ -437,13 +439,186 @@ static void active_report(struct pruner *p, const struct active *a)
 		 why);
 }
 
-/* One run-* entry of runs/ (fd rfd, mount id runs_mnt). Returns true when it was removed
- * (apply) or would be (preview). */
+/* ---- the workers ----
+ * The scan (main thread) decides; workers measure or remove. Removal waits on the disk (on
+ * this kind of host ext4 discards every freed block synchronously), so runs are removed by
+ * LIMIT_PRUNE_WORKERS threads at once, each with its own walk state. Jobs go through a small
+ * ring; stdout, the counters and reports of workers are serialized by its lock. */
+struct job {
+	int runs_fd;  /* dup of the runs/ directory holding the run; the job owns it */
+	bool counted; /* its success counts toward queue.batch_ok */
+	int64_t age_days;
+	uint32_t dev_major, dev_minor;
+	uint64_t ino, mnt_id;
+	char name[256];
+	char rel[LIMIT_PATH_BYTES];
+};
+
+struct worker {
+	pthread_t tid;
+	struct job job;
+	struct prune_walk walk;
+	struct prune_level stack[LIMIT_PRUNE_DEPTH];
+	uint8_t dents[LIMIT_PRUNE_DENTS_BYTES];
+	char quoted[4 * LIMIT_PATH_BYTES + 3];
+};
+
+static struct worker workers[LIMIT_PRUNE_WORKERS];
+static struct job scan_job;
+static uint32_t worker_count;
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t more; /* a job was queued, or the scan is over */
+	pthread_cond_t less; /* a job was taken or finished */
+	struct job jobs[LIMIT_PRUNE_QUEUE];
+	uint32_t head, count, running;
+	uint32_t batch_ok;
+	bool closing;
+} queue = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	    .more = PTHREAD_COND_INITIALIZER,
+	    .less = PTHREAD_COND_INITIALIZER };
+
+static void job_run(struct pruner *p, struct worker *wk)
+{
+	struct job *j = &wk->job;
+	struct prune_walk *w = &wk->walk;
+	int fd, r;
+
+	w->remove = p->apply;
+	w->dev_major = j->dev_major;
+	w->dev_minor = j->dev_minor;
+	w->ino = j->ino;
+	w->mnt_id = j->mnt_id;
+	w->bytes = 0;
+	w->fail_op = "open";
+	w->fail_dir[0] = w->fail_name[0] = '\0';
+	fd = openat(j->runs_fd, j->name, OPEN_DIR);
+	r = fd < 0 ? -errno : prune_tree_walk(w, fd);
+	if (r == 0 && p->apply && unlinkat(j->runs_fd, j->name, AT_REMOVEDIR) != 0) {
+		r = -errno;
+		w->fail_op = "rmdir";
+	}
+	close(j->runs_fd);
+
+	pthread_mutex_lock(&queue.lock);
+	if (r == 0) {
+		emit_run(p, log_quote(wk->quoted, sizeof(wk->quoted), j->rel), j->rel, j->age_days,
+			 w->bytes);
+		p->runs++;
+		p->bytes += w->bytes;
+		if (j->counted)
+			queue.batch_ok++;
+	} else if (r != -ENOENT || w->fail_dir[0]) {
+		char qat[2 * LIMIT_PATH_BYTES + 3], qerr[256];
+		char at[LIMIT_PATH_BYTES + 257];
+
+		snprintf(at, sizeof(at), "%s%s%s", w->fail_dir,
+			 w->fail_dir[0] && w->fail_name[0] ? "/" : "", w->fail_name);
+		log_error(p->apply ? "cannot remove run" : "cannot measure run",
+			  "run=%s op=%s at=%s error=%s",
+			  log_quote(wk->quoted, sizeof(wk->quoted), j->rel), w->fail_op,
+			  log_quote(qat, sizeof(qat), at),
+			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
+		p->failed = true;
+	}
+	pthread_mutex_unlock(&queue.lock);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *wk = arg;
+
+	for (;;) {
+		pthread_mutex_lock(&queue.lock);
+		while (queue.count == 0 && !queue.closing)
+			pthread_cond_wait(&queue.more, &queue.lock);
+		if (queue.count == 0) {
+			pthread_mutex_unlock(&queue.lock);
+			return NULL;
+		}
+		wk->job = queue.jobs[queue.head];
+		queue.head = (queue.head + 1) % LIMIT_PRUNE_QUEUE;
+		queue.count--;
+		queue.running++;
+		pthread_cond_broadcast(&queue.less);
+		pthread_mutex_unlock(&queue.lock);
+
+		job_run(&pruner, wk);
+
+		pthread_mutex_lock(&queue.lock);
+		queue.running--;
+		pthread_cond_broadcast(&queue.less);
+		pthread_mutex_unlock(&queue.lock);
+	}
+}
+
+static void workers_start(void)
+{
+	for (uint32_t i = 0; i < LIMIT_PRUNE_WORKERS; i++) {
+		struct worker *wk = &workers[i];
+
+		wk->walk.stack = wk->stack;
+		wk->walk.stack_cap = LIMIT_PRUNE_DEPTH;
+		wk->walk.dents = wk->dents;
+		wk->walk.dents_size = sizeof(wk->dents);
+		if (pthread_create(&wk->tid, NULL, worker_main, wk) != 0)
+			break;
+		worker_count++;
+	}
+}
+
+/* Hands a job to the workers; with none (they could not be started), runs it here. */
+static void job_submit(const struct job *j)
+{
+	if (worker_count == 0) {
+		workers[0].job = *j;
+		job_run(&pruner, &workers[0]);
+		return;
+	}
+	pthread_mutex_lock(&queue.lock);
+	while (queue.count == LIMIT_PRUNE_QUEUE)
+		pthread_cond_wait(&queue.less, &queue.lock);
+	queue.jobs[(queue.head + queue.count) % LIMIT_PRUNE_QUEUE] = *j;
+	queue.count++;
+	pthread_cond_signal(&queue.more);
+	pthread_mutex_unlock(&queue.lock);
+}
+
+/* Waits until every submitted job is done; returns (and resets) the counted successes. */
+static uint32_t jobs_wait(void)
+{
+	uint32_t ok;
+
+	pthread_mutex_lock(&queue.lock);
+	while (queue.count || queue.running)
+		pthread_cond_wait(&queue.less, &queue.lock);
+	ok = queue.batch_ok;
+	queue.batch_ok = 0;
+	pthread_mutex_unlock(&queue.lock);
+	return ok;
+}
+
+static void workers_stop(void)
+{
+	pthread_mutex_lock(&queue.lock);
+	queue.closing = true;
+	pthread_cond_broadcast(&queue.more);
+	pthread_mutex_unlock(&queue.lock);
+	for (uint32_t i = 0; i < worker_count; i++)
+		pthread_join(workers[i].tid, NULL);
+}
+
+/* ---- the scan ---- */
+
+/* One run-* entry of runs/ (fd rfd, mount id runs_mnt). Returns true when it was handed to
+ * the workers for measuring or removal. */
 static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e,
-			 uint64_t runs_mnt)
+			 uint64_t runs_mnt, bool counted)
 {
 	struct prune_stat st;
-	int fd, r;
+	struct job *j = &scan_job;
+	int r;
 
 	if (e->type == DT_LNK) {
 		log_warn("run is a symlink; never followed", "run=%s", quote(p->rel));
@@ -473,47 +648,29 @@ static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 		p->failed = true;
 		return false;
 	}
-	fd = openat(rfd, e->name, OPEN_DIR);
-	if (fd < 0) {
-		r = -errno;
-		if (r == -ENOENT)
-			return false;
-	} else {
-		walk.remove = p->apply;
-		walk.dev_major = st.dev_major;
-		walk.dev_minor = st.dev_minor;
-		walk.ino = st.ino;
-		walk.mnt_id = st.mnt_id;
-		r = prune_tree_walk(&walk, fd);
-	}
-	if (r == 0 && p->apply && unlinkat(rfd, e->name, AT_REMOVEDIR) != 0) {
-		r = -errno;
-		walk.fail_op = "rmdir";
-		walk.fail_dir[0] = '\0';
-		walk.fail_name[0] = '\0';
-	}
-	if (r < 0) {
-		char qat[2 * LIMIT_PATH_BYTES + 3], qerr[256];
-		char at[LIMIT_PATH_BYTES + 257];
-
-		snprintf(at, sizeof(at), "%s%s%s", walk.fail_dir,
-			 walk.fail_dir[0] && walk.fail_name[0] ? "/" : "", walk.fail_name);
-		log_error(p->apply ? "cannot remove run" : "cannot measure run",
-			  "run=%s op=%s at=%s error=%s", quote(p->rel),
-			  walk.fail_op ? walk.fail_op : "open", log_quote(qat, sizeof(qat), at),
-			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
+	j->runs_fd = fcntl(rfd, F_DUPFD_CLOEXEC, 0);
+	if (j->runs_fd < 0) {
+		log_error("cannot hand the run over", "run=%s error=%s", quote(p->rel),
+			  strerror(errno));
 		p->failed = true;
 		return false;
 	}
-	emit_run(p, age_days(p, &st), walk.bytes);
-	p->runs++;
-	p->bytes += walk.bytes;
+	j->counted = counted;
+	j->age_days = age_days(p, &st);
+	j->dev_major = st.dev_major;
+	j->dev_minor = st.dev_minor;
+	j->ino = st.ino;
+	j->mnt_id = st.mnt_id;
+	snprintf(j->name, sizeof(j->name), "%s", e->name);
+	memcpy(j->rel, p->rel, p->rel_len + 1);
+	job_submit(j);
 	return true;
 }
 
-/* Scans runs/ inside directory pfd (root-relative p->rel). Returns how many entries of
- * runs/ stay after this pass, or -1 when there is no runs/ directory. */
-static long runs_scan(struct pruner *p, int pfd)
+/* Scans runs/ inside directory pfd (root-relative p->rel). With `counted`, waits for the
+ * runs it handed over and returns how many entries of runs/ stay after this pass; otherwise
+ * returns 0. -1 when there is no runs/ directory. */
+static long runs_scan(struct pruner *p, int pfd, bool counted)
 {
 	struct prune_dir dir;
 	struct prune_dirent e;
@@ -539,6 +696,8 @@ static long runs_scan(struct pruner *p, int pfd)
 			rel_pop(p, old);
 		return -1;
 	}
+	if (counted)
+		jobs_wait();
 	prune_dir_init(&dir, rfd, list_dents[LIST_RUNS], sizeof(list_dents[LIST_RUNS]));
 	while ((r = prune_dir_next(&dir, &e)) > 0) {
 		long o2;
@@ -549,8 +708,7 @@ static long runs_scan(struct pruner *p, int pfd)
 		o2 = rel_push(p, e.name);
 		if (o2 < 0)
 			continue;
-		if (run_consider(p, rfd, &e, st.mnt_id))
-			stay--;
+		run_consider(p, rfd, &e, st.mnt_id, counted);
 		rel_pop(p, o2);
 	}
 	if (r < 0) {
@@ -561,12 +719,14 @@ static long runs_scan(struct pruner *p, int pfd)
 	close(rfd);
 	rel_pop(p, old);
 	active_report(p, &active);
-	return stay;
+	if (counted)
+		stay -= (long)jobs_wait();
+	return counted ? stay : 0;
 }
 
-/* The instance directory idfd (named id in instances/, fd ifd) holds nothing but an empty
- * runs/ once this pass is done, and has not changed for the retention period: remove it. */
-static void instance_consider(struct pruner *p, int ifd, const char *id, int idfd)
+/* True when the instance directory idfd holds nothing but runs/ and has not changed for the
+ * retention period: once its runs are gone, it is removed too. */
+static bool instance_only_runs(struct pruner *p, int idfd)
 {
 	struct prune_dir dir;
 	struct prune_dirent e;
@@ -575,26 +735,30 @@ static void instance_consider(struct pruner *p, int ifd, const char *id, int idf
 	bool only_runs = true;
 
 	prune_dir_init(&dir, idfd, list_dents[LIST_INSTANCE], sizeof(list_dents[LIST_INSTANCE]));
-	if (prune_dir_seek(&dir, 0) < 0)
-		return;
 	while ((r = prune_dir_next(&dir, &e)) > 0) {
 		entries++;
 		if (strcmp(e.name, "runs") != 0 || (e.type != DT_DIR && e.type != DT_UNKNOWN))
 			only_runs = false;
 	}
 	if (r < 0 || entries != 1 || !only_runs)
+		return false;
+	return prune_stat_at(idfd, "", AT_EMPTY_PATH, &st) == 0 && is_old(p, &st);
+}
+
+/* The instance (named id in instances/ at ifd) holds nothing but an empty runs/ now. */
+static void instance_remove(struct pruner *p, int ifd, const char *id, int idfd)
+{
+	if (p->apply &&
+	    (unlinkat(idfd, "runs", AT_REMOVEDIR) != 0 || unlinkat(ifd, id, AT_REMOVEDIR) != 0)) {
+		/* Not empty after all: something was created meanwhile, leave it. */
+		if (errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+			log_warn("cannot remove empty instance", "instance=%s error=%s",
+				 quote(p->rel), strerror(errno));
 		return;
-	if (prune_stat_at(idfd, "", AT_EMPTY_PATH, &st) < 0 || !is_old(p, &st))
-		return;
-	if (p->apply) {
-		if (unlinkat(idfd, "runs", AT_REMOVEDIR) != 0 || unlinkat(ifd, id, AT_REMOVEDIR) != 0) {
-			if (errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
-				log_warn("cannot remove empty instance", "instance=%s error=%s",
-					 quote(p->rel), strerror(errno));
-			return;
-		}
 	}
-	emit_instance(p);
+	pthread_mutex_lock(&queue.lock);
+	emit_instance(p, quote(p->rel), p->rel);
+	pthread_mutex_unlock(&queue.lock);
 }
 
 static void instances_scan(struct pruner *p, int ifd)
@@ -606,7 +770,8 @@ static void instances_scan(struct pruner *p, int ifd)
 	prune_dir_init(&dir, ifd, list_dents[LIST_INSTANCES], sizeof(list_dents[LIST_INSTANCES]));
 	while ((r = prune_dir_next(&dir, &e)) > 0) {
 		int idfd, xfd;
-		long old, stay, o2;
+		long old, o2;
+		bool candidate;
 
 		if (e.type != DT_DIR && e.type != DT_UNKNOWN)
 			continue;
@@ -618,18 +783,18 @@ static void instances_scan(struct pruner *p, int ifd)
 			close(idfd);
 			continue;
 		}
-		stay = runs_scan(p, idfd);
+		candidate = instance_only_runs(p, idfd);
+		if (runs_scan(p, idfd, candidate) == 0 && candidate)
+			instance_remove(p, ifd, e.name, idfd);
 		xfd = openat(idfd, "inbox", OPEN_DIR);
 		if (xfd >= 0) {
 			o2 = rel_push(p, "inbox");
 			if (o2 >= 0) {
-				runs_scan(p, xfd);
+				runs_scan(p, xfd, false);
 				rel_pop(p, o2);
 			}
 			close(xfd);
 		}
-		if (stay == 0)
-			instance_consider(p, ifd, e.name, idfd);
 		close(idfd);
 		rel_pop(p, old);
 	}
@@ -660,7 +825,7 @@ static void root_scan(struct pruner *p)
 			if (strcmp(e.name, "instances") == 0)
 				instances_scan(p, fd);
 			else
-				runs_scan(p, fd);
+				runs_scan(p, fd, false);
 			rel_pop(p, old);
 		}
 		close(fd);
@@ -800,13 +965,10 @@ int prune_main(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &p->now);
 	p->cutoff_sec = (int64_t)p->now.tv_sec - (int64_t)p->days * SECONDS_PER_DAY;
 	p->cutoff_nsec = p->now.tv_nsec;
-	walk.stack = walk_stack;
-	walk.stack_cap = LIMIT_PRUNE_DEPTH;
-	walk.dents = walk_dents;
-	walk.dents_size = sizeof(walk_dents);
-
 	emit_begin(p);
+	workers_start();
 	root_scan(p);
+	workers_stop();
 	emit_summary(p);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		log_error("cannot write the report", "error=%s", strerror(errno));
