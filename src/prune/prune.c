@@ -599,6 +599,22 @@ static uint32_t jobs_wait(void)
 	return ok;
 }
 
+/* A descriptor on runs/ for a job. Queued jobs hold one each: when the process is out of
+ * descriptors, let the queue drain (keeping its count of successes) and try once more. */
+static int runs_fd_dup(int rfd)
+{
+	int fd = fcntl(rfd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd < 0 && errno == EMFILE && worker_count) {
+		pthread_mutex_lock(&queue.lock);
+		while (queue.count || queue.running)
+			pthread_cond_wait(&queue.less, &queue.lock);
+		pthread_mutex_unlock(&queue.lock);
+		fd = fcntl(rfd, F_DUPFD_CLOEXEC, 0);
+	}
+	return fd;
+}
+
 static void workers_stop(void)
 {
 	pthread_mutex_lock(&queue.lock);
@@ -648,7 +664,7 @@ static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 		p->failed = true;
 		return false;
 	}
-	j->runs_fd = fcntl(rfd, F_DUPFD_CLOEXEC, 0);
+	j->runs_fd = runs_fd_dup(rfd);
 	if (j->runs_fd < 0) {
 		log_error("cannot hand the run over", "run=%s error=%s", quote(p->rel),
 			  strerror(errno));
