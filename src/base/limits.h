@@ -21,7 +21,8 @@
 #define LIMIT_PRUNE_RUNS (1u << 20)
 
 /* ---- prune (agentic-prune) ---- */
-/* Pruner: getdents64 buffer of each directory listing it holds open (five at most). */
+/* Pruner: getdents64 buffer of each directory listing it holds open: four for the scan,
+ * one per worker. */
 #define LIMIT_PRUNE_DENTS_BYTES (64u * 1024u)
 
 /* Pruner: mount points below the agentshare root it keeps out of runs, and their paths. */

@@ -58,7 +58,6 @@ struct active {
 	bool present;     /* a `current` entry exists */
 	bool is_link;
 	bool kernel_ok;   /* the kernel resolved it; dev/ino below are its target's */
-	int kernel_err;
 	bool outside;     /* lexically outside the root */
 	bool matched;     /* some run of this runs/ is the one it names */
 	uint32_t dev_major, dev_minor;
@@ -78,7 +77,7 @@ struct pruner {
 	long cutoff_nsec;
 	struct prune_mounts mounts;
 	uint64_t runs, bytes; /* eligible (preview) or pruned (apply) */
-	bool failed;
+	bool failed; /* set by the scan and by workers: through mark_failed() */
 	bool json_first;
 	size_t rel_len;
 	char rel[LIMIT_PATH_BYTES]; /* root-relative path of what is being looked at */
@@ -109,8 +108,6 @@ const char *prune_err_str(int code)
 		return "mount point or other filesystem inside the run";
 	case PRUNE_MOVED:
 		return "directory moved or replaced during the walk";
-	case ERR_LIMIT:
-		return "deeper than the pruner's limit (LIMIT_PRUNE_DEPTH)";
 	}
 	return err_str(code);
 }
@@ -322,6 +319,11 @@ static void emit_summary(struct pruner *p)
 
 /* ---- walking the root ---- */
 
+static void mark_failed(struct pruner *p)
+{
+	__atomic_store_n(&p->failed, true, __ATOMIC_RELAXED);
+}
+
 /* Appends "/name" (or "name" at the root) to p->rel; returns the length to restore, or -1
  * when the path would not fit (reported; the entry is skipped). */
 static long rel_push(struct pruner *p, const char *name)
@@ -330,7 +332,7 @@ static long rel_push(struct pruner *p, const char *name)
 
 	if (old + sep + len + 1 > sizeof(p->rel)) {
 		log_error("path too long; skipped", "under=%s", quote(p->rel));
-		p->failed = true;
+		mark_failed(p);
 		return -1;
 	}
 	if (sep)
@@ -385,8 +387,6 @@ static void active_read(struct pruner *p, int pfd, struct active *a)
 		a->dev_major = st.dev_major;
 		a->dev_minor = st.dev_minor;
 		a->ino = st.ino;
-	} else {
-		a->kernel_err = r;
 	}
 	if (!a->is_link)
 		return;
@@ -519,8 +519,10 @@ static void job_run(struct pruner *p, struct worker *wk)
 			  "run=%s op=%s at=%s error=%s",
 			  log_quote(wk->quoted, sizeof(wk->quoted), j->rel), w->fail_op,
 			  log_quote(qat, sizeof(qat), at),
-			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
-		p->failed = true;
+			  log_quote(qerr, sizeof(qerr),
+				    r == ERR_LIMIT ? "deeper than LIMIT_PRUNE_DEPTH levels" :
+						     prune_err_str(r)));
+		mark_failed(p);
 	}
 	pthread_mutex_unlock(&queue.lock);
 }
@@ -650,7 +652,7 @@ static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 
 		log_error("cannot stat run", "run=%s error=%s", quote(p->rel),
 			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
-		p->failed = true;
+		mark_failed(p);
 		return false;
 	}
 	if (S_ISLNK(st.mode)) {
@@ -661,14 +663,14 @@ static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 		return false;
 	if (st.mnt_id != runs_mnt || prune_mounts_below(&p->mounts, p->rel)) {
 		log_error("run holds a mount point; skipped", "run=%s", quote(p->rel));
-		p->failed = true;
+		mark_failed(p);
 		return false;
 	}
 	j->runs_fd = runs_fd_dup(rfd);
 	if (j->runs_fd < 0) {
 		log_error("cannot hand the run over", "run=%s error=%s", quote(p->rel),
 			  strerror(errno));
-		p->failed = true;
+		mark_failed(p);
 		return false;
 	}
 	j->counted = counted;
@@ -729,7 +731,7 @@ static long runs_scan(struct pruner *p, int pfd, bool counted)
 	}
 	if (r < 0) {
 		log_error("cannot list runs", "dir=%s error=%s", quote(p->rel), strerror(-r));
-		p->failed = true;
+		mark_failed(p);
 		stay++;
 	}
 	close(rfd);
@@ -816,7 +818,7 @@ static void instances_scan(struct pruner *p, int ifd)
 	}
 	if (r < 0) {
 		log_error("cannot list instances", "error=%s", strerror(-r));
-		p->failed = true;
+		mark_failed(p);
 	}
 }
 
@@ -848,7 +850,7 @@ static void root_scan(struct pruner *p)
 	}
 	if (r < 0) {
 		log_error("cannot list the root", "error=%s", strerror(-r));
-		p->failed = true;
+		mark_failed(p);
 	}
 }
 
@@ -928,6 +930,9 @@ static int mounts_load(struct pruner *p)
 	if (r == 0)
 		r = n < 0 ? -errno : prune_mountinfo_finish(&mountinfo);
 	close(fd);
+	if (r == ERR_LIMIT)
+		return usage_error("more mount points below the root than the pruner can hold "
+				   "(LIMIT_PRUNE_MOUNTS, LIMIT_PRUNE_MOUNT_BYTES)%s", "");
 	if (r < 0)
 		return usage_error("cannot use /proc/self/mountinfo: %s", prune_err_str(r));
 	return 0;
