@@ -629,9 +629,9 @@ static void workers_stop(void)
 
 /* ---- the scan ---- */
 
-/* One run-* entry of runs/ (fd rfd, mount id runs_mnt). Returns true when it was handed to
+/* One run-* entry of runs/ (fd rfd, mount id runs_mnt): when it is eligible, hands it to
  * the workers for measuring or removal. */
-static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e,
+static void run_consider(struct pruner *p, int rfd, const struct prune_dirent *e,
 			 uint64_t runs_mnt, bool counted)
 {
 	struct prune_stat st;
@@ -640,38 +640,38 @@ static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 
 	if (e->type == DT_LNK) {
 		log_warn("run is a symlink; never followed", "run=%s", quote(p->rel));
-		return false;
+		return;
 	}
 	if (e->type != DT_DIR && e->type != DT_UNKNOWN)
-		return false;
+		return;
 	r = prune_stat_at(rfd, e->name, AT_SYMLINK_NOFOLLOW, &st);
 	if (r == -ENOENT)
-		return false;
+		return;
 	if (r < 0) {
 		char qerr[256];
 
 		log_error("cannot stat run", "run=%s error=%s", quote(p->rel),
 			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
 		mark_failed(p);
-		return false;
+		return;
 	}
 	if (S_ISLNK(st.mode)) {
 		log_warn("run is a symlink; never followed", "run=%s", quote(p->rel));
-		return false;
+		return;
 	}
 	if (!S_ISDIR(st.mode) || active_is(&active, e->name, &st) || !is_old(p, &st))
-		return false;
+		return;
 	if (st.mnt_id != runs_mnt || prune_mounts_below(&p->mounts, p->rel)) {
-		log_error("run holds a mount point; skipped", "run=%s", quote(p->rel));
+		log_error("run is or holds a mount point; skipped", "run=%s", quote(p->rel));
 		mark_failed(p);
-		return false;
+		return;
 	}
 	j->runs_fd = runs_fd_dup(rfd);
 	if (j->runs_fd < 0) {
 		log_error("cannot hand the run over", "run=%s error=%s", quote(p->rel),
 			  strerror(errno));
 		mark_failed(p);
-		return false;
+		return;
 	}
 	j->counted = counted;
 	j->age_days = age_days(p, &st);
@@ -682,7 +682,6 @@ static bool run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 	snprintf(j->name, sizeof(j->name), "%s", e->name);
 	memcpy(j->rel, p->rel, p->rel_len + 1);
 	job_submit(j);
-	return true;
 }
 
 /* Scans runs/ inside directory pfd (root-relative p->rel). With `counted`, waits for the
