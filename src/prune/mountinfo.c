@@ -87,8 +87,8 @@ static int path_byte(struct prune_mountinfo *p, uint8_t c)
 		p->esc_val = p->esc_val * 8 + (uint32_t)(c - '0');
 		if (++p->esc_len <= 3)
 			return 0;
-		if (p->esc_val > 0xff)
-			return ERR_PARSE;
+		if (p->esc_val == 0 || p->esc_val > 0xff)
+			return ERR_PARSE; /* no path holds a NUL */
 		c = (uint8_t)p->esc_val;
 		p->esc_len = 0;
 	} else if (c == '\\') {
@@ -118,7 +118,9 @@ int prune_mountinfo_feed(struct prune_mountinfo *p, const void *data, size_t len
 			continue;
 		}
 		p->in_line = true;
-		if (c == ' ') {
+		if (c == '\0') {
+			p->err = ERR_PARSE; /* the kernel never writes one */
+		} else if (c == ' ') {
 			if (p->field == FIELD_MOUNT_POINT)
 				p->err = mount_point_done(p);
 			p->field++;

@@ -320,6 +320,7 @@ static void test_mountinfo_rejects_malformed_input(void **state)
 	assert_int_equal(mountinfo_feed_bytewise("1 2 8:1 / /srv/a\\04 rw - x y z\n"), ERR_PARSE);
 	assert_int_equal(mountinfo_feed_bytewise("1 2 8:1 / /srv/a\\0x0 rw - x y z\n"), ERR_PARSE);
 	assert_int_equal(mountinfo_feed_bytewise("1 2 8:1 / /srv/a\\777 rw - x y z\n"), ERR_PARSE);
+	assert_int_equal(mountinfo_feed_bytewise("1 2 8:1 / /srv/a\\000 rw - x y z\n"), ERR_PARSE);
 	assert_int_equal(mountinfo_feed_bytewise("1 2 8:1 / /srv/a\n"), ERR_PARSE);
 	assert_int_equal(mountinfo_feed_bytewise("\n"), ERR_PARSE);
 	assert_int_equal(mountinfo_feed_bytewise("1 2 8:1 / /srv/a rw - x y z"), ERR_PARSE);
