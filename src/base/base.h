@@ -89,6 +89,28 @@ void *pool_get(struct pool *p);
 void pool_put(struct pool *p, void *slot);
 uint32_t pool_index(const struct pool *p, const void *slot);
 
+/* ---- id allocator ----
+ * Ids first..first+count-1 over a caller's bitmap of (count+63)/64 words. Allocation is
+ * next-fit: it continues after the last id handed out, so a freed id is reused as late as
+ * possible (control uids, sandbox subnets). */
+struct idalloc {
+	uint64_t *bits;
+	uint32_t first;
+	uint32_t count;
+	uint32_t cursor; /* offset of the next id to try */
+	uint32_t used;
+};
+
+void idalloc_init(struct idalloc *a, uint64_t *bits, uint32_t first, uint32_t count);
+/* Takes the next free id: 0, or ERR_LIMIT when every id is taken. */
+int idalloc_take(struct idalloc *a, uint32_t *id);
+/* Marks a known id as taken (rebuilding state) and moves the cursor past it: 0, -EEXIST
+ * when already taken, -ERANGE. */
+int idalloc_mark(struct idalloc *a, uint32_t id);
+/* Frees an id: 0, or -ENOENT when it was not taken, -ERANGE. */
+int idalloc_free(struct idalloc *a, uint32_t id);
+int idalloc_taken(const struct idalloc *a, uint32_t id);
+
 /* ---- the start-up allocator (static build) ----
  * In the static musl build, malloc and friends are served from one region reserved by
  * alloc_budget(). After alloc_seal() an allocation is a bug: with AGENTIC_ALLOC_CHECK=1 in the
@@ -103,6 +125,13 @@ struct alloc_stats {
 	size_t after_seal;  /* allocations made after sealing */
 };
 void alloc_stats(struct alloc_stats *out);
+
+/* ---- randomness (getrandom) ---- */
+int random_bytes(void *out, size_t n);
+/* hex_chars lowercase hex digits and a NUL into out (at most 64 digits). */
+int random_hex(char *out, size_t hex_chars);
+/* A UUIDv7 (RFC 9562: millisecond time, then random), 36 characters and a NUL. */
+int uuid7(char out[37]);
 
 /* ---- small helpers ---- */
 /* Parses a non-negative decimal integer that fits `max`; 0 or -EINVAL/-ERANGE. */

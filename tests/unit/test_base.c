@@ -103,6 +103,25 @@ static void test_err_str_covers_module_and_errno_codes(void **state)
 	assert_string_equal(err_str(ERR_BASE - 999), "unknown error");
 }
 
+static void test_uuid7_has_version_variant_and_time_order(void **state)
+{
+	char a[37], b[37], hex[17];
+
+	assert_int_equal(uuid7(a), 0);
+	assert_int_equal(strlen(a), 36);
+	assert_int_equal(a[8], '-');
+	assert_int_equal(a[14], '7');
+	assert_non_null(strchr("89ab", a[19]));
+	assert_int_equal(uuid7(b), 0);
+	assert_string_not_equal(a, b);
+	/* the first 48 bits are milliseconds: a later id never sorts before an earlier one */
+	assert_true(strncmp(a, b, 13) <= 0);
+	assert_int_equal(random_hex(hex, 16), 0);
+	assert_int_equal(strlen(hex), 16);
+	assert_int_equal(strspn(hex, "0123456789abcdef"), 16);
+	assert_int_equal(random_hex(hex, 65), ERR_LIMIT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -112,6 +131,7 @@ int main(void)
 		cmocka_unit_test(test_parse_u64_rejects_junk_and_overflow),
 		cmocka_unit_test(test_log_quote_escapes_what_logfmt_needs),
 		cmocka_unit_test(test_err_str_covers_module_and_errno_codes),
+		cmocka_unit_test(test_uuid7_has_version_variant_and_time_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

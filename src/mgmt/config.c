@@ -1,0 +1,332 @@
+/* config.c: defaults, `key = value` parsing with line-numbered errors, env overrides, checks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mgmt/config.h"
+
+enum key_type { K_STR, K_PATH, K_U32, K_BYTES, K_CIDR, K_MOUNTS };
+
+struct key {
+	const char *name;
+	enum key_type type;
+	size_t offset;
+	uint64_t min, max;
+};
+
+#define F(field) offsetof(struct config, field)
+
+static const struct key keys[] = {
+	{ "docker_host", K_STR, F(docker_host), 0, 0 },
+	{ "agent_socket_dir", K_PATH, F(agent_socket_dir), 0, 0 },
+	{ "admin_socket", K_PATH, F(admin_socket), 0, 0 },
+	{ "admin_group", K_STR, F(admin_group), 0, 0 },
+	{ "agentshare_root", K_PATH, F(agentshare_root), 0, 0 },
+	{ "profiles_dir", K_PATH, F(profiles_dir), 0, 0 },
+	{ "default_image", K_STR, F(default_image), 0, 0 },
+	{ "control_uid_min", K_U32, F(control_uid_min), 1, 0x7fffffff },
+	{ "control_uid_max", K_U32, F(control_uid_max), 1, 0x7fffffff },
+	{ "workload_uid", K_U32, F(workload_uid), 1, 0x7fffffff },
+	{ "workload_gid", K_U32, F(workload_gid), 1, 0x7fffffff },
+	{ "sandbox_subnet_pool", K_CIDR, 0, 0, 0 },
+	{ "max_sandboxes", K_U32, F(max_sandboxes), 1, 4096 },
+	{ "max_admin_connections", K_U32, F(max_admin_connections), 1, 1024 },
+	{ "max_message_bytes", K_BYTES, F(max_message_bytes), 1024, 64u << 20 },
+	{ "max_streams_per_connection", K_U32, F(max_streams_per_connection), 1, 1024 },
+	{ "ready_timeout_ms", K_U32, F(ready_timeout_ms), 100, 600000 },
+	{ "stop_grace_ms", K_U32, F(stop_grace_ms), 0, 600000 },
+	{ "default_memory_bytes", K_BYTES, F(default_memory_bytes), 6u << 20, 1ull << 40 },
+	{ "default_pids_limit", K_U32, F(default_pids_limit), 8, 1u << 22 },
+	{ "default_nano_cpus", K_BYTES, F(default_nano_cpus), 10000000, 1024ull * 1000000000 },
+	{ "mount_allowlist", K_MOUNTS, 0, 0, 0 },
+};
+
+const char *config_key_name(size_t i)
+{
+	return i < ARRAY_LEN(keys) ? keys[i].name : NULL;
+}
+
+static void set_str(char *dst, const char *src)
+{
+	snprintf(dst, CONFIG_STR_BYTES, "%s", src);
+}
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	set_str(cfg->docker_host, "unix:///var/run/docker.sock");
+	set_str(cfg->agent_socket_dir, "/run/agentic/agent");
+	set_str(cfg->admin_socket, "/run/agentic/admin.sock");
+	set_str(cfg->admin_group, "agentic");
+	set_str(cfg->agentshare_root, "/srv/agentshare");
+	set_str(cfg->profiles_dir, "/etc/agentic/profiles");
+	set_str(cfg->default_image, "agentic/base:local");
+	cfg->control_uid_min = 200000;
+	cfg->control_uid_max = 799999;
+	cfg->workload_uid = 10001;
+	cfg->workload_gid = 10001;
+	cfg->subnet_pool_base = (10u << 24) | (213u << 16);
+	cfg->subnet_pool_prefix = 16;
+	cfg->max_sandboxes = 256;
+	cfg->max_admin_connections = 64;
+	cfg->max_message_bytes = 4u << 20;
+	cfg->max_streams_per_connection = 128;
+	cfg->ready_timeout_ms = 10000;
+	cfg->stop_grace_ms = 10000;
+	cfg->default_memory_bytes = 1u << 30;
+	cfg->default_pids_limit = 512;
+	cfg->default_nano_cpus = 1000000000;
+}
+
+/* Decimal with an optional binary suffix (k, m, g, t; "KiB" spellings accepted). */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char digits[32];
+	size_t n = strspn(s, "0123456789");
+	uint64_t v, mul = 1;
+	const char *suffix = s + n;
+
+	if (n == 0 || n >= sizeof(digits))
+		return -EINVAL;
+	memcpy(digits, s, n);
+	digits[n] = '\0';
+	if (*suffix) {
+		switch (*suffix | 0x20) {
+		case 'k': mul = 1ull << 10; break;
+		case 'm': mul = 1ull << 20; break;
+		case 'g': mul = 1ull << 30; break;
+		case 't': mul = 1ull << 40; break;
+		default: return -EINVAL;
+		}
+		suffix++;
+		if (strcmp(suffix, "") != 0 && strcmp(suffix, "iB") != 0 && strcmp(suffix, "ib") != 0)
+			return -EINVAL;
+	}
+	if (parse_u64(digits, UINT64_MAX / mul, &v) != 0)
+		return -ERANGE;
+	*out = v * mul;
+	return 0;
+}
+
+static int parse_cidr(const char *s, uint32_t *base, uint32_t *prefix)
+{
+	unsigned a, b, c, d, p;
+	char tail;
+	uint32_t addr, mask;
+
+	if (sscanf(s, "%3u.%3u.%3u.%3u/%2u%c", &a, &b, &c, &d, &p, &tail) != 5)
+		return -EINVAL;
+	if (a > 255 || b > 255 || c > 255 || d > 255 || p < 8 || p > 28)
+		return -EINVAL;
+	addr = (a << 24) | (b << 16) | (c << 8) | d;
+	mask = 0xffffffffu << (32 - p);
+	if (addr & ~mask)
+		return -EINVAL; /* host bits set: the operator probably meant another network */
+	*base = addr;
+	*prefix = p;
+	return 0;
+}
+
+static int set_key(struct config *cfg, const struct key *k, const char *val, char *why,
+		   size_t why_size)
+{
+	uint8_t *field = (uint8_t *)cfg + k->offset;
+	uint64_t v;
+
+	switch (k->type) {
+	case K_PATH:
+		if (val[0] != '/') {
+			snprintf(why, why_size, "%s must be an absolute path", k->name);
+			return ERR_PARSE;
+		}
+		/* fall through */
+	case K_STR:
+		if (!*val || strlen(val) >= CONFIG_STR_BYTES) {
+			snprintf(why, why_size, "%s must be 1 to %d characters", k->name,
+				 CONFIG_STR_BYTES - 1);
+			return ERR_PARSE;
+		}
+		set_str((char *)field, val);
+		return 0;
+	case K_U32:
+	case K_BYTES:
+		if ((k->type == K_U32 ? parse_u64(val, UINT64_MAX, &v) : parse_size(val, &v)) != 0 ||
+		    v < k->min || v > k->max) {
+			snprintf(why, why_size, "%s must be a whole number from %llu to %llu%s", k->name,
+				 (unsigned long long)k->min, (unsigned long long)k->max,
+				 k->type == K_BYTES ? " (suffixes k, m, g, t: binary)" : "");
+			return ERR_PARSE;
+		}
+		if (k->type == K_U32)
+			*(uint32_t *)field = (uint32_t)v;
+		else
+			*(uint64_t *)field = v;
+		return 0;
+	case K_CIDR:
+		if (parse_cidr(val, &cfg->subnet_pool_base, &cfg->subnet_pool_prefix) != 0) {
+			snprintf(why, why_size, "%s must be an IPv4 network A.B.C.D/N with N from 8 to "
+				 "28 and no host bits set", k->name);
+			return ERR_PARSE;
+		}
+		return 0;
+	case K_MOUNTS:
+		/* A comma-separated list of absolute host roots; an empty value clears it. */
+		cfg->n_mount_allowlist = 0;
+		while (*val) {
+			size_t n = strcspn(val, ",");
+			char *dst;
+
+			if (cfg->n_mount_allowlist == CONFIG_MAX_ALLOWED_MOUNTS || n == 0 ||
+			    n >= CONFIG_STR_BYTES || val[0] != '/') {
+				snprintf(why, why_size, "mount_allowlist takes up to %d absolute paths, "
+					 "separated by commas", CONFIG_MAX_ALLOWED_MOUNTS);
+				return ERR_PARSE;
+			}
+			dst = cfg->mount_allowlist[cfg->n_mount_allowlist++];
+			memcpy(dst, val, n);
+			/* "/srv/data/" and "/srv/data" mean the same root */
+			for (size_t end = n; end > 1 && dst[end - 1] == '/'; end--)
+				dst[end - 1] = '\0';
+			dst[n] = '\0';
+			val += n + (val[n] == ',');
+			while (*val == ' ')
+				val++;
+		}
+		return 0;
+	}
+	return ERR_STATE;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+int config_parse(struct config *cfg, const char *text, size_t len, char *err, size_t err_size)
+{
+	static struct config work; /* applied to a copy, so a bad line changes nothing */
+	char line[1024], why[256];
+	size_t pos = 0;
+	unsigned lineno = 0;
+
+	work = *cfg;
+	while (pos < len) {
+		size_t n = 0;
+		char *key, *val, *eq;
+		const struct key *k = NULL;
+
+		lineno++;
+		while (pos + n < len && text[pos + n] != '\n')
+			n++;
+		if (n >= sizeof(line)) {
+			snprintf(err, err_size, "%u: line longer than %zu bytes", lineno, sizeof(line) - 1);
+			return ERR_PARSE;
+		}
+		memcpy(line, text + pos, n);
+		line[n] = '\0';
+		pos += n + 1;
+		if (memchr(line, '\0', n)) {
+			snprintf(err, err_size, "%u: NUL byte in the file", lineno);
+			return ERR_PARSE;
+		}
+		key = trim(line);
+		if (*key == '\0' || *key == '#')
+			continue;
+		eq = strchr(key, '=');
+		if (!eq) {
+			snprintf(err, err_size, "%u: expected `key = value`", lineno);
+			return ERR_PARSE;
+		}
+		*eq = '\0';
+		key = trim(key);
+		val = trim(eq + 1);
+		for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+			if (strcmp(keys[i].name, key) == 0)
+				k = &keys[i];
+		if (!k) {
+			char q[96];
+			snprintf(err, err_size, "%u: unknown key %s (see config/agenticd.conf for the "
+				 "keys)", lineno, log_quote(q, sizeof(q), key));
+			return ERR_PARSE;
+		}
+		if (set_key(&work, k, val, why, sizeof(why)) != 0) {
+			snprintf(err, err_size, "%u: %s", lineno, why);
+			return ERR_PARSE;
+		}
+	}
+	*cfg = work;
+	return 0;
+}
+
+int config_load(struct config *cfg, const char *path, int explicit_path, char *err,
+		size_t err_size)
+{
+	static char text[CONFIG_FILE_MAX_BYTES];
+	char why[512];
+	size_t len = 0;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		if (errno == ENOENT && !explicit_path)
+			return 0;
+		snprintf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+		return -errno;
+	}
+	while ((r = read(fd, text + len, sizeof(text) - len)) > 0)
+		len += (size_t)r;
+	close(fd);
+	if (r < 0) {
+		snprintf(err, err_size, "%s: cannot read: %s", path, strerror(errno));
+		return -EIO;
+	}
+	if (len == sizeof(text)) {
+		snprintf(err, err_size, "%s: larger than %u bytes", path, CONFIG_FILE_MAX_BYTES - 1);
+		return ERR_LIMIT;
+	}
+	if (config_parse(cfg, text, len, why, sizeof(why)) != 0) {
+		snprintf(err, err_size, "%s:%s", path, why);
+		return ERR_PARSE;
+	}
+	return 0;
+}
+
+void config_apply_env(struct config *cfg)
+{
+	const char *v = getenv("AGENTSHARE_ROOT");
+
+	if (v && v[0] == '/' && strlen(v) < CONFIG_STR_BYTES)
+		set_str(cfg->agentshare_root, v);
+}
+
+int config_validate(const struct config *cfg, char *err, size_t err_size)
+{
+	const char *why = NULL;
+
+	if (cfg->control_uid_min > cfg->control_uid_max)
+		why = "control_uid_min is above control_uid_max";
+	else if (cfg->workload_uid >= cfg->control_uid_min && cfg->workload_uid <= cfg->control_uid_max)
+		why = "the control uid range includes workload_uid";
+	else if (cfg->workload_gid >= cfg->control_uid_min && cfg->workload_gid <= cfg->control_uid_max)
+		why = "the control uid range includes workload_gid (control gids equal control uids)";
+	else if (cfg->control_uid_max - cfg->control_uid_min + 1 < cfg->max_sandboxes)
+		why = "the control uid range is smaller than max_sandboxes";
+	else if ((1u << (28 - cfg->subnet_pool_prefix)) < cfg->max_sandboxes)
+		why = "sandbox_subnet_pool holds fewer /28 networks than max_sandboxes";
+	else if (strncmp(cfg->docker_host, "unix:///", 8) != 0)
+		why = "docker_host must be unix:///PATH (only Unix sockets are supported)";
+	if (!why)
+		return 0;
+	snprintf(err, err_size, "%s", why);
+	return ERR_PARSE;
+}

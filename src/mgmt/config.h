@@ -1,0 +1,63 @@
+/* config.h: agenticd's configuration: built-in defaults, the `key = value` file, and the
+ * environment overrides. Every key is documented in config/agenticd.conf. */
+#ifndef AGENTIC_MGMT_CONFIG_H
+#define AGENTIC_MGMT_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+#define CONFIG_PATH_DEFAULT "/etc/agentic/agenticd.conf"
+#define CONFIG_MAX_ALLOWED_MOUNTS 16
+#define CONFIG_STR_BYTES 256
+#define CONFIG_FILE_MAX_BYTES (64u * 1024u)
+
+struct config {
+	char docker_host[CONFIG_STR_BYTES];     /* unix:///PATH */
+	char agent_socket_dir[CONFIG_STR_BYTES];
+	char admin_socket[CONFIG_STR_BYTES];
+	char admin_group[CONFIG_STR_BYTES];
+	char agentshare_root[CONFIG_STR_BYTES];
+	char profiles_dir[CONFIG_STR_BYTES];
+	char default_image[CONFIG_STR_BYTES];
+	uint32_t control_uid_min, control_uid_max;
+	uint32_t workload_uid, workload_gid;
+	uint32_t subnet_pool_base;              /* host byte order, network address */
+	uint32_t subnet_pool_prefix;            /* /16 by default; each sandbox gets a /28 */
+	uint32_t max_sandboxes;
+	uint32_t max_admin_connections;
+	uint64_t max_message_bytes;
+	uint32_t max_streams_per_connection;
+	uint32_t ready_timeout_ms, stop_grace_ms;
+	uint64_t default_memory_bytes;
+	uint32_t default_pids_limit;
+	uint64_t default_nano_cpus;
+	uint32_t n_mount_allowlist;
+	char mount_allowlist[CONFIG_MAX_ALLOWED_MOUNTS][CONFIG_STR_BYTES];
+};
+
+/* Fills cfg with the built-in defaults of DESIGN.md §5. */
+void config_defaults(struct config *cfg);
+
+/* Applies `key = value` lines from text[0..len) on top of cfg. Comments start with '#'; blank
+ * lines are fine. On error returns ERR_PARSE with "LINE: what is wrong" in err (the caller adds
+ * the file name), and cfg is left exactly as it was. */
+int config_parse(struct config *cfg, const char *text, size_t len, char *err, size_t err_size);
+
+/* Reads and applies a file. A missing file at the default path is not an error (defaults
+ * stand); a missing file named explicitly is. err gets "FILE:LINE: ..." on failure. */
+int config_load(struct config *cfg, const char *path, int explicit_path, char *err,
+		size_t err_size);
+
+/* The i-th key the parser knows, or NULL past the last. */
+const char *config_key_name(size_t i);
+
+/* Environment overrides named in the docs (AGENTSHARE_ROOT). */
+void config_apply_env(struct config *cfg);
+
+/* Cross-field checks (uid range excludes 0 and the workload ids, pool can hold /28s, ...).
+ * ERR_PARSE with the reason in err. */
+int config_validate(const struct config *cfg, char *err, size_t err_size);
+
+#endif
