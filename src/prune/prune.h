@@ -140,7 +140,6 @@ int prune_tree_walk(struct prune_walk *w, int fd);
 /* statx(2) through the raw system call (musl 1.2.3 has no wrapper): the fields the pruner
  * uses, in the kernel's layout. */
 struct prune_stat {
-	uint32_t mask;
 	uint32_t mode;
 	uint64_t ino;
 	uint64_t blocks;

@@ -66,7 +66,6 @@ int prune_stat_at(int dirfd, const char *name, int flags, struct prune_stat *out
 		memset(out, 0, sizeof(*out));
 		return -errno;
 	}
-	out->mask = sx.stx_mask;
 	out->mode = sx.stx_mode;
 	out->ino = sx.stx_ino;
 	out->blocks = sx.stx_blocks;
