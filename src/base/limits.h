@@ -88,6 +88,30 @@ _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create 
 #define LIMIT_INIT_SMALL_BUFFERS 4
 #define LIMIT_INIT_LARGE_BUFFERS 1
 
+/* ---- prune (agentic-prune) ---- */
+/* Pruner: getdents64 buffer of each directory listing it holds open: four for the scan,
+ * one per worker. */
+#define LIMIT_PRUNE_DENTS_BYTES (64u * 1024u)
+
+/* Pruner: mount points below the agentshare root it keeps out of runs, and their paths. */
+#define LIMIT_PRUNE_MOUNTS 4096u
+#define LIMIT_PRUNE_MOUNT_BYTES (512u * 1024u)
+
+/* Pruner: threads removing runs at once (removal waits on the disk, not the CPU), and the
+ * runs queued for them. Each worker holds a LIMIT_PRUNE_DEPTH stack of 16-byte entries. */
+#define LIMIT_PRUNE_WORKERS 2u
+#define LIMIT_PRUNE_QUEUE 32u
+
+/* Pruner: largest retention period, in days (keeps now - N*86400 far from overflow). */
+#define LIMIT_PRUNE_DAYS 1000000u
+
+_Static_assert(LIMIT_PRUNE_DENTS_BYTES >= 2u * 280u, "a listing holds at least one entry");
+_Static_assert(LIMIT_PRUNE_MOUNT_BYTES >= LIMIT_PATH_BYTES, "a mount path must fit");
+_Static_assert(LIMIT_PRUNE_WORKERS >= 1 && LIMIT_PRUNE_QUEUE >= LIMIT_PRUNE_WORKERS,
+	       "every worker can have a job queued");
+_Static_assert(LIMIT_PRUNE_QUEUE + 16u < 1024u,
+	       "queued runs hold one fd each, far under the default limit of 1024");
+
 _Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
 _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");
 _Static_assert(LIMIT_ALLOC_MAX_BYTES >= LIMIT_PATH_BYTES, "a path must be allocatable");
