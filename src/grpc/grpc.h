@@ -8,7 +8,8 @@
  *   - message buffers: `small_buffers` of GRPC_SMALL_MESSAGE bytes and `large_buffers` of
  *     max_message_bytes, shared by every connection: a message being reassembled across DATA
  *     frames, or queued for sending, holds one; a message that arrives whole in one read is
- *     unpacked where it lies and holds none;
+ *     unpacked where it lies and holds none; and as many GRPC_MD_BYTES buffers as small ones,
+ *     for response metadata and status messages waiting to be sent;
  *   - one unpack arena (2 * max_message_bytes + 64 KiB): every received message is unpacked by
  *     protobuf-c into it with a bump ProtobufCAllocator, handed to the handler, and the arena is
  *     reset when the handler returns. A message whose unpacked form does not fit fails the call
