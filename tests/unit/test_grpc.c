@@ -215,7 +215,7 @@ struct pair {
 
 static void pair_up(struct pair *p, uint32_t max_message, uint32_t large)
 {
-	struct grpc_server_config scfg = { 4, 16, max_message, 8, large };
+	struct grpc_server_config scfg = { 4, 16, max_message, 8, large, 0 };
 	struct grpc_client_config ccfg = { p->path, max_message, 8, 1 };
 	size_t sb, cb;
 
@@ -384,7 +384,7 @@ static void test_grpc_lost_connection_ends_calls_unavailable_and_redials(void **
 	assert_false(grpc_client_connected(p.c));
 	/* a new server on the same path: the next call dials again */
 	{
-		struct grpc_server_config scfg = { 4, 16, 65536, 8, 1 };
+		struct grpc_server_config scfg = { 4, 16, 65536, 8, 1, 0 };
 
 		assert_int_equal(grpc_server_init(&scfg, p.ss, grpc_server_storage_bytes(&scfg),
 						  &p.s), 0);
