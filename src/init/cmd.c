@@ -1,0 +1,1001 @@
+/* cmd.c: workload commands (DESIGN.md §7): each runs as the workload uid under its own
+ * subreaper supervisor; its output is kept in a bounded buffer until the agent channel takes
+ * it, and the pipes are left unread while that buffer is full. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "init/env.h"
+#include "init/init.h"
+#include "init/priv.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define REC_HDR 5                 /* an output record: kind byte, 32-bit length, data */
+#define REC_STDOUT 1
+#define REC_STDERR 2
+#define LINGER_MS 1000            /* pipes still open this long after the supervisor: cut */
+#define KILL_POLL_NS 50000000L    /* the supervisor's rescan period while killing */
+
+/* What the supervisor and the command tell the init through the ctl pipe; one write each,
+ * well below PIPE_BUF, so records never interleave. */
+struct ctl_rec {
+	int32_t tag;
+	int32_t a, b;
+};
+#define CTL_PID 'P'               /* a: the command's pid (its process group) */
+#define CTL_FAIL 'F'              /* a: stage, b: errno */
+
+enum stage { STAGE_DROP = 1, STAGE_SUBREAPER, STAGE_FDS, STAGE_FORK, STAGE_CHDIR, STAGE_EXEC };
+
+static const char *const stage_names[] = {
+	[STAGE_DROP] = "taking the workload identity",
+	[STAGE_SUBREAPER] = "becoming the command's subreaper",
+	[STAGE_FDS] = "setting up the command's stdio",
+	[STAGE_FORK] = "forking the command",
+	[STAGE_CHDIR] = "entering the working directory",
+	[STAGE_EXEC] = "executing the command",
+};
+
+enum { FD_IN, FD_OUT, FD_ERR, FD_CTL, FD_COUNT };
+
+struct init_cmd {
+	int used;
+	char id[LIMIT_INIT_COMMAND_ID + 1];
+	pid_t sup;                /* the supervisor, until the init reaps it */
+	pid_t pgid;               /* the command's process group, from the supervisor */
+	int sup_status;
+	int sup_reaped;
+	int fd[FD_COUNT];         /* init's ends; -1 once closed */
+	int watched[FD_COUNT];    /* registered with the event loop */
+	int stdin_eof;            /* close stdin once its buffer drains */
+	int timed_out, stopped;
+	int32_t timeout_s;
+	int fail_stage, fail_errno;
+	int64_t started_ms, deadline_ms, reaped_ms;
+	char error[192];
+	struct buf out, in;
+};
+
+struct refusal {
+	char id[LIMIT_INIT_COMMAND_ID + 1];
+	char error[192];
+};
+
+struct init_cmds {
+	struct init_cmds_config cfg;
+	struct init_cmd cmd[LIMIT_INIT_COMMANDS];
+	struct refusal refusals[LIMIT_INIT_REFUSALS];
+	unsigned ref_head, ref_len;
+	unsigned cursor;
+	/* what init_cmds_peek handed out: a refusal (-1) or a slot, and whether a result */
+	int peek_slot, peek_result;
+	const char **base_env;    /* environ without AGENT_*, HOME, USER, LOGNAME */
+	size_t nbase;
+	char home[LIMIT_PATH_BYTES], user[64];
+	uint8_t *scratch;         /* argv, envp and env strings of the command being started */
+};
+
+/* ---- storage ---- */
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+size_t init_cmds_storage_bytes(void)
+{
+	/* 128: the arena may pad the first pieces to their alignment */
+	return 128 + align64(sizeof(struct init_cmds)) +
+	       LIMIT_INIT_COMMANDS * align64(LIMIT_INIT_OUTPUT_BYTES + LIMIT_INIT_STDIN_BYTES) +
+	       LIMIT_INIT_EXEC_BYTES + LIMIT_INIT_ENV_VARS * sizeof(char *);
+}
+
+static int env_key_is(const char *entry, const char *key)
+{
+	size_t n = strlen(key);
+
+	return strncmp(entry, key, n) == 0 && entry[n] == '=';
+}
+
+/* Finds uid in /etc/passwd, read whole into buf: name and home. 0 or -ENOENT. */
+static int passwd_lookup(uint32_t uid, char *user, size_t ucap, char *home, size_t hcap)
+{
+	static char text[65536];
+	size_t len = 0;
+	ssize_t r;
+	char *line;
+	int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -ENOENT;
+	while (len < sizeof(text) - 1 && (r = read(fd, text + len, sizeof(text) - 1 - len)) > 0)
+		len += (size_t)r;
+	close(fd);
+	text[len] = '\0';
+	for (line = text; *line; ) {
+		char *nl = strchr(line, '\n'), *f[7];
+		int n = 0;
+		uint64_t v;
+
+		if (nl)
+			*nl = '\0';
+		f[n++] = line;
+		for (char *c = line; *c && n < 7; c++)
+			if (*c == ':') {
+				*c = '\0';
+				f[n++] = c + 1;
+			}
+		if (n == 7 && parse_u64(f[2], UINT32_MAX, &v) == 0 && v == uid &&
+		    strlen(f[0]) < ucap && strlen(f[5]) < hcap && f[5][0] == '/') {
+			strcpy(user, f[0]);
+			strcpy(home, f[5]);
+			return 0;
+		}
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return -ENOENT;
+}
+
+int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t len,
+		    struct init_cmds **out, const char **why)
+{
+	struct arena carve;
+	struct init_cmds *c;
+
+	*why = "the command table does not fit its storage";
+	if (len < init_cmds_storage_bytes())
+		return ERR_LIMIT;
+	arena_init(&carve, storage, len);
+	c = arena_alloc(&carve, sizeof(*c), 64);
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
+		struct init_cmd *k = &c->cmd[i];
+
+		buf_init(&k->out, arena_alloc(&carve, LIMIT_INIT_OUTPUT_BYTES, 64),
+			 LIMIT_INIT_OUTPUT_BYTES);
+		buf_init(&k->in, arena_alloc(&carve, LIMIT_INIT_STDIN_BYTES, 64),
+			 LIMIT_INIT_STDIN_BYTES);
+	}
+	c->base_env = arena_alloc(&carve, LIMIT_INIT_ENV_VARS * sizeof(char *), 8);
+	c->scratch = arena_alloc(&carve, LIMIT_INIT_EXEC_BYTES, 64);
+	for (char **e = cfg->environ; *e; e++) {
+		if (init_env_is_private(*e) || env_key_is(*e, "HOME") || env_key_is(*e, "USER") ||
+		    env_key_is(*e, "LOGNAME"))
+			continue;
+		if (c->nbase == LIMIT_INIT_ENV_VARS - 8) {
+			*why = "the container's environment has too many variables for workloads";
+			return ERR_LIMIT;
+		}
+		c->base_env[c->nbase++] = *e;
+	}
+	if (passwd_lookup(cfg->workload_uid, c->user, sizeof(c->user), c->home,
+			  sizeof(c->home)) != 0) {
+		/* no passwd entry: the workspace is home and the uid is the name */
+		strcpy(c->home, INIT_WORKSPACE);
+		c->user[0] = '\0';
+		for (uint32_t v = cfg->workload_uid, n = 0; n < 1 || v; v /= 10, n++) {
+			memmove(c->user + 1, c->user, n + 1);
+			c->user[0] = (char)('0' + v % 10);
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+/* ---- the supervisor and the command: raw system calls only from fork to exec ---- */
+
+struct spawn {
+	int fd[FD_COUNT];         /* the child's ends: stdin read, stdout/stderr write, ctl write */
+	uint32_t uid, gid;
+	char *const *argv;
+	char *const *envp;
+	const char *path;         /* PATH's value, for a command without a slash */
+	const char *cwd;
+};
+
+static void ctl_send(int fd, int tag, int a, int b)
+{
+	struct ctl_rec r = { tag, a, b };
+
+	if (write(fd, &r, sizeof(r)) < 0)
+		return;
+}
+
+static size_t u32_to_dec(uint32_t v, char *out)
+{
+	char tmp[10];
+	size_t n = 0, i = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		out[i++] = tmp[--n];
+	return i;
+}
+
+/* SIGKILLs every child of this process (a subreaper: orphans of the tree come here). Returns
+ * how many it found. */
+static int kill_children(pid_t self, pid_t pgid)
+{
+	char path[64] = "/proc/self/task/", buf[4096];
+	size_t n = 16;
+	ssize_t r;
+	int fd, found = 0;
+	pid_t pid = 0;
+
+	n += u32_to_dec((uint32_t)self, path + n);
+	memcpy(path + n, "/children", sizeof("/children"));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* no CONFIG_PROC_CHILDREN: the command's group is what we can reach */
+		return kill(-pgid, SIGKILL) == 0;
+	}
+	while ((r = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = pid * 10 + (buf[i] - '0');
+			} else if (pid) {
+				kill(pid, SIGKILL);
+				found++;
+				pid = 0;
+			}
+		}
+	}
+	if (pid) {
+		kill(pid, SIGKILL);
+		found++;
+	}
+	close(fd);
+	return found;
+}
+
+static _Noreturn void command_exec(const struct spawn *sp)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	const char *p;
+	char path[LIMIT_PATH_BYTES];
+	int err = ENOENT;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	sigaction(SIGPIPE, &dfl, NULL);
+	setpgid(0, 0);
+	if (chdir(sp->cwd) != 0) {
+		ctl_send(3, CTL_FAIL, STAGE_CHDIR, errno);
+		_exit(126);
+	}
+	if (strchr(sp->argv[0], '/')) {
+		execve(sp->argv[0], sp->argv, sp->envp);
+		err = errno;
+	} else {
+		for (p = sp->path; ; ) {
+			const char *end = strchr(p, ':');
+			size_t dl = end ? (size_t)(end - p) : strlen(p), cl = strlen(sp->argv[0]);
+
+			if (dl + cl + 2 <= sizeof(path)) {
+				memcpy(path, p, dl);
+				path[dl] = '/';
+				memcpy(path + dl + 1, sp->argv[0], cl + 1);
+				execve(dl ? path : sp->argv[0], sp->argv, sp->envp);
+				/* keep looking past missing entries; remember a denial */
+				if (errno == EACCES)
+					err = EACCES;
+				else if (errno != ENOENT && errno != ENOTDIR)
+					err = errno;
+			}
+			if (!end)
+				break;
+			p = end + 1;
+		}
+	}
+	ctl_send(3, CTL_FAIL, STAGE_EXEC, err);
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* Moves fd to a number >= 10, so the moves to 0..3 cannot clobber one another. */
+static int lift(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 10);
+}
+
+static _Noreturn void supervise(const struct spawn *sp)
+{
+	struct timespec poll_ts = { 0, KILL_POLL_NS };
+	int hi[FD_COUNT], main_status = 0, main_done = 0, killing = 0;
+	pid_t self = getpid(), pid;
+	sigset_t wait_set;
+
+	if (priv_drop_to_workload(sp->uid, sp->gid) != 0) {
+		ctl_send(sp->fd[FD_CTL], CTL_FAIL, STAGE_DROP, errno);
+		_exit(126);
+	}
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+		ctl_send(sp->fd[FD_CTL], CTL_FAIL, STAGE_SUBREAPER, errno);
+		_exit(126);
+	}
+	for (int i = 0; i < FD_COUNT; i++) {
+		hi[i] = lift(sp->fd[i]);
+		if (hi[i] < 0) {
+			ctl_send(sp->fd[FD_CTL], CTL_FAIL, STAGE_FDS, errno);
+			_exit(126);
+		}
+	}
+	for (int i = 0; i < FD_COUNT; i++) {
+		if (dup2(hi[i], i) != i) {
+			ctl_send(hi[FD_CTL], CTL_FAIL, STAGE_FDS, errno);
+			_exit(126);
+		}
+	}
+	/* nothing of the init's (its agent socket, its other commands' pipes) stays open here */
+	if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
+		for (int fd = 4; fd < 4096; fd++)
+			close(fd);
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	pid = fork();
+	if (pid < 0) {
+		ctl_send(3, CTL_FAIL, STAGE_FORK, errno);
+		_exit(126);
+	}
+	if (pid == 0)
+		command_exec(sp);
+	ctl_send(3, CTL_PID, pid, 0);
+	for (int i = 0; i < FD_COUNT; i++)
+		close(i);
+	sigemptyset(&wait_set);
+	sigaddset(&wait_set, SIGCHLD);
+	sigaddset(&wait_set, SIGTERM);
+	for (;;) {
+		siginfo_t si;
+		int st;
+		pid_t w;
+
+		/* SIGCHLD and SIGTERM stay blocked (inherited from the init): taken here, in turn */
+		if (sigtimedwait(&wait_set, &si, killing || main_done ? &poll_ts : NULL) == SIGTERM)
+			killing = 1;
+		while ((w = wait4(-1, &st, WNOHANG, NULL)) > 0) {
+			if (w == pid) {
+				main_status = st;
+				main_done = 1;
+			}
+		}
+		if (w < 0 && errno == ECHILD && main_done)
+			break;
+		/* the command is over when its main process is: what it left behind goes too */
+		if (killing || main_done)
+			kill_children(self, pid);
+	}
+	_exit(WIFEXITED(main_status) ? WEXITSTATUS(main_status)
+				     : 128 + WTERMSIG(main_status));
+}
+
+/* ---- the init's side ---- */
+
+static int64_t now_ms(void)
+{
+	return init_now_ms();
+}
+
+static uint64_t tag_of(const struct init_cmds *c, const struct init_cmd *k, int which)
+{
+	return INIT_TAG_CMD_FIRST + (uint64_t)(k - c->cmd) * FD_COUNT + (uint64_t)which;
+}
+
+static void watch(struct init_cmds *c, struct init_cmd *k, int which, int on)
+{
+	struct epoll_event ev = { .events = which == FD_IN ? EPOLLOUT : EPOLLIN,
+				  .data.u64 = tag_of(c, k, which) };
+
+	if (k->fd[which] < 0 || k->watched[which] == on)
+		return;
+	if (epoll_ctl(c->cfg.epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, k->fd[which], &ev) == 0)
+		k->watched[which] = on;
+	else
+		log_error("cannot watch a command pipe", "err=%s", err_str(-errno));
+}
+
+static void fd_close(struct init_cmds *c, struct init_cmd *k, int which)
+{
+	if (k->fd[which] < 0)
+		return;
+	watch(c, k, which, 0);
+	close(k->fd[which]);
+	k->fd[which] = -1;
+}
+
+/* Reads stdout/stderr only while a whole chunk fits the buffer. */
+static void pipes_update(struct init_cmds *c, struct init_cmd *k)
+{
+	int room = k->out.cap - k->out.len >= REC_HDR + INIT_CHUNK_BYTES;
+
+	watch(c, k, FD_OUT, room);
+	watch(c, k, FD_ERR, room);
+}
+
+static void set_error(struct init_cmd *k, const char *a, const char *b)
+{
+	size_t n = 0;
+
+	if (k->error[0])
+		return;
+	for (const char *s = a; s && *s && n + 1 < sizeof(k->error); s++)
+		k->error[n++] = *s;
+	for (const char *s = b; s && *s && n + 1 < sizeof(k->error); s++)
+		k->error[n++] = *s;
+	k->error[n] = '\0';
+}
+
+static void refuse(struct init_cmds *c, const char *id, const char *error)
+{
+	struct refusal *r;
+	char q[96];
+
+	log_warn("command refused", "why=%s", log_quote(q, sizeof(q), error));
+	if (c->ref_len == LIMIT_INIT_REFUSALS) {
+		log_error("command refusal dropped: too many unsent", "limit=%d",
+			  LIMIT_INIT_REFUSALS);
+		return;
+	}
+	r = &c->refusals[(c->ref_head + c->ref_len++) % LIMIT_INIT_REFUSALS];
+	memset(r, 0, sizeof(*r));
+	strncpy(r->id, id, sizeof(r->id) - 1);
+	strncpy(r->error, error, sizeof(r->error) - 1);
+}
+
+static struct init_cmd *find(struct init_cmds *c, const char *id)
+{
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++)
+		if (c->cmd[i].used && strcmp(c->cmd[i].id, id) == 0)
+			return &c->cmd[i];
+	return NULL;
+}
+
+/* Signals a workload process: the control uid holds no CAP_KILL, so the init borrows the
+ * workload uid as its effective uid for the one kill() (CAP_SETUID allows the switch, and
+ * capabilities survive a change between two non-zero uids). */
+static int kill_as_workload(const struct init_cmds *c, pid_t pid, int sig)
+{
+	int r;
+
+	if (syscall(SYS_setresuid, -1, c->cfg.workload_uid, -1) != 0)
+		return -errno;
+	r = kill(pid, sig) == 0 ? 0 : -errno;
+	if (syscall(SYS_setresuid, -1, c->cfg.control_uid, -1) != 0) {
+		/* the init cannot go on with a borrowed identity */
+		log_error("cannot return to the control uid", "err=%s", err_str(-errno));
+		_exit(1);
+	}
+	return r;
+}
+
+static void stop_command(struct init_cmds *c, struct init_cmd *k)
+{
+	int r;
+
+	if (k->sup_reaped || k->stopped)
+		return;
+	r = kill_as_workload(c, k->sup, SIGTERM);
+	if (r)
+		log_error("cannot signal a command's supervisor", "err=%s", err_str(r));
+	k->stopped = 1;
+}
+
+/* Copies s into the scratch arena; NULL when it is full. */
+static char *scratch_cat(struct arena *a, const char *k, const char *eq, const char *v)
+{
+	size_t kl = strlen(k), el = strlen(eq), vl = strlen(v);
+	char *p = arena_alloc(a, kl + el + vl + 1, 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, k, kl);
+	memcpy(p + kl, eq, el);
+	memcpy(p + kl + el, v, vl + 1);
+	return p;
+}
+
+/* True when the request's env names the variable of entry ("NAME=value"). */
+static int overridden(const Agentic__Sandbox__V1__CommandRequest *req, const char *entry)
+{
+	for (size_t i = 0; i < req->n_env; i++)
+		if (env_key_is(entry, req->env[i]->key))
+			return 1;
+	return 0;
+}
+
+static int env_valid_key(const char *k)
+{
+	return *k && !strchr(k, '=');
+}
+
+/* Builds argv and envp for req in the scratch arena: the container's environment without
+ * AGENT_*, then HOME, USER, LOGNAME of the workload user, then the request's env, each later
+ * one replacing an earlier one of the same name. NULL with *why on refusal. */
+static int build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req,
+		      char ***argv_out, char ***envp_out, const char **path_out, const char **why)
+{
+	struct arena a;
+	char **argv, **envp;
+	size_t ne = 0, nmax = c->nbase + 4 + req->n_env;
+
+	arena_init(&a, c->scratch, LIMIT_INIT_EXEC_BYTES);
+	*why = "the command's arguments and environment exceed the init's exec limit";
+	if (req->n_args > LIMIT_INIT_ARGS || nmax > LIMIT_INIT_ENV_VARS)
+		return ERR_LIMIT;
+	argv = arena_alloc(&a, (req->n_args + 2) * sizeof(char *), 8);
+	envp = arena_alloc(&a, (nmax + 1) * sizeof(char *), 8);
+	if (!argv || !envp)
+		return ERR_LIMIT;
+	argv[0] = req->command;
+	for (size_t i = 0; i < req->n_args; i++)
+		argv[i + 1] = req->args[i];
+	argv[req->n_args + 1] = NULL;
+	for (size_t i = 0; i < req->n_env; i++) {
+		*why = "env names must be non-empty and free of '='";
+		if (!env_valid_key(req->env[i]->key))
+			return ERR_PARSE;
+		*why = "env may not set AGENT_* variables (they are the init's alone)";
+		if (strncmp(req->env[i]->key, "AGENT_", 6) == 0)
+			return ERR_PARSE;
+	}
+	for (size_t i = 0; i < c->nbase; i++)
+		if (!overridden(req, c->base_env[i]))
+			envp[ne++] = (char *)c->base_env[i];
+	{
+		const char *ids[3][2] = { { "HOME", c->home }, { "USER", c->user },
+					  { "LOGNAME", c->user } };
+
+		*why = "the command's arguments and environment exceed the init's exec limit";
+		for (int i = 0; i < 3; i++) {
+			char *e = scratch_cat(&a, ids[i][0], "=", ids[i][1]);
+
+			if (!e)
+				return ERR_LIMIT;
+			if (!overridden(req, e))
+				envp[ne++] = e;
+		}
+	}
+	for (size_t i = 0; i < req->n_env; i++) {
+		int later = 0;
+
+		/* a name given twice: the last one wins */
+		for (size_t j = i + 1; j < req->n_env && !later; j++)
+			later = strcmp(req->env[i]->key, req->env[j]->key) == 0;
+		if (later)
+			continue;
+		envp[ne] = scratch_cat(&a, req->env[i]->key, "=", req->env[i]->value);
+		if (!envp[ne++])
+			return ERR_LIMIT;
+	}
+	*path_out = DEFAULT_PATH;
+	for (size_t i = 0; i < ne; i++)
+		if (env_key_is(envp[i], "PATH"))
+			*path_out = envp[i] + 5;
+	envp[ne] = NULL;
+	*argv_out = argv;
+	*envp_out = envp;
+	return 0;
+}
+
+static void slot_reset(struct init_cmd *k)
+{
+	struct buf out = k->out, in = k->in;
+
+	memset(k, 0, sizeof(*k));
+	k->out = out;
+	k->in = in;
+	k->out.len = k->in.len = 0;
+	for (int i = 0; i < FD_COUNT; i++)
+		k->fd[i] = -1;
+}
+
+void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req)
+{
+	int p[FD_COUNT][2], made = 0, r;
+	struct init_cmd *k = NULL;
+	struct spawn sp;
+	char **argv, **envp;
+	const char *why, *path;
+	pid_t pid;
+
+	if (strlen(req->command_id) == 0 || strlen(req->command_id) > LIMIT_INIT_COMMAND_ID) {
+		refuse(c, "", "command_id must be 1 to 128 characters");
+		return;
+	}
+	if (find(c, req->command_id)) {
+		refuse(c, req->command_id, "a command with this command_id is still running");
+		return;
+	}
+	if (req->run_as[0] && strcmp(req->run_as, "10001") != 0) {
+		refuse(c, req->command_id, "run_as may only be empty or the workload uid 10001");
+		return;
+	}
+	if (!req->command[0]) {
+		refuse(c, req->command_id, "command is empty");
+		return;
+	}
+	if (req->working_dir[0] && req->working_dir[0] != '/') {
+		refuse(c, req->command_id, "working_dir must be an absolute path");
+		return;
+	}
+	for (int i = 0; i < LIMIT_INIT_COMMANDS && !k; i++)
+		if (!c->cmd[i].used)
+			k = &c->cmd[i];
+	if (!k) {
+		refuse(c, req->command_id, "too many commands running in this sandbox");
+		return;
+	}
+	r = build_exec(c, req, &argv, &envp, &path, &why);
+	if (r) {
+		refuse(c, req->command_id, why);
+		return;
+	}
+	for (; made < FD_COUNT; made++)
+		if (pipe2(p[made], O_CLOEXEC) != 0)
+			break;
+	if (made < FD_COUNT) {
+		for (int i = 0; i < made; i++) {
+			close(p[i][0]);
+			close(p[i][1]);
+		}
+		refuse(c, req->command_id, "cannot create the command's pipes");
+		return;
+	}
+	sp.fd[FD_IN] = p[FD_IN][0];
+	sp.fd[FD_OUT] = p[FD_OUT][1];
+	sp.fd[FD_ERR] = p[FD_ERR][1];
+	sp.fd[FD_CTL] = p[FD_CTL][1];
+	sp.uid = c->cfg.workload_uid;
+	sp.gid = c->cfg.workload_gid;
+	sp.argv = argv;
+	sp.envp = envp;
+	sp.path = path;
+	sp.cwd = req->working_dir[0] ? req->working_dir : INIT_WORKSPACE;
+	pid = fork();
+	if (pid == 0)
+		supervise(&sp);
+	slot_reset(k);
+	k->fd[FD_IN] = p[FD_IN][1];
+	k->fd[FD_OUT] = p[FD_OUT][0];
+	k->fd[FD_ERR] = p[FD_ERR][0];
+	k->fd[FD_CTL] = p[FD_CTL][0];
+	close(sp.fd[FD_IN]);
+	close(sp.fd[FD_OUT]);
+	close(sp.fd[FD_ERR]);
+	close(sp.fd[FD_CTL]);
+	if (pid < 0) {
+		for (int i = 0; i < FD_COUNT; i++)
+			close(k->fd[i]);
+		refuse(c, req->command_id, "cannot fork the command's supervisor");
+		return;
+	}
+	for (int i = 0; i < FD_COUNT; i++)
+		fcntl(k->fd[i], F_SETFL, O_NONBLOCK);
+	k->used = 1;
+	k->sup = pid;
+	strcpy(k->id, req->command_id);
+	k->started_ms = now_ms();
+	k->timeout_s = req->timeout_seconds;
+	k->deadline_ms = req->timeout_seconds > 0 ? k->started_ms + req->timeout_seconds * 1000LL
+						  : INT64_MAX;
+	watch(c, k, FD_CTL, 1);
+	pipes_update(c, k);
+	log_info("command started", "slot=%d supervisor=%d args=%zu env=%zu timeout_s=%d",
+		 (int)(k - c->cmd), (int)pid, req->n_args, req->n_env, (int)req->timeout_seconds);
+}
+
+void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk *in)
+{
+	struct init_cmd *k = find(c, in->command_id);
+
+	if (!k || k->fd[FD_IN] < 0 || k->stdin_eof)
+		return;
+	if (buf_append(&k->in, in->data.data, in->data.len) != 0) {
+		set_error(k, "stdin overflow: more than the init's stdin buffer arrived ahead of "
+			  "the command reading it; stdin closed", NULL);
+		k->in.len = 0;
+		fd_close(c, k, FD_IN);
+		return;
+	}
+	if (in->eof)
+		k->stdin_eof = 1;
+	if (k->in.len)
+		watch(c, k, FD_IN, 1);
+	else if (k->stdin_eof)
+		fd_close(c, k, FD_IN);
+}
+
+void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyControl *pc)
+{
+	struct init_cmd *k = find(c, pc->command_id);
+	int sig, r;
+
+	if (!k || pc->action_case != AGENTIC__SANDBOX__V1__PTY_CONTROL__ACTION_SIGNAL)
+		return;
+	sig = pc->signal->signal_number;
+	if (sig < 1 || sig > 64 || k->sup_reaped || k->pgid <= 0)
+		return;
+	r = kill_as_workload(c, -k->pgid, sig);
+	if (r && r != -ESRCH)
+		log_warn("cannot signal a command", "signal=%d err=%s", sig, err_str(r));
+}
+
+static void read_output(struct init_cmds *c, struct init_cmd *k, int which)
+{
+	uint8_t *hdr = k->out.data + k->out.len;
+	size_t room = k->out.cap - k->out.len;
+	ssize_t n;
+
+	if (room < REC_HDR + INIT_CHUNK_BYTES)
+		return;
+	n = read(k->fd[which], hdr + REC_HDR, INIT_CHUNK_BYTES);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0)
+		n = 0;
+	hdr[0] = which == FD_OUT ? REC_STDOUT : REC_STDERR;
+	memcpy(hdr + 1, &(uint32_t){ (uint32_t)n }, 4);
+	k->out.len += REC_HDR + (size_t)n;
+	if (n == 0)
+		fd_close(c, k, which);
+	pipes_update(c, k);
+}
+
+static void read_ctl(struct init_cmds *c, struct init_cmd *k)
+{
+	struct ctl_rec r;
+	ssize_t n;
+
+	while ((n = read(k->fd[FD_CTL], &r, sizeof(r))) == (ssize_t)sizeof(r)) {
+		if (r.tag == CTL_PID) {
+			k->pgid = r.a;
+		} else if (r.tag == CTL_FAIL && !k->fail_stage && r.a >= STAGE_DROP &&
+			   r.a <= STAGE_EXEC) {
+			k->fail_stage = r.a;
+			k->fail_errno = r.b;
+		}
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		fd_close(c, k, FD_CTL);
+}
+
+static void write_stdin(struct init_cmds *c, struct init_cmd *k, uint32_t events)
+{
+	ssize_t n = 0;
+
+	if (k->in.len)
+		n = write(k->fd[FD_IN], k->in.data, k->in.len);
+	if (n > 0)
+		buf_consume(&k->in, (size_t)n);
+	if ((n < 0 && errno != EAGAIN && errno != EINTR) ||
+	    (events & (EPOLLERR | EPOLLHUP)) || (!k->in.len && k->stdin_eof)) {
+		/* the command closed its stdin, or we are done with it */
+		k->in.len = 0;
+		fd_close(c, k, FD_IN);
+		return;
+	}
+	if (!k->in.len)
+		watch(c, k, FD_IN, 0);
+}
+
+void init_cmds_io(struct init_cmds *c, uint64_t tag, uint32_t events)
+{
+	uint64_t rel = tag - INIT_TAG_CMD_FIRST;
+	struct init_cmd *k;
+	int which;
+
+	if (tag < INIT_TAG_CMD_FIRST || rel >= (uint64_t)LIMIT_INIT_COMMANDS * FD_COUNT)
+		return;
+	k = &c->cmd[rel / FD_COUNT];
+	which = (int)(rel % FD_COUNT);
+	if (!k->used || k->fd[which] < 0)
+		return;
+	if (which == FD_CTL)
+		read_ctl(c, k);
+	else if (which == FD_IN)
+		write_stdin(c, k, events);
+	else
+		read_output(c, k, which);
+}
+
+int init_cmds_reaped(struct init_cmds *c, pid_t pid, int status)
+{
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
+		struct init_cmd *k = &c->cmd[i];
+
+		if (k->used && !k->sup_reaped && k->sup == pid) {
+			k->sup_reaped = 1;
+			k->sup_status = status;
+			k->reaped_ms = now_ms();
+			/* the command's stdin has no reader left */
+			k->in.len = 0;
+			fd_close(c, k, FD_IN);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
+{
+	int64_t due = INT64_MAX;
+
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
+		struct init_cmd *k = &c->cmd[i];
+
+		if (!k->used)
+			continue;
+		if (!k->sup_reaped && !k->stopped && now >= k->deadline_ms) {
+			k->timed_out = 1;
+			stop_command(c, k);
+		}
+		if (!k->sup_reaped && !k->stopped && k->deadline_ms < due)
+			due = k->deadline_ms;
+		if (k->sup_reaped && (k->fd[FD_OUT] >= 0 || k->fd[FD_ERR] >= 0 ||
+				      k->fd[FD_CTL] >= 0)) {
+			if (now >= k->reaped_ms + LINGER_MS) {
+				/* a process escaped its supervisor (it killed it) and holds the
+				 * pipes: the command is over, its output ends here */
+				set_error(k, "output cut: processes outlived the command's "
+					  "supervisor", NULL);
+				for (int w = FD_OUT; w <= FD_ERR; w++) {
+					if (k->fd[w] >= 0 &&
+					    k->out.cap - k->out.len >= REC_HDR) {
+						uint8_t *h = k->out.data + k->out.len;
+
+						h[0] = w == FD_OUT ? REC_STDOUT : REC_STDERR;
+						memset(h + 1, 0, 4);
+						k->out.len += REC_HDR;
+						fd_close(c, k, w);
+					}
+				}
+				fd_close(c, k, FD_CTL);
+			} else if (k->reaped_ms + LINGER_MS < due) {
+				due = k->reaped_ms + LINGER_MS;
+			}
+		}
+	}
+	return due;
+}
+
+void init_cmds_stop_all(struct init_cmds *c)
+{
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++)
+		if (c->cmd[i].used)
+			stop_command(c, &c->cmd[i]);
+}
+
+int init_cmds_busy(const struct init_cmds *c)
+{
+	int n = (int)c->ref_len;
+
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++)
+		n += c->cmd[i].used;
+	return n;
+}
+
+static int slot_finished(const struct init_cmd *k)
+{
+	return k->sup_reaped && k->fd[FD_OUT] < 0 && k->fd[FD_ERR] < 0 && k->fd[FD_CTL] < 0 &&
+	       k->out.len == 0;
+}
+
+static void result_of(struct init_cmd *k, struct init_out *o)
+{
+	int st = k->sup_status;
+	char num[16];
+
+	o->kind = INIT_OUT_RESULT;
+	o->exit_code = -1;
+	if (k->fail_stage) {
+		o->exit_code = k->fail_stage == STAGE_EXEC && k->fail_errno == ENOENT ? 127 : 126;
+		set_error(k, stage_names[k->fail_stage], ": ");
+		{
+			size_t n = strlen(k->error);
+			const char *e = err_str(-k->fail_errno);
+
+			for (; *e && n + 1 < sizeof(k->error); e++)
+				k->error[n++] = *e;
+			k->error[n] = '\0';
+		}
+	} else if (WIFEXITED(st)) {
+		o->exit_code = WEXITSTATUS(st);
+	} else {
+		num[u32_to_dec((uint32_t)WTERMSIG(st), num)] = '\0';
+		set_error(k, "the command's supervisor was killed by signal ", num);
+	}
+	if (k->timed_out) {
+		char t[16];
+
+		t[u32_to_dec((uint32_t)k->timeout_s, t)] = '\0';
+		k->error[0] = '\0';
+		set_error(k, "timed out after seconds: ", t);
+	} else if (k->stopped && !k->error[0]) {
+		set_error(k, "stopped: the sandbox is shutting down", NULL);
+	}
+	o->error = k->error;
+	o->duration_ms = k->reaped_ms - k->started_ms;
+	o->success = o->exit_code == 0 && !k->error[0];
+}
+
+int init_cmds_peek(struct init_cmds *c, struct init_out *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (c->ref_len) {
+		struct refusal *r = &c->refusals[c->ref_head];
+
+		o->kind = INIT_OUT_RESULT;
+		o->command_id = r->id;
+		o->exit_code = -1;
+		o->error = r->error;
+		c->peek_slot = -1;
+		return 1;
+	}
+	for (unsigned n = 0; n < LIMIT_INIT_COMMANDS; n++) {
+		unsigned i = (c->cursor + n) % LIMIT_INIT_COMMANDS;
+		struct init_cmd *k = &c->cmd[i];
+		uint32_t len;
+
+		if (!k->used)
+			continue;
+		o->command_id = k->id;
+		c->peek_slot = (int)i;
+		if (k->out.len >= REC_HDR) {
+			memcpy(&len, k->out.data + 1, 4);
+			o->kind = k->out.data[0] == REC_STDOUT ? INIT_OUT_STDOUT : INIT_OUT_STDERR;
+			o->data = k->out.data + REC_HDR;
+			o->len = len;
+			o->eof = len == 0;
+			c->peek_result = 0;
+			return 1;
+		}
+		if (slot_finished(k)) {
+			result_of(k, o);
+			c->peek_result = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void init_cmds_consume(struct init_cmds *c)
+{
+	struct init_cmd *k;
+	uint32_t len;
+
+	if (c->peek_slot < 0) {
+		c->ref_head = (c->ref_head + 1) % LIMIT_INIT_REFUSALS;
+		c->ref_len--;
+		c->peek_slot = 0;
+		return;
+	}
+	k = &c->cmd[c->peek_slot];
+	c->cursor = (unsigned)(c->peek_slot + 1) % LIMIT_INIT_COMMANDS;
+	if (c->peek_result) {
+		char q[32];
+		int code = WIFEXITED(k->sup_status) ? WEXITSTATUS(k->sup_status) : -1;
+
+		log_info("command finished", "slot=%d exit=%d duration_ms=%lld timed_out=%s",
+			 c->peek_slot, code, (long long)(k->reaped_ms - k->started_ms),
+			 log_quote(q, sizeof(q), k->timed_out ? "yes" : "no"));
+		for (int i = 0; i < FD_COUNT; i++)
+			fd_close(c, k, i);
+		k->used = 0;
+		return;
+	}
+	memcpy(&len, k->out.data + 1, 4);
+	buf_consume(&k->out, REC_HDR + len);
+	pipes_update(c, k);
+}
