@@ -8,7 +8,8 @@
  *   - message buffers: `small_buffers` of GRPC_SMALL_MESSAGE bytes and `large_buffers` of
  *     max_message_bytes, shared by every connection: a message being reassembled across DATA
  *     frames, or queued for sending, holds one; a message that arrives whole in one read is
- *     unpacked where it lies and holds none;
+ *     unpacked where it lies and holds none; and as many GRPC_MD_BYTES buffers as small ones,
+ *     for response metadata and status messages waiting to be sent;
  *   - one unpack arena (2 * max_message_bytes + 64 KiB): every received message is unpacked by
  *     protobuf-c into it with a bump ProtobufCAllocator, handed to the handler, and the arena is
  *     reset when the handler returns. A message whose unpacked form does not fit fails the call
@@ -21,7 +22,7 @@
  * fails the same way; max_streams_per_connection is advertised as MAX_CONCURRENT_STREAMS and
  * enforced by h2; connections over max_connections evict the oldest one still in its preface
  * (a stalled half-open peer), or are closed at once; a peer that has not sent its preface
- * within GRPC_PREFACE_TIMEOUT_MS is closed.
+ * within preface_timeout_ms is closed.
  *
  * Calls: a handler sees a call through struct grpc_handler callbacks. Received messages and
  * metadata live only for the duration of the callback that hands them over. A call pointer is
@@ -65,7 +66,6 @@ const char *grpc_status_name(int status);
 #define GRPC_MAX_LISTENERS 4
 #define GRPC_MAX_MD 16                    /* metadata entries sent with headers or trailers */
 #define GRPC_MD_BYTES 4096                /* their encoded size, with the status message */
-#define GRPC_PREFACE_TIMEOUT_MS 10000
 #define GRPC_READ_BYTES 65536             /* the shared read buffer */
 
 /* Peer credentials taken with SO_PEERCRED when the connection was accepted. */
@@ -152,6 +152,7 @@ struct grpc_server_config {
 	uint32_t max_message_bytes;           /* >= GRPC_SMALL_MESSAGE */
 	uint32_t small_buffers;
 	uint32_t large_buffers;
+	uint32_t preface_timeout_ms;          /* 0: 10000 */
 };
 
 struct grpc_server;

@@ -186,6 +186,8 @@ int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t
 	if (!s->slots || !links)
 		return ERR_LIMIT;
 	s->cfg = *cfg;
+	if (!s->cfg.preface_timeout_ms)
+		s->cfg.preface_timeout_ms = 10000;
 	pool_init(&s->conns, s->slots, links, sizeof(struct grpc_conn), cfg->max_connections);
 	r = grpc_env_setup(&s->env, &carve, cfg->max_message_bytes, cfg->small_buffers,
 			   cfg->large_buffers);
@@ -284,6 +286,14 @@ static struct grpc_conn *oldest_in_preface(struct grpc_server *s)
 	return best;
 }
 
+/* Preface timeouts are checked this often: a tenth of the timeout, at most a second. */
+static int64_t sweep_interval(const struct grpc_server *s)
+{
+	uint32_t t = s->cfg.preface_timeout_ms / 10;
+
+	return t < 1 ? 1 : t > 1000 ? 1000 : t;
+}
+
 static void accept_all(struct grpc_server *s, struct grpc_listener *l)
 {
 	for (;;) {
@@ -332,7 +342,7 @@ static void accept_all(struct grpc_server *s, struct grpc_listener *l)
 			continue;
 		}
 		if (s->next_sweep == INT64_MAX)
-			s->next_sweep = c->born + 1000;
+			s->next_sweep = c->born + sweep_interval(s);
 		if (grpc_conn_io(c, 0)) {
 			c->env = NULL;
 			pool_put(&s->conns, c);
@@ -350,7 +360,7 @@ static void sweep(struct grpc_server *s, int64_t now)
 
 		if (!c->env)
 			continue;
-		if (!c->h2.got_settings && now - c->born >= GRPC_PREFACE_TIMEOUT_MS) {
+		if (!c->h2.got_settings && now - c->born >= s->cfg.preface_timeout_ms) {
 			log_info("grpc connection closed", "reason=preface_timeout uid=%u",
 				 (unsigned)c->peer.uid);
 			conn_release(s, c, GRPC_CANCELLED);
@@ -362,7 +372,7 @@ static void sweep(struct grpc_server *s, int64_t now)
 			pool_put(&s->conns, c);
 		}
 	}
-	s->next_sweep = any ? now + 1000 : INT64_MAX;
+	s->next_sweep = any ? now + sweep_interval(s) : INT64_MAX;
 }
 
 int grpc_server_fd(const struct grpc_server *s)

@@ -28,7 +28,7 @@ const char grpctest_help[] =
 	"prints `ready budget=BYTES` once listening. The memory budget is taken at start and the\n"
 	"allocator sealed (AGENTIC_ALLOC_CHECK=1 makes a later allocation abort).\n"
 	"  --max-connections N (1100)  --max-streams N (128)  --max-message BYTES (4194304)\n"
-	"  --small-buffers N (256)  --large-buffers N (4)\n"
+	"  --small-buffers N (256)  --large-buffers N (4)  --preface-timeout MS (10000)\n"
 	"\n"
 	"client: runs one scenario against SOCKET with our client; prints `ok` and exits 0, or\n"
 	"prints `FAIL: why` and exits 1. Scenarios: unary sizes oversize server-stream bidi\n"
@@ -263,7 +263,8 @@ static int serve(int argc, char **argv)
 		    !opt_u32(argv, &i, argc, "--max-streams", &cfg.max_streams_per_connection) &&
 		    !opt_u32(argv, &i, argc, "--max-message", &cfg.max_message_bytes) &&
 		    !opt_u32(argv, &i, argc, "--small-buffers", &cfg.small_buffers) &&
-		    !opt_u32(argv, &i, argc, "--large-buffers", &cfg.large_buffers)) {
+		    !opt_u32(argv, &i, argc, "--large-buffers", &cfg.large_buffers) &&
+		    !opt_u32(argv, &i, argc, "--preface-timeout", &cfg.preface_timeout_ms)) {
 			fprintf(stderr, "agentic-grpctest: unknown option %s\n", argv[i]);
 			return 2;
 		}

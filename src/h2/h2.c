@@ -498,6 +498,10 @@ static int frame_begin(struct h2_conn *c)
 			stream_error(c, s, sid, H2_FLOW_CONTROL_ERROR);
 		} else {
 			s->recv_window -= len;
+			/* Half-closed from the frame's start, so a caller answering inside on_data
+			 * already knows the peer is done (and need not reset the stream). */
+			if (flags & FL_END_STREAM)
+				s->remote_closed = 1;
 		}
 		if (flags & FL_PADDED)
 			min_len = 1;
@@ -595,7 +599,6 @@ static int frame_end_dispatch(struct h2_conn *c)
 		if (s->recv_credit >= H2_STREAM_WINDOW / 2)
 			c->stream_owed = 1;
 		if (c->f_flags & FL_END_STREAM) {
-			s->remote_closed = 1;
 			c->cb->on_data(c->ctx, c, s, NULL, 0, H2_END_STREAM);
 			if (s->id == sid)
 				stream_maybe_done(c, s);

@@ -108,7 +108,9 @@ struct h2_callbacks {
 	/* A complete header list: request or response headers, or trailers (H2_TRAILERS). */
 	void (*on_headers)(void *ctx, struct h2_conn *c, struct h2_stream *s,
 			   const struct h2_field *f, size_t n, unsigned flags);
-	/* DATA bytes as they arrive; a final call with n == 0 and H2_END_STREAM at the end. */
+	/* DATA bytes as they arrive; a final call with n == 0 and H2_END_STREAM at the end (not
+	 * made when the stream was closed meanwhile). During a frame that carries END_STREAM the
+	 * stream already counts as half-closed by the peer. */
 	void (*on_data)(void *ctx, struct h2_conn *c, struct h2_stream *s, const uint8_t *p,
 			size_t n, unsigned flags);
 	/* s leaves the table, exactly once per stream: both sides ended it (H2_NO_ERROR), it was

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -215,7 +217,7 @@ struct pair {
 
 static void pair_up(struct pair *p, uint32_t max_message, uint32_t large)
 {
-	struct grpc_server_config scfg = { 4, 16, max_message, 8, large };
+	struct grpc_server_config scfg = { 4, 16, max_message, 8, large, 0 };
 	struct grpc_client_config ccfg = { p->path, max_message, 8, 1 };
 	size_t sb, cb;
 
@@ -384,7 +386,7 @@ static void test_grpc_lost_connection_ends_calls_unavailable_and_redials(void **
 	assert_false(grpc_client_connected(p.c));
 	/* a new server on the same path: the next call dials again */
 	{
-		struct grpc_server_config scfg = { 4, 16, 65536, 8, 1 };
+		struct grpc_server_config scfg = { 4, 16, 65536, 8, 1, 0 };
 
 		assert_int_equal(grpc_server_init(&scfg, p.ss, grpc_server_storage_bytes(&scfg),
 						  &p.s), 0);
@@ -393,6 +395,75 @@ static void test_grpc_lost_connection_ends_calls_unavailable_and_redials(void **
 	}
 	assert_int_equal(unary(&p, &client_unary, 10, 0, &o), 0);
 	assert_int_equal(o.status, GRPC_OK);
+	pair_down(&p);
+}
+
+/* A raw h2 client (our engine over a plain socket) sending a request that is not gRPC. */
+struct raw {
+	char status[8];
+	int closed;
+};
+
+static void raw_headers(void *ctx, struct h2_conn *c, struct h2_stream *s,
+			const struct h2_field *f, size_t n, unsigned flags)
+{
+	struct raw *r = ctx;
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(f[i].name, ":status") == 0)
+			snprintf(r->status, sizeof(r->status), "%s", f[i].value);
+}
+
+static void raw_data(void *ctx, struct h2_conn *c, struct h2_stream *s, const uint8_t *p,
+		     size_t n, unsigned flags)
+{
+}
+
+static void raw_close(void *ctx, struct h2_conn *c, struct h2_stream *s, uint32_t code,
+		      unsigned flags)
+{
+	((struct raw *)ctx)->closed = 1;
+}
+
+static void test_grpc_non_grpc_content_type_gets_http_415(void **state)
+{
+	static const struct h2_callbacks cb = { raw_headers, raw_data, raw_close };
+	static const struct h2_field req[] = {
+		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
+		{ ":path", "/agentic.test.v1.Test/Unary", 5, 27 }, { ":authority", "x", 10, 1 },
+		{ "content-type", "text/plain", 12, 10 },
+	};
+	static struct h2_conn h2;
+	static struct h2_scratch scratch;
+	struct raw r = { "", 0 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct h2_stream *s;
+	struct pair p;
+	uint8_t in[4096];
+	int fd;
+
+	pair_up(&p, 65536, 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p.path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	h2_conn_init(&h2, H2_CLIENT, 10, &cb, &r, &scratch);
+	assert_int_equal(h2_stream_open(&h2, req, 5, 1, NULL, &s), 0);
+	for (int i = 0; i < 200 && !r.closed; i++) {
+		ssize_t k;
+
+		if (h2.out.len) {
+			k = write(fd, h2.out.data, h2.out.len);
+			if (k > 0)
+				h2_conn_sent(&h2, (size_t)k);
+		}
+		grpc_server_run(p.s, 5);
+		k = read(fd, in, sizeof(in));
+		if (k > 0)
+			assert_int_equal(h2_conn_feed(&h2, in, (size_t)k), 0);
+	}
+	assert_true(r.closed);
+	assert_string_equal(r.status, "415");
+	close(fd);
 	pair_down(&p);
 }
 
@@ -410,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_grpc_oversize_message_is_resource_exhausted_by_the_server),
 		cmocka_unit_test(test_grpc_no_free_buffer_is_resource_exhausted),
 		cmocka_unit_test(test_grpc_lost_connection_ends_calls_unavailable_and_redials),
+		cmocka_unit_test(test_grpc_non_grpc_content_type_gets_http_415),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
