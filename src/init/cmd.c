@@ -85,6 +85,20 @@ struct init_cmds {
 
 /* ---- storage ---- */
 
+static size_t u32_to_dec(uint32_t v, char *out)
+{
+	char tmp[10];
+	size_t n = 0, i = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		out[i++] = tmp[--n];
+	return i;
+}
+
+
 static size_t align64(size_t n)
 {
 	return (n + 63) & ~(size_t)63;
@@ -183,11 +197,7 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 			  sizeof(c->home)) != 0) {
 		/* no passwd entry: the workspace is home and the uid is the name */
 		strcpy(c->home, INIT_WORKSPACE);
-		c->user[0] = '\0';
-		for (uint32_t v = cfg->workload_uid, n = 0; n < 1 || v; v /= 10, n++) {
-			memmove(c->user + 1, c->user, n + 1);
-			c->user[0] = (char)('0' + v % 10);
-		}
+		c->user[u32_to_dec(cfg->workload_uid, c->user)] = '\0';
 	}
 	*out = c;
 	return 0;
@@ -212,35 +222,22 @@ static void ctl_send(int fd, int tag, int a, int b)
 		return;
 }
 
-static size_t u32_to_dec(uint32_t v, char *out)
-{
-	char tmp[10];
-	size_t n = 0, i = 0;
-
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n)
-		out[i++] = tmp[--n];
-	return i;
-}
-
-/* SIGKILLs every child of this process (a subreaper: orphans of the tree come here). Returns
- * how many it found. */
-static int kill_children(pid_t self, pid_t pgid)
+/* SIGKILLs every child of this process (a subreaper: orphans of the tree come here). */
+static void kill_children(pid_t self, pid_t pgid)
 {
 	char path[64] = "/proc/self/task/", buf[4096];
 	size_t n = 16;
 	ssize_t r;
-	int fd, found = 0;
 	pid_t pid = 0;
+	int fd;
 
 	n += u32_to_dec((uint32_t)self, path + n);
 	memcpy(path + n, "/children", sizeof("/children"));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		/* no CONFIG_PROC_CHILDREN: the command's group is what we can reach */
-		return kill(-pgid, SIGKILL) == 0;
+		kill(-pgid, SIGKILL);
+		return;
 	}
 	while ((r = read(fd, buf, sizeof(buf))) > 0) {
 		for (ssize_t i = 0; i < r; i++) {
@@ -248,17 +245,13 @@ static int kill_children(pid_t self, pid_t pgid)
 				pid = pid * 10 + (buf[i] - '0');
 			} else if (pid) {
 				kill(pid, SIGKILL);
-				found++;
 				pid = 0;
 			}
 		}
 	}
-	if (pid) {
+	if (pid)
 		kill(pid, SIGKILL);
-		found++;
-	}
 	close(fd);
-	return found;
 }
 
 static _Noreturn void command_exec(const struct spawn *sp)
@@ -424,17 +417,23 @@ static void pipes_update(struct init_cmds *c, struct init_cmd *k)
 	watch(c, k, FD_ERR, room);
 }
 
+/* Appends the parts (up to three; NULL ends them) to the command's error. */
+static void error_add(struct init_cmd *k, const char *a, const char *b, const char *c)
+{
+	const char *parts[3] = { a, b, c };
+	size_t n = strlen(k->error);
+
+	for (int i = 0; i < 3 && parts[i]; i++)
+		for (const char *s = parts[i]; *s && n + 1 < sizeof(k->error); s++)
+			k->error[n++] = *s;
+	k->error[n] = '\0';
+}
+
+/* The first reason a command failed is the one reported. */
 static void set_error(struct init_cmd *k, const char *a, const char *b)
 {
-	size_t n = 0;
-
-	if (k->error[0])
-		return;
-	for (const char *s = a; s && *s && n + 1 < sizeof(k->error); s++)
-		k->error[n++] = *s;
-	for (const char *s = b; s && *s && n + 1 < sizeof(k->error); s++)
-		k->error[n++] = *s;
-	k->error[n] = '\0';
+	if (!k->error[0])
+		error_add(k, a, b, NULL);
 }
 
 static void refuse(struct init_cmds *c, const char *id, const char *error)
@@ -899,31 +898,23 @@ static void result_of(struct init_cmd *k, struct init_out *o)
 
 	o->kind = INIT_OUT_RESULT;
 	o->exit_code = -1;
+	if (k->timed_out) {
+		/* the kill is ours: the timeout is the reason, whatever the tree said */
+		num[u32_to_dec((uint32_t)k->timeout_s, num)] = '\0';
+		k->error[0] = '\0';
+		error_add(k, "timed out after ", num, " s");
+	} else if (k->stopped) {
+		set_error(k, "stopped: the sandbox is shutting down", NULL);
+	}
 	if (k->fail_stage) {
 		o->exit_code = k->fail_stage == STAGE_EXEC && k->fail_errno == ENOENT ? 127 : 126;
-		set_error(k, stage_names[k->fail_stage], ": ");
-		{
-			size_t n = strlen(k->error);
-			const char *e = err_str(-k->fail_errno);
-
-			for (; *e && n + 1 < sizeof(k->error); e++)
-				k->error[n++] = *e;
-			k->error[n] = '\0';
-		}
+		if (!k->error[0])
+			error_add(k, stage_names[k->fail_stage], ": ", err_str(-k->fail_errno));
 	} else if (WIFEXITED(st)) {
 		o->exit_code = WEXITSTATUS(st);
 	} else {
 		num[u32_to_dec((uint32_t)WTERMSIG(st), num)] = '\0';
 		set_error(k, "the command's supervisor was killed by signal ", num);
-	}
-	if (k->timed_out) {
-		char t[16];
-
-		t[u32_to_dec((uint32_t)k->timeout_s, t)] = '\0';
-		k->error[0] = '\0';
-		set_error(k, "timed out after seconds: ", t);
-	} else if (k->stopped && !k->error[0]) {
-		set_error(k, "stopped: the sandbox is shutting down", NULL);
 	}
 	o->error = k->error;
 	o->duration_ms = k->reaped_ms - k->started_ms;
@@ -984,12 +975,11 @@ void init_cmds_consume(struct init_cmds *c)
 	k = &c->cmd[c->peek_slot];
 	c->cursor = (unsigned)(c->peek_slot + 1) % LIMIT_INIT_COMMANDS;
 	if (c->peek_result) {
-		char q[32];
 		int code = WIFEXITED(k->sup_status) ? WEXITSTATUS(k->sup_status) : -1;
 
-		log_info("command finished", "slot=%d exit=%d duration_ms=%lld timed_out=%s",
+		log_info("command finished", "slot=%d exit=%d duration_ms=%lld timed_out=%d",
 			 c->peek_slot, code, (long long)(k->reaped_ms - k->started_ms),
-			 log_quote(q, sizeof(q), k->timed_out ? "yes" : "no"));
+			 k->timed_out);
 		for (int i = 0; i < FD_COUNT; i++)
 			fd_close(c, k, i);
 		k->used = 0;

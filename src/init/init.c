@@ -30,7 +30,10 @@ const char init_help[] =
 	"that in /proc/self/status; checks that the workload uid can write /workspace; writes\n"
 	"the setup sentinel on the control tmpfs; then registers with agenticd over the agent\n"
 	"socket, sends READY heartbeats, redials with backoff when agenticd restarts, and reaps\n"
-	"every child and orphan. SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: exits 0.\n"
+	"every child and orphan. It runs agenticd's commands as the workload uid with no\n"
+	"capabilities, each under its own subreaper supervisor, and streams their output back.\n"
+	"SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: kills the commands' trees,\n"
+	"reports them and exits 0.\n"
 	"Exit status: 0 stopped cleanly, 1 setup failed, 2 refused its environment or arguments.\n";
 
 /* On the way out: how long killed commands may take to report their end, and how long the
