@@ -6,45 +6,28 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/base.h"
 #include "init/env.h"
 #include "init/init.h"
-#include "init/priv.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define REC_HDR 5                 /* an output record: kind byte, 32-bit length, data */
 #define REC_STDOUT 1
 #define REC_STDERR 2
 #define LINGER_MS 1000            /* pipes still open this long after the supervisor: cut */
-#define KILL_POLL_NS 50000000L    /* the supervisor's rescan period while killing */
-
-/* What the supervisor and the command tell the init through the ctl pipe; one write each,
- * well below PIPE_BUF, so records never interleave. */
-struct ctl_rec {
-	int32_t tag;
-	int32_t a, b;
-};
-#define CTL_PID 'P'               /* a: the command's pid (its process group) */
-#define CTL_FAIL 'F'              /* a: stage, b: errno */
-
-enum stage { STAGE_DROP = 1, STAGE_SUBREAPER, STAGE_FDS, STAGE_FORK, STAGE_CHDIR, STAGE_EXEC };
 
 static const char *const stage_names[] = {
-	[STAGE_DROP] = "taking the workload identity",
-	[STAGE_SUBREAPER] = "becoming the command's subreaper",
-	[STAGE_FDS] = "setting up the command's stdio",
-	[STAGE_FORK] = "forking the command",
-	[STAGE_CHDIR] = "entering the working directory",
-	[STAGE_EXEC] = "executing the command",
+	[INIT_STAGE_DROP] = "taking the workload identity",
+	[INIT_STAGE_SUBREAPER] = "becoming the command's subreaper",
+	[INIT_STAGE_FDS] = "setting up the command's stdio",
+	[INIT_STAGE_FORK] = "forking the command",
+	[INIT_STAGE_CHDIR] = "entering the working directory",
+	[INIT_STAGE_EXEC] = "executing the command",
 };
-
-enum { FD_IN, FD_OUT, FD_ERR, FD_CTL, FD_COUNT };
 
 struct init_cmd {
 	int used;
@@ -53,8 +36,8 @@ struct init_cmd {
 	pid_t pgid;               /* the command's process group, from the supervisor */
 	int sup_status;
 	int sup_reaped;
-	int fd[FD_COUNT];         /* init's ends; -1 once closed */
-	int watched[FD_COUNT];    /* registered with the event loop */
+	int fd[INIT_FD_COUNT];         /* init's ends; -1 once closed */
+	int watched[INIT_FD_COUNT];    /* registered with the event loop */
 	int stdin_eof;            /* close stdin once its buffer drains */
 	int timed_out, stopped;
 	int32_t timeout_s;
@@ -84,19 +67,6 @@ struct init_cmds {
 };
 
 /* ---- storage ---- */
-
-static size_t u32_to_dec(uint32_t v, char *out)
-{
-	char tmp[10];
-	size_t n = 0, i = 0;
-
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n)
-		out[i++] = tmp[--n];
-	return i;
-}
 
 
 static size_t align64(size_t n)
@@ -197,181 +167,10 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 			  sizeof(c->home)) != 0) {
 		/* no passwd entry: the workspace is home and the uid is the name */
 		strcpy(c->home, INIT_WORKSPACE);
-		c->user[u32_to_dec(cfg->workload_uid, c->user)] = '\0';
+		c->user[init_dec(cfg->workload_uid, c->user)] = '\0';
 	}
 	*out = c;
 	return 0;
-}
-
-/* ---- the supervisor and the command: raw system calls only from fork to exec ---- */
-
-struct spawn {
-	int fd[FD_COUNT];         /* the child's ends: stdin read, stdout/stderr write, ctl write */
-	uint32_t uid, gid;
-	char *const *argv;
-	char *const *envp;
-	const char *path;         /* PATH's value, for a command without a slash */
-	const char *cwd;
-};
-
-static void ctl_send(int fd, int tag, int a, int b)
-{
-	struct ctl_rec r = { tag, a, b };
-
-	if (write(fd, &r, sizeof(r)) < 0)
-		return;
-}
-
-/* SIGKILLs every child of this process (a subreaper: orphans of the tree come here). */
-static void kill_children(pid_t self, pid_t pgid)
-{
-	char path[64] = "/proc/self/task/", buf[4096];
-	size_t n = 16;
-	ssize_t r;
-	pid_t pid = 0;
-	int fd;
-
-	n += u32_to_dec((uint32_t)self, path + n);
-	memcpy(path + n, "/children", sizeof("/children"));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		/* no CONFIG_PROC_CHILDREN: the command's group is what we can reach */
-		kill(-pgid, SIGKILL);
-		return;
-	}
-	while ((r = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < r; i++) {
-			if (buf[i] >= '0' && buf[i] <= '9') {
-				pid = pid * 10 + (buf[i] - '0');
-			} else if (pid) {
-				kill(pid, SIGKILL);
-				pid = 0;
-			}
-		}
-	}
-	if (pid)
-		kill(pid, SIGKILL);
-	close(fd);
-}
-
-static _Noreturn void command_exec(const struct spawn *sp)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigset_t none;
-	const char *p;
-	char path[LIMIT_PATH_BYTES];
-	int err = ENOENT;
-
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	sigaction(SIGPIPE, &dfl, NULL);
-	setpgid(0, 0);
-	if (chdir(sp->cwd) != 0) {
-		ctl_send(3, CTL_FAIL, STAGE_CHDIR, errno);
-		_exit(126);
-	}
-	if (strchr(sp->argv[0], '/')) {
-		execve(sp->argv[0], sp->argv, sp->envp);
-		err = errno;
-	} else {
-		for (p = sp->path; ; ) {
-			const char *end = strchr(p, ':');
-			size_t dl = end ? (size_t)(end - p) : strlen(p), cl = strlen(sp->argv[0]);
-
-			if (dl + cl + 2 <= sizeof(path)) {
-				memcpy(path, p, dl);
-				path[dl] = '/';
-				memcpy(path + dl + 1, sp->argv[0], cl + 1);
-				execve(dl ? path : sp->argv[0], sp->argv, sp->envp);
-				/* keep looking past missing entries; remember a denial */
-				if (errno == EACCES)
-					err = EACCES;
-				else if (errno != ENOENT && errno != ENOTDIR)
-					err = errno;
-			}
-			if (!end)
-				break;
-			p = end + 1;
-		}
-	}
-	ctl_send(3, CTL_FAIL, STAGE_EXEC, err);
-	_exit(err == ENOENT ? 127 : 126);
-}
-
-/* Moves fd to a number >= 10, so the moves to 0..3 cannot clobber one another. */
-static int lift(int fd)
-{
-	return fcntl(fd, F_DUPFD_CLOEXEC, 10);
-}
-
-static _Noreturn void supervise(const struct spawn *sp)
-{
-	struct timespec poll_ts = { 0, KILL_POLL_NS };
-	int hi[FD_COUNT], main_status = 0, main_done = 0, killing = 0;
-	pid_t self = getpid(), pid;
-	sigset_t wait_set;
-
-	if (priv_drop_to_workload(sp->uid, sp->gid) != 0) {
-		ctl_send(sp->fd[FD_CTL], CTL_FAIL, STAGE_DROP, errno);
-		_exit(126);
-	}
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-		ctl_send(sp->fd[FD_CTL], CTL_FAIL, STAGE_SUBREAPER, errno);
-		_exit(126);
-	}
-	for (int i = 0; i < FD_COUNT; i++) {
-		hi[i] = lift(sp->fd[i]);
-		if (hi[i] < 0) {
-			ctl_send(sp->fd[FD_CTL], CTL_FAIL, STAGE_FDS, errno);
-			_exit(126);
-		}
-	}
-	for (int i = 0; i < FD_COUNT; i++) {
-		if (dup2(hi[i], i) != i) {
-			ctl_send(hi[FD_CTL], CTL_FAIL, STAGE_FDS, errno);
-			_exit(126);
-		}
-	}
-	/* nothing of the init's (its agent socket, its other commands' pipes) stays open here */
-	if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
-		for (int fd = 4; fd < 4096; fd++)
-			close(fd);
-	fcntl(3, F_SETFD, FD_CLOEXEC);
-	pid = fork();
-	if (pid < 0) {
-		ctl_send(3, CTL_FAIL, STAGE_FORK, errno);
-		_exit(126);
-	}
-	if (pid == 0)
-		command_exec(sp);
-	ctl_send(3, CTL_PID, pid, 0);
-	for (int i = 0; i < FD_COUNT; i++)
-		close(i);
-	sigemptyset(&wait_set);
-	sigaddset(&wait_set, SIGCHLD);
-	sigaddset(&wait_set, SIGTERM);
-	for (;;) {
-		siginfo_t si;
-		int st;
-		pid_t w;
-
-		/* SIGCHLD and SIGTERM stay blocked (inherited from the init): taken here, in turn */
-		if (sigtimedwait(&wait_set, &si, killing || main_done ? &poll_ts : NULL) == SIGTERM)
-			killing = 1;
-		while ((w = wait4(-1, &st, WNOHANG, NULL)) > 0) {
-			if (w == pid) {
-				main_status = st;
-				main_done = 1;
-			}
-		}
-		if (w < 0 && errno == ECHILD && main_done)
-			break;
-		/* the command is over when its main process is: what it left behind goes too */
-		if (killing || main_done)
-			kill_children(self, pid);
-	}
-	_exit(WIFEXITED(main_status) ? WEXITSTATUS(main_status)
-				     : 128 + WTERMSIG(main_status));
 }
 
 /* ---- the init's side ---- */
@@ -383,12 +182,12 @@ static int64_t now_ms(void)
 
 static uint64_t tag_of(const struct init_cmds *c, const struct init_cmd *k, int which)
 {
-	return INIT_TAG_CMD_FIRST + (uint64_t)(k - c->cmd) * FD_COUNT + (uint64_t)which;
+	return INIT_TAG_CMD_FIRST + (uint64_t)(k - c->cmd) * INIT_FD_COUNT + (uint64_t)which;
 }
 
 static void watch(struct init_cmds *c, struct init_cmd *k, int which, int on)
 {
-	struct epoll_event ev = { .events = which == FD_IN ? EPOLLOUT : EPOLLIN,
+	struct epoll_event ev = { .events = which == INIT_FD_IN ? EPOLLOUT : EPOLLIN,
 				  .data.u64 = tag_of(c, k, which) };
 
 	if (k->fd[which] < 0 || k->watched[which] == on)
@@ -413,8 +212,8 @@ static void pipes_update(struct init_cmds *c, struct init_cmd *k)
 {
 	int room = k->out.cap - k->out.len >= REC_HDR + INIT_CHUNK_BYTES;
 
-	watch(c, k, FD_OUT, room);
-	watch(c, k, FD_ERR, room);
+	watch(c, k, INIT_FD_OUT, room);
+	watch(c, k, INIT_FD_ERR, room);
 }
 
 /* Appends the parts (up to three; NULL ends them) to the command's error. */
@@ -596,15 +395,15 @@ static void slot_reset(struct init_cmd *k)
 	k->out = out;
 	k->in = in;
 	k->out.len = k->in.len = 0;
-	for (int i = 0; i < FD_COUNT; i++)
+	for (int i = 0; i < INIT_FD_COUNT; i++)
 		k->fd[i] = -1;
 }
 
 void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req)
 {
-	int p[FD_COUNT][2], made = 0, r;
+	int p[INIT_FD_COUNT][2], made = 0, r;
 	struct init_cmd *k = NULL;
-	struct spawn sp;
+	struct init_spawn sp;
 	char **argv, **envp;
 	const char *why, *path;
 	pid_t pid;
@@ -641,10 +440,10 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 		refuse(c, req->command_id, why);
 		return;
 	}
-	for (; made < FD_COUNT; made++)
+	for (; made < INIT_FD_COUNT; made++)
 		if (pipe2(p[made], O_CLOEXEC) != 0)
 			break;
-	if (made < FD_COUNT) {
+	if (made < INIT_FD_COUNT) {
 		for (int i = 0; i < made; i++) {
 			close(p[i][0]);
 			close(p[i][1]);
@@ -652,10 +451,10 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 		refuse(c, req->command_id, "cannot create the command's pipes");
 		return;
 	}
-	sp.fd[FD_IN] = p[FD_IN][0];
-	sp.fd[FD_OUT] = p[FD_OUT][1];
-	sp.fd[FD_ERR] = p[FD_ERR][1];
-	sp.fd[FD_CTL] = p[FD_CTL][1];
+	sp.fd[INIT_FD_IN] = p[INIT_FD_IN][0];
+	sp.fd[INIT_FD_OUT] = p[INIT_FD_OUT][1];
+	sp.fd[INIT_FD_ERR] = p[INIT_FD_ERR][1];
+	sp.fd[INIT_FD_CTL] = p[INIT_FD_CTL][1];
 	sp.uid = c->cfg.workload_uid;
 	sp.gid = c->cfg.workload_gid;
 	sp.argv = argv;
@@ -664,23 +463,23 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	sp.cwd = req->working_dir[0] ? req->working_dir : INIT_WORKSPACE;
 	pid = fork();
 	if (pid == 0)
-		supervise(&sp);
+		init_spawn_supervise(&sp);
 	slot_reset(k);
-	k->fd[FD_IN] = p[FD_IN][1];
-	k->fd[FD_OUT] = p[FD_OUT][0];
-	k->fd[FD_ERR] = p[FD_ERR][0];
-	k->fd[FD_CTL] = p[FD_CTL][0];
-	close(sp.fd[FD_IN]);
-	close(sp.fd[FD_OUT]);
-	close(sp.fd[FD_ERR]);
-	close(sp.fd[FD_CTL]);
+	k->fd[INIT_FD_IN] = p[INIT_FD_IN][1];
+	k->fd[INIT_FD_OUT] = p[INIT_FD_OUT][0];
+	k->fd[INIT_FD_ERR] = p[INIT_FD_ERR][0];
+	k->fd[INIT_FD_CTL] = p[INIT_FD_CTL][0];
+	close(sp.fd[INIT_FD_IN]);
+	close(sp.fd[INIT_FD_OUT]);
+	close(sp.fd[INIT_FD_ERR]);
+	close(sp.fd[INIT_FD_CTL]);
 	if (pid < 0) {
-		for (int i = 0; i < FD_COUNT; i++)
+		for (int i = 0; i < INIT_FD_COUNT; i++)
 			close(k->fd[i]);
 		refuse(c, req->command_id, "cannot fork the command's supervisor");
 		return;
 	}
-	for (int i = 0; i < FD_COUNT; i++)
+	for (int i = 0; i < INIT_FD_COUNT; i++)
 		fcntl(k->fd[i], F_SETFL, O_NONBLOCK);
 	k->used = 1;
 	k->sup = pid;
@@ -689,7 +488,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	k->timeout_s = req->timeout_seconds;
 	k->deadline_ms = req->timeout_seconds > 0 ? k->started_ms + req->timeout_seconds * 1000LL
 						  : INT64_MAX;
-	watch(c, k, FD_CTL, 1);
+	watch(c, k, INIT_FD_CTL, 1);
 	pipes_update(c, k);
 	log_info("command started", "slot=%d supervisor=%d args=%zu env=%zu timeout_s=%d",
 		 (int)(k - c->cmd), (int)pid, req->n_args, req->n_env, (int)req->timeout_seconds);
@@ -699,21 +498,21 @@ void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk
 {
 	struct init_cmd *k = find(c, in->command_id);
 
-	if (!k || k->fd[FD_IN] < 0 || k->stdin_eof)
+	if (!k || k->fd[INIT_FD_IN] < 0 || k->stdin_eof)
 		return;
 	if (buf_append(&k->in, in->data.data, in->data.len) != 0) {
 		set_error(k, "stdin overflow: more than the init's stdin buffer arrived ahead of "
 			  "the command reading it; stdin closed", NULL);
 		k->in.len = 0;
-		fd_close(c, k, FD_IN);
+		fd_close(c, k, INIT_FD_IN);
 		return;
 	}
 	if (in->eof)
 		k->stdin_eof = 1;
 	if (k->in.len)
-		watch(c, k, FD_IN, 1);
+		watch(c, k, INIT_FD_IN, 1);
 	else if (k->stdin_eof)
-		fd_close(c, k, FD_IN);
+		fd_close(c, k, INIT_FD_IN);
 }
 
 void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyControl *pc)
@@ -744,7 +543,7 @@ static void read_output(struct init_cmds *c, struct init_cmd *k, int which)
 		return;
 	if (n < 0)
 		n = 0;
-	hdr[0] = which == FD_OUT ? REC_STDOUT : REC_STDERR;
+	hdr[0] = which == INIT_FD_OUT ? REC_STDOUT : REC_STDERR;
 	memcpy(hdr + 1, &(uint32_t){ (uint32_t)n }, 4);
 	k->out.len += REC_HDR + (size_t)n;
 	if (n == 0)
@@ -754,20 +553,20 @@ static void read_output(struct init_cmds *c, struct init_cmd *k, int which)
 
 static void read_ctl(struct init_cmds *c, struct init_cmd *k)
 {
-	struct ctl_rec r;
+	struct init_ctl r;
 	ssize_t n;
 
-	while ((n = read(k->fd[FD_CTL], &r, sizeof(r))) == (ssize_t)sizeof(r)) {
-		if (r.tag == CTL_PID) {
+	while ((n = read(k->fd[INIT_FD_CTL], &r, sizeof(r))) == (ssize_t)sizeof(r)) {
+		if (r.tag == INIT_CTL_PID) {
 			k->pgid = r.a;
-		} else if (r.tag == CTL_FAIL && !k->fail_stage && r.a >= STAGE_DROP &&
-			   r.a <= STAGE_EXEC) {
+		} else if (r.tag == INIT_CTL_FAIL && !k->fail_stage && r.a >= INIT_STAGE_DROP &&
+			   r.a <= INIT_STAGE_EXEC) {
 			k->fail_stage = r.a;
 			k->fail_errno = r.b;
 		}
 	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-		fd_close(c, k, FD_CTL);
+		fd_close(c, k, INIT_FD_CTL);
 }
 
 static void write_stdin(struct init_cmds *c, struct init_cmd *k, uint32_t events)
@@ -775,18 +574,18 @@ static void write_stdin(struct init_cmds *c, struct init_cmd *k, uint32_t events
 	ssize_t n = 0;
 
 	if (k->in.len)
-		n = write(k->fd[FD_IN], k->in.data, k->in.len);
+		n = write(k->fd[INIT_FD_IN], k->in.data, k->in.len);
 	if (n > 0)
 		buf_consume(&k->in, (size_t)n);
 	if ((n < 0 && errno != EAGAIN && errno != EINTR) ||
 	    (events & (EPOLLERR | EPOLLHUP)) || (!k->in.len && k->stdin_eof)) {
 		/* the command closed its stdin, or we are done with it */
 		k->in.len = 0;
-		fd_close(c, k, FD_IN);
+		fd_close(c, k, INIT_FD_IN);
 		return;
 	}
 	if (!k->in.len)
-		watch(c, k, FD_IN, 0);
+		watch(c, k, INIT_FD_IN, 0);
 }
 
 void init_cmds_io(struct init_cmds *c, uint64_t tag, uint32_t events)
@@ -795,15 +594,15 @@ void init_cmds_io(struct init_cmds *c, uint64_t tag, uint32_t events)
 	struct init_cmd *k;
 	int which;
 
-	if (tag < INIT_TAG_CMD_FIRST || rel >= (uint64_t)LIMIT_INIT_COMMANDS * FD_COUNT)
+	if (tag < INIT_TAG_CMD_FIRST || rel >= (uint64_t)LIMIT_INIT_COMMANDS * INIT_FD_COUNT)
 		return;
-	k = &c->cmd[rel / FD_COUNT];
-	which = (int)(rel % FD_COUNT);
+	k = &c->cmd[rel / INIT_FD_COUNT];
+	which = (int)(rel % INIT_FD_COUNT);
 	if (!k->used || k->fd[which] < 0)
 		return;
-	if (which == FD_CTL)
+	if (which == INIT_FD_CTL)
 		read_ctl(c, k);
-	else if (which == FD_IN)
+	else if (which == INIT_FD_IN)
 		write_stdin(c, k, events);
 	else
 		read_output(c, k, which);
@@ -820,7 +619,7 @@ int init_cmds_reaped(struct init_cmds *c, pid_t pid, int status)
 			k->reaped_ms = now_ms();
 			/* the command's stdin has no reader left */
 			k->in.len = 0;
-			fd_close(c, k, FD_IN);
+			fd_close(c, k, INIT_FD_IN);
 			return 1;
 		}
 	}
@@ -842,25 +641,25 @@ int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
 		}
 		if (!k->sup_reaped && !k->stopped && k->deadline_ms < due)
 			due = k->deadline_ms;
-		if (k->sup_reaped && (k->fd[FD_OUT] >= 0 || k->fd[FD_ERR] >= 0 ||
-				      k->fd[FD_CTL] >= 0)) {
+		if (k->sup_reaped && (k->fd[INIT_FD_OUT] >= 0 || k->fd[INIT_FD_ERR] >= 0 ||
+				      k->fd[INIT_FD_CTL] >= 0)) {
 			if (now >= k->reaped_ms + LINGER_MS) {
 				/* a process escaped its supervisor (it killed it) and holds the
 				 * pipes: the command is over, its output ends here */
 				set_error(k, "output cut: processes outlived the command's "
 					  "supervisor", NULL);
-				for (int w = FD_OUT; w <= FD_ERR; w++) {
+				for (int w = INIT_FD_OUT; w <= INIT_FD_ERR; w++) {
 					if (k->fd[w] >= 0 &&
 					    k->out.cap - k->out.len >= REC_HDR) {
 						uint8_t *h = k->out.data + k->out.len;
 
-						h[0] = w == FD_OUT ? REC_STDOUT : REC_STDERR;
+						h[0] = w == INIT_FD_OUT ? REC_STDOUT : REC_STDERR;
 						memset(h + 1, 0, 4);
 						k->out.len += REC_HDR;
 						fd_close(c, k, w);
 					}
 				}
-				fd_close(c, k, FD_CTL);
+				fd_close(c, k, INIT_FD_CTL);
 			} else if (k->reaped_ms + LINGER_MS < due) {
 				due = k->reaped_ms + LINGER_MS;
 			}
@@ -887,7 +686,7 @@ int init_cmds_busy(const struct init_cmds *c)
 
 static int slot_finished(const struct init_cmd *k)
 {
-	return k->sup_reaped && k->fd[FD_OUT] < 0 && k->fd[FD_ERR] < 0 && k->fd[FD_CTL] < 0 &&
+	return k->sup_reaped && k->fd[INIT_FD_OUT] < 0 && k->fd[INIT_FD_ERR] < 0 && k->fd[INIT_FD_CTL] < 0 &&
 	       k->out.len == 0;
 }
 
@@ -900,20 +699,20 @@ static void result_of(struct init_cmd *k, struct init_out *o)
 	o->exit_code = -1;
 	if (k->timed_out) {
 		/* the kill is ours: the timeout is the reason, whatever the tree said */
-		num[u32_to_dec((uint32_t)k->timeout_s, num)] = '\0';
+		num[init_dec((uint32_t)k->timeout_s, num)] = '\0';
 		k->error[0] = '\0';
 		error_add(k, "timed out after ", num, " s");
 	} else if (k->stopped) {
 		set_error(k, "stopped: the sandbox is shutting down", NULL);
 	}
 	if (k->fail_stage) {
-		o->exit_code = k->fail_stage == STAGE_EXEC && k->fail_errno == ENOENT ? 127 : 126;
+		o->exit_code = k->fail_stage == INIT_STAGE_EXEC && k->fail_errno == ENOENT ? 127 : 126;
 		if (!k->error[0])
 			error_add(k, stage_names[k->fail_stage], ": ", err_str(-k->fail_errno));
 	} else if (WIFEXITED(st)) {
 		o->exit_code = WEXITSTATUS(st);
 	} else {
-		num[u32_to_dec((uint32_t)WTERMSIG(st), num)] = '\0';
+		num[init_dec((uint32_t)WTERMSIG(st), num)] = '\0';
 		set_error(k, "the command's supervisor was killed by signal ", num);
 	}
 	o->error = k->error;
@@ -980,7 +779,7 @@ void init_cmds_consume(struct init_cmds *c)
 		log_info("command finished", "slot=%d exit=%d duration_ms=%lld timed_out=%d",
 			 c->peek_slot, code, (long long)(k->reaped_ms - k->started_ms),
 			 k->timed_out);
-		for (int i = 0; i < FD_COUNT; i++)
+		for (int i = 0; i < INIT_FD_COUNT; i++)
 			fd_close(c, k, i);
 		k->used = 0;
 		return;

@@ -129,6 +129,41 @@ void init_agent_stop(struct init_agent *a, int timeout_ms);
 _Static_assert(INIT_CHUNK_BYTES + LIMIT_INIT_COMMAND_ID + 64 <= GRPC_SMALL_MESSAGE,
 	       "an OutputChunk fits a small gRPC buffer");
 
+/* ---- the supervisor (spawn.c): what runs between fork and exec ---- */
+enum { INIT_FD_IN, INIT_FD_OUT, INIT_FD_ERR, INIT_FD_CTL, INIT_FD_COUNT };
+
+struct init_spawn {
+	int fd[INIT_FD_COUNT];    /* the child's ends: stdin read, stdout/stderr write, ctl write */
+	uint32_t uid, gid;        /* the workload identity */
+	char *const *argv;
+	char *const *envp;
+	const char *path;         /* PATH's value, for a command without a slash */
+	const char *cwd;
+};
+
+/* What the supervisor and the command tell the init through the ctl pipe: one write each,
+ * well below PIPE_BUF, so records never interleave. */
+struct init_ctl {
+	int32_t tag;
+	int32_t a, b;
+};
+#define INIT_CTL_PID 'P'          /* a: the command's pid, which leads its process group */
+#define INIT_CTL_FAIL 'F'         /* a: the stage (below), b: errno */
+enum { INIT_STAGE_DROP = 1, INIT_STAGE_SUBREAPER, INIT_STAGE_FDS, INIT_STAGE_FORK,
+       INIT_STAGE_CHDIR, INIT_STAGE_EXEC };
+
+/* In the child of the init's fork(): takes the workload identity (priv_drop_to_workload),
+ * becomes a subreaper, moves the spawn's fds to 0..3 and closes every other, forks the
+ * command (signals unblocked, SIGPIPE default, its own process group, cwd, execve with a PATH
+ * search) and reports its pid. It then reaps everything of the command's tree that comes to
+ * it; once the main process has ended, or on SIGTERM, it SIGKILLs its remaining children
+ * until none is left, and exits with the main process's code (128+signal when killed). A
+ * failed step is reported as INIT_CTL_FAIL and exits 126 (127: the command was not found). */
+_Noreturn void init_spawn_supervise(const struct init_spawn *sp);
+
+/* Writes v in decimal into out (at most 10 digits, no NUL); returns the digit count. */
+size_t init_dec(uint32_t v, char *out);
+
 /* Event-loop tags (epoll data.u64): the applet's own fds, then 4 per command slot. */
 #define INIT_TAG_SIGNAL 1
 #define INIT_TAG_TIMER 2
