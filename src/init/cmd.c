@@ -39,7 +39,9 @@ struct init_cmd {
 	int fd[INIT_FD_COUNT];         /* init's ends; -1 once closed */
 	int watched[INIT_FD_COUNT];    /* registered with the event loop */
 	int stdin_eof;            /* close stdin once its buffer drains */
-	int timed_out, stopped;
+	int timed_out;
+	int stopped;              /* its supervisor was told to kill the tree */
+	int shutdown;             /* the sandbox is stopping: SIGTERM went to its group */
 	int32_t timeout_s;
 	int fail_stage, fail_errno;
 	int64_t started_ms, deadline_ms, reaped_ms;
@@ -58,6 +60,7 @@ struct init_cmds {
 	struct refusal refusals[LIMIT_INIT_REFUSALS];
 	unsigned ref_head, ref_len;
 	unsigned cursor;
+	int64_t kill_at;          /* stopping: when the trees still alive are killed (0: not) */
 	/* what init_cmds_peek handed out: a refusal (-1) or a slot, and whether a result */
 	int peek_slot, peek_result;
 	const char **base_env;    /* environ without AGENT_*, HOME, USER, LOGNAME */
@@ -408,6 +411,10 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	const char *why, *path;
 	pid_t pid;
 
+	if (c->kill_at) {
+		refuse(c, req->command_id, "the sandbox is shutting down");
+		return;
+	}
 	if (strlen(req->command_id) == 0 || strlen(req->command_id) > LIMIT_INIT_COMMAND_ID) {
 		refuse(c, "", "command_id must be 1 to 128 characters");
 		return;
@@ -628,13 +635,15 @@ int init_cmds_reaped(struct init_cmds *c, pid_t pid, int status)
 
 int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
 {
-	int64_t due = INT64_MAX;
+	int64_t due = c->kill_at && c->kill_at > now ? c->kill_at : INT64_MAX;
 
 	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
 		struct init_cmd *k = &c->cmd[i];
 
 		if (!k->used)
 			continue;
+		if (k->shutdown && now >= c->kill_at)
+			stop_command(c, k);
 		if (!k->sup_reaped && !k->stopped && now >= k->deadline_ms) {
 			k->timed_out = 1;
 			stop_command(c, k);
@@ -668,11 +677,20 @@ int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
 	return due;
 }
 
-void init_cmds_stop_all(struct init_cmds *c)
+void init_cmds_stop_all(struct init_cmds *c, int64_t kill_at)
 {
-	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++)
-		if (c->cmd[i].used)
-			stop_command(c, &c->cmd[i]);
+	c->kill_at = kill_at;
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
+		struct init_cmd *k = &c->cmd[i];
+		int r;
+
+		if (!k->used || k->sup_reaped || k->shutdown)
+			continue;
+		k->shutdown = 1;
+		/* asked first; the supervisor kills what is left at kill_at */
+		if (k->pgid > 0 && (r = kill_as_workload(c, -k->pgid, SIGTERM)) != 0 && r != -ESRCH)
+			log_warn("cannot signal a command", "signal=%d err=%s", SIGTERM, err_str(r));
+	}
 }
 
 int init_cmds_busy(const struct init_cmds *c)
@@ -702,7 +720,7 @@ static void result_of(struct init_cmd *k, struct init_out *o)
 		num[init_dec((uint32_t)k->timeout_s, num)] = '\0';
 		k->error[0] = '\0';
 		error_add(k, "timed out after ", num, " s");
-	} else if (k->stopped) {
+	} else if (k->shutdown) {
 		set_error(k, "stopped: the sandbox is shutting down", NULL);
 	}
 	if (k->fail_stage) {

@@ -32,12 +32,13 @@ const char init_help[] =
 	"socket, sends READY heartbeats, redials with backoff when agenticd restarts, and reaps\n"
 	"every child and orphan. It runs agenticd's commands as the workload uid with no\n"
 	"capabilities, each under its own subreaper supervisor, and streams their output back.\n"
-	"SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: kills the commands' trees,\n"
-	"reports them and exits 0.\n"
+	"SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: SIGTERM to each command,\n"
+	"its whole tree killed 1.5 s later, their ends reported; then it exits 0.\n"
 	"Exit status: 0 stopped cleanly, 1 setup failed, 2 refused its environment or arguments.\n";
 
 /* On the way out: how long killed commands may take to report their end, and how long the
  * goodbye to agenticd may then hold up the exit (within docker stop's default 10 s). */
+#define STOP_TERM_MS 1500         /* SIGTERM first; the trees still alive then are killed */
 #define STOP_GRACE_MS 3000
 #define STOP_FLUSH_MS 1000
 
@@ -130,7 +131,7 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 		if (!stop_by && (agent->shutdown_requested)) {
 			log_info("stopping", "reason=%s", "shutdown from agenticd");
 			stop_by = now + STOP_GRACE_MS;
-			init_cmds_stop_all(cmds);
+			init_cmds_stop_all(cmds, now + STOP_TERM_MS);
 		}
 		/* stopping: the commands' trees are being killed; their ends are reported until
 		 * they are all out or the grace is over */
@@ -153,7 +154,8 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 			if (tag == INIT_TAG_SIGNAL) {
 				if (signals_read(sfd, cmds) && !stop_by) {
 					stop_by = init_now_ms() + STOP_GRACE_MS;
-					init_cmds_stop_all(cmds);
+					init_cmds_stop_all(cmds, stop_by - STOP_GRACE_MS +
+							   STOP_TERM_MS);
 				}
 			} else if (tag == INIT_TAG_TIMER) {
 				if (read(tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)

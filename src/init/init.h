@@ -123,7 +123,8 @@ void init_agent_stop(struct init_agent *a, int timeout_ms);
  *     closes it. More than that ahead of the command closes stdin and says so in error.
  *   - Refused (CommandResult with exit_code -1 and the reason): run_as other than "" or
  *     "10001", an empty or duplicate command_id or command, env naming AGENT_*, a relative
- *     working_dir, more than LIMIT_INIT_COMMANDS at once, arguments over the exec limits.
+ *     working_dir, more than LIMIT_INIT_COMMANDS at once, arguments over the exec limits,
+ *     any command once the sandbox is stopping.
  *   - capture_output is not consulted: every byte is streamed, for the transcript. */
 #define INIT_CHUNK_BYTES 8192      /* the most output one OutputChunk carries */
 _Static_assert(INIT_CHUNK_BYTES + LIMIT_INIT_COMMAND_ID + 64 <= GRPC_SMALL_MESSAGE,
@@ -194,8 +195,9 @@ void init_cmds_io(struct init_cmds *c, uint64_t tag, uint32_t events);
 int init_cmds_reaped(struct init_cmds *c, pid_t pid, int status);
 /* Kills the trees past their deadline; returns when it next wants to be called. */
 int64_t init_cmds_tick(struct init_cmds *c, int64_t now);
-/* Kills every command's tree (shutdown). */
-void init_cmds_stop_all(struct init_cmds *c);
+/* Shutdown: SIGTERM to every command's process group now, the whole tree of each killed at
+ * kill_at (monotonic ms; init_cmds_tick does it); new commands are refused from now on. */
+void init_cmds_stop_all(struct init_cmds *c, int64_t kill_at);
 /* Commands not yet fully reported (running, or output or result unsent). */
 int init_cmds_busy(const struct init_cmds *c);
 
