@@ -116,7 +116,7 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 {
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	int64_t stop_by = 0;
-	int r;
+	int stop = 0, r;
 
 	if (tfd < 0)
 		return fail("cannot set up the event loop", "timerfd", -errno);
@@ -128,8 +128,9 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 		int64_t now = init_now_ms(), due, cdue;
 		int n;
 
-		if (!stop_by && (agent->shutdown_requested)) {
-			log_info("stopping", "reason=%s", "shutdown from agenticd");
+		if (!stop_by && agent->shutdown_requested)
+			stop = 1;
+		if (stop && !stop_by) {
 			stop_by = now + STOP_GRACE_MS;
 			init_cmds_stop_all(cmds, now + STOP_TERM_MS);
 		}
@@ -152,11 +153,7 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 			uint64_t tag = ev[i].data.u64, ticks;
 
 			if (tag == INIT_TAG_SIGNAL) {
-				if (signals_read(sfd, cmds) && !stop_by) {
-					stop_by = init_now_ms() + STOP_GRACE_MS;
-					init_cmds_stop_all(cmds, stop_by - STOP_GRACE_MS +
-							   STOP_TERM_MS);
-				}
+				stop |= signals_read(sfd, cmds);
 			} else if (tag == INIT_TAG_TIMER) {
 				if (read(tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
 					return fail("event loop", "timerfd", -errno);
