@@ -87,6 +87,17 @@ _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create 
 #define LIMIT_INIT_MESSAGE_BYTES (1024u * 1024u)
 #define LIMIT_INIT_SMALL_BUFFERS 4
 #define LIMIT_INIT_LARGE_BUFFERS 1
+/* Workload commands at once in one sandbox, and refusals waiting to be reported. */
+#define LIMIT_INIT_COMMANDS 8
+#define LIMIT_INIT_REFUSALS 16
+/* Per command: output kept while agenticd cannot take it, and stdin ahead of the reader. */
+#define LIMIT_INIT_OUTPUT_BYTES (64u * 1024u)
+#define LIMIT_INIT_STDIN_BYTES (64u * 1024u)
+/* One command's argv and envp (pointers and built strings), and their counts. */
+#define LIMIT_INIT_EXEC_BYTES (256u * 1024u)
+#define LIMIT_INIT_ARGS 4096
+#define LIMIT_INIT_ENV_VARS 1024
+#define LIMIT_INIT_COMMAND_ID 128
 
 /* ---- prune (agentic-prune) ---- */
 /* Pruner: getdents64 buffer of each directory listing it holds open: four for the scan,
@@ -117,6 +128,9 @@ _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc s
 _Static_assert(LIMIT_ALLOC_MAX_BYTES >= LIMIT_PATH_BYTES, "a path must be allocatable");
 _Static_assert(LIMIT_GRPC_MESSAGE_BYTES <= LIMIT_ALLOC_MAX_BYTES / 4,
 	       "a message and its unpack arena fit the allocator's largest piece");
+_Static_assert(LIMIT_INIT_OUTPUT_BYTES >= 4u * 8192u, "a command's buffer holds chunks");
+_Static_assert(LIMIT_INIT_EXEC_BYTES >= (LIMIT_INIT_ENV_VARS + 2u) * 8u + 4096u,
+	       "the env pointer array and some strings fit the exec scratch");
 
 _Static_assert(LIMIT_HTTP_HEAD_BYTES >= 1024u && LIMIT_HTTP_HEAD_BYTES <= 0x7fffffffu,
 	       "a head must hold a real request and offsets fit 32 bits");

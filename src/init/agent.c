@@ -59,13 +59,15 @@ size_t init_agent_storage_bytes(const char *path)
 }
 
 int init_agent_setup(struct init_agent *a, const struct init_env *env,
-		     const struct init_sysinfo *si, void *storage, size_t len)
+		     const struct init_sysinfo *si, struct init_cmds *cmds, void *storage,
+		     size_t len)
 {
 	struct grpc_client_config cfg = client_config(env->uds_path);
 
 	memset(a, 0, sizeof(*a));
 	a->env = env;
 	a->si = si;
+	a->cmds = cmds;
 	a->state = INIT_AGENT_WAITING;
 	a->started_ms = init_now_ms();
 	a->due_ms = a->started_ms;
@@ -207,6 +209,60 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 		 (unsigned long long)a->registrations, a->heartbeat_ms / 1000);
 	if (send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY) < 0)
 		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+	else
+		init_agent_flush(a);
+}
+
+/* Sends one output chunk or result; 0, -EAGAIN (queue full) or another error. */
+static int send_out(struct init_agent *a, const struct init_out *o)
+{
+	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
+	Agentic__Sandbox__V1__OutputChunk chunk = AGENTIC__SANDBOX__V1__OUTPUT_CHUNK__INIT;
+	Agentic__Sandbox__V1__CommandResult res = AGENTIC__SANDBOX__V1__COMMAND_RESULT__INIT;
+
+	if (o->kind == INIT_OUT_RESULT) {
+		res.command_id = (char *)o->command_id;
+		res.exit_code = o->exit_code;
+		res.error = (char *)o->error;
+		res.duration_ms = o->duration_ms;
+		res.success = o->success;
+		m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_COMMAND_RESULT;
+		m.command_result = &res;
+	} else {
+		chunk.stream_id = (char *)o->command_id;
+		chunk.data.data = (uint8_t *)o->data;
+		chunk.data.len = o->len;
+		chunk.timestamp_ms = init_wall_ms();
+		chunk.eof = o->eof;
+		if (o->kind == INIT_OUT_STDOUT) {
+			m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDOUT;
+			m.stdout = &chunk;
+		} else {
+			m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR;
+			m.stderr = &chunk;
+		}
+	}
+	return grpc_call_send(a->call, &m.base);
+}
+
+void init_agent_flush(struct init_agent *a)
+{
+	struct init_out o;
+
+	/* a heartbeat owed goes first; output waits behind it */
+	while (a->state == INIT_AGENT_READY && a->call && !a->heartbeat_pending &&
+	       init_cmds_peek(a->cmds, &o)) {
+		int r = send_out(a, &o);
+
+		if (r == -EAGAIN)
+			return;
+		if (r < 0) {
+			log_error("cannot send command output", "err=%s", err_str(r));
+			grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+			return;
+		}
+		init_cmds_consume(a->cmds);
+	}
 }
 
 static void on_message(struct grpc_call *call, const ProtobufCMessage *msg)
@@ -223,6 +279,15 @@ static void on_message(struct grpc_call *call, const ProtobufCMessage *msg)
 		    send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY) < 0)
 			grpc_call_finish(call, GRPC_CANCELLED, NULL, NULL, 0);
 		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_COMMAND:
+		init_cmds_start(a->cmds, m->command);
+		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_STDIN:
+		init_cmds_stdin(a->cmds, m->stdin);
+		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_PTY_CONTROL:
+		init_cmds_signal(a->cmds, m->pty_control);
+		break;
 	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_SHUTDOWN:
 		log_info("shutdown requested by agenticd", "grace_s=%d",
 			 (int)m->shutdown->grace_period_seconds);
@@ -238,8 +303,11 @@ static void on_writable(struct grpc_call *call)
 {
 	struct init_agent *a = grpc_call_user(call);
 
-	if (a->heartbeat_pending && send_heartbeat(a, a->heartbeat_pending) < 0)
+	if (a->heartbeat_pending && send_heartbeat(a, a->heartbeat_pending) < 0) {
 		grpc_call_finish(call, GRPC_CANCELLED, NULL, NULL, 0);
+		return;
+	}
+	init_agent_flush(a);
 }
 
 static void on_done(struct grpc_call *call, int status, const char *message)

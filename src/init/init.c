@@ -30,10 +30,16 @@ const char init_help[] =
 	"that in /proc/self/status; checks that the workload uid can write /workspace; writes\n"
 	"the setup sentinel on the control tmpfs; then registers with agenticd over the agent\n"
 	"socket, sends READY heartbeats, redials with backoff when agenticd restarts, and reaps\n"
-	"every child and orphan. SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: exits 0.\n"
+	"every child and orphan. It runs agenticd's commands as the workload uid with no\n"
+	"capabilities, each under its own subreaper supervisor, and streams their output back.\n"
+	"SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: SIGTERM to each command,\n"
+	"its whole tree killed 1.5 s later, their ends reported; then it exits 0.\n"
 	"Exit status: 0 stopped cleanly, 1 setup failed, 2 refused its environment or arguments.\n";
 
-/* How long the goodbye to agenticd may hold up the exit. */
+/* On the way out: how long killed commands may take to report their end, and how long the
+ * goodbye to agenticd may then hold up the exit (within docker stop's default 10 s). */
+#define STOP_TERM_MS 1500         /* SIGTERM first; the trees still alive then are killed */
+#define STOP_GRACE_MS 3000
 #define STOP_FLUSH_MS 1000
 
 static int fail(const char *what, const char *step, int err)
@@ -57,16 +63,18 @@ static int signals_take(sigset_t *mask)
 	return 0;
 }
 
-static void reap(void)
+static void reap(struct init_cmds *cmds)
 {
+	pid_t pid;
 	int status;
 
-	while (waitpid(-1, &status, WNOHANG) > 0)
-		;
+	/* supervisors are the commands'; anything else is an orphan that came to PID 1 */
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		init_cmds_reaped(cmds, pid, status);
 }
 
 /* Returns 1 when the init should stop. */
-static int signals_read(int sfd)
+static int signals_read(int sfd, struct init_cmds *cmds)
 {
 	struct signalfd_siginfo si;
 	int stop = 0;
@@ -74,7 +82,7 @@ static int signals_read(int sfd)
 	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		switch (si.ssi_signo) {
 		case SIGCHLD:
-			reap();
+			reap(cmds);
 			break;
 		case SIGHUP:
 			log_info("SIGHUP ignored", "from_pid=%u", si.ssi_pid);
@@ -97,49 +105,69 @@ static void timer_arm(int tfd, int64_t due_ms)
 	timerfd_settime(tfd, TFD_TIMER_ABSTIME, &it, NULL);
 }
 
-static int loop_add(int epfd, int fd)
+static int loop_add(int epfd, int fd, uint64_t tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
 }
 
-static int serve(struct init_agent *agent, int sfd)
+static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *cmds)
 {
-	int epfd = epoll_create1(EPOLL_CLOEXEC);
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	int afd = init_agent_fd(agent);
-	int r;
+	int64_t stop_by = 0;
+	int stop = 0, r;
 
-	if (epfd < 0 || tfd < 0)
-		return fail("cannot set up the event loop", "epoll/timerfd", -errno);
-	if ((r = loop_add(epfd, sfd)) || (r = loop_add(epfd, tfd)) || (r = loop_add(epfd, afd)))
+	if (tfd < 0)
+		return fail("cannot set up the event loop", "timerfd", -errno);
+	if ((r = loop_add(epfd, sfd, INIT_TAG_SIGNAL)) || (r = loop_add(epfd, tfd, INIT_TAG_TIMER)) ||
+	    (r = loop_add(epfd, init_agent_fd(agent), INIT_TAG_AGENT)))
 		return fail("cannot set up the event loop", "epoll_ctl", r);
 	for (;;) {
-		struct epoll_event ev[8];
+		struct epoll_event ev[16];
+		int64_t now = init_now_ms(), due, cdue;
 		int n;
 
-		timer_arm(tfd, init_agent_tick(agent, init_now_ms()));
-		if (agent->shutdown_requested)
+		if (!stop_by && agent->shutdown_requested)
+			stop = 1;
+		if (stop && !stop_by) {
+			stop_by = now + STOP_GRACE_MS;
+			init_cmds_stop_all(cmds, now + STOP_TERM_MS);
+		}
+		/* stopping: the commands' trees are being killed; their ends are reported until
+		 * they are all out or the grace is over */
+		if (stop_by && (!init_cmds_busy(cmds) || now >= stop_by))
 			break;
+		due = init_agent_tick(agent, now);
+		cdue = init_cmds_tick(cmds, now);
+		if (cdue < due)
+			due = cdue;
+		if (stop_by && stop_by < due)
+			due = stop_by;
+		init_agent_flush(agent);
+		timer_arm(tfd, due);
 		n = epoll_wait(epfd, ev, ARRAY_LEN(ev), -1);
 		if (n < 0 && errno != EINTR)
 			return fail("event loop", "epoll_wait", -errno);
 		for (int i = 0; i < n; i++) {
-			uint64_t ticks;
+			uint64_t tag = ev[i].data.u64, ticks;
 
-			if (ev[i].data.fd == sfd && signals_read(sfd))
-				goto stop;
-			if (ev[i].data.fd == tfd && read(tfd, &ticks, sizeof(ticks)) < 0 &&
-			    errno != EAGAIN)
-				return fail("event loop", "timerfd", -errno);
-			if (ev[i].data.fd == afd)
+			if (tag == INIT_TAG_SIGNAL) {
+				stop |= signals_read(sfd, cmds);
+			} else if (tag == INIT_TAG_TIMER) {
+				if (read(tfd, &ticks, sizeof(ticks)) < 0 && errno != EAGAIN)
+					return fail("event loop", "timerfd", -errno);
+			} else if (tag == INIT_TAG_AGENT) {
 				init_agent_io(agent);
+			} else {
+				init_cmds_io(cmds, tag, ev[i].events);
+			}
 		}
+		init_agent_flush(agent);
 	}
-stop:
 	init_agent_stop(agent, STOP_FLUSH_MS);
-	log_info("stopped", "registrations=%llu", (unsigned long long)agent->registrations);
+	log_info("stopped", "registrations=%llu unfinished_commands=%d",
+		 (unsigned long long)agent->registrations, init_cmds_busy(cmds));
 	return 0;
 }
 
@@ -148,12 +176,14 @@ int init_main(int argc, char **argv)
 	static struct init_env env;
 	static struct init_sysinfo si;
 	static struct init_agent agent;
+	struct init_cmds_config ccfg;
+	struct init_cmds *cmds;
 	char why[256];
 	const char *step;
 	sigset_t mask;
-	size_t bytes;
+	size_t agent_bytes, bytes;
 	void *storage;
-	int sfd, r;
+	int sfd, epfd, r;
 
 	if (argc > 1) {
 		fputs(init_help, stderr);
@@ -178,8 +208,9 @@ int init_main(int argc, char **argv)
 		fprintf(stderr, "agentic-init: refusing to start: %s\n", step);
 		return 2;
 	}
-	bytes = init_agent_storage_bytes(env.uds_path);
-	if (!bytes) {
+	agent_bytes = init_agent_storage_bytes(env.uds_path);
+	bytes = agent_bytes + init_cmds_storage_bytes();
+	if (!agent_bytes) {
 		fprintf(stderr, "agentic-init: refusing to start: AGENT_GRPC_UDS_PATH is longer "
 			"than a Unix socket path may be\n");
 		return 2;
@@ -198,10 +229,19 @@ int init_main(int argc, char **argv)
 	if (r)
 		return fail("cannot write the setup sentinel (AGENT_SETUP_SENTINEL)", step, r);
 	init_sysinfo_read(&si);
-	r = init_agent_setup(&agent, &env, &si, storage, bytes);
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		return fail("cannot set up the event loop", "epoll_create1", -errno);
+	ccfg = (struct init_cmds_config){ epfd, env.workload_uid, env.workload_gid,
+					  env.control_uid, environ };
+	r = init_cmds_setup(&ccfg, (uint8_t *)storage + agent_bytes, bytes - agent_bytes, &cmds,
+			    &step);
+	if (r)
+		return fail("cannot set up the command table", step, r);
+	r = init_agent_setup(&agent, &env, &si, cmds, storage, agent_bytes);
 	if (r)
 		return fail("cannot set up the agent channel", "grpc_client_init", r);
 	alloc_seal();
 	log_info("setup complete", "pid=%d budget_bytes=%zu", (int)getpid(), bytes);
-	return serve(&agent, sfd);
+	return serve(epfd, sfd, &agent, cmds);
 }
