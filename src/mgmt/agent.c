@@ -126,6 +126,7 @@ static void connect_start(struct grpc_call *call)
 		return;
 	}
 	sb->agent = call;
+	sb->t_auth = now_ms();
 	sb->agent_authed = false;
 	sb->agent_registered = false;
 	sb->agent_ready = false;

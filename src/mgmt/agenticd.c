@@ -385,7 +385,6 @@ int agenticd_main(int argc, char **argv)
 		}
 	}
 	agenticd = d;
-	d->config_path = path;
 	d->admin_fd = d->lock_fd = d->epfd = -1;
 	config_defaults(&d->cfg);
 	if (config_load(&d->cfg, path, explicit_path, err, sizeof(err)) != 0) {

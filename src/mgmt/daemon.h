@@ -36,11 +36,9 @@ struct job {
 	int32_t next_wait;  /* FIFO of waiting jobs */
 };
 
-/* The owner's state machine issues the call of its current step; the loop calls back here. */
-typedef int (*job_begin_fn)(struct job *j);
-
-/* Begins a call through begin(j); a busy pool queues the job (begin runs again when a
- * connection frees up). Returns 0 or the begin error (the job is then not active). */
+/* Begins the call of the owner's current step; a busy pool queues the job (the call is begun
+ * again when a connection frees up). Returns 0 or the begin error (the job is then not
+ * active). */
 int job_start(struct job *j);
 /* Ends the call (drops its epoll registration first). */
 void job_end(struct job *j);
@@ -113,6 +111,7 @@ struct sandbox {
 	int32_t waiter;
 	uint32_t waiter_gen;
 	int err_status;               /* HTTP status of a failed create */
+	const char *err_code;         /* its API error code */
 	char error[SB_ERROR_BYTES];
 	char init_log[LIMIT_CREATE_LOG_BYTES]; /* the init's last log lines, at a failed create */
 	uint32_t log_len;
@@ -191,7 +190,6 @@ struct warm_net {
 /* ---- the daemon ---- */
 struct daemon {
 	struct config cfg;
-	const char *config_path;
 	struct docker_client dc;
 	char engine_version[64];
 	int epfd, sigfd, timerfd, admin_fd, lock_fd;

@@ -373,10 +373,11 @@ static void finish_create(struct sandbox *sb)
 		log_warn("sandbox record not written", "name=%s instance=%s", sb->name,
 			 sb->instance_id);
 	log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s took_ms=%lld network_ms=%lld "
-		 "container_create_ms=%lld start_ms=%lld init_ms=%lld", sb->name, sb->instance_id,
-		 sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-", (long long)took,
+		 "container_create_ms=%lld start_ms=%lld init_ms=%lld connect_ms=%lld", sb->name,
+		 sb->instance_id, sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-", (long long)took,
 		 (long long)(sb->t_net - sb->t_begin), (long long)(sb->t_ct - sb->t_net),
-		 (long long)(sb->t_start - sb->t_ct), (long long)(now_ms() - sb->t_start));
+		 (long long)(sb->t_start - sb->t_ct), (long long)(now_ms() - sb->t_start),
+		 (long long)(sb->t_auth - sb->t_ct));
 	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
 	sb->waiter = -1;
 }
@@ -402,7 +403,7 @@ static void finish_release(struct sandbox *sb)
 	} else {
 		log_info("create rolled back", "name=%s instance=%s uid=%u subnet=%s", sb->name,
 			 sb->instance_id, sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-");
-		admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, "create_failed",
+		admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code,
 				   sb->error);
 	}
 	sb->waiter = -1;
@@ -428,17 +429,17 @@ static void fail_create(struct sandbox *sb, int status, const char *code, const 
 {
 	va_list ap;
 
-	(void)code;
 	va_start(ap, fmt);
 	vsnprintf(sb->error, sizeof(sb->error), fmt, ap);
 	va_end(ap);
 	policy_redact(sb->error, sizeof(sb->error));
 	sb->err_status = status;
+	sb->err_code = code;
 	sb->rollback = true;
 	sb->deadline = 0;
 	sb->req = NULL; /* the request's connection may go away from here on */
-	log_warn("create failed", "name=%s instance=%s uid=%u status=%d", sb->name,
-		 sb->instance_id, sb->uid, status);
+	log_warn("create failed", "name=%s instance=%s uid=%u status=%d code=%s", sb->name,
+		 sb->instance_id, sb->uid, status, code);
 	if (sb->ct_exists) {
 		sb->step = STEP_RB_LOGS;
 		advance(sb);
@@ -466,16 +467,15 @@ static void append_init_log(struct sandbox *sb)
 static void docker_failed(struct sandbox *sb, const struct docker_call *c, const char *what)
 {
 	char text[1024];
-	int status = 502;
+	bool api = c->error.code == DOCKER_ERR_API, create = c->error.op == DOCKER_OP_CONTAINER_CREATE;
 
 	docker_error_text(&c->error, text, sizeof(text));
-	if (c->error.code == DOCKER_ERR_API && c->error.status == 409 &&
-	    c->error.op == DOCKER_OP_CONTAINER_CREATE)
-		status = 409;
-	else if (c->error.code == DOCKER_ERR_API && c->error.status == 404 &&
-		 c->error.op == DOCKER_OP_CONTAINER_CREATE)
-		status = 400;
-	fail_create(sb, status, "engine", "%s failed: %s", what, text);
+	if (api && create && c->error.status == 409)
+		fail_create(sb, 409, "name_taken", "%s failed: %s", what, text);
+	else if (api && create && c->error.status == 404)
+		fail_create(sb, 400, "image_missing", "%s failed: %s", what, text);
+	else
+		fail_create(sb, 502, "engine", "%s failed: %s", what, text);
 }
 
 static void sandbox_done(struct sandbox *sb, struct job *j, int r)

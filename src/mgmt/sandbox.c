@@ -233,6 +233,7 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 		json_null_write(w);
 	json_key(w, "agent");
 	json_str_write(w, agent_state(sb));
+	time_write(w, "agent_seen_at", sb->agent_seen_ms);
 	time_write(w, "created_at", sb->created_ms);
 	time_write(w, "ready_at", sb->ready_ms);
 	json_key(w, "workspace");
