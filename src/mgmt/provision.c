@@ -380,6 +380,7 @@ static void finish_create(struct sandbox *sb)
 		 (long long)(sb->t_auth - sb->t_ct));
 	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
 	sb->waiter = -1;
+	provision_pool_fill();
 }
 
 /* The last step of a rollback or a remove: ids back, record gone, slot free. */
@@ -664,7 +665,6 @@ int provision_create(struct sandbox *sb, struct create_req *req)
 	}
 	sb->step = sb->net_managed && !sb->net_exists ? STEP_NET_CREATE : STEP_CT_CREATE;
 	advance(sb);
-	provision_pool_fill();
 	return 0;
 }
 
@@ -756,10 +756,12 @@ static void sandbox_poke(struct sandbox *sb)
 
 /* ---- the warm pool ---- */
 
-static bool creates_waiting(void)
+/* The engine serialises network work: a pool network created while a create runs slows that
+ * create down. The pool refills between creates. */
+static bool creates_running(void)
 {
-	for (int32_t i = agenticd->wait_head; i >= 0; i = agenticd->jobs[i]->next_wait)
-		if (agenticd->jobs[i]->owner == JOB_SANDBOX)
+	for (uint32_t i = 0; i < agenticd->nsb; i++)
+		if (agenticd->sb[i].state == SB_CREATING && !agenticd->sb[i].rollback)
 			return true;
 	return false;
 }
@@ -772,7 +774,7 @@ void provision_pool_fill(void)
 	char hex[16];
 
 	if (agenticd->stopping || j->active || j->waiting || agenticd->nwarm >= LIMIT_WARM_NETWORKS ||
-	    now_ms() < pool_retry_at || creates_waiting())
+	    now_ms() < pool_retry_at || creates_running())
 		return;
 	if (idalloc_take(&agenticd->subnets, &idx) != 0)
 		return;
