@@ -226,15 +226,20 @@ void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index);
 void loop_unwatch(int fd);
 
 /* host.c: sockets, peer checks, agentshare */
+/* Makes agent_socket_dir (0755) and its parent (0700 root, or 0710 root:admin_gid when the
+ * admin socket shares it), and the admin socket's directory. */
 int host_prepare_dirs(const struct config *cfg, bool admin_group_known, gid_t admin_gid,
 		      char *err, size_t err_size);
+/* flock on ADMIN_SOCKET.lock, held for the daemon's life: -EWOULDBLOCK when another owns it. */
 int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size);
 /* A listening Unix socket at path with mode/owner; a live one answering means another agenticd. */
 int host_listen(const char *path, mode_t mode, gid_t gid, int *fd, char *err, size_t err_size);
+/* Logs a warning for each /etc/subuid range overlapping the control uid range. */
 void host_warn_subuid(const struct config *cfg);
 /* 0 when the peer may use the admin API; else -EACCES with why. */
 int host_admin_peer_ok(int fd, bool group_known, gid_t gid, uid_t *uid, pid_t *pid, char *why,
 		       size_t why_size);
+/* sd_notify READY=1 to $NOTIFY_SOCKET (path or @abstract); 0 when it is unset. */
 int host_notify_ready(void);
 /* agentshare: instances/<id>/ */
 int share_instance_dir(const struct config *cfg, const char *id, char *out, size_t size);
@@ -244,6 +249,7 @@ int share_make(const struct config *cfg, const struct sandbox *sb, char *err, si
 int share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
 			 size_t err_size);
 void share_sweep_empty(const struct config *cfg);
+/* sandbox.json (0600): temp file, fsync, rename, fsync of the directory. */
 int share_write_record(const struct config *cfg, const struct sandbox *sb);
 /* Deletes the instance's record and, unless keep_workspace, its workspace (in a child
  * process, off the loop); the instance dir goes when nothing else is left in it. */
@@ -253,6 +259,7 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		      char *state, size_t state_size);
 /* Calls fn for every instance id that has a sandbox.json. */
 int share_each_record(const struct config *cfg, int (*fn)(void *ctx, const char *id), void *ctx);
+/* Reaps the workspace-deleting children (SIGCHLD). */
 void share_reap_children(void);
 
 /* sandbox.c: table, maps, rendering */
@@ -260,10 +267,12 @@ struct sandbox *sandbox_by_name(const char *name);
 struct sandbox *sandbox_by_uid(uint32_t uid);
 struct sandbox *sandbox_by_container(const char *id);
 struct sandbox *sandbox_new(void);  /* NULL when the table is full */
+/* Releases the slot with its uid and subnet. */
 void sandbox_free(struct sandbox *sb);
-uint32_t sandbox_index(const struct sandbox *sb);
+/* Next-fit from the maps: 0 or ERR_LIMIT when every uid (/28) is taken. */
 int sandbox_take_uid(struct sandbox *sb);
 int sandbox_take_subnet(struct sandbox *sb);
+/* Gives uid and subnet back (a uid a conflicting twin also claims stays reserved for it). */
 void sandbox_release_ids(struct sandbox *sb);
 void subnet_text(int32_t index, char *out, size_t size);
 int32_t subnet_index(const char *cidr); /* -1 when not a /28 of the pool */
@@ -271,16 +280,25 @@ const char *sandbox_state_name(const struct sandbox *sb);
 void sandbox_json(struct json_writer *w, const struct sandbox *sb);
 
 /* provision.c: create, remove, warm pool, events */
-int provision_create(struct sandbox *sb, struct create_req *req);
+/* Starts a create; its answer reaches the sandbox's waiter through admin_finish_*(), possibly
+ * before this returns (a create refused at once). */
+void provision_create(struct sandbox *sb, struct create_req *req);
+/* Starts a remove: -EBUSY while the sandbox is being created or removed. */
 int provision_remove(struct sandbox *sb, bool force, bool keep_workspace);
-void provision_job_done(struct job *j, int r);
+/* The job's socket is ready (epoll). */
 void provision_job_event(uint32_t id);
+/* The agent reported READY with setup_status "ready" on an authenticated stream. */
 void provision_ready(struct sandbox *sb);
+/* Timeouts, retries, waiting jobs, event-stream flags, pool refill; the next deadline
+ * (monotonic ms) the loop must wake for. */
 void provision_tick(int64_t now);
 int64_t provision_next_deadline(void);
+/* Starts a warm network when the pool is short and no create runs. */
 void provision_pool_fill(void);
+/* Opens the engine's event stream (reopened after a failure). */
 void provision_events_start(void);
 bool provision_busy(void);  /* creates or removes in flight */
+/* SIGTERM: no new work; creates in flight roll back. */
 void provision_shutdown(void);
 
 /* agent.c: the resolver and the Connect stream */
@@ -288,19 +306,23 @@ extern const struct grpc_method agent_methods[];
 extern const size_t agent_nmethods;
 /* The container's pid is known (or changed): finish a Connect that waited for it. */
 void agent_pid_known(struct sandbox *sb);
+/* Ends the sandbox's Connect stream (UNAVAILABLE, why). */
 void agent_drop(struct sandbox *sb, const char *why);
 
 /* admin.c: the HTTP API */
+/* Accepts pending connections, checking each peer (SO_PEERCRED, SO_PEERGROUPS). */
 void admin_accept(void);
 void admin_event(uint32_t index, uint32_t events);
+/* Closes connections idle for LIMIT_ADMIN_IDLE_MS. */
 void admin_tick(int64_t now);
 /* The create or remove this connection waited for has finished. */
 void admin_finish_sandbox(int32_t conn, uint32_t gen, const struct sandbox *sb, int status);
 void admin_finish_error(int32_t conn, uint32_t gen, int status, const char *code,
 			const char *message);
+/* Stops accepting (closes the listener); open exchanges finish. */
 void admin_shutdown(void);
 
-/* recover.c */
+/* recover.c: 0, or an error (err says which) that stops the start. */
 int recover_state(char *err, size_t err_size);
 /* What recover_state allocates (and frees) before the allocator is sealed. */
 size_t recover_scratch_bytes(uint32_t nsb);

@@ -22,6 +22,7 @@ static bool events_dirty;  /* an event set flags on a sandbox; act on them after
 /* ---- jobs: one Docker call each, stepped by the loop ---- */
 
 static int sandbox_begin(struct job *j);
+static void job_done(struct job *j, int r);
 static int pool_begin(struct job *j);
 static int events_begin(struct job *j);
 
@@ -79,7 +80,7 @@ static void job_step(struct job *j)
 	}
 	job_unregister(j);
 	j->soon = false;
-	provision_job_done(j, r);
+	job_done(j, r);
 }
 
 static void wait_push(struct job *j)
@@ -145,7 +146,7 @@ static void jobs_kick(void)
 		j->waiting = false;
 		if (r != 0) {
 			docker_call_end(&j->call);
-			provision_job_done(j, r);
+			job_done(j, r);
 			continue;
 		}
 		j->active = true;
@@ -613,7 +614,7 @@ static void advance(struct sandbox *sb)
 
 /* ---- create and remove ---- */
 
-int provision_create(struct sandbox *sb, struct create_req *req)
+void provision_create(struct sandbox *sb, struct create_req *req)
 {
 	const struct config *cfg = &agenticd->cfg;
 	char err[512], hex[16];
@@ -625,7 +626,7 @@ int provision_create(struct sandbox *sb, struct create_req *req)
 	if (uuid7(sb->instance_id) != 0 || sandbox_take_uid(sb) != 0) {
 		fail_create(sb, 503, "capacity", "no free control uid in %u-%u",
 			    cfg->control_uid_min, cfg->control_uid_max);
-		return 0;
+		return;
 	}
 	snprintf(sb->image, sizeof(sb->image), "%s", req->image ? req->image : cfg->default_image);
 	if (req->network) {
@@ -641,7 +642,7 @@ int provision_create(struct sandbox *sb, struct create_req *req)
 	} else {
 		if (sandbox_take_subnet(sb) != 0) {
 			fail_create(sb, 503, "capacity", "no free /28 left in sandbox_subnet_pool");
-			return 0;
+			return;
 		}
 		random_hex(hex, 12);
 		snprintf(sb->network, sizeof(sb->network), "agentic-net-%s", hex);
@@ -652,20 +653,19 @@ int provision_create(struct sandbox *sb, struct create_req *req)
 		 sb->subnet_text[0] ? sb->subnet_text : "-", sb->net_exists);
 	if ((r = share_make(cfg, sb, err, sizeof(err))) != 0) {
 		fail_create(sb, 500, "agentshare", "%s", err);
-		return 0;
+		return;
 	}
 	sb->dir_made = true;
 	if ((r = share_write_record(cfg, sb)) != 0) {
 		fail_create(sb, 500, "agentshare", "cannot write sandbox.json: %s", err_str(r));
-		return 0;
+		return;
 	}
 	if ((r = share_make_workspace(cfg, sb, err, sizeof(err))) != 0) {
 		fail_create(sb, 500, "agentshare", "%s", err);
-		return 0;
+		return;
 	}
 	sb->step = sb->net_managed && !sb->net_exists ? STEP_NET_CREATE : STEP_CT_CREATE;
 	advance(sb);
-	return 0;
 }
 
 int provision_remove(struct sandbox *sb, bool force, bool keep_workspace)
@@ -874,7 +874,7 @@ static void events_done(struct job *j, int r)
 
 /* ---- dispatch, timers, shutdown ---- */
 
-void provision_job_done(struct job *j, int r)
+static void job_done(struct job *j, int r)
 {
 	switch (j->owner) {
 	case JOB_SANDBOX:

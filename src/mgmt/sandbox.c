@@ -25,11 +25,6 @@ const char *strrun_next(const char *run, uint32_t len, const char *p)
 	return q < run + len ? q : NULL;
 }
 
-uint32_t sandbox_index(const struct sandbox *sb)
-{
-	return (uint32_t)(sb - agenticd->sb);
-}
-
 static bool in_use(const struct sandbox *sb)
 {
 	return sb->state != SB_FREE;
