@@ -17,8 +17,6 @@
 /* Pruner: directory nesting it follows below a run before giving up on that run. */
 #define LIMIT_PRUNE_DEPTH 65536
 
-/* Pruner: runs it will consider in one invocation. */
-#define LIMIT_PRUNE_RUNS (1u << 20)
 
 /* ---- http (src/http) ---- */
 /* Start line and headers of one HTTP/1.1 message, and how many header fields it may carry. */
