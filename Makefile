@@ -40,8 +40,13 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/asan/unit/%,$(wildcard tests/un
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 REPLAYS  := $(FUZZ_NAMES:%=$(BUILD)/asan/replay/fuzz_%)
 FUZZERS  := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+# Integration programs: tests/integration/test_X.c builds here and runs through the executable
+# wrapper tests/integration/test_X, which tests/run finds (it needs the real engine).
+INTEG_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/asan/integration/%,$(wildcard tests/integration/test_*.c))
+# Benchmark drivers: tools/bench/X.c builds against the production (musl, -O2) objects.
+BENCH_PROGS := $(patsubst tools/bench/%.c,$(BUILD)/musl/bench/%,$(wildcard tools/bench/*.c))
 
-.PHONY: all check bench fuzz demo install clean third_party bootstrap test-build
+.PHONY: all check bench fuzz demo images install clean third_party bootstrap test-build
 all: agentic
 
 $(KINC):
@@ -93,16 +98,32 @@ $(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC)
 
-test-build: $(UNIT_TESTS) $(REPLAYS) $(BUILD)/musl/probe/alloc_probe
+$(BUILD)/asan/integration/%: tests/integration/%.c $(BUILD)/asan/libagentic.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
+
+$(BUILD)/musl/bench/%: tools/bench/%.c $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS)
+
+PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
+test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS)
 
 check: bootstrap
 	$(MAKE) all third_party test-build
+	tools/dockerd-up
+	tools/build-images
 	tests/run
+
+# The sandbox images, imported into the local engine (no registry): tools/build-images.
+images: all
+	tools/dockerd-up
+	tools/build-images
 
 bootstrap:
 	@tools/bootstrap
 
-bench: all
+bench: all $(BENCH_PROGS)
 	tools/bench/run
 
 # ---- libFuzzer builds (clang) ----

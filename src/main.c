@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "cli/cli.h"
 #include "version.h"
 
 #define APPLET(name, fn, help) int fn(int argc, char **argv); extern const char help[];
@@ -34,7 +35,9 @@ static const char usage[] =
 	"\n"
 	"One binary, many applets: called through a link named after an applet, or with the\n"
 	"applet's name (or its short name without \"agentic-\") as the first argument.\n"
-	"`agentic --list` names them; `agentic APPLET --help` explains each.\n";
+	"`agentic --list` names them; `agentic APPLET --help` explains each.\n"
+	"\n"
+	"usage: agentic VERB [ARGS...]   (the admin CLI; verbs are never applet links)\n";
 
 static const char *short_name(const char *name)
 {
@@ -133,6 +136,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		fputs(usage, stdout);
+		fputs(cli_usage, stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
@@ -153,8 +157,13 @@ int main(int argc, char **argv)
 		return install_links(argv[2], force);
 	}
 	a = find_applet(argv[1]);
+	if (!a && cli_is_verb(argv[1])) {
+		log_set_prog("agentic");
+		return cli_main(argc - 1, argv + 1);
+	}
 	if (!a) {
-		fprintf(stderr, "agentic: unknown applet '%s' (see agentic --list)\n", argv[1]);
+		fprintf(stderr, "agentic: unknown applet or verb '%s' (see agentic --help)\n",
+			argv[1]);
 		return 2;
 	}
 	return run_applet(a, argc - 1, argv + 1);

@@ -41,23 +41,28 @@ struct json_doc {
 	struct json_token *tok;
 	uint32_t ntok;
 	uint32_t cap;
-	size_t err_offset; /* on ERR_PARSE: where the input went wrong */
+	size_t err_offset; /* on error: the first byte that cannot belong to a valid document
+			    * (len when the input ends early) */
+	const char *err_what; /* on error: a short static phrase for the user, else NULL */
 };
 
-/* Parses src[0..len) into tok[0..cap). Returns 0, ERR_PARSE (doc->err_offset set) or
- * ERR_LIMIT (more than cap tokens, or len > UINT32_MAX). Token 0 is the root value. */
+/* Parses src[0..len) into tok[0..cap). Returns 0, ERR_PARSE or ERR_LIMIT (more than cap
+ * tokens, nesting deeper than JSON_MAX_DEPTH, or len > UINT32_MAX); on either error
+ * err_offset and err_what say where and why, and ntok is 0. Token 0 is the root value. */
 int json_parse(struct json_doc *doc, const char *src, size_t len, struct json_token *tok,
 	       uint32_t cap);
 
-/* Object member lookup by exact (unescaped) key; returns the value's token index or -1. */
+/* Object member lookup by exact (unescaped) key; returns the value's token index or -1.
+ * With duplicate keys the first member wins. */
 int json_obj_get(const struct json_doc *doc, int obj, const char *key);
 /* First child (object: the first key; array: the first element) or -1; json_next the sibling
  * (for objects, step twice from a key to reach the next key) or -1 after the last. */
 int json_first(const struct json_doc *doc, int idx);
 int json_next(const struct json_doc *doc, int parent, int idx);
 
-/* Unescapes a string token into out (NUL-terminated). Returns its length, ERR_LIMIT when it
- * does not fit (out is left empty), or -EINVAL when idx is not a string. */
+/* Unescapes a string token into out (NUL-terminated UTF-8). Returns its length, ERR_LIMIT
+ * when it does not fit, or -EINVAL when idx is not a string or the string holds U+0000 (a C
+ * string cannot carry it); on error out is left empty. */
 int json_str(const struct json_doc *doc, int idx, char *out, size_t out_size);
 /* True when idx is a string token equal to s once unescaped. */
 bool json_str_eq(const struct json_doc *doc, int idx, const char *s);
@@ -71,7 +76,10 @@ struct json_writer {
 	int err;
 	uint32_t depth;
 	uint8_t need_comma[JSON_MAX_DEPTH + 1];
+	bool in_object[JSON_MAX_DEPTH + 1];
 	bool after_key;
+	size_t mark; /* out->len at init: an error rolls the buffer back to it, so the caller
+		      * must not consume from out until json_writer_finish */
 };
 
 void json_writer_init(struct json_writer *w, struct buf *out);
@@ -86,7 +94,9 @@ void json_strn_write(struct json_writer *w, const char *s, size_t len);
 void json_int_write(struct json_writer *w, int64_t v);
 void json_bool_write(struct json_writer *w, bool v);
 void json_null_write(struct json_writer *w);
-/* 0, or the first error any call hit (ERR_LIMIT, -EINVAL, ERR_STATE for unbalanced nesting). */
+/* 0, or the first error any call hit (ERR_LIMIT when out is full or nesting goes deeper than
+ * JSON_MAX_DEPTH, -EINVAL, ERR_STATE for a misplaced key or value, unbalanced nesting or no
+ * value at all). On error out->len is back where it was at init. */
 int json_writer_finish(struct json_writer *w);
 
 #endif

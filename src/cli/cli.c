@@ -1,0 +1,470 @@
+/* cli.c: the admin CLI: each verb is one request to agenticd's admin API over its Unix
+ * socket, answered in human form or, with --json, as the API's own JSON. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "cli/cli.h"
+#include "http/http.h"
+#include "json/json.h"
+
+#define DEFAULT_SOCKET "/run/agentic/admin.sock"
+#define BODY_MAX (4u * 1024u * 1024u)
+#define MAX_ENV 128
+#define MAX_MOUNTS 8
+#define MAX_CMD 64
+
+const char cli_usage[] =
+	"verbs (agentic VERB --help for each):\n"
+	"  create   make a sandbox and wait until it is ready\n"
+	"  ls       list sandboxes\n"
+	"  inspect  show one sandbox\n"
+	"  rm       remove a sandbox\n";
+
+static const char common_help[] =
+	"\n"
+	"  --json         print the API's JSON instead of text\n"
+	"  --socket PATH  agenticd's admin socket (else $AGENTIC_ADMIN_SOCKET, else\n"
+	"                 " DEFAULT_SOCKET ")\n";
+
+struct opts {
+	bool json;
+	const char *socket;
+};
+
+static struct http_conn conn;
+static char body[BODY_MAX + 1];
+static size_t body_len;
+static struct json_token tok[65536];
+
+/* ---- one request ---- */
+
+/* Sends the request and reads the whole answer into body; returns the HTTP status or -1
+ * (the reason printed). */
+static int request(const struct opts *o, const char *method, const char *target,
+		   const char *json, size_t json_len)
+{
+	static const struct http_field ctype[] = {
+		{ "Content-Type", "application/json" }, { NULL, NULL }
+	};
+	static uint8_t reqbuf[64 * 1024];
+	struct http_exchange_opts xo = { .body_limit = BODY_MAX, .read_timeout_ms = -1 };
+	struct buf req;
+	int r;
+
+	if (http_conn_init(&conn, o->socket) != 0) {
+		fprintf(stderr, "agentic: socket path too long: %s\n", o->socket);
+		return -1;
+	}
+	buf_init(&req, reqbuf, sizeof(reqbuf));
+	if (http_request_write(&req, method, target, "agenticd", json ? ctype : NULL, json,
+			       json_len) != 0) {
+		fprintf(stderr, "agentic: request too large\n");
+		return -1;
+	}
+	body_len = 0;
+	if (http_conn_begin(&conn, req.data, req.len, &xo) != 0)
+		return -1;
+	for (;;) {
+		struct http_slice s;
+
+		r = http_conn_wait(&conn, &s);
+		if (r == HTTP_EV_BODY) {
+			memcpy(body + body_len, s.data, s.len);
+			body_len += s.len;
+			continue;
+		}
+		if (r == HTTP_EV_HEAD)
+			continue;
+		break;
+	}
+	body[body_len] = '\0';
+	if (r != HTTP_EV_DONE) {
+		if (r == HTTP_ERR_CONNECT)
+			fprintf(stderr, "agentic: cannot reach agenticd at %s: %s\n", o->socket,
+				strerror(conn.sys_errno));
+		else
+			fprintf(stderr, "agentic: no complete answer from agenticd at %s: %s\n",
+				o->socket, http_strerror(r));
+		http_conn_close(&conn);
+		return -1;
+	}
+	r = conn.parser.status;
+	http_conn_close(&conn);
+	return r;
+}
+
+static int parse_body(struct json_doc *doc)
+{
+	if (json_parse(doc, body, body_len, tok, ARRAY_LEN(tok)) != 0 || doc->ntok == 0) {
+		fprintf(stderr, "agentic: agenticd's answer is not JSON\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Prints an error answer; returns the exit status 1. */
+static int api_error(int status)
+{
+	struct json_doc doc;
+	char code[64] = "", msg[8192] = "";
+	int e;
+
+	if (json_parse(&doc, body, body_len, tok, ARRAY_LEN(tok)) == 0 &&
+	    (e = json_obj_get(&doc, 0, "error")) >= 0) {
+		json_str(&doc, json_obj_get(&doc, e, "code"), code, sizeof(code));
+		json_str(&doc, json_obj_get(&doc, e, "message"), msg, sizeof(msg));
+	}
+	fprintf(stderr, "agentic: %s (HTTP %d%s%s)\n", msg[0] ? msg : "request failed", status,
+		code[0] ? ", " : "", code);
+	return 1;
+}
+
+static void print_raw(void)
+{
+	fwrite(body, 1, body_len, stdout);
+	if (body_len && body[body_len - 1] != '\n')
+		putchar('\n');
+}
+
+/* ---- options ---- */
+
+static int common_opt(struct opts *o, int argc, char **argv, int *i)
+{
+	if (strcmp(argv[*i], "--json") == 0) {
+		o->json = true;
+		return 1;
+	}
+	if (strcmp(argv[*i], "--socket") == 0) {
+		if (*i + 1 >= argc)
+			return -1;
+		o->socket = argv[++*i];
+		return 1;
+	}
+	return 0;
+}
+
+static int usage(const char *help)
+{
+	fprintf(stderr, "%s%s", help, common_help);
+	return 2;
+}
+
+static const char *field(const struct json_doc *doc, int obj, const char *key, char *out,
+			 size_t size)
+{
+	int v = json_obj_get(doc, obj, key);
+	int64_t n;
+
+	out[0] = '\0';
+	if (v < 0)
+		return out;
+	if (doc->tok[v].type == JSON_STRING)
+		json_str(doc, v, out, size);
+	else if (json_int(doc, v, &n) == 0)
+		snprintf(out, size, "%lld", (long long)n);
+	else if (doc->tok[v].type == JSON_TRUE || doc->tok[v].type == JSON_FALSE)
+		snprintf(out, size, "%s", doc->tok[v].type == JSON_TRUE ? "true" : "false");
+	else if (doc->tok[v].type == JSON_NULL)
+		snprintf(out, size, "-");
+	return out;
+}
+
+/* ---- verbs ---- */
+
+static const char create_help[] =
+	"usage: agentic create [--image I] [--name N] [--env K=V]... [--mount SRC:DST[:ro]]...\n"
+	"                      [--network NET] [--label K=V]... [-- CMD...]\n"
+	"Creates a sandbox and waits until its agent is ready (or the create failed and was\n"
+	"rolled back). Prints the sandbox's name.\n";
+
+static int verb_create(int argc, char **argv, struct opts *o)
+{
+	static char out[256 * 1024];
+	const char *image = NULL, *name = NULL, *network = NULL;
+	const char *env[MAX_ENV], *mounts[MAX_MOUNTS], *labels[16];
+	char **cmd = NULL;
+	int nenv = 0, nmounts = 0, nlabels = 0, ncmd = 0, status, c;
+	struct buf b;
+	struct json_writer w;
+	struct json_doc doc;
+	char s1[128], s2[64], s3[32], s4[64];
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = common_opt(o, argc, argv, &i)) != 0) {
+			if (c < 0)
+				return usage(create_help);
+		} else if (strcmp(argv[i], "--") == 0) {
+			cmd = argv + i + 1;
+			ncmd = argc - i - 1;
+			break;
+		} else if (i + 1 < argc && strcmp(argv[i], "--image") == 0) {
+			image = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--name") == 0) {
+			name = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--network") == 0) {
+			network = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--env") == 0 && nenv < MAX_ENV) {
+			env[nenv++] = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--mount") == 0 && nmounts < MAX_MOUNTS) {
+			mounts[nmounts++] = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--label") == 0 && nlabels < 16) {
+			labels[nlabels++] = argv[++i];
+		} else {
+			fprintf(stderr, "agentic create: unexpected %s\n", argv[i]);
+			return usage(create_help);
+		}
+	}
+	if (ncmd > MAX_CMD) {
+		fprintf(stderr, "agentic create: at most %d command arguments\n", MAX_CMD);
+		return 2;
+	}
+	buf_init(&b, out, sizeof(out));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	if (name) {
+		json_key(&w, "name");
+		json_str_write(&w, name);
+	}
+	if (image) {
+		json_key(&w, "image");
+		json_str_write(&w, image);
+	}
+	if (network) {
+		json_key(&w, "network");
+		json_str_write(&w, network);
+	}
+	json_key(&w, "env");
+	json_arr_begin(&w);
+	for (int i = 0; i < nenv; i++)
+		json_str_write(&w, env[i]);
+	json_arr_end(&w);
+	json_key(&w, "mounts");
+	json_arr_begin(&w);
+	for (int i = 0; i < nmounts; i++)
+		json_str_write(&w, mounts[i]);
+	json_arr_end(&w);
+	json_key(&w, "labels");
+	json_obj_begin(&w);
+	for (int i = 0; i < nlabels; i++) {
+		const char *eq = strchr(labels[i], '=');
+
+		if (!eq || eq == labels[i]) {
+			fprintf(stderr, "agentic create: --label takes KEY=VALUE\n");
+			return 2;
+		}
+		snprintf(s1, sizeof(s1), "%.*s", (int)(eq - labels[i]), labels[i]);
+		json_key(&w, s1);
+		json_str_write(&w, eq + 1);
+	}
+	json_obj_end(&w);
+	json_key(&w, "cmd");
+	json_arr_begin(&w);
+	for (int i = 0; i < ncmd; i++)
+		json_str_write(&w, cmd[i]);
+	json_arr_end(&w);
+	json_obj_end(&w);
+	if (json_writer_finish(&w) != 0) {
+		fprintf(stderr, "agentic create: arguments too long or not UTF-8\n");
+		return 2;
+	}
+	status = request(o, "POST", "/api/v1/containers", (const char *)b.data, b.len);
+	if (status < 0)
+		return 1;
+	if (status != 201)
+		return api_error(status);
+	if (o->json) {
+		print_raw();
+		return 0;
+	}
+	if (parse_body(&doc) != 0)
+		return 1;
+	printf("%s\n", field(&doc, 0, "name", s1, sizeof(s1)));
+	fprintf(stderr, "ready: instance %s, control uid %s, subnet %s, network %s\n",
+		field(&doc, 0, "instance_id", s4, sizeof(s4)),
+		field(&doc, 0, "control_uid", s3, sizeof(s3)),
+		field(&doc, 0, "subnet", s2, sizeof(s2)), field(&doc, 0, "network", out, 128));
+	return 0;
+}
+
+static const char ls_help[] = "usage: agentic ls\nLists the sandboxes.\n";
+
+static int verb_ls(int argc, char **argv, struct opts *o)
+{
+	struct json_doc doc;
+	char name[64], state[16], agent[24], uid[16], subnet[24], image[256], created[40];
+	int status, arr, c;
+
+	for (int i = 1; i < argc; i++)
+		if ((c = common_opt(o, argc, argv, &i)) <= 0)
+			return usage(ls_help);
+	status = request(o, "GET", "/api/v1/containers", NULL, 0);
+	if (status < 0)
+		return 1;
+	if (status != 200)
+		return api_error(status);
+	if (o->json) {
+		print_raw();
+		return 0;
+	}
+	if (parse_body(&doc) != 0 || (arr = json_obj_get(&doc, 0, "containers")) < 0)
+		return 1;
+	printf("%-24s %-9s %-14s %-8s %-18s %-24s %s\n", "NAME", "STATE", "AGENT", "UID", "SUBNET",
+	       "CREATED", "IMAGE");
+	for (int i = json_first(&doc, arr); i >= 0; i = json_next(&doc, arr, i))
+		printf("%-24s %-9s %-14s %-8s %-18s %-24s %s\n", field(&doc, i, "name", name, sizeof(name)),
+		       field(&doc, i, "state", state, sizeof(state)),
+		       field(&doc, i, "agent", agent, sizeof(agent)),
+		       field(&doc, i, "control_uid", uid, sizeof(uid)),
+		       field(&doc, i, "subnet", subnet, sizeof(subnet)),
+		       field(&doc, i, "created_at", created, sizeof(created)),
+		       field(&doc, i, "image", image, sizeof(image)));
+	return 0;
+}
+
+static int name_target(const char *name, char *out, size_t size)
+{
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-')) {
+			fprintf(stderr, "agentic: '%s' is not a sandbox name\n", name);
+			return -1;
+		}
+	snprintf(out, size, "/api/v1/containers/%s", name);
+	return 0;
+}
+
+static const char inspect_help[] = "usage: agentic inspect NAME\nShows one sandbox.\n";
+
+static int verb_inspect(int argc, char **argv, struct opts *o)
+{
+	struct json_doc doc;
+	const char *name = NULL;
+	char target[128], v[1024];
+	int status, c;
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = common_opt(o, argc, argv, &i)) < 0)
+			return usage(inspect_help);
+		if (c == 0 && !name && argv[i][0] != '-')
+			name = argv[i];
+		else if (c == 0)
+			return usage(inspect_help);
+	}
+	if (!name || name_target(name, target, sizeof(target)) != 0)
+		return usage(inspect_help);
+	status = request(o, "GET", target, NULL, 0);
+	if (status < 0)
+		return 1;
+	if (status != 200)
+		return api_error(status);
+	if (o->json) {
+		print_raw();
+		return 0;
+	}
+	if (parse_body(&doc) != 0)
+		return 1;
+	for (int k = json_first(&doc, 0); k >= 0; k = json_next(&doc, 0, json_next(&doc, 0, k))) {
+		char key[64];
+		int val = k + 1;
+
+		json_str(&doc, k, key, sizeof(key));
+		if (doc.tok[val].type == JSON_ARRAY || doc.tok[val].type == JSON_OBJECT)
+			snprintf(v, sizeof(v), "%.*s", (int)(doc.tok[val].end - doc.tok[val].start),
+				 body + doc.tok[val].start);
+		else
+			field(&doc, 0, key, v, sizeof(v));
+		printf("%-18s %s\n", key, v);
+	}
+	return 0;
+}
+
+static const char rm_help[] =
+	"usage: agentic rm [--force] [--keep-workspace] NAME\n"
+	"Removes a sandbox: stops it (SIGTERM, then after stop_grace_ms SIGKILL; --force kills\n"
+	"at once), removes its container and network, frees its uid and subnet, and deletes its\n"
+	"workspace unless --keep-workspace.\n";
+
+static int verb_rm(int argc, char **argv, struct opts *o)
+{
+	const char *name = NULL;
+	bool force = false, keep = false;
+	char target[160];
+	int status, c;
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = common_opt(o, argc, argv, &i)) < 0)
+			return usage(rm_help);
+		if (c)
+			continue;
+		if (strcmp(argv[i], "--force") == 0 || strcmp(argv[i], "-f") == 0)
+			force = true;
+		else if (strcmp(argv[i], "--keep-workspace") == 0)
+			keep = true;
+		else if (!name && argv[i][0] != '-')
+			name = argv[i];
+		else
+			return usage(rm_help);
+	}
+	if (!name || name_target(name, target, 128) != 0)
+		return usage(rm_help);
+	if (force || keep)
+		snprintf(target + strlen(target), sizeof(target) - strlen(target), "?%s%s%s",
+			 force ? "force=1" : "", force && keep ? "&" : "", keep ? "keep_workspace=1" : "");
+	status = request(o, "DELETE", target, NULL, 0);
+	if (status < 0)
+		return 1;
+	if (status != 200)
+		return api_error(status);
+	if (o->json)
+		print_raw();
+	else
+		printf("%s\n", name);
+	return 0;
+}
+
+struct verb {
+	const char *name;
+	int (*run)(int argc, char **argv, struct opts *o);
+	const char *help;
+};
+
+static const struct verb verbs[] = {
+	{ "create", verb_create, create_help },
+	{ "ls", verb_ls, ls_help },
+	{ "inspect", verb_inspect, inspect_help },
+	{ "rm", verb_rm, rm_help },
+};
+
+static const struct verb *find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_LEN(verbs); i++)
+		if (strcmp(verbs[i].name, name) == 0)
+			return &verbs[i];
+	return NULL;
+}
+
+int cli_is_verb(const char *name)
+{
+	return find(name) != NULL;
+}
+
+int cli_main(int argc, char **argv)
+{
+	const struct verb *v = find(argv[0]);
+	struct opts o = { 0 };
+
+	if (!v)
+		return 2;
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("%s%s", v->help, common_help);
+		return 0;
+	}
+	o.socket = getenv("AGENTIC_ADMIN_SOCKET");
+	if (!o.socket || !o.socket[0])
+		o.socket = DEFAULT_SOCKET;
+	return v->run(argc, argv, &o);
+}

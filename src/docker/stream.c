@@ -1,0 +1,82 @@
+/* stream.c: resumable decoders for Docker's streams: multiplexed logs and the event stream. */
+#include <string.h>
+
+#include "docker.h"
+
+int docker_demux_feed(struct docker_demux *d, const uint8_t *in, size_t len, docker_log_fn fn,
+		      void *ctx)
+{
+	while (len) {
+		if (d->remaining == 0) {
+			size_t n = sizeof(d->hdr) - d->have;
+			if (n > len)
+				n = len;
+			memcpy(d->hdr + d->have, in, n);
+			d->have += (uint8_t)n;
+			in += n;
+			len -= n;
+			if (d->have < sizeof(d->hdr))
+				return 0;
+			d->have = 0;
+			/* stdin (0) appears only on attached TTY-less streams; anything above 2
+			 * means we are not reading a multiplexed stream at all */
+			if (d->hdr[0] > 2 || d->hdr[1] || d->hdr[2] || d->hdr[3])
+				return ERR_PARSE;
+			d->stream = d->hdr[0];
+			d->remaining = (uint32_t)d->hdr[4] << 24 | (uint32_t)d->hdr[5] << 16 |
+				       (uint32_t)d->hdr[6] << 8 | d->hdr[7];
+			continue;
+		}
+		size_t n = len < d->remaining ? len : d->remaining;
+		int r = fn(ctx, d->stream, in, n);
+		d->remaining -= (uint32_t)n;
+		in += n;
+		len -= n;
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+int docker_splitter_feed(struct docker_splitter *s, const uint8_t *in, size_t len,
+			 int (*fn)(void *ctx, const char *obj, size_t len), void *ctx)
+{
+	for (size_t i = 0; i < len; i++) {
+		uint8_t c = in[i];
+
+		if (s->depth == 0) {
+			if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
+				continue;
+			if (c != '{')
+				return ERR_PARSE;
+		}
+		if (s->len == s->cap)
+			return ERR_LIMIT;
+		s->buf[s->len++] = (char)c;
+		if (s->in_string) {
+			if (s->escape)
+				s->escape = false;
+			else if (c == '\\')
+				s->escape = true;
+			else if (c == '"')
+				s->in_string = false;
+			continue;
+		}
+		if (c == '"') {
+			s->in_string = true;
+		} else if (c == '{' || c == '[') {
+			s->depth++;
+		} else if (c == '}' || c == ']') {
+			/* a stray closer at depth 0 cannot happen (objects start with '{'); one
+			 * that unbalances the object is left for json_parse to refuse */
+			if (--s->depth == 0) {
+				uint32_t n = s->len;
+				s->len = 0;
+				int r = fn(ctx, s->buf, n);
+				if (r != 0)
+					return r;
+			}
+		}
+	}
+	return 0;
+}

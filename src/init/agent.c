@@ -1,0 +1,343 @@
+/* agent.c: the init's Connect stream to agenticd: register, heartbeat, redial with backoff.
+ * (No <stdio.h> here: its stdout/stderr macros would clash with AgentMessage's fields.) */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.pb-c.h"
+#include "base/base.h"
+#include "init/init.h"
+
+#define CONNECT_PATH "/agentic.sandbox.v1.AgentService/Connect"
+
+static void on_message(struct grpc_call *call, const ProtobufCMessage *msg);
+static void on_writable(struct grpc_call *call);
+static void on_done(struct grpc_call *call, int status, const char *message);
+
+static const struct grpc_method connect_method = {
+	CONNECT_PATH,
+	&agentic__sandbox__v1__agent_message__descriptor,
+	&agentic__sandbox__v1__management_message__descriptor,
+	GRPC_CLIENT_STREAMING | GRPC_SERVER_STREAMING,
+	{ .on_message = on_message, .on_writable = on_writable, .on_done = on_done },
+	NULL,
+};
+
+int64_t init_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t init_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct grpc_client_config client_config(const char *path)
+{
+	struct grpc_client_config cfg = {
+		.path = path,
+		.max_message_bytes = LIMIT_INIT_MESSAGE_BYTES,
+		.small_buffers = LIMIT_INIT_SMALL_BUFFERS,
+		.large_buffers = LIMIT_INIT_LARGE_BUFFERS,
+	};
+
+	return cfg;
+}
+
+size_t init_agent_storage_bytes(const char *path)
+{
+	struct grpc_client_config cfg = client_config(path);
+
+	return grpc_client_storage_bytes(&cfg);
+}
+
+int init_agent_setup(struct init_agent *a, const struct init_env *env,
+		     const struct init_sysinfo *si, struct init_cmds *cmds, void *storage,
+		     size_t len)
+{
+	struct grpc_client_config cfg = client_config(env->uds_path);
+
+	memset(a, 0, sizeof(*a));
+	a->env = env;
+	a->si = si;
+	a->cmds = cmds;
+	a->state = INIT_AGENT_WAITING;
+	a->started_ms = init_now_ms();
+	a->due_ms = a->started_ms;
+	a->backoff_ms = INIT_BACKOFF_MIN_MS;
+	a->heartbeat_ms = INIT_HEARTBEAT_DEFAULT_S * 1000;
+	return grpc_client_init(&cfg, storage, len, &a->client);
+}
+
+int init_agent_fd(const struct init_agent *a)
+{
+	return grpc_client_fd(a->client);
+}
+
+void init_agent_io(struct init_agent *a)
+{
+	if (grpc_client_connected(a->client))
+		grpc_client_run(a->client, 0);
+}
+
+/* The stream is gone or never came: wait, then dial again, waiting longer each time. */
+static void schedule_redial(struct init_agent *a, int64_t now)
+{
+	a->state = INIT_AGENT_WAITING;
+	a->call = NULL;
+	a->heartbeat_pending = 0;
+	a->due_ms = now + a->backoff_ms;
+	a->backoff_ms = a->backoff_ms * 2 > INIT_BACKOFF_MAX_MS ? INIT_BACKOFF_MAX_MS
+								: a->backoff_ms * 2;
+	a->failures++;
+}
+
+static int send_heartbeat(struct init_agent *a, Agentic__Sandbox__V1__AgentStatus status)
+{
+	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
+	Agentic__Sandbox__V1__Heartbeat hb = AGENTIC__SANDBOX__V1__HEARTBEAT__INIT;
+	int r;
+
+	hb.agent_id = (char *)a->env->agent_id;
+	hb.timestamp_ms = init_wall_ms();
+	hb.status = status;
+	hb.uptime_seconds = (init_now_ms() - a->started_ms) / 1000;
+	hb.setup_status = "ready";
+	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_HEARTBEAT;
+	m.heartbeat = &hb;
+	r = grpc_call_send(a->call, &m.base);
+	a->heartbeat_pending = r == -EAGAIN ? (int)status : 0;
+	return r == -EAGAIN ? 0 : r;
+}
+
+static int send_registration(struct init_agent *a)
+{
+	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
+	Agentic__Sandbox__V1__AgentRegistration reg = AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__INIT;
+	Agentic__Sandbox__V1__SystemInfo sys = AGENTIC__SANDBOX__V1__SYSTEM_INFO__INIT;
+
+	sys.os = "linux";
+	sys.kernel = (char *)a->si->kernel;
+	sys.cpu_cores = a->si->cpu_cores;
+	sys.memory_bytes = a->si->memory_bytes;
+	reg.agent_id = (char *)a->env->agent_id;
+	reg.instance_id = (char *)a->env->instance_id;
+	reg.hostname = (char *)a->si->hostname;
+	reg.system = &sys;
+	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION;
+	m.registration = &reg;
+	return grpc_call_send(a->call, &m.base);
+}
+
+static void dial(struct init_agent *a, int64_t now)
+{
+	const struct grpc_md md[] = {
+		{ "x-agent-id", a->env->agent_id, strlen(a->env->agent_id) },
+		{ "x-agent-instance-id", a->env->instance_id, strlen(a->env->instance_id) },
+	};
+	struct grpc_call *call;
+	int r;
+
+	r = grpc_client_start(a->client, &connect_method, md, ARRAY_LEN(md), 0, a, &call);
+	if (r < 0) {
+		if (a->failures == 0)
+			log_warn("agent socket unreachable, retrying", "err=%s", err_str(r));
+		schedule_redial(a, now);
+		return;
+	}
+	a->call = call;
+	a->state = INIT_AGENT_REGISTERING;
+	a->due_ms = now + INIT_ACK_TIMEOUT_MS;
+	r = send_registration(a);
+	if (r < 0) {
+		log_error("cannot send the registration", "err=%s", err_str(r));
+		grpc_call_finish(call, GRPC_CANCELLED, NULL, NULL, 0);
+	}
+}
+
+int64_t init_agent_tick(struct init_agent *a, int64_t now)
+{
+	if (now < a->due_ms)
+		return a->due_ms;
+	switch (a->state) {
+	case INIT_AGENT_WAITING:
+		dial(a, now);
+		break;
+	case INIT_AGENT_REGISTERING:
+		log_warn("no registration ack, dialling again", "waited_ms=%d", INIT_ACK_TIMEOUT_MS);
+		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+		break;
+	case INIT_AGENT_READY:
+		a->due_ms = now + a->heartbeat_ms;
+		if (send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY) < 0)
+			grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+		break;
+	}
+	return a->due_ms;
+}
+
+static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__RegistrationAck *ack)
+{
+	char why[256];
+	int32_t s = ack->heartbeat_interval_seconds;
+
+	if (a->state != INIT_AGENT_REGISTERING) {
+		log_warn("registration ack out of turn, ignored", "state=%d", (int)a->state);
+		return;
+	}
+	if (!ack->accepted) {
+		log_warn("registration refused", "message=%s",
+			 log_quote(why, sizeof(why), ack->message ? ack->message : ""));
+		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+		return;
+	}
+	a->heartbeat_ms = (uint32_t)(s <= 0 ? INIT_HEARTBEAT_DEFAULT_S
+				     : s > INIT_HEARTBEAT_MAX_S ? INIT_HEARTBEAT_MAX_S : s) * 1000u;
+	a->state = INIT_AGENT_READY;
+	a->backoff_ms = INIT_BACKOFF_MIN_MS;
+	a->failures = 0;
+	a->registrations++;
+	a->due_ms = init_now_ms() + a->heartbeat_ms;
+	log_info("registered", "registrations=%llu heartbeat_s=%u",
+		 (unsigned long long)a->registrations, a->heartbeat_ms / 1000);
+	if (send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY) < 0)
+		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+	else
+		init_agent_flush(a);
+}
+
+/* Sends one output chunk or result; 0, -EAGAIN (queue full) or another error. */
+static int send_out(struct init_agent *a, const struct init_out *o)
+{
+	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
+	Agentic__Sandbox__V1__OutputChunk chunk = AGENTIC__SANDBOX__V1__OUTPUT_CHUNK__INIT;
+	Agentic__Sandbox__V1__CommandResult res = AGENTIC__SANDBOX__V1__COMMAND_RESULT__INIT;
+
+	if (o->kind == INIT_OUT_RESULT) {
+		res.command_id = (char *)o->command_id;
+		res.exit_code = o->exit_code;
+		res.error = (char *)o->error;
+		res.duration_ms = o->duration_ms;
+		res.success = o->success;
+		m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_COMMAND_RESULT;
+		m.command_result = &res;
+	} else {
+		chunk.stream_id = (char *)o->command_id;
+		chunk.data.data = (uint8_t *)o->data;
+		chunk.data.len = o->len;
+		chunk.timestamp_ms = init_wall_ms();
+		chunk.eof = o->eof;
+		if (o->kind == INIT_OUT_STDOUT) {
+			m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDOUT;
+			m.stdout = &chunk;
+		} else {
+			m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR;
+			m.stderr = &chunk;
+		}
+	}
+	return grpc_call_send(a->call, &m.base);
+}
+
+void init_agent_flush(struct init_agent *a)
+{
+	struct init_out o;
+
+	/* a heartbeat owed goes first; output waits behind it */
+	while (a->state == INIT_AGENT_READY && a->call && !a->heartbeat_pending &&
+	       init_cmds_peek(a->cmds, &o)) {
+		int r = send_out(a, &o);
+
+		if (r == -EAGAIN)
+			return;
+		if (r < 0) {
+			log_error("cannot send command output", "err=%s", err_str(r));
+			grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+			return;
+		}
+		init_cmds_consume(a->cmds);
+	}
+}
+
+static void on_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	struct init_agent *a = grpc_call_user(call);
+	const Agentic__Sandbox__V1__ManagementMessage *m = (const void *)msg;
+
+	switch (m->payload_case) {
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_REGISTRATION_ACK:
+		on_ack(a, m->registration_ack);
+		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_PING:
+		if (a->state == INIT_AGENT_READY &&
+		    send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY) < 0)
+			grpc_call_finish(call, GRPC_CANCELLED, NULL, NULL, 0);
+		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_COMMAND:
+		init_cmds_start(a->cmds, m->command);
+		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_STDIN:
+		init_cmds_stdin(a->cmds, m->stdin);
+		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_PTY_CONTROL:
+		init_cmds_signal(a->cmds, m->pty_control);
+		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_SHUTDOWN:
+		log_info("shutdown requested by agenticd", "grace_s=%d",
+			 (int)m->shutdown->grace_period_seconds);
+		a->shutdown_requested = 1;
+		break;
+	default:
+		log_warn("agent message not handled", "kind=%d", (int)m->payload_case);
+		break;
+	}
+}
+
+static void on_writable(struct grpc_call *call)
+{
+	struct init_agent *a = grpc_call_user(call);
+
+	if (a->heartbeat_pending && send_heartbeat(a, a->heartbeat_pending) < 0) {
+		grpc_call_finish(call, GRPC_CANCELLED, NULL, NULL, 0);
+		return;
+	}
+	init_agent_flush(a);
+}
+
+static void on_done(struct grpc_call *call, int status, const char *message)
+{
+	struct init_agent *a = grpc_call_user(call);
+	char why[256];
+
+	if (a->call != call)
+		return;
+	log_warn("agent stream ended", "status=%s message=%s retry_ms=%u", grpc_status_name(status),
+		 log_quote(why, sizeof(why), message ? message : ""), a->backoff_ms);
+	schedule_redial(a, init_now_ms());
+}
+
+void init_agent_stop(struct init_agent *a, int timeout_ms)
+{
+	int64_t end = init_now_ms() + timeout_ms;
+
+	if (a->state != INIT_AGENT_READY || !a->call)
+		return;
+	if (send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_SHUTTING_DOWN) < 0 ||
+	    grpc_call_finish(a->call, GRPC_OK, NULL, NULL, 0) < 0)
+		return;
+	/* the half-close goes out behind the heartbeat; the server's end of the call is ours to
+	 * wait for, not to need */
+	while (a->call && grpc_client_connected(a->client)) {
+		int64_t left = end - init_now_ms();
+
+		if (left <= 0)
+			break;
+		grpc_client_run(a->client, (int)left);
+	}
+}

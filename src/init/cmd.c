@@ -1,0 +1,808 @@
+/* cmd.c: workload commands (DESIGN.md §7): each runs as the workload uid under its own
+ * subreaper supervisor; its output is kept in a bounded buffer until the agent channel takes
+ * it, and the pipes are left unread while that buffer is full. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "init/env.h"
+#include "init/init.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define REC_HDR 5                 /* an output record: kind byte, 32-bit length, data */
+#define REC_STDOUT 1
+#define REC_STDERR 2
+#define LINGER_MS 1000            /* pipes still open this long after the supervisor: cut */
+
+static const char *const stage_names[] = {
+	[INIT_STAGE_DROP] = "taking the workload identity",
+	[INIT_STAGE_SUBREAPER] = "becoming the command's subreaper",
+	[INIT_STAGE_FDS] = "setting up the command's stdio",
+	[INIT_STAGE_FORK] = "forking the command",
+	[INIT_STAGE_CHDIR] = "entering the working directory",
+	[INIT_STAGE_EXEC] = "executing the command",
+};
+
+struct init_cmd {
+	int used;
+	char id[LIMIT_INIT_COMMAND_ID + 1];
+	pid_t sup;                /* the supervisor, until the init reaps it */
+	pid_t pgid;               /* the command's process group, from the supervisor */
+	int sup_status;
+	int sup_reaped;
+	int fd[INIT_FD_COUNT];         /* init's ends; -1 once closed */
+	int watched[INIT_FD_COUNT];    /* registered with the event loop */
+	int stdin_eof;            /* close stdin once its buffer drains */
+	int timed_out;
+	int stopped;              /* its supervisor was told to kill the tree */
+	int shutdown;             /* the sandbox is stopping: SIGTERM went to its group */
+	int32_t timeout_s;
+	int fail_stage, fail_errno;
+	int64_t started_ms, deadline_ms, reaped_ms;
+	char error[192];
+	struct buf out, in;
+};
+
+struct refusal {
+	char id[LIMIT_INIT_COMMAND_ID + 1];
+	char error[192];
+};
+
+struct init_cmds {
+	struct init_cmds_config cfg;
+	struct init_cmd cmd[LIMIT_INIT_COMMANDS];
+	struct refusal refusals[LIMIT_INIT_REFUSALS];
+	unsigned ref_head, ref_len;
+	unsigned cursor;
+	int64_t kill_at;          /* stopping: when the trees still alive are killed (0: not) */
+	/* what init_cmds_peek handed out: a refusal (-1) or a slot, and whether a result */
+	int peek_slot, peek_result;
+	const char **base_env;    /* environ without AGENT_*, HOME, USER, LOGNAME */
+	size_t nbase;
+	char home[LIMIT_PATH_BYTES], user[64];
+	uint8_t *scratch;         /* argv, envp and env strings of the command being started */
+};
+
+/* ---- storage ---- */
+
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+size_t init_cmds_storage_bytes(void)
+{
+	/* 128: the arena may pad the first pieces to their alignment */
+	return 128 + align64(sizeof(struct init_cmds)) +
+	       LIMIT_INIT_COMMANDS * align64(LIMIT_INIT_OUTPUT_BYTES + LIMIT_INIT_STDIN_BYTES) +
+	       LIMIT_INIT_EXEC_BYTES + LIMIT_INIT_ENV_VARS * sizeof(char *);
+}
+
+static int env_key_is(const char *entry, const char *key)
+{
+	size_t n = strlen(key);
+
+	return strncmp(entry, key, n) == 0 && entry[n] == '=';
+}
+
+/* Finds uid in /etc/passwd, read whole into buf: name and home. 0 or -ENOENT. */
+static int passwd_lookup(uint32_t uid, char *user, size_t ucap, char *home, size_t hcap)
+{
+	static char text[65536];
+	size_t len = 0;
+	ssize_t r;
+	char *line;
+	int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -ENOENT;
+	while (len < sizeof(text) - 1 && (r = read(fd, text + len, sizeof(text) - 1 - len)) > 0)
+		len += (size_t)r;
+	close(fd);
+	text[len] = '\0';
+	for (line = text; *line; ) {
+		char *nl = strchr(line, '\n'), *f[7];
+		int n = 0;
+		uint64_t v;
+
+		if (nl)
+			*nl = '\0';
+		f[n++] = line;
+		for (char *c = line; *c && n < 7; c++)
+			if (*c == ':') {
+				*c = '\0';
+				f[n++] = c + 1;
+			}
+		if (n == 7 && parse_u64(f[2], UINT32_MAX, &v) == 0 && v == uid &&
+		    strlen(f[0]) < ucap && strlen(f[5]) < hcap && f[5][0] == '/') {
+			strcpy(user, f[0]);
+			strcpy(home, f[5]);
+			return 0;
+		}
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return -ENOENT;
+}
+
+int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t len,
+		    struct init_cmds **out, const char **why)
+{
+	struct arena carve;
+	struct init_cmds *c;
+
+	*why = "the command table does not fit its storage";
+	if (len < init_cmds_storage_bytes())
+		return ERR_LIMIT;
+	arena_init(&carve, storage, len);
+	c = arena_alloc(&carve, sizeof(*c), 64);
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
+		struct init_cmd *k = &c->cmd[i];
+
+		buf_init(&k->out, arena_alloc(&carve, LIMIT_INIT_OUTPUT_BYTES, 64),
+			 LIMIT_INIT_OUTPUT_BYTES);
+		buf_init(&k->in, arena_alloc(&carve, LIMIT_INIT_STDIN_BYTES, 64),
+			 LIMIT_INIT_STDIN_BYTES);
+	}
+	c->base_env = arena_alloc(&carve, LIMIT_INIT_ENV_VARS * sizeof(char *), 8);
+	c->scratch = arena_alloc(&carve, LIMIT_INIT_EXEC_BYTES, 64);
+	for (char **e = cfg->environ; *e; e++) {
+		if (init_env_is_private(*e) || env_key_is(*e, "HOME") || env_key_is(*e, "USER") ||
+		    env_key_is(*e, "LOGNAME"))
+			continue;
+		if (c->nbase == LIMIT_INIT_ENV_VARS - 8) {
+			*why = "the container's environment has too many variables for workloads";
+			return ERR_LIMIT;
+		}
+		c->base_env[c->nbase++] = *e;
+	}
+	if (passwd_lookup(cfg->workload_uid, c->user, sizeof(c->user), c->home,
+			  sizeof(c->home)) != 0) {
+		/* no passwd entry: the workspace is home and the uid is the name */
+		strcpy(c->home, INIT_WORKSPACE);
+		c->user[init_dec(cfg->workload_uid, c->user)] = '\0';
+	}
+	*out = c;
+	return 0;
+}
+
+/* ---- the init's side ---- */
+
+static int64_t now_ms(void)
+{
+	return init_now_ms();
+}
+
+static uint64_t tag_of(const struct init_cmds *c, const struct init_cmd *k, int which)
+{
+	return INIT_TAG_CMD_FIRST + (uint64_t)(k - c->cmd) * INIT_FD_COUNT + (uint64_t)which;
+}
+
+static void watch(struct init_cmds *c, struct init_cmd *k, int which, int on)
+{
+	struct epoll_event ev = { .events = which == INIT_FD_IN ? EPOLLOUT : EPOLLIN,
+				  .data.u64 = tag_of(c, k, which) };
+
+	if (k->fd[which] < 0 || k->watched[which] == on)
+		return;
+	if (epoll_ctl(c->cfg.epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, k->fd[which], &ev) == 0)
+		k->watched[which] = on;
+	else
+		log_error("cannot watch a command pipe", "err=%s", err_str(-errno));
+}
+
+static void fd_close(struct init_cmds *c, struct init_cmd *k, int which)
+{
+	if (k->fd[which] < 0)
+		return;
+	watch(c, k, which, 0);
+	close(k->fd[which]);
+	k->fd[which] = -1;
+}
+
+/* Reads stdout/stderr only while a whole chunk fits the buffer. */
+static void pipes_update(struct init_cmds *c, struct init_cmd *k)
+{
+	int room = k->out.cap - k->out.len >= REC_HDR + INIT_CHUNK_BYTES;
+
+	watch(c, k, INIT_FD_OUT, room);
+	watch(c, k, INIT_FD_ERR, room);
+}
+
+/* Appends the parts (up to three; NULL ends them) to the command's error. */
+static void error_add(struct init_cmd *k, const char *a, const char *b, const char *c)
+{
+	const char *parts[3] = { a, b, c };
+	size_t n = strlen(k->error);
+
+	for (int i = 0; i < 3 && parts[i]; i++)
+		for (const char *s = parts[i]; *s && n + 1 < sizeof(k->error); s++)
+			k->error[n++] = *s;
+	k->error[n] = '\0';
+}
+
+/* The first reason a command failed is the one reported. */
+static void set_error(struct init_cmd *k, const char *a, const char *b)
+{
+	if (!k->error[0])
+		error_add(k, a, b, NULL);
+}
+
+static void refuse(struct init_cmds *c, const char *id, const char *error)
+{
+	struct refusal *r;
+	char q[96];
+
+	log_warn("command refused", "why=%s", log_quote(q, sizeof(q), error));
+	if (c->ref_len == LIMIT_INIT_REFUSALS) {
+		log_error("command refusal dropped: too many unsent", "limit=%d",
+			  LIMIT_INIT_REFUSALS);
+		return;
+	}
+	r = &c->refusals[(c->ref_head + c->ref_len++) % LIMIT_INIT_REFUSALS];
+	memset(r, 0, sizeof(*r));
+	strncpy(r->id, id, sizeof(r->id) - 1);
+	strncpy(r->error, error, sizeof(r->error) - 1);
+}
+
+static struct init_cmd *find(struct init_cmds *c, const char *id)
+{
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++)
+		if (c->cmd[i].used && strcmp(c->cmd[i].id, id) == 0)
+			return &c->cmd[i];
+	return NULL;
+}
+
+/* Signals a workload process: the control uid holds no CAP_KILL, so the init borrows the
+ * workload uid as its effective uid for the one kill() (CAP_SETUID allows the switch, and
+ * capabilities survive a change between two non-zero uids). */
+static int kill_as_workload(const struct init_cmds *c, pid_t pid, int sig)
+{
+	int r;
+
+	if (syscall(SYS_setresuid, -1, c->cfg.workload_uid, -1) != 0)
+		return -errno;
+	r = kill(pid, sig) == 0 ? 0 : -errno;
+	if (syscall(SYS_setresuid, -1, c->cfg.control_uid, -1) != 0) {
+		/* the init cannot go on with a borrowed identity */
+		log_error("cannot return to the control uid", "err=%s", err_str(-errno));
+		_exit(1);
+	}
+	return r;
+}
+
+static void stop_command(struct init_cmds *c, struct init_cmd *k)
+{
+	int r;
+
+	if (k->sup_reaped || k->stopped)
+		return;
+	r = kill_as_workload(c, k->sup, SIGTERM);
+	if (r)
+		log_error("cannot signal a command's supervisor", "err=%s", err_str(r));
+	k->stopped = 1;
+}
+
+/* Copies s into the scratch arena; NULL when it is full. */
+static char *scratch_cat(struct arena *a, const char *k, const char *eq, const char *v)
+{
+	size_t kl = strlen(k), el = strlen(eq), vl = strlen(v);
+	char *p = arena_alloc(a, kl + el + vl + 1, 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, k, kl);
+	memcpy(p + kl, eq, el);
+	memcpy(p + kl + el, v, vl + 1);
+	return p;
+}
+
+/* True when the request's env names the variable of entry ("NAME=value"). */
+static int overridden(const Agentic__Sandbox__V1__CommandRequest *req, const char *entry)
+{
+	for (size_t i = 0; i < req->n_env; i++)
+		if (env_key_is(entry, req->env[i]->key))
+			return 1;
+	return 0;
+}
+
+static int env_valid_key(const char *k)
+{
+	return *k && !strchr(k, '=');
+}
+
+/* Builds argv and envp for req in the scratch arena: the container's environment without
+ * AGENT_*, then HOME, USER, LOGNAME of the workload user, then the request's env, each later
+ * one replacing an earlier one of the same name. NULL with *why on refusal. */
+static int build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req,
+		      char ***argv_out, char ***envp_out, const char **path_out, const char **why)
+{
+	struct arena a;
+	char **argv, **envp;
+	size_t ne = 0, nmax = c->nbase + 4 + req->n_env;
+
+	arena_init(&a, c->scratch, LIMIT_INIT_EXEC_BYTES);
+	*why = "the command's arguments and environment exceed the init's exec limit";
+	if (req->n_args > LIMIT_INIT_ARGS || nmax > LIMIT_INIT_ENV_VARS)
+		return ERR_LIMIT;
+	argv = arena_alloc(&a, (req->n_args + 2) * sizeof(char *), 8);
+	envp = arena_alloc(&a, (nmax + 1) * sizeof(char *), 8);
+	if (!argv || !envp)
+		return ERR_LIMIT;
+	argv[0] = req->command;
+	for (size_t i = 0; i < req->n_args; i++)
+		argv[i + 1] = req->args[i];
+	argv[req->n_args + 1] = NULL;
+	for (size_t i = 0; i < req->n_env; i++) {
+		*why = "env names must be non-empty and free of '='";
+		if (!env_valid_key(req->env[i]->key))
+			return ERR_PARSE;
+		*why = "env may not set AGENT_* variables (they are the init's alone)";
+		if (strncmp(req->env[i]->key, "AGENT_", 6) == 0)
+			return ERR_PARSE;
+	}
+	for (size_t i = 0; i < c->nbase; i++)
+		if (!overridden(req, c->base_env[i]))
+			envp[ne++] = (char *)c->base_env[i];
+	{
+		const char *ids[3][2] = { { "HOME", c->home }, { "USER", c->user },
+					  { "LOGNAME", c->user } };
+
+		*why = "the command's arguments and environment exceed the init's exec limit";
+		for (int i = 0; i < 3; i++) {
+			char *e = scratch_cat(&a, ids[i][0], "=", ids[i][1]);
+
+			if (!e)
+				return ERR_LIMIT;
+			if (!overridden(req, e))
+				envp[ne++] = e;
+		}
+	}
+	for (size_t i = 0; i < req->n_env; i++) {
+		int later = 0;
+
+		/* a name given twice: the last one wins */
+		for (size_t j = i + 1; j < req->n_env && !later; j++)
+			later = strcmp(req->env[i]->key, req->env[j]->key) == 0;
+		if (later)
+			continue;
+		envp[ne] = scratch_cat(&a, req->env[i]->key, "=", req->env[i]->value);
+		if (!envp[ne++])
+			return ERR_LIMIT;
+	}
+	*path_out = DEFAULT_PATH;
+	for (size_t i = 0; i < ne; i++)
+		if (env_key_is(envp[i], "PATH"))
+			*path_out = envp[i] + 5;
+	envp[ne] = NULL;
+	*argv_out = argv;
+	*envp_out = envp;
+	return 0;
+}
+
+static void slot_reset(struct init_cmd *k)
+{
+	struct buf out = k->out, in = k->in;
+
+	memset(k, 0, sizeof(*k));
+	k->out = out;
+	k->in = in;
+	k->out.len = k->in.len = 0;
+	for (int i = 0; i < INIT_FD_COUNT; i++)
+		k->fd[i] = -1;
+}
+
+void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req)
+{
+	int p[INIT_FD_COUNT][2], made = 0, r;
+	struct init_cmd *k = NULL;
+	struct init_spawn sp;
+	char **argv, **envp;
+	const char *why, *path;
+	pid_t pid;
+
+	if (c->kill_at) {
+		refuse(c, req->command_id, "the sandbox is shutting down");
+		return;
+	}
+	if (strlen(req->command_id) == 0 || strlen(req->command_id) > LIMIT_INIT_COMMAND_ID) {
+		refuse(c, "", "command_id must be 1 to 128 characters");
+		return;
+	}
+	if (find(c, req->command_id)) {
+		refuse(c, req->command_id, "a command with this command_id is still running");
+		return;
+	}
+	if (req->run_as[0] && strcmp(req->run_as, "10001") != 0) {
+		refuse(c, req->command_id, "run_as may only be empty or the workload uid 10001");
+		return;
+	}
+	if (!req->command[0]) {
+		refuse(c, req->command_id, "command is empty");
+		return;
+	}
+	if (req->working_dir[0] && req->working_dir[0] != '/') {
+		refuse(c, req->command_id, "working_dir must be an absolute path");
+		return;
+	}
+	for (int i = 0; i < LIMIT_INIT_COMMANDS && !k; i++)
+		if (!c->cmd[i].used)
+			k = &c->cmd[i];
+	if (!k) {
+		refuse(c, req->command_id, "too many commands running in this sandbox");
+		return;
+	}
+	r = build_exec(c, req, &argv, &envp, &path, &why);
+	if (r) {
+		refuse(c, req->command_id, why);
+		return;
+	}
+	for (; made < INIT_FD_COUNT; made++)
+		if (pipe2(p[made], O_CLOEXEC) != 0)
+			break;
+	if (made < INIT_FD_COUNT) {
+		for (int i = 0; i < made; i++) {
+			close(p[i][0]);
+			close(p[i][1]);
+		}
+		refuse(c, req->command_id, "cannot create the command's pipes");
+		return;
+	}
+	sp.fd[INIT_FD_IN] = p[INIT_FD_IN][0];
+	sp.fd[INIT_FD_OUT] = p[INIT_FD_OUT][1];
+	sp.fd[INIT_FD_ERR] = p[INIT_FD_ERR][1];
+	sp.fd[INIT_FD_CTL] = p[INIT_FD_CTL][1];
+	sp.uid = c->cfg.workload_uid;
+	sp.gid = c->cfg.workload_gid;
+	sp.argv = argv;
+	sp.envp = envp;
+	sp.path = path;
+	sp.cwd = req->working_dir[0] ? req->working_dir : INIT_WORKSPACE;
+	pid = fork();
+	if (pid == 0)
+		init_spawn_supervise(&sp);
+	slot_reset(k);
+	k->fd[INIT_FD_IN] = p[INIT_FD_IN][1];
+	k->fd[INIT_FD_OUT] = p[INIT_FD_OUT][0];
+	k->fd[INIT_FD_ERR] = p[INIT_FD_ERR][0];
+	k->fd[INIT_FD_CTL] = p[INIT_FD_CTL][0];
+	close(sp.fd[INIT_FD_IN]);
+	close(sp.fd[INIT_FD_OUT]);
+	close(sp.fd[INIT_FD_ERR]);
+	close(sp.fd[INIT_FD_CTL]);
+	if (pid < 0) {
+		for (int i = 0; i < INIT_FD_COUNT; i++)
+			close(k->fd[i]);
+		refuse(c, req->command_id, "cannot fork the command's supervisor");
+		return;
+	}
+	for (int i = 0; i < INIT_FD_COUNT; i++)
+		fcntl(k->fd[i], F_SETFL, O_NONBLOCK);
+	k->used = 1;
+	k->sup = pid;
+	strcpy(k->id, req->command_id);
+	k->started_ms = now_ms();
+	k->timeout_s = req->timeout_seconds;
+	k->deadline_ms = req->timeout_seconds > 0 ? k->started_ms + req->timeout_seconds * 1000LL
+						  : INT64_MAX;
+	watch(c, k, INIT_FD_CTL, 1);
+	pipes_update(c, k);
+	log_info("command started", "slot=%d supervisor=%d args=%zu env=%zu timeout_s=%d",
+		 (int)(k - c->cmd), (int)pid, req->n_args, req->n_env, (int)req->timeout_seconds);
+}
+
+void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk *in)
+{
+	struct init_cmd *k = find(c, in->command_id);
+
+	if (!k || k->fd[INIT_FD_IN] < 0 || k->stdin_eof)
+		return;
+	if (buf_append(&k->in, in->data.data, in->data.len) != 0) {
+		set_error(k, "stdin overflow: more than the init's stdin buffer arrived ahead of "
+			  "the command reading it; stdin closed", NULL);
+		k->in.len = 0;
+		fd_close(c, k, INIT_FD_IN);
+		return;
+	}
+	if (in->eof)
+		k->stdin_eof = 1;
+	if (k->in.len)
+		watch(c, k, INIT_FD_IN, 1);
+	else if (k->stdin_eof)
+		fd_close(c, k, INIT_FD_IN);
+}
+
+void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyControl *pc)
+{
+	struct init_cmd *k = find(c, pc->command_id);
+	int sig, r;
+
+	if (!k || pc->action_case != AGENTIC__SANDBOX__V1__PTY_CONTROL__ACTION_SIGNAL)
+		return;
+	sig = pc->signal->signal_number;
+	if (sig < 1 || sig > 64 || k->sup_reaped || k->pgid <= 0)
+		return;
+	r = kill_as_workload(c, -k->pgid, sig);
+	if (r && r != -ESRCH)
+		log_warn("cannot signal a command", "signal=%d err=%s", sig, err_str(r));
+}
+
+static void read_output(struct init_cmds *c, struct init_cmd *k, int which)
+{
+	uint8_t *hdr = k->out.data + k->out.len;
+	size_t room = k->out.cap - k->out.len;
+	ssize_t n;
+
+	if (room < REC_HDR + INIT_CHUNK_BYTES)
+		return;
+	n = read(k->fd[which], hdr + REC_HDR, INIT_CHUNK_BYTES);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0)
+		n = 0;
+	hdr[0] = which == INIT_FD_OUT ? REC_STDOUT : REC_STDERR;
+	memcpy(hdr + 1, &(uint32_t){ (uint32_t)n }, 4);
+	k->out.len += REC_HDR + (size_t)n;
+	if (n == 0)
+		fd_close(c, k, which);
+	pipes_update(c, k);
+}
+
+static void read_ctl(struct init_cmds *c, struct init_cmd *k)
+{
+	struct init_ctl r;
+	ssize_t n;
+
+	while ((n = read(k->fd[INIT_FD_CTL], &r, sizeof(r))) == (ssize_t)sizeof(r)) {
+		if (r.tag == INIT_CTL_PID) {
+			k->pgid = r.a;
+		} else if (r.tag == INIT_CTL_FAIL && !k->fail_stage && r.a >= INIT_STAGE_DROP &&
+			   r.a <= INIT_STAGE_EXEC) {
+			k->fail_stage = r.a;
+			k->fail_errno = r.b;
+		}
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		fd_close(c, k, INIT_FD_CTL);
+}
+
+static void write_stdin(struct init_cmds *c, struct init_cmd *k, uint32_t events)
+{
+	ssize_t n = 0;
+
+	if (k->in.len)
+		n = write(k->fd[INIT_FD_IN], k->in.data, k->in.len);
+	if (n > 0)
+		buf_consume(&k->in, (size_t)n);
+	if ((n < 0 && errno != EAGAIN && errno != EINTR) ||
+	    (events & (EPOLLERR | EPOLLHUP)) || (!k->in.len && k->stdin_eof)) {
+		/* the command closed its stdin, or we are done with it */
+		k->in.len = 0;
+		fd_close(c, k, INIT_FD_IN);
+		return;
+	}
+	if (!k->in.len)
+		watch(c, k, INIT_FD_IN, 0);
+}
+
+void init_cmds_io(struct init_cmds *c, uint64_t tag, uint32_t events)
+{
+	uint64_t rel = tag - INIT_TAG_CMD_FIRST;
+	struct init_cmd *k;
+	int which;
+
+	if (tag < INIT_TAG_CMD_FIRST || rel >= (uint64_t)LIMIT_INIT_COMMANDS * INIT_FD_COUNT)
+		return;
+	k = &c->cmd[rel / INIT_FD_COUNT];
+	which = (int)(rel % INIT_FD_COUNT);
+	if (!k->used || k->fd[which] < 0)
+		return;
+	if (which == INIT_FD_CTL)
+		read_ctl(c, k);
+	else if (which == INIT_FD_IN)
+		write_stdin(c, k, events);
+	else
+		read_output(c, k, which);
+}
+
+int init_cmds_reaped(struct init_cmds *c, pid_t pid, int status)
+{
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
+		struct init_cmd *k = &c->cmd[i];
+
+		if (k->used && !k->sup_reaped && k->sup == pid) {
+			k->sup_reaped = 1;
+			k->sup_status = status;
+			k->reaped_ms = now_ms();
+			/* the command's stdin has no reader left */
+			k->in.len = 0;
+			fd_close(c, k, INIT_FD_IN);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
+{
+	int64_t due = c->kill_at && c->kill_at > now ? c->kill_at : INT64_MAX;
+
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
+		struct init_cmd *k = &c->cmd[i];
+
+		if (!k->used)
+			continue;
+		if (k->shutdown && now >= c->kill_at)
+			stop_command(c, k);
+		if (!k->sup_reaped && !k->stopped && now >= k->deadline_ms) {
+			k->timed_out = 1;
+			stop_command(c, k);
+		}
+		if (!k->sup_reaped && !k->stopped && k->deadline_ms < due)
+			due = k->deadline_ms;
+		if (k->sup_reaped && (k->fd[INIT_FD_OUT] >= 0 || k->fd[INIT_FD_ERR] >= 0 ||
+				      k->fd[INIT_FD_CTL] >= 0)) {
+			if (now >= k->reaped_ms + LINGER_MS) {
+				/* a process escaped its supervisor (it killed it) and holds the
+				 * pipes: the command is over, its output ends here */
+				set_error(k, "output cut: processes outlived the command's "
+					  "supervisor", NULL);
+				for (int w = INIT_FD_OUT; w <= INIT_FD_ERR; w++) {
+					if (k->fd[w] >= 0 &&
+					    k->out.cap - k->out.len >= REC_HDR) {
+						uint8_t *h = k->out.data + k->out.len;
+
+						h[0] = w == INIT_FD_OUT ? REC_STDOUT : REC_STDERR;
+						memset(h + 1, 0, 4);
+						k->out.len += REC_HDR;
+						fd_close(c, k, w);
+					}
+				}
+				fd_close(c, k, INIT_FD_CTL);
+			} else if (k->reaped_ms + LINGER_MS < due) {
+				due = k->reaped_ms + LINGER_MS;
+			}
+		}
+	}
+	return due;
+}
+
+void init_cmds_stop_all(struct init_cmds *c, int64_t kill_at)
+{
+	c->kill_at = kill_at;
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++) {
+		struct init_cmd *k = &c->cmd[i];
+		int r;
+
+		if (!k->used || k->sup_reaped || k->shutdown)
+			continue;
+		k->shutdown = 1;
+		/* asked first; the supervisor kills what is left at kill_at */
+		if (k->pgid > 0 && (r = kill_as_workload(c, -k->pgid, SIGTERM)) != 0 && r != -ESRCH)
+			log_warn("cannot signal a command", "signal=%d err=%s", SIGTERM, err_str(r));
+	}
+}
+
+int init_cmds_busy(const struct init_cmds *c)
+{
+	int n = (int)c->ref_len;
+
+	for (int i = 0; i < LIMIT_INIT_COMMANDS; i++)
+		n += c->cmd[i].used;
+	return n;
+}
+
+static int slot_finished(const struct init_cmd *k)
+{
+	return k->sup_reaped && k->fd[INIT_FD_OUT] < 0 && k->fd[INIT_FD_ERR] < 0 && k->fd[INIT_FD_CTL] < 0 &&
+	       k->out.len == 0;
+}
+
+static void result_of(struct init_cmd *k, struct init_out *o)
+{
+	int st = k->sup_status;
+	char num[16];
+
+	o->kind = INIT_OUT_RESULT;
+	o->exit_code = -1;
+	if (k->timed_out) {
+		/* the kill is ours: the timeout is the reason, whatever the tree said */
+		num[init_dec((uint32_t)k->timeout_s, num)] = '\0';
+		k->error[0] = '\0';
+		error_add(k, "timed out after ", num, " s");
+	} else if (k->shutdown) {
+		set_error(k, "stopped: the sandbox is shutting down", NULL);
+	}
+	if (k->fail_stage) {
+		o->exit_code = k->fail_stage == INIT_STAGE_EXEC && k->fail_errno == ENOENT ? 127 : 126;
+		if (!k->error[0])
+			error_add(k, stage_names[k->fail_stage], ": ", err_str(-k->fail_errno));
+	} else if (WIFEXITED(st)) {
+		o->exit_code = WEXITSTATUS(st);
+	} else {
+		num[init_dec((uint32_t)WTERMSIG(st), num)] = '\0';
+		set_error(k, "the command's supervisor was killed by signal ", num);
+	}
+	o->error = k->error;
+	o->duration_ms = k->reaped_ms - k->started_ms;
+	o->success = o->exit_code == 0 && !k->error[0];
+}
+
+int init_cmds_peek(struct init_cmds *c, struct init_out *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (c->ref_len) {
+		struct refusal *r = &c->refusals[c->ref_head];
+
+		o->kind = INIT_OUT_RESULT;
+		o->command_id = r->id;
+		o->exit_code = -1;
+		o->error = r->error;
+		c->peek_slot = -1;
+		return 1;
+	}
+	for (unsigned n = 0; n < LIMIT_INIT_COMMANDS; n++) {
+		unsigned i = (c->cursor + n) % LIMIT_INIT_COMMANDS;
+		struct init_cmd *k = &c->cmd[i];
+		uint32_t len;
+
+		if (!k->used)
+			continue;
+		o->command_id = k->id;
+		c->peek_slot = (int)i;
+		if (k->out.len >= REC_HDR) {
+			memcpy(&len, k->out.data + 1, 4);
+			o->kind = k->out.data[0] == REC_STDOUT ? INIT_OUT_STDOUT : INIT_OUT_STDERR;
+			o->data = k->out.data + REC_HDR;
+			o->len = len;
+			o->eof = len == 0;
+			c->peek_result = 0;
+			return 1;
+		}
+		if (slot_finished(k)) {
+			result_of(k, o);
+			c->peek_result = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void init_cmds_consume(struct init_cmds *c)
+{
+	struct init_cmd *k;
+	uint32_t len;
+
+	if (c->peek_slot < 0) {
+		c->ref_head = (c->ref_head + 1) % LIMIT_INIT_REFUSALS;
+		c->ref_len--;
+		c->peek_slot = 0;
+		return;
+	}
+	k = &c->cmd[c->peek_slot];
+	c->cursor = (unsigned)(c->peek_slot + 1) % LIMIT_INIT_COMMANDS;
+	if (c->peek_result) {
+		int code = WIFEXITED(k->sup_status) ? WEXITSTATUS(k->sup_status) : -1;
+
+		log_info("command finished", "slot=%d exit=%d duration_ms=%lld timed_out=%d",
+			 c->peek_slot, code, (long long)(k->reaped_ms - k->started_ms),
+			 k->timed_out);
+		for (int i = 0; i < INIT_FD_COUNT; i++)
+			fd_close(c, k, i);
+		k->used = 0;
+		return;
+	}
+	memcpy(&len, k->out.data + 1, 4);
+	buf_consume(&k->out, REC_HDR + len);
+	pipes_update(c, k);
+}

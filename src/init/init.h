@@ -1,0 +1,221 @@
+/* init.h: agentic-init below its applet file: the one-time setup checks and the agent
+ * channel to agenticd (DESIGN.md §6-§8, /work/protocol-contract.md).
+ *
+ * Single-threaded. The applet owns the event loop; these parts own no fds of their own but the
+ * gRPC client's, and allocate nothing after setup: the channel runs over storage the caller
+ * maps at start (init_agent_storage_bytes). Nothing here logs an env value. */
+#ifndef AGENTIC_INIT_H
+#define AGENTIC_INIT_H
+
+#include <stdint.h>
+
+#include <sys/types.h>
+
+#include "agent.pb-c.h"
+#include "grpc/grpc.h"
+#include "init/env.h"
+
+/* Where the workload's files live (DESIGN.md §6): writable by the workload uid. */
+#define INIT_WORKSPACE "/workspace"
+
+/* ---- setup (setup.c) ---- */
+
+/* Checks what the init starts with (DESIGN.md §6): uid and gid 0, bounding set exactly
+ * {SETUID, SETGID}, NoNewPrivs 1. 0, or a negative errno with what is wrong in *step. */
+int init_start_check(const char **step);
+/* Forks a child that takes the workload identity exactly as a workload does
+ * (priv_drop_to_workload), checks its own /proc/self/status, then creates and removes a file
+ * in dir. 0 when all of it worked; else a negative errno with the failing step in *step. */
+int init_workspace_check(const char *dir, uint32_t uid, uint32_t gid, const char **step);
+/* Writes the setup sentinel at path with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, after checking
+ * that its directory is the control tmpfs: a tmpfs mounted noexec,nosuid,nodev, mode 0700,
+ * owned by uid:uid. 0, or a negative errno with the failing step in *step. */
+int init_sentinel_write(const char *path, uint32_t uid, const char **step);
+
+struct init_sysinfo {
+	char hostname[65];
+	char kernel[65];
+	int32_t cpu_cores;
+	int64_t memory_bytes;
+};
+/* What the registration reports: uname's nodename and release, the CPUs this process may run
+ * on, total memory. Fields that cannot be read stay empty or 0. */
+void init_sysinfo_read(struct init_sysinfo *si);
+
+/* ---- time ---- */
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in milliseconds. */
+int64_t init_now_ms(void);
+int64_t init_wall_ms(void);
+
+/* ---- the agent channel (agent.c) ----
+ * One Connect stream to agenticd over the agent socket: registration, READY heartbeats at the
+ * interval the ack names, answers to pings; redialled with backoff (INIT_BACKOFF_MIN_MS
+ * doubling to INIT_BACKOFF_MAX_MS) whenever the stream ends, registering and sending READY
+ * again each time. */
+#define INIT_BACKOFF_MIN_MS 100
+#define INIT_BACKOFF_MAX_MS 5000
+#define INIT_ACK_TIMEOUT_MS 10000          /* a registration unanswered this long is redialled */
+#define INIT_HEARTBEAT_DEFAULT_S 5
+#define INIT_HEARTBEAT_MAX_S 300
+
+enum init_agent_state {
+	INIT_AGENT_WAITING,      /* no stream: dialling again at due_ms */
+	INIT_AGENT_REGISTERING,  /* registration sent, waiting for the ack until due_ms */
+	INIT_AGENT_READY,        /* registered: next heartbeat at due_ms */
+};
+
+struct init_agent {
+	struct grpc_client *client;
+	struct grpc_call *call;
+	enum init_agent_state state;
+	int64_t due_ms;           /* monotonic */
+	int64_t started_ms;       /* monotonic, for uptime */
+	uint32_t backoff_ms;      /* the wait after the next failure */
+	uint32_t heartbeat_ms;
+	int heartbeat_pending;    /* the AgentStatus of a heartbeat owed that did not fit the
+				   * send queue, or 0 */
+	int shutdown_requested;   /* agenticd sent ShutdownSignal */
+	int failures;             /* dial or stream failures since the last registration */
+	uint64_t registrations;
+	const struct init_env *env;
+	const struct init_sysinfo *si;
+	struct init_cmds *cmds;   /* where commands, stdin and signals go; output comes from */
+};
+
+/* Sends what the commands have ready (output, results) while the stream is registered and
+ * its send queue takes it. Call after every event. */
+void init_agent_flush(struct init_agent *a);
+/* The storage the channel's gRPC client needs for the socket at path (its whole budget). */
+size_t init_agent_storage_bytes(const char *path);
+/* Sets up the channel over storage (len bytes); the first dial happens at the first
+ * init_agent_tick. env and si must outlive the channel. 0, ERR_LIMIT or -errno. */
+int init_agent_setup(struct init_agent *a, const struct init_env *env,
+		     const struct init_sysinfo *si, struct init_cmds *cmds, void *storage,
+		     size_t len);
+/* The fd to watch for readability (stable across redials); call init_agent_io when it is. */
+int init_agent_fd(const struct init_agent *a);
+void init_agent_io(struct init_agent *a);
+/* Does what is due at now (dial, give up on an ack, heartbeat); returns when it next wants to
+ * be called (monotonic ms). */
+int64_t init_agent_tick(struct init_agent *a, int64_t now);
+/* On the way out: a SHUTTING_DOWN heartbeat and a half-close, flushed for at most
+ * timeout_ms. */
+void init_agent_stop(struct init_agent *a, int timeout_ms);
+
+/* ---- workload commands (cmd.c) ----
+ * CommandRequest, StdinChunk and PtyControl from agenticd (DESIGN.md §7, §8). Each command
+ * runs under its own supervisor: a child of the init that takes the workload identity
+ * (priv_drop_to_workload), becomes a subreaper, forks the command and reaps whatever of the
+ * command's tree comes to it; between fork and exec only raw system calls run. The command
+ * gets stdin, stdout and stderr as pipes, the container's environment without AGENT_*, HOME,
+ * USER and LOGNAME of the workload user (from /etc/passwd; else /workspace and the uid), then
+ * the request's env; its cwd is working_dir or /workspace; it leads its own process group.
+ *   - A command ends when its main process does: the supervisor then SIGKILLs what the
+ *     command left behind and exits with the main process's code (128+signal when killed);
+ *     126/127 when it could not be executed (127: not found), with the reason in error.
+ *   - timeout_seconds > 0: at the deadline the whole tree is killed. The control uid holds
+ *     no CAP_KILL, so every signal to a workload is sent with the workload uid borrowed as
+ *     the effective uid for that one kill().
+ *   - Output goes into a per-command buffer of LIMIT_INIT_OUTPUT_BYTES; while it cannot take
+ *     another chunk the pipes are not read, so a command blocks on write instead of losing
+ *     a byte while the agent channel is down.
+ *   - stdin: chunks are buffered (LIMIT_INIT_STDIN_BYTES) until the command reads them; eof
+ *     closes it. More than that ahead of the command closes stdin and says so in error.
+ *   - Refused (CommandResult with exit_code -1 and the reason): run_as other than "" or
+ *     "10001", an empty or duplicate command_id or command, env naming AGENT_*, a relative
+ *     working_dir, more than LIMIT_INIT_COMMANDS at once, arguments over the exec limits,
+ *     any command once the sandbox is stopping.
+ *   - capture_output is not consulted: every byte is streamed, for the transcript. */
+#define INIT_CHUNK_BYTES 8192      /* the most output one OutputChunk carries */
+_Static_assert(INIT_CHUNK_BYTES + LIMIT_INIT_COMMAND_ID + 64 <= GRPC_SMALL_MESSAGE,
+	       "an OutputChunk fits a small gRPC buffer");
+
+/* ---- the supervisor (spawn.c): what runs between fork and exec ---- */
+enum { INIT_FD_IN, INIT_FD_OUT, INIT_FD_ERR, INIT_FD_CTL, INIT_FD_COUNT };
+
+struct init_spawn {
+	int fd[INIT_FD_COUNT];    /* the child's ends: stdin read, stdout/stderr write, ctl write */
+	uint32_t uid, gid;        /* the workload identity */
+	char *const *argv;
+	char *const *envp;
+	const char *path;         /* PATH's value, for a command without a slash */
+	const char *cwd;
+};
+
+/* What the supervisor and the command tell the init through the ctl pipe: one write each,
+ * well below PIPE_BUF, so records never interleave. */
+struct init_ctl {
+	int32_t tag;
+	int32_t a, b;
+};
+#define INIT_CTL_PID 'P'          /* a: the command's pid, which leads its process group */
+#define INIT_CTL_FAIL 'F'         /* a: the stage (below), b: errno */
+enum { INIT_STAGE_DROP = 1, INIT_STAGE_SUBREAPER, INIT_STAGE_FDS, INIT_STAGE_FORK,
+       INIT_STAGE_CHDIR, INIT_STAGE_EXEC };
+
+/* In the child of the init's fork(): takes the workload identity (priv_drop_to_workload),
+ * becomes a subreaper, moves the spawn's fds to 0..3 and closes every other, forks the
+ * command (signals unblocked, SIGPIPE default, its own process group, cwd, execve with a PATH
+ * search) and reports its pid. It then reaps everything of the command's tree that comes to
+ * it; once the main process has ended, or on SIGTERM, it SIGKILLs its remaining children
+ * until none is left, and exits with the main process's code (128+signal when killed). A
+ * failed step is reported as INIT_CTL_FAIL and exits 126 (127: the command was not found). */
+_Noreturn void init_spawn_supervise(const struct init_spawn *sp);
+
+/* Writes v in decimal into out (at most 10 digits, no NUL); returns the digit count. */
+size_t init_dec(uint32_t v, char *out);
+
+/* Event-loop tags (epoll data.u64): the applet's own fds, then 4 per command slot. */
+#define INIT_TAG_SIGNAL 1
+#define INIT_TAG_TIMER 2
+#define INIT_TAG_AGENT 3
+#define INIT_TAG_CMD_FIRST 16
+
+struct init_cmds_config {
+	int epfd;                 /* the event loop: command fds are added with their tags */
+	uint32_t workload_uid, workload_gid, control_uid;
+	char **environ;           /* the container's environment (must outlive the table) */
+};
+
+struct init_cmds;
+
+size_t init_cmds_storage_bytes(void);
+/* Sets up the table over storage, filters the environment and looks up the workload user.
+ * 0, or ERR_LIMIT with the reason in *why. */
+int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t len,
+		    struct init_cmds **out, const char **why);
+/* Starts req (its strings need only live for this call), or queues its refusal. */
+void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req);
+void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk *in);
+/* Sends the signal to the command's process group. */
+void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyControl *pc);
+/* An event on a command fd (tag >= INIT_TAG_CMD_FIRST). */
+void init_cmds_io(struct init_cmds *c, uint64_t tag, uint32_t events);
+/* A child the init reaped: 1 when it was a command's supervisor. */
+int init_cmds_reaped(struct init_cmds *c, pid_t pid, int status);
+/* Kills the trees past their deadline; returns when it next wants to be called. */
+int64_t init_cmds_tick(struct init_cmds *c, int64_t now);
+/* Shutdown: SIGTERM to every command's process group now, the whole tree of each killed at
+ * kill_at (monotonic ms; init_cmds_tick does it); new commands are refused from now on. */
+void init_cmds_stop_all(struct init_cmds *c, int64_t kill_at);
+/* Commands not yet fully reported (running, or output or result unsent). */
+int init_cmds_busy(const struct init_cmds *c);
+
+enum init_out_kind { INIT_OUT_STDOUT = 1, INIT_OUT_STDERR, INIT_OUT_RESULT };
+struct init_out {
+	enum init_out_kind kind;
+	const char *command_id;
+	const uint8_t *data;      /* output: the chunk (len 0 with eof: the stream ended) */
+	size_t len;
+	int eof;
+	int32_t exit_code;        /* result */
+	const char *error;        /* result: "" or why it failed */
+	int64_t duration_ms;
+	int success;
+};
+/* The next thing to send, in order per command, commands taken in turn: 1 and *o filled
+ * (valid until the next call), or 0. init_cmds_consume marks it sent. */
+int init_cmds_peek(struct init_cmds *c, struct init_out *o);
+void init_cmds_consume(struct init_cmds *c);
+
+#endif

@@ -1,0 +1,190 @@
+/* spawn.c: a command's supervisor and the command itself, from fork to exec: raw system
+ * calls only (async-signal-safe), no allocation, no stdio, no logging. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "init/init.h"
+#include "init/priv.h"
+
+#define KILL_POLL_NS 50000000L    /* the supervisor's rescan period while killing */
+
+size_t init_dec(uint32_t v, char *out)
+{
+	char tmp[10];
+	size_t n = 0, i = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		out[i++] = tmp[--n];
+	return i;
+}
+
+static void ctl_send(int fd, int tag, int a, int b)
+{
+	struct init_ctl r = { tag, a, b };
+
+	if (write(fd, &r, sizeof(r)) < 0)
+		return;
+}
+
+/* SIGKILLs every child of this process (a subreaper: orphans of the tree come here). */
+static void kill_children(pid_t self, pid_t pgid)
+{
+	char path[64] = "/proc/self/task/", buf[4096];
+	size_t n = 16;
+	ssize_t r;
+	pid_t pid = 0;
+	int fd;
+
+	n += init_dec((uint32_t)self, path + n);
+	memcpy(path + n, "/children", sizeof("/children"));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* no CONFIG_PROC_CHILDREN: the command's group is what we can reach */
+		kill(-pgid, SIGKILL);
+		return;
+	}
+	while ((r = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = pid * 10 + (buf[i] - '0');
+			} else if (pid) {
+				kill(pid, SIGKILL);
+				pid = 0;
+			}
+		}
+	}
+	if (pid)
+		kill(pid, SIGKILL);
+	close(fd);
+}
+
+static _Noreturn void command_exec(const struct init_spawn *sp)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	const char *p;
+	char path[LIMIT_PATH_BYTES];
+	int err = ENOENT;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	sigaction(SIGPIPE, &dfl, NULL);
+	setpgid(0, 0);
+	if (chdir(sp->cwd) != 0) {
+		ctl_send(3, INIT_CTL_FAIL, INIT_STAGE_CHDIR, errno);
+		_exit(126);
+	}
+	if (strchr(sp->argv[0], '/')) {
+		execve(sp->argv[0], sp->argv, sp->envp);
+		err = errno;
+	} else {
+		for (p = sp->path; ; ) {
+			const char *end = strchr(p, ':');
+			size_t dl = end ? (size_t)(end - p) : strlen(p), cl = strlen(sp->argv[0]);
+
+			if (dl + cl + 2 <= sizeof(path)) {
+				memcpy(path, p, dl);
+				path[dl] = '/';
+				memcpy(path + dl + 1, sp->argv[0], cl + 1);
+				execve(dl ? path : sp->argv[0], sp->argv, sp->envp);
+				/* keep looking past missing entries; remember a denial */
+				if (errno == EACCES)
+					err = EACCES;
+				else if (errno != ENOENT && errno != ENOTDIR)
+					err = errno;
+			}
+			if (!end)
+				break;
+			p = end + 1;
+		}
+	}
+	ctl_send(3, INIT_CTL_FAIL, INIT_STAGE_EXEC, err);
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* Moves fd to a number >= 10, so the moves to 0..3 cannot clobber one another. */
+static int lift(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 10);
+}
+
+_Noreturn void init_spawn_supervise(const struct init_spawn *sp)
+{
+	struct timespec poll_ts = { 0, KILL_POLL_NS };
+	int hi[INIT_FD_COUNT], main_status = 0, main_done = 0, killing = 0;
+	pid_t self = getpid(), pid;
+	sigset_t wait_set;
+
+	if (priv_drop_to_workload(sp->uid, sp->gid) != 0) {
+		ctl_send(sp->fd[INIT_FD_CTL], INIT_CTL_FAIL, INIT_STAGE_DROP, errno);
+		_exit(126);
+	}
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+		ctl_send(sp->fd[INIT_FD_CTL], INIT_CTL_FAIL, INIT_STAGE_SUBREAPER, errno);
+		_exit(126);
+	}
+	for (int i = 0; i < INIT_FD_COUNT; i++) {
+		hi[i] = lift(sp->fd[i]);
+		if (hi[i] < 0) {
+			ctl_send(sp->fd[INIT_FD_CTL], INIT_CTL_FAIL, INIT_STAGE_FDS, errno);
+			_exit(126);
+		}
+	}
+	for (int i = 0; i < INIT_FD_COUNT; i++) {
+		if (dup2(hi[i], i) != i) {
+			ctl_send(hi[INIT_FD_CTL], INIT_CTL_FAIL, INIT_STAGE_FDS, errno);
+			_exit(126);
+		}
+	}
+	/* nothing of the init's (its agent socket, its other commands' pipes) stays open here */
+	if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
+		for (int fd = 4; fd < 4096; fd++)
+			close(fd);
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	pid = fork();
+	if (pid < 0) {
+		ctl_send(3, INIT_CTL_FAIL, INIT_STAGE_FORK, errno);
+		_exit(126);
+	}
+	if (pid == 0)
+		command_exec(sp);
+	ctl_send(3, INIT_CTL_PID, pid, 0);
+	for (int i = 0; i < INIT_FD_COUNT; i++)
+		close(i);
+	sigemptyset(&wait_set);
+	sigaddset(&wait_set, SIGCHLD);
+	sigaddset(&wait_set, SIGTERM);
+	for (;;) {
+		siginfo_t si;
+		int st;
+		pid_t w;
+
+		/* SIGCHLD and SIGTERM stay blocked (inherited from the init): taken here, in turn */
+		if (sigtimedwait(&wait_set, &si, killing || main_done ? &poll_ts : NULL) == SIGTERM)
+			killing = 1;
+		while ((w = wait4(-1, &st, WNOHANG, NULL)) > 0) {
+			if (w == pid) {
+				main_status = st;
+				main_done = 1;
+			}
+		}
+		if (w < 0 && errno == ECHILD && main_done)
+			break;
+		/* the command is over when its main process is: what it left behind goes too */
+		if (killing || main_done)
+			kill_children(self, pid);
+	}
+	_exit(WIFEXITED(main_status) ? WEXITSTATUS(main_status)
+				     : 128 + WTERMSIG(main_status));
+}

@@ -1,0 +1,898 @@
+/* admin.c: the admin API on the admin socket: HTTP/1.1 + JSON, peers checked at accept.
+ *
+ *   POST   /api/v1/containers          create (answers when ready: 201 + the sandbox)
+ *   GET    /api/v1/containers          list
+ *   GET    /api/v1/containers/NAME     inspect
+ *   DELETE /api/v1/containers/NAME     remove (?force=1, ?keep_workspace=1)
+ *   GET    /api/v1/info                the daemon
+ *
+ * Errors are {"error": {"code": ..., "message": ...}}. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "json/json.h"
+#include "mgmt/daemon.h"
+#include "mgmt/policy.h"
+#include "version.h"
+
+#define API "/api/v1"
+
+static struct json_token tokens[4096];
+static char item[16384]; /* one sandbox rendered, for a streamed list */
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 413: return "Content Too Large";
+	case 422: return "Unprocessable Content";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+static struct admin_conn *conn_at(int32_t i, uint32_t gen)
+{
+	struct admin_conn *c;
+
+	if (i < 0 || (uint32_t)i >= agenticd->nconns)
+		return NULL;
+	c = &agenticd->conns[i];
+	return c->phase != AC_FREE && c->gen == gen ? c : NULL;
+}
+
+static void conn_close(struct admin_conn *c)
+{
+	if (c->fd >= 0) {
+		loop_unwatch(c->fd);
+		close(c->fd);
+		c->fd = -1;
+	}
+	/* a create still reads its request from here: the slot waits for it */
+	c->phase = c->phase == AC_WAIT ? AC_ZOMBIE : AC_FREE;
+}
+
+static void watch(struct admin_conn *c, uint32_t events)
+{
+	struct epoll_event ev = { .events = events | EPOLLRDHUP };
+
+	ev.data.u64 = ((uint64_t)TAG_ADMIN_CONN << 32) | (uint32_t)(c - agenticd->conns);
+	epoll_ctl(agenticd->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* ---- responses ---- */
+
+static int begin_response(struct admin_conn *c, int status, size_t body_len, bool chunked)
+{
+	struct buf b;
+	int r;
+
+	buf_init(&b, c->out, sizeof(c->out));
+	if (chunked)
+		r = buf_printf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+			       "Transfer-Encoding: chunked\r\n%s\r\n", status, reason(status),
+			       c->keep_alive ? "" : "Connection: close\r\n");
+	else
+		r = buf_printf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+			       "Content-Length: %zu\r\n%s\r\n", status, reason(status), body_len,
+			       c->keep_alive ? "" : "Connection: close\r\n");
+	c->out_len = (uint32_t)b.len;
+	c->out_off = 0;
+	return r;
+}
+
+/* Sends a whole JSON body built into `body`. */
+static void respond(struct admin_conn *c, int status, const struct buf *body)
+{
+	if (begin_response(c, status, body->len + 1, false) != 0 ||
+	    body->len + 1 > sizeof(c->out) - c->out_len) {
+		c->keep_alive = false;
+		begin_response(c, 500, 0, false);
+	} else {
+		memcpy(c->out + c->out_len, body->data, body->len);
+		c->out_len += (uint32_t)body->len;
+		c->out[c->out_len++] = '\n';
+	}
+	c->phase = AC_WRITE;
+}
+
+static void respond_error(struct admin_conn *c, int status, const char *code, const char *msg)
+{
+	static char text[8192];
+	struct buf b;
+	struct json_writer w;
+
+	buf_init(&b, text, sizeof(text));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "error");
+	json_obj_begin(&w);
+	json_key(&w, "code");
+	json_str_write(&w, code);
+	json_key(&w, "message");
+	json_str_write(&w, msg);
+	json_obj_end(&w);
+	json_obj_end(&w);
+	json_writer_finish(&w);
+	respond(c, status, &b);
+}
+
+static void respond_sandbox(struct admin_conn *c, int status, const struct sandbox *sb)
+{
+	struct buf b;
+	struct json_writer w;
+
+	buf_init(&b, item, sizeof(item));
+	json_writer_init(&w, &b);
+	sandbox_json(&w, sb);
+	if (json_writer_finish(&w) != 0) {
+		respond_error(c, 500, "internal", "the sandbox does not fit the response buffer");
+		return;
+	}
+	respond(c, status, &b);
+}
+
+static void flush(struct admin_conn *c);
+
+void admin_finish_sandbox(int32_t i, uint32_t gen, const struct sandbox *sb, int status)
+{
+	struct admin_conn *c = conn_at(i, gen);
+
+	if (!c)
+		return;
+	if (c->phase == AC_ZOMBIE) {
+		c->phase = AC_FREE;
+		return;
+	}
+	respond_sandbox(c, status, sb);
+	flush(c);
+}
+
+void admin_finish_error(int32_t i, uint32_t gen, int status, const char *code,
+			const char *message)
+{
+	struct admin_conn *c = conn_at(i, gen);
+
+	if (!c)
+		return;
+	if (c->phase == AC_ZOMBIE) {
+		c->phase = AC_FREE;
+		return;
+	}
+	respond_error(c, status, code, message);
+	flush(c);
+}
+
+/* ---- the list, streamed one sandbox per chunk ---- */
+
+static int chunk(struct admin_conn *c, const void *data, size_t len)
+{
+	char hdr[16];
+	int n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
+
+	if ((size_t)n + len + 2 > sizeof(c->out) - c->out_len)
+		return ERR_LIMIT;
+	memcpy(c->out + c->out_len, hdr, (size_t)n);
+	memcpy(c->out + c->out_len + n, data, len);
+	memcpy(c->out + c->out_len + n + len, "\r\n", 2);
+	c->out_len += (uint32_t)(n + len + 2);
+	return 0;
+}
+
+/* Fills the output with as many sandboxes as fit; ends the list after the last. */
+static void list_fill(struct admin_conn *c)
+{
+	while (c->list_cursor < agenticd->nsb) {
+		const struct sandbox *sb = &agenticd->sb[c->list_cursor];
+		struct buf b;
+		struct json_writer w;
+
+		if (sb->state == SB_FREE) {
+			c->list_cursor++;
+			continue;
+		}
+		buf_init(&b, item, sizeof(item));
+		if (!c->list_first)
+			buf_append(&b, ",", 1);
+		json_writer_init(&w, &b);
+		sandbox_json(&w, sb);
+		if (json_writer_finish(&w) != 0 || chunk(c, b.data, b.len) != 0)
+			return; /* room comes back as the socket drains */
+		c->list_first = false;
+		c->list_cursor++;
+	}
+	if (chunk(c, "]}\n", 3) == 0 && sizeof(c->out) - c->out_len >= 5) {
+		memcpy(c->out + c->out_len, "0\r\n\r\n", 5);
+		c->out_len += 5;
+		c->phase = AC_WRITE;
+	}
+}
+
+static void route_list(struct admin_conn *c)
+{
+	begin_response(c, 200, 0, true);
+	chunk(c, "{\"containers\":[", 15);
+	c->list_cursor = 0;
+	c->list_first = true;
+	c->phase = AC_LIST;
+	list_fill(c);
+}
+
+/* ---- info ---- */
+
+static void route_info(struct admin_conn *c)
+{
+	static char text[4096];
+	const struct config *cfg = &agenticd->cfg;
+	struct buf b;
+	struct json_writer w;
+	char pool[24];
+	uint32_t a = cfg->subnet_pool_base;
+	uint32_t ready = 0, connected = 0;
+
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		ready += agenticd->sb[i].state == SB_READY;
+		connected += agenticd->sb[i].agent_ready;
+	}
+	snprintf(pool, sizeof(pool), "%u.%u.%u.%u/%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
+		 a & 255, cfg->subnet_pool_prefix);
+	buf_init(&b, text, sizeof(text));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "version");
+	json_str_write(&w, AGENTIC_VERSION);
+	json_key(&w, "engine_version");
+	json_str_write(&w, agenticd->engine_version);
+	json_key(&w, "api_version");
+	json_str_write(&w, agenticd->dc.version);
+	json_key(&w, "sandboxes");
+	json_int_write(&w, agenticd->live);
+	json_key(&w, "sandboxes_ready");
+	json_int_write(&w, ready);
+	json_key(&w, "agents_ready");
+	json_int_write(&w, connected);
+	json_key(&w, "max_sandboxes");
+	json_int_write(&w, cfg->max_sandboxes);
+	json_key(&w, "warm_networks");
+	json_int_write(&w, agenticd->nwarm);
+	json_key(&w, "control_uid_range");
+	json_obj_begin(&w);
+	json_key(&w, "min");
+	json_int_write(&w, cfg->control_uid_min);
+	json_key(&w, "max");
+	json_int_write(&w, cfg->control_uid_max);
+	json_key(&w, "used");
+	json_int_write(&w, agenticd->uids.used);
+	json_obj_end(&w);
+	json_key(&w, "subnet_pool");
+	json_obj_begin(&w);
+	json_key(&w, "cidr");
+	json_str_write(&w, pool);
+	json_key(&w, "used");
+	json_int_write(&w, agenticd->subnets.used);
+	json_obj_end(&w);
+	json_key(&w, "memory_budget_bytes");
+	json_int_write(&w, (int64_t)agenticd->budget);
+	json_key(&w, "agent_socket");
+	json_str_write(&w, cfg->agent_socket_dir);
+	json_key(&w, "agentshare_root");
+	json_str_write(&w, cfg->agentshare_root);
+	json_key(&w, "refused_agents");
+	json_int_write(&w, (int64_t)agenticd->refused_agents);
+	json_key(&w, "refused_admins");
+	json_int_write(&w, (int64_t)agenticd->refused_admins);
+	json_obj_end(&w);
+	if (json_writer_finish(&w) != 0) {
+		respond_error(c, 500, "internal", "info does not fit its buffer");
+		return;
+	}
+	respond(c, 200, &b);
+}
+
+/* ---- create: the request ---- */
+
+/* Copies a string token into the request's text; NULL when it does not fit or holds NUL. */
+static const char *take_str(struct create_req *req, const struct json_doc *doc, int idx)
+{
+	char *out = req->text + req->text_len;
+	int n;
+
+	if (idx < 0 || doc->tok[idx].type != JSON_STRING)
+		return NULL;
+	n = json_str(doc, idx, out, sizeof(req->text) - req->text_len);
+	if (n < 0)
+		return NULL;
+	req->text_len += (uint32_t)n + 1;
+	return out;
+}
+
+static const char *take_fmt(struct create_req *req, const char *a, const char *b)
+{
+	char *out = req->text + req->text_len;
+	int n = snprintf(out, sizeof(req->text) - req->text_len, "%s=%s", a, b);
+
+	if (n < 0 || (size_t)n >= sizeof(req->text) - req->text_len)
+		return NULL;
+	req->text_len += (uint32_t)n + 1;
+	return out;
+}
+
+struct verdict {
+	int status;
+	const char *code;
+	char message[512];
+};
+
+static int bad(struct verdict *v, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int bad(struct verdict *v, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	v->status = status;
+	v->code = code;
+	va_start(ap, fmt);
+	vsnprintf(v->message, sizeof(v->message), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int env_entry(struct create_req *req, const char *kv, struct verdict *v)
+{
+	const char *eq = kv ? strchr(kv, '=') : NULL;
+
+	if (!eq || eq == kv)
+		return bad(v, 400, "bad_request", "env entries are KEY=VALUE with a non-empty KEY");
+	if (strncmp(kv, "AGENT_", 6) == 0)
+		return bad(v, 422, "refused", "env keys starting with AGENT_ are the init's own");
+	if (req->nenv == LIMIT_SANDBOX_ENV)
+		return bad(v, 400, "bad_request", "at most %d env entries", LIMIT_SANDBOX_ENV);
+	req->env[req->nenv++] = kv;
+	return 0;
+}
+
+static int parse_env(struct create_req *req, const struct json_doc *doc, int env,
+		     struct verdict *v)
+{
+	if (doc->tok[env].type == JSON_OBJECT) {
+		for (int k = json_first(doc, env); k >= 0; k = json_next(doc, env, json_next(doc, env, k))) {
+			const char *key = take_str(req, doc, k);
+			const char *val = take_str(req, doc, k + 1);
+
+			if (!key || !val)
+				return bad(v, 400, "bad_request", "env values must be strings (and fit %u bytes in all)",
+					   LIMIT_ADMIN_BODY_BYTES);
+			if (strchr(key, '=') || env_entry(req, take_fmt(req, key, val), v) != 0)
+				return v->status ? -1 : bad(v, 400, "bad_request", "env keys may not hold '='");
+		}
+		return 0;
+	}
+	if (doc->tok[env].type != JSON_ARRAY)
+		return bad(v, 400, "bad_request", "env is an object of strings or an array of \"KEY=VALUE\"");
+	for (int i = json_first(doc, env); i >= 0; i = json_next(doc, env, i))
+		if (env_entry(req, take_str(req, doc, i), v) != 0)
+			return -1;
+	return 0;
+}
+
+/* "SRC:DST[:ro]" or {"source","target","read_only"}. */
+static int parse_mount(struct create_req *req, const struct json_doc *doc, int m,
+		       struct verdict *v)
+{
+	struct docker_mount *dm = &req->mounts[req->nmounts];
+	char real[PATH_MAX], why[256];
+	const char *src, *dst;
+	char *s;
+	bool ro = false;
+
+	if (req->nmounts == LIMIT_SANDBOX_MOUNTS)
+		return bad(v, 400, "bad_request", "at most %d mounts", LIMIT_SANDBOX_MOUNTS);
+	if (doc->tok[m].type == JSON_OBJECT) {
+		int r = json_obj_get(doc, m, "read_only");
+
+		src = take_str(req, doc, json_obj_get(doc, m, "source"));
+		dst = take_str(req, doc, json_obj_get(doc, m, "target"));
+		if (r >= 0 && json_bool(doc, r, &ro) != 0)
+			return bad(v, 400, "bad_request", "mounts[].read_only is a boolean");
+	} else {
+		char *colon;
+
+		s = (char *)take_str(req, doc, m);
+		if (!s || !(colon = strchr(s, ':')))
+			return bad(v, 400, "bad_request", "mounts are \"SRC:DST[:ro]\" or objects");
+		*colon = '\0';
+		src = s;
+		dst = colon + 1;
+		if ((colon = strchr(colon + 1, ':'))) {
+			*colon = '\0';
+			if (strcmp(colon + 1, "ro") == 0)
+				ro = true;
+			else if (strcmp(colon + 1, "rw") != 0)
+				return bad(v, 400, "bad_request", "a mount's mode is ro or rw");
+		}
+	}
+	if (!src || !dst || !*src || !*dst)
+		return bad(v, 400, "bad_request", "a mount needs a source and a target");
+	if (!realpath(src, real))
+		return bad(v, 422, "refused", "mount source %s: %s", src, strerror(errno));
+	switch (policy_mount_check(&agenticd->cfg, real, dst, why, sizeof(why))) {
+	case 0:
+		break;
+	case -EPERM:
+		return bad(v, 422, "refused", "%s", why);
+	default:
+		return bad(v, 400, "bad_request", "%s", why);
+	}
+	/* the resolved path is what gets mounted: a symlink swapped later changes nothing */
+	s = req->text + req->text_len;
+	if (strlen(real) + 1 > sizeof(req->text) - req->text_len)
+		return bad(v, 400, "bad_request", "request too large");
+	strcpy(s, real);
+	req->text_len += (uint32_t)strlen(real) + 1;
+	dm->source = s;
+	dm->target = dst;
+	dm->read_only = ro;
+	req->nmounts++;
+	return 0;
+}
+
+static int parse_create(struct admin_conn *c, struct verdict *v)
+{
+	struct create_req *req = &c->req;
+	struct json_doc doc;
+	int root = 0;
+
+	memset(req, 0, offsetof(struct create_req, text));
+	req->text_len = 0;
+	if (c->body_len == 0)
+		return 0; /* every field has a default */
+	if (json_parse(&doc, (const char *)c->body, c->body_len, tokens, ARRAY_LEN(tokens)) != 0)
+		return bad(v, 400, "bad_json", "the body is not valid JSON (byte %zu: %s)",
+			   doc.err_offset, doc.err_what ? doc.err_what : "malformed");
+	if (doc.tok[root].type != JSON_OBJECT)
+		return bad(v, 400, "bad_request", "the body is a JSON object");
+	for (int k = json_first(&doc, root); k >= 0; k = json_next(&doc, root, json_next(&doc, root, k))) {
+		int val = k + 1;
+
+		if (json_str_eq(&doc, k, "name")) {
+			if (!(req->name = take_str(req, &doc, val)))
+				return bad(v, 400, "bad_request", "name is a string");
+		} else if (json_str_eq(&doc, k, "image")) {
+			if (!(req->image = take_str(req, &doc, val)) || !*req->image ||
+			    strlen(req->image) >= CONFIG_STR_BYTES)
+				return bad(v, 400, "bad_request", "image is a non-empty string");
+		} else if (json_str_eq(&doc, k, "network")) {
+			if (!(req->network = take_str(req, &doc, val)) || !*req->network ||
+			    strlen(req->network) >= SB_NET_BYTES)
+				return bad(v, 400, "bad_request", "network is a network name");
+		} else if (json_str_eq(&doc, k, "env")) {
+			if (parse_env(req, &doc, val, v) != 0)
+				return -1;
+		} else if (json_str_eq(&doc, k, "cmd")) {
+			if (doc.tok[val].type != JSON_ARRAY)
+				return bad(v, 400, "bad_request", "cmd is an array of strings");
+			for (int i = json_first(&doc, val); i >= 0; i = json_next(&doc, val, i)) {
+				if (req->ncmd == LIMIT_SANDBOX_CMD_ARGS)
+					return bad(v, 400, "bad_request", "at most %d cmd arguments",
+						   LIMIT_SANDBOX_CMD_ARGS);
+				if (!(req->cmd[req->ncmd++] = take_str(req, &doc, i)))
+					return bad(v, 400, "bad_request", "cmd is an array of strings");
+			}
+		} else if (json_str_eq(&doc, k, "labels")) {
+			if (doc.tok[val].type != JSON_OBJECT)
+				return bad(v, 400, "bad_request", "labels is an object of strings");
+			for (int l = json_first(&doc, val); l >= 0;
+			     l = json_next(&doc, val, json_next(&doc, val, l))) {
+				const char *key = take_str(req, &doc, l), *lv = take_str(req, &doc, l + 1);
+
+				if (!key || !lv)
+					return bad(v, 400, "bad_request", "labels is an object of strings");
+				if (!policy_label_key_allowed(key))
+					return bad(v, 422, "refused", "label keys starting with agentic- "
+						   "are reserved (%.64s)", key);
+				if (req->nlabels == LIMIT_SANDBOX_LABELS)
+					return bad(v, 400, "bad_request", "at most %d labels",
+						   LIMIT_SANDBOX_LABELS);
+				req->labels[req->nlabels++] = (struct docker_kv){ key, lv };
+			}
+		} else if (json_str_eq(&doc, k, "mounts")) {
+			if (doc.tok[val].type != JSON_ARRAY)
+				return bad(v, 400, "bad_request", "mounts is an array");
+			for (int i = json_first(&doc, val); i >= 0; i = json_next(&doc, val, i))
+				if (parse_mount(req, &doc, i, v) != 0)
+					return -1;
+		} else {
+			char key[64];
+
+			json_str(&doc, k, key, sizeof(key));
+			return bad(v, 400, "bad_request", "unknown field %s (known: name image env "
+				   "mounts network cmd labels)", key);
+		}
+	}
+	if (req->name && !policy_name_valid(req->name))
+		return bad(v, 400, "bad_name", "a sandbox name matches ^[a-z][a-z0-9-]{1,62}$");
+	return 0;
+}
+
+/* The request's cmd, labels and mounts, kept with the sandbox. */
+static int keep_request(struct sandbox *sb, const struct create_req *req)
+{
+	int r = 0;
+
+	for (uint32_t i = 0; r == 0 && i < req->ncmd; i++)
+		r = strrun_add(sb->cmd, &sb->cmd_len, sizeof(sb->cmd), req->cmd[i]);
+	for (uint32_t i = 0; r == 0 && i < req->nlabels; i++) {
+		r = strrun_add(sb->labels, &sb->labels_len, sizeof(sb->labels), req->labels[i].key);
+		if (r == 0)
+			r = strrun_add(sb->labels, &sb->labels_len, sizeof(sb->labels),
+				       req->labels[i].value);
+	}
+	for (uint32_t i = 0; r == 0 && i < req->nmounts; i++) {
+		r = strrun_add(sb->mounts, &sb->mounts_len, sizeof(sb->mounts), req->mounts[i].source);
+		if (r == 0)
+			r = strrun_add(sb->mounts, &sb->mounts_len, sizeof(sb->mounts),
+				       req->mounts[i].target);
+		if (req->mounts[i].read_only)
+			sb->mount_ro |= 1u << i;
+	}
+	sb->ncmd = (uint16_t)req->ncmd;
+	sb->nlabels = (uint16_t)req->nlabels;
+	sb->nmounts = (uint16_t)req->nmounts;
+	return r;
+}
+
+static void route_create(struct admin_conn *c)
+{
+	struct verdict v = { 0 };
+	struct create_req *req = &c->req;
+	struct sandbox *sb;
+	char hex[16];
+
+	if (agenticd->stopping) {
+		respond_error(c, 503, "shutting_down", "agenticd is shutting down");
+		return;
+	}
+	if (parse_create(c, &v) != 0) {
+		respond_error(c, v.status, v.code, v.message);
+		return;
+	}
+	if (req->name && sandbox_by_name(req->name)) {
+		respond_error(c, 409, "name_taken", "a sandbox with that name exists");
+		return;
+	}
+	sb = sandbox_new();
+	if (!sb) {
+		char m[160];
+
+		snprintf(m, sizeof(m), "at capacity: %u sandboxes exist (max_sandboxes)",
+			 agenticd->cfg.max_sandboxes);
+		log_warn("create refused", "reason=capacity max_sandboxes=%u",
+			 agenticd->cfg.max_sandboxes);
+		respond_error(c, 503, "capacity", m);
+		return;
+	}
+	if (req->name) {
+		snprintf(sb->name, sizeof(sb->name), "%s", req->name);
+	} else {
+		do {
+			random_hex(hex, 8);
+			snprintf(sb->name, sizeof(sb->name), "sbx-%s", hex);
+		} while (sandbox_by_name(sb->name) != sb);
+	}
+	if (keep_request(sb, req) != 0) {
+		sandbox_free(sb);
+		respond_error(c, 400, "bad_request", "cmd, labels or mounts too long to keep");
+		return;
+	}
+	sb->waiter = (int32_t)(c - agenticd->conns);
+	sb->waiter_gen = c->gen;
+	c->phase = AC_WAIT;
+	provision_create(sb, req);
+}
+
+/* ---- remove and inspect ---- */
+
+static bool query_flag(const char *query, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = query; p && *p;) {
+		if (strncmp(p, name, n) == 0 && (p[n] == '=' || p[n] == '&' || !p[n]))
+			return p[n] != '=' || (p[n + 1] == '1' || strncmp(p + n + 1, "true", 4) == 0);
+		p = strchr(p, '&');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+static void route_remove(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	if (sb->state == SB_CREATING) {
+		respond_error(c, 409, "busy", "the sandbox is still being created");
+		return;
+	}
+	if (sb->state == SB_REMOVING) {
+		respond_error(c, 409, "busy", "the sandbox is already being removed");
+		return;
+	}
+	sb->waiter = (int32_t)(c - agenticd->conns);
+	sb->waiter_gen = c->gen;
+	c->phase = AC_WAIT;
+	provision_remove(sb, query_flag(query, "force"), query_flag(query, "keep_workspace"));
+}
+
+/* ---- dispatch ---- */
+
+static void dispatch(struct admin_conn *c)
+{
+	const struct http_parser *p = &c->parser;
+	const char *method = http_parser_str(p, p->method);
+	char target[512], *query, m[600];
+	struct sandbox *sb;
+
+	snprintf(target, sizeof(target), "%s", http_parser_str(p, p->target));
+	query = strchr(target, '?');
+	if (query)
+		*query++ = '\0';
+	if (!c->allowed) {
+		respond_error(c, 403, "forbidden", "the admin API is for root and members of the "
+			      "admin group");
+		return;
+	}
+	if (c->body_too_big) {
+		c->keep_alive = false;
+		snprintf(m, sizeof(m), "request body over %u bytes", LIMIT_ADMIN_BODY_BYTES);
+		respond_error(c, 413, "too_large", m);
+		return;
+	}
+	if (strcmp(target, API "/containers") == 0 || strcmp(target, API "/containers/") == 0) {
+		if (strcmp(method, "POST") == 0)
+			route_create(c);
+		else if (strcmp(method, "GET") == 0)
+			route_list(c);
+		else
+			respond_error(c, 405, "method_not_allowed", "use GET or POST");
+		return;
+	}
+	if (strncmp(target, API "/containers/", sizeof(API "/containers/") - 1) == 0) {
+		const char *name = target + sizeof(API "/containers/") - 1;
+
+		sb = sandbox_by_name(name);
+		if (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0) {
+			respond_error(c, 405, "method_not_allowed", "use GET or DELETE");
+		} else if (!sb) {
+			snprintf(m, sizeof(m), "no sandbox is named %.64s", name);
+			respond_error(c, 404, "not_found", m);
+		} else if (strcmp(method, "GET") == 0) {
+			respond_sandbox(c, 200, sb);
+		} else {
+			route_remove(c, sb, query);
+		}
+		return;
+	}
+	if (strcmp(target, API "/info") == 0) {
+		if (strcmp(method, "GET") == 0)
+			route_info(c);
+		else
+			respond_error(c, 405, "method_not_allowed", "use GET");
+		return;
+	}
+	snprintf(m, sizeof(m), "no route %.16s %.200s (see README: admin API)", method, target);
+	respond_error(c, 404, "not_found", m);
+}
+
+/* ---- I/O ---- */
+
+static void flush(struct admin_conn *c)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (c->phase == AC_LIST && c->out_off == c->out_len) {
+			c->out_off = c->out_len = 0;
+			list_fill(c);
+		}
+		if (c->out_off == c->out_len)
+			break;
+		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			watch(c, EPOLLOUT);
+			return;
+		}
+		if (n <= 0) {
+			conn_close(c);
+			return;
+		}
+		c->out_off += (uint32_t)n;
+	}
+	if (c->phase != AC_WRITE)
+		return;
+	if (!c->keep_alive) {
+		conn_close(c);
+		return;
+	}
+	/* next request on the same connection */
+	http_parser_reset(&c->parser);
+	c->body_len = 0;
+	c->body_too_big = false;
+	c->out_off = c->out_len = 0;
+	c->phase = AC_READ;
+	c->idle_since = now_ms();
+	watch(c, EPOLLIN);
+	admin_event((uint32_t)(c - agenticd->conns), 0);
+}
+
+/* Feeds what is buffered to the parser; dispatches a complete request. */
+static void parse_buffered(struct admin_conn *c)
+{
+	while (c->phase == AC_READ && c->roff < c->rlen) {
+		struct http_slice s;
+		size_t used;
+		int ev = http_parser_feed(&c->parser, c->rbuf + c->roff, c->rlen - c->roff, &used, &s);
+
+		c->roff += (uint32_t)used;
+		if (ev == HTTP_ERR_BODY_TOO_BIG) {
+			c->body_too_big = true;
+			c->keep_alive = false;
+			dispatch(c);
+			break;
+		}
+		if (ev < 0) {
+			c->keep_alive = false;
+			respond_error(c, ev == HTTP_ERR_HEAD_TOO_BIG ? 413 : 400, "bad_http",
+				      ev == HTTP_ERR_HEAD_TOO_BIG ? "request head too large"
+								  : "malformed HTTP request");
+			break;
+		}
+		if (ev == HTTP_EV_HEAD) {
+			const char *expect = http_parser_header(&c->parser, "expect");
+
+			c->keep_alive = c->parser.keep_alive;
+			/* curl asks before sending a body over 1 KiB; say yes at once */
+			if (expect && strcasecmp(expect, "100-continue") == 0 && c->allowed &&
+			    send(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL) < 0)
+				log_debug("100-continue not sent", "error=%s", strerror(errno));
+			if (c->parser.framing == HTTP_BODY_LENGTH &&
+			    c->parser.content_length > LIMIT_ADMIN_BODY_BYTES) {
+				c->body_too_big = true;
+				c->keep_alive = false;
+				dispatch(c);
+				break;
+			}
+			ev = http_parser_feed(&c->parser, NULL, 0, &used, &s);
+		}
+		if (ev == HTTP_EV_BODY) {
+			if (s.len > sizeof(c->body) - c->body_len) {
+				c->body_too_big = true;
+				c->keep_alive = false;
+				dispatch(c);
+				break;
+			}
+			memcpy(c->body + c->body_len, s.data, s.len);
+			c->body_len += (uint32_t)s.len;
+			ev = http_parser_feed(&c->parser, NULL, 0, &used, &s);
+		}
+		if (ev == HTTP_EV_DONE || ev == HTTP_EV_UPGRADE)
+			dispatch(c);
+	}
+	if (c->roff == c->rlen)
+		c->roff = c->rlen = 0;
+}
+
+void admin_event(uint32_t index, uint32_t events)
+{
+	struct admin_conn *c = &agenticd->conns[index];
+
+	if (c->phase == AC_FREE || c->phase == AC_ZOMBIE || c->fd < 0)
+		return;
+	if (c->phase == AC_WRITE || c->phase == AC_LIST) {
+		flush(c);
+		return;
+	}
+	if (c->phase == AC_WAIT) {
+		/* the client may hang up while its create runs; the create goes on */
+		if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			conn_close(c);
+		return;
+	}
+	parse_buffered(c);
+	while (c->phase == AC_READ) {
+		ssize_t n = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			conn_close(c);
+			return;
+		}
+		c->rlen += (uint32_t)n;
+		c->idle_since = now_ms();
+		parse_buffered(c);
+	}
+	if (c->phase == AC_WRITE || c->phase == AC_LIST)
+		flush(c);
+	else if (c->phase == AC_WAIT)
+		watch(c, 0);
+}
+
+void admin_accept(void)
+{
+	for (;;) {
+		int fd = accept4(agenticd->admin_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct admin_conn *c = NULL;
+		char why[128], q[160];
+
+		if (fd < 0)
+			return;
+		for (uint32_t i = 0; i < agenticd->nconns && !c; i++)
+			if (agenticd->conns[i].phase == AC_FREE)
+				c = &agenticd->conns[i];
+		if (!c) {
+			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+				"Content-Type: application/json\r\nConnection: close\r\n"
+				"Content-Length: 97\r\n\r\n"
+				"{\"error\":{\"code\":\"capacity\",\"message\":\"too many admin connections "
+				"(max_admin_connections)\"}}\n";
+
+			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+				log_debug("admin connection refused", "reason=%s", "capacity");
+			close(fd);
+			continue;
+		}
+		c->gen++;
+		c->fd = fd;
+		c->phase = AC_READ;
+		c->rlen = c->roff = c->body_len = c->out_len = c->out_off = 0;
+		c->body_too_big = false;
+		c->idle_since = now_ms();
+		http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
+		c->parser.body_limit = LIMIT_ADMIN_BODY_BYTES;
+		c->allowed = host_admin_peer_ok(fd, agenticd->admin_group_known, agenticd->admin_gid,
+						&c->uid, &c->pid, why, sizeof(why)) == 0;
+		if (!c->allowed) {
+			agenticd->refused_admins++;
+			log_warn("admin refused", "uid=%u pid=%d reason=%s", (unsigned)c->uid,
+				 (int)c->pid, log_quote(q, sizeof(q), why));
+		}
+		loop_watch(fd, EPOLLIN | EPOLLRDHUP, TAG_ADMIN_CONN, (uint32_t)(c - agenticd->conns));
+	}
+}
+
+void admin_tick(int64_t now)
+{
+	for (uint32_t i = 0; i < agenticd->nconns; i++) {
+		struct admin_conn *c = &agenticd->conns[i];
+
+		if ((c->phase == AC_READ || c->phase == AC_WRITE || c->phase == AC_LIST) &&
+		    now - c->idle_since > LIMIT_ADMIN_IDLE_MS)
+			conn_close(c);
+	}
+}
+
+void admin_shutdown(void)
+{
+	if (agenticd->admin_fd >= 0) {
+		loop_unwatch(agenticd->admin_fd);
+		close(agenticd->admin_fd);
+		agenticd->admin_fd = -1;
+	}
+}

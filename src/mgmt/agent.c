@@ -1,0 +1,252 @@
+/* agent.c: the agent socket's resolver (DESIGN.md §8) and the Connect stream up to READY.
+ * Identity is the kernel's word only: SO_PEERCRED's uid must be a sandbox's control uid and
+ * the peer must live in that sandbox's pid namespace; metadata must then name that sandbox. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.pb-c.h"
+#include "mgmt/daemon.h"
+
+#define HEARTBEAT_INTERVAL_S 5
+
+static void refuse(struct grpc_call *call, const char *reason)
+{
+	const struct grpc_peer *p = grpc_call_peer(call);
+	char q[160];
+
+	agenticd->refused_agents++;
+	log_warn("agent refused", "uid=%u pid=%d reason=%s", (unsigned)p->uid, (int)p->pid,
+		 log_quote(q, sizeof(q), reason));
+	grpc_call_set_user(call, NULL);
+	grpc_call_finish(call, GRPC_UNAUTHENTICATED, reason, NULL, 0);
+}
+
+/* Metadata value equal to want (exactly). */
+static bool md_is(const struct grpc_call *call, const char *key, const char *want)
+{
+	size_t len;
+	const char *v = grpc_call_md(call, key, &len);
+
+	return v && len == strlen(want) && memcmp(v, want, len) == 0;
+}
+
+static bool same_pid_ns(const struct sandbox *sb, pid_t peer)
+{
+	char path[64], ns[sizeof(sb->pid_ns)];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)peer);
+	n = readlink(path, ns, sizeof(ns) - 1);
+	if (n <= 0 || !sb->pid_ns[0])
+		return false;
+	ns[n] = '\0';
+	return strcmp(ns, sb->pid_ns) == 0;
+}
+
+static void ack(struct grpc_call *call, struct sandbox *sb)
+{
+	Agentic__Sandbox__V1__RegistrationAck a = AGENTIC__SANDBOX__V1__REGISTRATION_ACK__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+
+	a.accepted = 1;
+	a.message = "registered";
+	a.heartbeat_interval_seconds = HEARTBEAT_INTERVAL_S;
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_REGISTRATION_ACK;
+	m.registration_ack = &a;
+	if (grpc_call_send(call, &m.base) < 0) {
+		grpc_call_finish(call, GRPC_RESOURCE_EXHAUSTED, "no buffer for the registration ack",
+				 NULL, 0);
+		return;
+	}
+	sb->agent_registered = true;
+	log_info("agent registered", "name=%s instance=%s uid=%u", sb->name, sb->instance_id,
+		 sb->uid);
+}
+
+/* The stream is known to be the sandbox's: act on what arrived while that was checked. */
+static void authed(struct sandbox *sb, bool reg_seen, bool ready_seen)
+{
+	struct grpc_call *call = sb->agent;
+
+	sb->agent_authed = true;
+	log_info("agent connected", "name=%s instance=%s uid=%u", sb->name, sb->instance_id, sb->uid);
+	if (reg_seen)
+		ack(call, sb);
+	if (ready_seen && sb->agent_registered) {
+		sb->agent_ready = true;
+		provision_ready(sb);
+	}
+}
+
+/* Flags of what arrived before the pid namespace could be checked (grpc_call_app bytes). */
+struct pending {
+	bool reg;
+	bool ready;
+};
+
+static void connect_start(struct grpc_call *call)
+{
+	const struct grpc_peer *p = grpc_call_peer(call);
+	struct sandbox *sb;
+
+	grpc_call_set_user(call, NULL);
+	if (p->uid == agenticd->cfg.workload_uid) {
+		refuse(call, "the workload uid never maps to a sandbox");
+		return;
+	}
+	sb = sandbox_by_uid(p->uid);
+	if (!sb) {
+		refuse(call, "unknown uid: no sandbox has it as its control uid");
+		return;
+	}
+	if (sb->state == SB_CONFLICT) {
+		refuse(call, "two containers claim this uid: neither is trusted");
+		return;
+	}
+	if (sb->state == SB_REMOVING || sb->rollback) {
+		refuse(call, "the sandbox is being removed");
+		return;
+	}
+	if (sb->pid_ns[0] && !same_pid_ns(sb, p->pid)) {
+		refuse(call, "the peer is not in the sandbox's pid namespace");
+		return;
+	}
+	if (!md_is(call, "x-agent-id", sb->name)) {
+		refuse(call, "x-agent-id does not name the sandbox of this uid");
+		return;
+	}
+	if (!md_is(call, "x-agent-instance-id", sb->instance_id)) {
+		refuse(call, "x-agent-instance-id does not match the sandbox of this uid");
+		return;
+	}
+	if (sb->agent) {
+		refuse(call, "the sandbox already has a live Connect stream");
+		return;
+	}
+	sb->agent = call;
+	sb->t_auth = now_ms();
+	sb->agent_authed = false;
+	sb->agent_registered = false;
+	sb->agent_ready = false;
+	sb->agent_seen_ms = wall_ms();
+	grpc_call_set_user(call, sb);
+	/* Right after start the container's pid may not be known yet: the check then waits
+	 * for the inspect (agent_pid_known). */
+	if (sb->pid_ns[0])
+		authed(sb, false, false);
+}
+
+void agent_pid_known(struct sandbox *sb)
+{
+	struct grpc_call *call = sb->agent;
+	struct pending *pend;
+
+	if (!call || sb->agent_authed)
+		return;
+	pend = grpc_call_app(call);
+	if (!same_pid_ns(sb, grpc_call_peer(call)->pid)) {
+		sb->agent = NULL;
+		refuse(call, "the peer is not in the sandbox's pid namespace");
+		return;
+	}
+	authed(sb, pend->reg, pend->ready);
+}
+
+static bool registration_ok(const struct sandbox *sb,
+			    const Agentic__Sandbox__V1__AgentRegistration *reg)
+{
+	return strcmp(reg->instance_id, sb->instance_id) == 0 &&
+	       (!reg->agent_id[0] || strcmp(reg->agent_id, sb->name) == 0);
+}
+
+static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	const Agentic__Sandbox__V1__AgentMessage *m = (const void *)msg;
+	struct sandbox *sb = grpc_call_user(call);
+	struct pending *pend = grpc_call_app(call);
+
+	if (!sb || sb->agent != call)
+		return;
+	sb->agent_seen_ms = wall_ms();
+	switch (m->payload_case) {
+	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION:
+		if (!registration_ok(sb, m->registration)) {
+			sb->agent = NULL;
+			refuse(call, "the registration names another sandbox or instance");
+			return;
+		}
+		if (!sb->agent_authed)
+			pend->reg = true;
+		else if (!sb->agent_registered)
+			ack(call, sb);
+		return;
+	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_HEARTBEAT: {
+		const Agentic__Sandbox__V1__Heartbeat *hb = m->heartbeat;
+		bool ready = hb->status == AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY &&
+			     strcmp(hb->setup_status, "ready") == 0;
+
+		sb->agent_status = hb->status;
+		if (!sb->agent_authed) {
+			pend->ready = ready;
+			return;
+		}
+		if (ready && sb->agent_registered && !sb->agent_ready) {
+			sb->agent_ready = true;
+			provision_ready(sb);
+		} else if (!ready && sb->agent_ready) {
+			sb->agent_ready = false;
+			log_info("agent not ready", "name=%s status=%d", sb->name, hb->status);
+		}
+		return;
+	}
+	default:
+		return; /* output and results: the command path (not yet served) */
+	}
+}
+
+static void connect_half_close(struct grpc_call *call)
+{
+	grpc_call_finish(call, GRPC_OK, NULL, NULL, 0);
+}
+
+static void connect_done(struct grpc_call *call, int status, const char *message)
+{
+	struct sandbox *sb = grpc_call_user(call);
+
+	if (!sb || sb->agent != call)
+		return;
+	sb->agent = NULL;
+	sb->agent_authed = sb->agent_registered = sb->agent_ready = false;
+	log_info("agent disconnected", "name=%s instance=%s uid=%u status=%s", sb->name,
+		 sb->instance_id, sb->uid, grpc_status_name(status));
+}
+
+void agent_drop(struct sandbox *sb, const char *why)
+{
+	struct grpc_call *call = sb->agent;
+
+	if (!call)
+		return;
+	sb->agent = NULL;
+	sb->agent_authed = sb->agent_registered = sb->agent_ready = false;
+	grpc_call_set_user(call, NULL);
+	grpc_call_finish(call, GRPC_UNAVAILABLE, why, NULL, 0);
+}
+
+const struct grpc_method agent_methods[] = {
+	{
+		.path = "/agentic.sandbox.v1.AgentService/Connect",
+		.request = &agentic__sandbox__v1__agent_message__descriptor,
+		.response = &agentic__sandbox__v1__management_message__descriptor,
+		.flags = GRPC_CLIENT_STREAMING | GRPC_SERVER_STREAMING,
+		.handler = {
+			.on_start = connect_start,
+			.on_message = connect_message,
+			.on_half_close = connect_half_close,
+			.on_done = connect_done,
+		},
+	},
+};
+const size_t agent_nmethods = ARRAY_LEN(agent_methods);

@@ -1,0 +1,468 @@
+/* agenticd.c: the management daemon: start-up (config, budget, engine checks, recovery,
+ * sockets) and the one event loop (epoll, signalfd, timerfd) everything else runs on. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mgmt/daemon.h"
+#include "version.h"
+
+const char agenticd_help[] =
+	"usage: agenticd [-c FILE]\n"
+	"\n"
+	"The management daemon: provisions sandboxes through the Docker Engine API, serves the\n"
+	"agent gRPC socket (agent_socket_dir/agent.sock) and the admin API (admin_socket).\n"
+	"Runs in the foreground as root and logs to stderr (logfmt).\n"
+	"\n"
+	"  -c FILE   configuration (default " CONFIG_PATH_DEFAULT "; built-in defaults when\n"
+	"            that file is absent). Every key is documented in config/agenticd.conf.\n"
+	"\n"
+	"Environment: AGENTSHARE_ROOT overrides agentshare_root; NOTIFY_SOCKET (systemd\n"
+	"Type=notify) gets READY=1 once the sockets serve; AGENTIC_ALLOC_CHECK=1 aborts on any\n"
+	"allocation after start-up. SIGTERM: stop accepting, roll back creates in flight, exit 0;\n"
+	"sandboxes keep running.\n";
+
+struct daemon *agenticd;
+static struct daemon daemon_state;
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
+{
+	struct epoll_event ev = { .events = events };
+
+	ev.data.u64 = ((uint64_t)kind << 32) | index;
+	if (epoll_ctl(agenticd->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		log_error("cannot watch a descriptor", "fd=%d error=%s", fd, strerror(errno));
+}
+
+void loop_unwatch(int fd)
+{
+	epoll_ctl(agenticd->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/* ---- the budget (DESIGN.md §4) ---- */
+
+struct budget {
+	size_t sandboxes, admin, jobs, grpc, docker, scratch, total_region, total_heap, image;
+	struct grpc_server_config gcfg;
+	struct docker_client_config dcfg;
+};
+
+static size_t round64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+/* The static allocator hands out power-of-two blocks with a 16-byte header. */
+static size_t heap_block(size_t n)
+{
+	size_t b = 32;
+
+	while (b < n + 32)
+		b <<= 1;
+	return b;
+}
+
+static int budget_compute(const struct config *cfg, struct budget *b)
+{
+	uint32_t conns = cfg->max_sandboxes + LIMIT_AGENT_SPARE_CONNECTIONS;
+	uint32_t bits = 64;
+
+	memset(b, 0, sizeof(*b));
+	b->gcfg.max_connections = conns;
+	b->gcfg.max_streams_per_connection = cfg->max_streams_per_connection;
+	b->gcfg.max_message_bytes = (uint32_t)cfg->max_message_bytes;
+	b->gcfg.small_buffers = conns + 16;
+	b->gcfg.large_buffers = 2;
+	b->dcfg.docker_host = cfg->docker_host;
+	b->dcfg.connections = LIMIT_DOCKER_CONNS;
+	/* the largest answer is the start-up list of every agentic container */
+	b->dcfg.response_limit = cfg->max_sandboxes * 4096u;
+	if (b->dcfg.response_limit < 256u * 1024u)
+		b->dcfg.response_limit = 256u * 1024u;
+	if (b->dcfg.response_limit > LIMIT_DOCKER_RESPONSE_BYTES)
+		b->dcfg.response_limit = LIMIT_DOCKER_RESPONSE_BYTES;
+	/* a stop waits stop_grace_ms for the engine's answer */
+	b->dcfg.read_timeout_ms = cfg->stop_grace_ms + 30000 > 60000 ? (int)cfg->stop_grace_ms + 30000
+								      : 60000;
+	b->sandboxes = round64((size_t)cfg->max_sandboxes * sizeof(struct sandbox));
+	b->admin = round64((size_t)cfg->max_admin_connections * sizeof(struct admin_conn));
+	b->jobs = round64((cfg->max_sandboxes + 2) * sizeof(struct job *));
+	b->grpc = round64(grpc_server_storage_bytes(&b->gcfg));
+	if (!b->grpc)
+		return -EINVAL;
+	while (bits < cfg->control_uid_max - cfg->control_uid_min + 1)
+		bits += 64;
+	b->jobs += round64(bits / 8) + round64(((1u << (28 - cfg->subnet_pool_prefix)) + 64) / 8);
+	b->docker = heap_block(docker_client_footprint(&b->dcfg));
+	b->scratch = 2 * heap_block(recover_scratch_bytes(cfg->max_sandboxes));
+	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc;
+	/* libc's own start-up and directory reads, beyond the boot heap */
+	b->total_heap = b->docker + b->scratch + (1u << 20);
+	return 0;
+}
+
+/* The process as loaded (text, data, what libc touched): VmRSS before the budget is taken. */
+static size_t image_bytes(void)
+{
+	char line[128];
+	FILE *f = fopen("/proc/self/status", "re");
+	size_t kb = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %zu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb * 1024;
+}
+
+/* ---- start-up ---- */
+
+static int fail(const char *what, const char *detail)
+{
+	log_error(what, "error=\"%s\"", detail);
+	fprintf(stderr, "agenticd: %s: %s\n", what, detail);
+	return 1;
+}
+
+static int engine_checks(struct daemon *d)
+{
+	struct docker_error e;
+	struct docker_info info;
+	char text[1024];
+
+	if (docker_client_negotiate(&d->dc, &e) != 0)
+		return fail("cannot use the Docker engine", docker_error_text(&e, text, sizeof(text)));
+	if (docker_info(&d->dc, &info, &e) != 0)
+		return fail("cannot read the engine's /info", docker_error_text(&e, text, sizeof(text)));
+	snprintf(d->engine_version, sizeof(d->engine_version), "%s", info.server_version);
+	if (info.userns_remap)
+		return fail("refusing to start", "the Docker engine runs with userns-remap: it maps "
+			    "container uids to other host uids, so SO_PEERCRED would no longer name a "
+			    "sandbox's control uid and the resolver could not authenticate agents. "
+			    "Run agenticd against an engine without userns-remap");
+	if (info.docker_desktop)
+		return fail("refusing to start", "the engine is Docker Desktop: its containers run in "
+			    "a VM and peer credentials do not cross it, so the agent socket cannot "
+			    "authenticate sandboxes. Use a Linux host's own dockerd");
+	log_info("engine", "version=%s api=%s os=\"%.100s\"", info.server_version, d->dc.version,
+		 info.operating_system);
+	return 0;
+}
+
+static int setup_loop(struct daemon *d)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+		return -errno;
+	signal(SIGPIPE, SIG_IGN);
+	d->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	d->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->sigfd < 0 || d->timerfd < 0 || d->epfd < 0)
+		return -errno;
+	loop_watch(d->sigfd, EPOLLIN, TAG_SIGNAL, 0);
+	loop_watch(d->timerfd, EPOLLIN, TAG_TIMER, 0);
+	return 0;
+}
+
+static void *carve(uint8_t **p, size_t n)
+{
+	void *r = *p;
+
+	*p += round64(n);
+	return r;
+}
+
+static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *region)
+{
+	const struct config *cfg = &d->cfg;
+	uint8_t *p = region;
+	uint32_t nsub = 1u << (28 - cfg->subnet_pool_prefix);
+	uint32_t nuid = cfg->control_uid_max - cfg->control_uid_min + 1;
+
+	d->nsb = cfg->max_sandboxes;
+	d->sb = carve(&p, b->sandboxes);
+	d->nconns = cfg->max_admin_connections;
+	d->conns = carve(&p, b->admin);
+	d->jobs = carve(&p, (d->nsb + 2) * sizeof(struct job *));
+	idalloc_init(&d->uids, carve(&p, ((nuid + 63) / 64) * 8), cfg->control_uid_min, nuid);
+	idalloc_init(&d->subnets, carve(&p, ((nsub + 63) / 64) * 8), 0, nsub);
+	for (uint32_t i = 0; i < d->nsb; i++) {
+		struct job *j = &d->sb[i].job;
+
+		d->sb[i].subnet = -1;
+		d->sb[i].waiter = -1;
+		*j = (struct job){ .owner = JOB_SANDBOX, .index = i, .id = i, .reg_fd = -1,
+				   .next_wait = -1 };
+		d->jobs[i] = j;
+	}
+	d->pool_job = (struct job){ .owner = JOB_POOL, .id = d->nsb, .reg_fd = -1, .next_wait = -1 };
+	d->events_job = (struct job){ .owner = JOB_EVENTS, .id = d->nsb + 1, .reg_fd = -1,
+				      .next_wait = -1 };
+	d->jobs[d->nsb] = &d->pool_job;
+	d->jobs[d->nsb + 1] = &d->events_job;
+	d->njobs = d->nsb + 2;
+	d->wait_head = d->wait_tail = -1;
+	for (uint32_t i = 0; i < d->nconns; i++)
+		d->conns[i].fd = -1;
+	return grpc_server_init(&b->gcfg, carve(&p, b->grpc), b->grpc, &d->grpc);
+}
+
+static int open_sockets(struct daemon *d, char *err, size_t err_size)
+{
+	char path[LIMIT_PATH_BYTES];
+	int fd, r;
+
+	if (snprintf(path, sizeof(path), "%s/agent.sock", d->cfg.agent_socket_dir) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if ((r = host_listen(path, 0666, 0, &fd, err, err_size)) != 0)
+		return r;
+	if ((r = grpc_server_add_listener(d->grpc, fd, agent_methods, agent_nmethods)) != 0) {
+		snprintf(err, err_size, "cannot serve gRPC on %.300s: %s", path, err_str(r));
+		return r;
+	}
+	loop_watch(grpc_server_fd(d->grpc), EPOLLIN, TAG_GRPC, 0);
+	r = host_listen(d->cfg.admin_socket, 0660, d->admin_group_known ? d->admin_gid : 0,
+			&d->admin_fd, err, err_size);
+	if (r == 0)
+		loop_watch(d->admin_fd, EPOLLIN, TAG_ADMIN_LISTEN, 0);
+	return r;
+}
+
+/* ---- the loop ---- */
+
+static void arm_timer(struct daemon *d)
+{
+	int64_t next = provision_next_deadline(), now = now_ms();
+	int g = grpc_server_timeout(d->grpc);
+	struct itimerspec its = { 0 };
+
+	if (g >= 0 && now + g < next)
+		next = now + g;
+	if (now + 1000 < next)
+		next = now + 1000; /* idle connections and retries are checked every second */
+	if (next <= now)
+		next = now + 1;
+	its.it_value.tv_sec = next / 1000;
+	its.it_value.tv_nsec = (next % 1000) * 1000000;
+	timerfd_settime(d->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void on_signal(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			share_reap_children();
+		} else if (si.ssi_signo == SIGHUP) {
+			log_info("SIGHUP ignored", "note=%s", "\"restart agenticd to apply a new config\"");
+		} else if (!d->stopping) {
+			log_info("stopping", "signal=%u creates_in_flight_roll_back=1 sandboxes_keep_running=1",
+				 si.ssi_signo);
+			admin_shutdown();
+			provision_shutdown();
+		}
+	}
+}
+
+static bool admin_waiting(const struct daemon *d)
+{
+	for (uint32_t i = 0; i < d->nconns; i++)
+		if (d->conns[i].phase == AC_WAIT || d->conns[i].phase == AC_WRITE ||
+		    d->conns[i].phase == AC_LIST)
+			return true;
+	return false;
+}
+
+static int run_loop(struct daemon *d)
+{
+	struct epoll_event evs[64];
+	int64_t stop_started = 0;
+
+	for (;;) {
+		int n;
+
+		arm_timer(d);
+		n = epoll_wait(d->epfd, evs, ARRAY_LEN(evs), -1);
+		if (n < 0 && errno != EINTR)
+			return fail("event loop", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			uint32_t kind = (uint32_t)(evs[i].data.u64 >> 32);
+			uint32_t idx = (uint32_t)evs[i].data.u64;
+			uint64_t ticks;
+
+			switch (kind) {
+			case TAG_SIGNAL:
+				on_signal(d);
+				break;
+			case TAG_TIMER:
+				if (read(d->timerfd, &ticks, sizeof(ticks)) < 0)
+					ticks = 0;
+				break;
+			case TAG_ADMIN_LISTEN:
+				admin_accept();
+				break;
+			case TAG_ADMIN_CONN:
+				admin_event(idx, evs[i].events);
+				break;
+			case TAG_GRPC:
+				grpc_server_run(d->grpc, 0);
+				break;
+			case TAG_JOB:
+				provision_job_event(idx);
+				break;
+			}
+		}
+		if (grpc_server_timeout(d->grpc) == 0)
+			grpc_server_run(d->grpc, 0);
+		provision_tick(now_ms());
+		admin_tick(now_ms());
+		if (d->stopping) {
+			if (!stop_started)
+				stop_started = now_ms();
+			/* answers to the clients of rolled-back creates get a moment to leave */
+			if (!provision_busy() && (!admin_waiting(d) || now_ms() - stop_started > 5000))
+				return 0;
+		}
+	}
+}
+
+int agenticd_main(int argc, char **argv)
+{
+	struct daemon *d = &daemon_state;
+	struct budget b;
+	char err[1024], self[LIMIT_PATH_BYTES];
+	const char *path = CONFIG_PATH_DEFAULT;
+	bool explicit_path = false;
+	struct group *gr;
+	uint8_t *region;
+	ssize_t n;
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
+			path = argv[++i];
+			explicit_path = true;
+		} else {
+			fprintf(stderr, "agenticd: unknown argument %s\n%s", argv[i], agenticd_help);
+			return 2;
+		}
+	}
+	agenticd = d;
+	d->admin_fd = d->lock_fd = d->epfd = -1;
+	config_defaults(&d->cfg);
+	if (config_load(&d->cfg, path, explicit_path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "agenticd: %s\n", err);
+		return 2;
+	}
+	config_apply_env(&d->cfg);
+	if (config_validate(&d->cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "agenticd: %s: %s\n", path, err);
+		return 2;
+	}
+	if (geteuid() != 0)
+		return fail("refusing to start", "agenticd runs as root (it owns the sockets, the "
+			    "agentshare and the Docker engine's socket)");
+	log_info("starting", "version=%s config=%s", AGENTIC_VERSION, path);
+	host_warn_subuid(&d->cfg);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return fail("cannot find the agentic binary", strerror(errno));
+	self[n] = '\0';
+	if (!realpath(self, d->self_exe))
+		return fail("cannot resolve the agentic binary", strerror(errno));
+	gr = getgrnam(d->cfg.admin_group);
+	d->admin_group_known = gr != NULL;
+	d->admin_gid = gr ? gr->gr_gid : 0;
+	if (!gr)
+		log_warn("admin group absent: the admin API is root only", "group=%s",
+			 d->cfg.admin_group);
+
+	if (budget_compute(&d->cfg, &b) != 0)
+		return fail("configuration out of range", "max_sandboxes, max_streams_per_connection "
+			    "or max_message_bytes is outside what the gRPC server takes");
+	b.image = image_bytes() + LIMIT_DAEMON_SLACK_BYTES;
+	if ((r = alloc_budget(b.total_heap)) != 0)
+		return fail("cannot reserve the memory budget", err_str(r));
+	region = mmap(NULL, b.total_region, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (region == MAP_FAILED)
+		return fail("cannot reserve the memory budget", strerror(errno));
+	d->budget = b.total_region + b.total_heap + b.image;
+	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
+		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
+		 "grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu image_bytes=%zu", d->budget,
+		 d->cfg.max_sandboxes, b.sandboxes, sizeof(struct sandbox),
+		 d->cfg.max_admin_connections, b.admin, b.gcfg.max_connections, b.grpc, b.docker,
+		 b.scratch, b.image);
+	if ((r = docker_client_init(&d->dc, &b.dcfg)) != 0)
+		return fail("cannot set up the Docker client", err_str(r));
+	if (setup_loop(d) != 0)
+		return fail("cannot set up the event loop", strerror(errno));
+	if ((r = setup_tables(d, &b, region)) != 0)
+		return fail("cannot set up the gRPC server", err_str(r));
+	if (host_prepare_dirs(&d->cfg, d->admin_group_known, d->admin_gid, err, sizeof(err)) != 0 ||
+	    host_lock(&d->cfg, &d->lock_fd, err, sizeof(err)) != 0)
+		return fail("refusing to start", err);
+	if (engine_checks(d) != 0)
+		return 1;
+	d->events_since = wall_ms() / 1000;
+	if (recover_state(err, sizeof(err)) != 0)
+		return fail("cannot recover the sandboxes", err);
+	if (open_sockets(d, err, sizeof(err)) != 0)
+		return fail("refusing to start", err);
+	alloc_seal();
+	provision_events_start();
+	provision_pool_fill();
+	if ((r = host_notify_ready()) != 0)
+		log_warn("sd_notify failed", "error=%s", err_str(r));
+	log_info("ready", "agent_socket=%s/agent.sock admin_socket=%s sandboxes=%u",
+		 d->cfg.agent_socket_dir, d->cfg.admin_socket, d->live);
+	r = run_loop(d);
+	grpc_server_close(d->grpc);
+	{
+		struct alloc_stats st;
+
+		alloc_stats(&st);
+		if (st.after_seal)
+			log_error("allocations after start-up", "count=%zu", st.after_seal);
+	}
+	log_info("stopped", "sandboxes=%u note=%s", d->live, "\"sandboxes keep running\"");
+	return r;
+}

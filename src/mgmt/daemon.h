@@ -1,0 +1,330 @@
+/* daemon.h: the parts of agenticd and what they share: the sandbox table with its uid and
+ * subnet maps, Docker calls driven by the one event loop, the agent resolver (gRPC), the admin
+ * API (HTTP/1.1 + JSON), the host layout (sockets, agentshare) and start-up recovery.
+ *
+ * One process, one thread, one epoll loop. Every table is sized from the config and taken once
+ * at start from one region (daemon_budget says how much); nothing grows after. Docker calls
+ * never block the loop: each is a `struct job` stepped when its socket is ready. */
+#ifndef AGENTIC_MGMT_DAEMON_H
+#define AGENTIC_MGMT_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/base.h"
+#include "docker/docker.h"
+#include "grpc/grpc.h"
+#include "http/http.h"
+#include "mgmt/config.h"
+
+/* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
+enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB };
+
+/* ---- Docker calls on the loop ---- */
+enum job_owner { JOB_SANDBOX, JOB_POOL, JOB_EVENTS };
+
+struct job {
+	struct docker_call call;
+	enum job_owner owner;
+	uint32_t index;     /* the sandbox slot, for JOB_SANDBOX */
+	uint32_t id;        /* its place in the job registry (epoll tag) */
+	int reg_fd;         /* fd registered with epoll, or -1 */
+	bool active;        /* begun and not yet ended */
+	bool waiting;       /* asked for a connection while all were busy */
+	bool soon;          /* the call wants a step without waiting for I/O */
+	int32_t next_wait;  /* FIFO of waiting jobs */
+};
+
+/* Begins the call of the owner's current step; a busy pool queues the job (the call is begun
+ * again when a connection frees up). Returns 0 or the begin error (the job is then not
+ * active). */
+int job_start(struct job *j);
+/* Ends the call (drops its epoll registration first). */
+void job_end(struct job *j);
+
+/* ---- the sandbox table ---- */
+enum sb_state {
+	SB_FREE = 0,
+	SB_CREATING,   /* persisted "creating" */
+	SB_READY,      /* persisted "ready" (created; the agent may be connected or not) */
+	SB_REMOVING,   /* persisted "removing" */
+	SB_CONFLICT,   /* found at start with a uid another container claims: never trusted */
+};
+
+enum sb_step {
+	STEP_IDLE = 0,
+	STEP_NET_CREATE,
+	STEP_CT_CREATE,
+	STEP_CT_START,
+	STEP_CT_INSPECT,
+	STEP_WAIT_READY,
+	STEP_RB_LOGS,       /* rollback: read the init's last log lines */
+	STEP_RB_CT_REMOVE,
+	STEP_RB_NET_REMOVE,
+	STEP_RM_STOP,       /* remove: stop with stop_grace_ms */
+	STEP_RM_CT_REMOVE,
+	STEP_RM_NET_REMOVE,
+	STEP_REFRESH,       /* re-read State.Pid after the container (re)started */
+};
+
+#define SB_NAME_BYTES 64
+#define SB_ID_BYTES 37
+#define SB_NET_BYTES 64
+#define SB_ERROR_BYTES 2048
+
+struct sandbox {
+	enum sb_state state;
+	enum sb_step step;
+	uint32_t gen;                 /* bumped whenever the slot is reused */
+	char name[SB_NAME_BYTES];
+	char instance_id[SB_ID_BYTES];
+	char container_id[DOCKER_ID_SIZE];
+	char network[SB_NET_BYTES];   /* the network's name (ours, or the operator's) */
+	char network_id[DOCKER_ID_SIZE];
+	char image[CONFIG_STR_BYTES];
+	char subnet_text[20];
+	uint32_t uid;
+	int32_t subnet;               /* index in sandbox_subnet_pool, -1 for none */
+	bool uid_taken;
+	bool net_managed;             /* our network, removed with the sandbox */
+	bool net_exists;
+	bool ct_exists;
+	bool running;
+	bool force, keep_workspace;
+	bool dir_made;
+	bool rollback;                /* the create failed; undoing it */
+	bool gone;                    /* the container was removed behind our back */
+	int64_t pid;                  /* State.Pid, 0 when not running */
+	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
+	int64_t created_ms, ready_ms; /* wall clock */
+	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
+	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
+	/* agent stream */
+	struct grpc_call *agent;
+	bool agent_authed;
+	bool agent_registered;
+	bool agent_ready;             /* READY with setup_status "ready" seen */
+	int agent_status;
+	int64_t agent_seen_ms;
+	/* the admin connection waiting for this create or remove, or -1 */
+	int32_t waiter;
+	uint32_t waiter_gen;
+	int err_status;               /* HTTP status of a failed create */
+	const char *err_code;         /* its API error code */
+	char error[SB_ERROR_BYTES];
+	char init_log[LIMIT_CREATE_LOG_BYTES]; /* the init's last log lines, at a failed create */
+	uint32_t log_len;
+	int64_t retry_at;             /* monotonic ms: retry a failed rollback or remove step */
+	/* seen on the event stream, acted on once the sandbox's own call is done */
+	bool ev_start, ev_die, ev_destroy;
+	int64_t exit_code;
+	struct create_req *req;       /* the create's request, until the container exists */
+	/* what the request asked for, kept for inspect and sandbox.json */
+	uint16_t ncmd, nlabels, nmounts;
+	uint32_t mount_ro;            /* bit i: mount i read-only */
+	char cmd[LIMIT_SANDBOX_CMD_BYTES];
+	uint32_t cmd_len;
+	char labels[LIMIT_SANDBOX_LABEL_BYTES];
+	uint32_t labels_len;
+	char mounts[LIMIT_SANDBOX_MOUNT_BYTES];
+	uint32_t mounts_len;
+	struct job job;
+};
+
+/* Appends s (and its NUL) to a string run; ERR_LIMIT when it does not fit. */
+int strrun_add(char *run, uint32_t *len, uint32_t cap, const char *s);
+/* The string after p in a run (p == NULL: the first). */
+const char *strrun_next(const char *run, uint32_t len, const char *p);
+
+/* ---- a parsed create request (lives in its admin connection) ---- */
+struct create_req {
+	const char *name;             /* NULL: sbx-<8 hex> */
+	const char *image;            /* NULL: default_image */
+	const char *network;          /* NULL: a managed network */
+	const char *env[LIMIT_SANDBOX_ENV + 1];
+	uint32_t nenv;
+	const char *cmd[LIMIT_SANDBOX_CMD_ARGS + 1];
+	uint32_t ncmd;
+	struct docker_kv labels[LIMIT_SANDBOX_LABELS + 1];
+	uint32_t nlabels;
+	struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 1];
+	uint32_t nmounts;
+	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
+	uint32_t text_len;
+};
+
+/* ---- admin connections ---- */
+enum admin_phase { AC_FREE = 0, AC_READ, AC_WAIT, AC_WRITE, AC_LIST, AC_ZOMBIE };
+
+struct admin_conn {
+	enum admin_phase phase;
+	int fd;
+	uint32_t gen;
+	uid_t uid;
+	pid_t pid;
+	bool allowed;
+	bool keep_alive;
+	int64_t idle_since;
+	struct http_parser parser;
+	char head[LIMIT_HTTP_HEAD_BYTES];
+	uint8_t rbuf[LIMIT_ADMIN_READ_BYTES];
+	uint32_t rlen, roff;
+	uint8_t body[LIMIT_ADMIN_BODY_BYTES];
+	uint32_t body_len;
+	bool body_too_big;
+	uint8_t out[LIMIT_ADMIN_OUT_BYTES];
+	uint32_t out_len, out_off;
+	uint32_t list_cursor;         /* AC_LIST: next sandbox slot to render */
+	bool list_first;
+	struct create_req req;
+};
+
+/* ---- warm networks (DESIGN.md §6: generic names make a small pool possible) ---- */
+struct warm_net {
+	char name[SB_NET_BYTES];
+	char id[DOCKER_ID_SIZE];
+	int32_t subnet;
+};
+
+/* ---- the daemon ---- */
+struct daemon {
+	struct config cfg;
+	struct docker_client dc;
+	char engine_version[64];
+	int epfd, sigfd, timerfd, admin_fd, lock_fd;
+	struct grpc_server *grpc;
+	struct sandbox *sb;
+	uint32_t nsb;                 /* = max_sandboxes */
+	uint32_t live;                /* slots not SB_FREE */
+	struct idalloc uids, subnets;
+	struct admin_conn *conns;
+	uint32_t nconns;
+	struct job pool_job, events_job;
+	struct warm_net warm[LIMIT_WARM_NETWORKS];
+	uint32_t nwarm;
+	struct warm_net pool_pending; /* the network pool_job is creating */
+	struct job **jobs;            /* registry: job id -> job */
+	uint32_t njobs;
+	int32_t wait_head, wait_tail;
+	int64_t events_since;         /* unix seconds of the last event seen */
+	int64_t events_retry;         /* monotonic ms when to reopen the event stream, or 0 */
+	bool stopping;
+	bool admin_group_known;
+	gid_t admin_gid;
+	char self_exe[LIMIT_PATH_BYTES];
+	size_t budget;
+	uint64_t refused_agents, refused_admins;
+};
+
+extern struct daemon *agenticd;
+
+/* agenticd.c */
+int64_t now_ms(void);          /* monotonic */
+int64_t wall_ms(void);
+void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index);
+void loop_unwatch(int fd);
+
+/* host.c: sockets, peer checks, agentshare */
+/* Makes agent_socket_dir (0755) and its parent (0700 root, or 0710 root:admin_gid when the
+ * admin socket shares it), and the admin socket's directory. */
+int host_prepare_dirs(const struct config *cfg, bool admin_group_known, gid_t admin_gid,
+		      char *err, size_t err_size);
+/* flock on ADMIN_SOCKET.lock, held for the daemon's life: -EWOULDBLOCK when another owns it. */
+int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size);
+/* A listening Unix socket at path with mode/owner; a live one answering means another agenticd. */
+int host_listen(const char *path, mode_t mode, gid_t gid, int *fd, char *err, size_t err_size);
+/* Logs a warning for each /etc/subuid range overlapping the control uid range. */
+void host_warn_subuid(const struct config *cfg);
+/* 0 when the peer may use the admin API; else -EACCES with why. */
+int host_admin_peer_ok(int fd, bool group_known, gid_t gid, uid_t *uid, pid_t *pid, char *why,
+		       size_t why_size);
+/* sd_notify READY=1 to $NOTIFY_SOCKET (path or @abstract); 0 when it is unset. */
+int host_notify_ready(void);
+/* agentshare: instances/<id>/ */
+int share_instance_dir(const struct config *cfg, const char *id, char *out, size_t size);
+/* The instance dir (0700), then, once the record is written, its workspace (owned by the
+ * workload uid): a crash between the two leaves an empty dir, which start-up sweeps. */
+int share_make(const struct config *cfg, const struct sandbox *sb, char *err, size_t err_size);
+int share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+			 size_t err_size);
+void share_sweep_empty(const struct config *cfg);
+/* sandbox.json (0600): temp file, fsync, rename, fsync of the directory. */
+int share_write_record(const struct config *cfg, const struct sandbox *sb);
+/* Deletes the instance's record and, unless keep_workspace, its workspace (in a child
+ * process, off the loop); the instance dir goes when nothing else is left in it. */
+void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_workspace);
+/* Reads instances/<id>/sandbox.json into sb (fields it holds); 0, -ENOENT or ERR_PARSE. */
+int share_read_record(const struct config *cfg, const char *id, struct sandbox *sb,
+		      char *state, size_t state_size);
+/* Calls fn for every instance id that has a sandbox.json. */
+int share_each_record(const struct config *cfg, int (*fn)(void *ctx, const char *id), void *ctx);
+/* Reaps the workspace-deleting children (SIGCHLD). */
+void share_reap_children(void);
+
+/* sandbox.c: table, maps, rendering */
+struct sandbox *sandbox_by_name(const char *name);
+struct sandbox *sandbox_by_uid(uint32_t uid);
+struct sandbox *sandbox_by_container(const char *id);
+struct sandbox *sandbox_new(void);  /* NULL when the table is full */
+/* Releases the slot with its uid and subnet. */
+void sandbox_free(struct sandbox *sb);
+/* Next-fit from the maps: 0 or ERR_LIMIT when every uid (/28) is taken. */
+int sandbox_take_uid(struct sandbox *sb);
+int sandbox_take_subnet(struct sandbox *sb);
+/* Gives uid and subnet back (a uid a conflicting twin also claims stays reserved for it). */
+void sandbox_release_ids(struct sandbox *sb);
+void subnet_text(int32_t index, char *out, size_t size);
+int32_t subnet_index(const char *cidr); /* -1 when not a /28 of the pool */
+const char *sandbox_state_name(const struct sandbox *sb);
+void sandbox_json(struct json_writer *w, const struct sandbox *sb);
+
+/* provision.c: create, remove, warm pool, events */
+/* Starts a create; its answer reaches the sandbox's waiter through admin_finish_*(), possibly
+ * before this returns (a create refused at once). */
+void provision_create(struct sandbox *sb, struct create_req *req);
+/* Starts a remove: -EBUSY while the sandbox is being created or removed. */
+int provision_remove(struct sandbox *sb, bool force, bool keep_workspace);
+/* The job's socket is ready (epoll). */
+void provision_job_event(uint32_t id);
+/* The agent reported READY with setup_status "ready" on an authenticated stream. */
+void provision_ready(struct sandbox *sb);
+/* Timeouts, retries, waiting jobs, event-stream flags, pool refill; the next deadline
+ * (monotonic ms) the loop must wake for. */
+void provision_tick(int64_t now);
+int64_t provision_next_deadline(void);
+/* Starts a warm network when the pool is short and no create runs. */
+void provision_pool_fill(void);
+/* Opens the engine's event stream (reopened after a failure). */
+void provision_events_start(void);
+bool provision_busy(void);  /* creates or removes in flight */
+/* SIGTERM: no new work; creates in flight roll back. */
+void provision_shutdown(void);
+
+/* agent.c: the resolver and the Connect stream */
+extern const struct grpc_method agent_methods[];
+extern const size_t agent_nmethods;
+/* The container's pid is known (or changed): finish a Connect that waited for it. */
+void agent_pid_known(struct sandbox *sb);
+/* Ends the sandbox's Connect stream (UNAVAILABLE, why). */
+void agent_drop(struct sandbox *sb, const char *why);
+
+/* admin.c: the HTTP API */
+/* Accepts pending connections, checking each peer (SO_PEERCRED, SO_PEERGROUPS). */
+void admin_accept(void);
+void admin_event(uint32_t index, uint32_t events);
+/* Closes connections idle for LIMIT_ADMIN_IDLE_MS. */
+void admin_tick(int64_t now);
+/* The create or remove this connection waited for has finished. */
+void admin_finish_sandbox(int32_t conn, uint32_t gen, const struct sandbox *sb, int status);
+void admin_finish_error(int32_t conn, uint32_t gen, int status, const char *code,
+			const char *message);
+/* Stops accepting (closes the listener); open exchanges finish. */
+void admin_shutdown(void);
+
+/* recover.c: 0, or an error (err says which) that stops the start. */
+int recover_state(char *err, size_t err_size);
+/* What recover_state allocates (and frees) before the allocator is sealed. */
+size_t recover_scratch_bytes(uint32_t nsb);
+
+#endif

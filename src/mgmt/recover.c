@@ -1,0 +1,377 @@
+/* recover.c: start-up: rebuilds the sandbox table, the uid map and the subnet map from
+ * Docker (labels, IPAM) and the agentshare records, then settles what a crash left half done
+ * (DESIGN.md §6): ready sandboxes are kept, creates are rolled back, removes finished,
+ * unrecorded containers rolled back. Blocking calls: it runs before the loop serves anyone. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mgmt/daemon.h"
+
+struct found {
+	char id[DOCKER_ID_SIZE];
+	char name[256];
+};
+
+struct list {
+	struct found *items;
+	uint32_t n, cap;
+	bool overflow;
+};
+
+static int collect(void *ctx, const struct docker_summary *s)
+{
+	struct list *l = ctx;
+
+	if (l->n == l->cap) {
+		l->overflow = true;
+		return 1;
+	}
+	memcpy(l->items[l->n].id, s->id, sizeof(s->id));
+	snprintf(l->items[l->n].name, sizeof(l->items[l->n].name), "%s", s->name);
+	l->n++;
+	return 0;
+}
+
+static int list_objects(bool networks, struct list *l, char *err, size_t err_size)
+{
+	struct docker_call c;
+	int r = networks ? docker_network_list_begin(&c, &agenticd->dc, "agentic-sandbox=true")
+			 : docker_container_list_begin(&c, &agenticd->dc, "agentic-sandbox=true");
+
+	if (r == 0)
+		r = docker_call_run(&c);
+	if (r == 0) {
+		r = docker_result_each(&c, collect, l);
+		if (r > 0)
+			r = 0;
+	}
+	if (r != 0)
+		docker_error_text(&c.error, err, err_size);
+	docker_call_end(&c);
+	if (r == 0 && l->overflow) {
+		snprintf(err, err_size, "more agentic %s than agenticd can track (%u)",
+			 networks ? "networks" : "containers", l->cap);
+		return ERR_LIMIT;
+	}
+	return r;
+}
+
+static void say(const char *what, const char *err)
+{
+	log_error(what, "error=\"%.400s\"", err);
+}
+
+static void remove_container(const char *id, const char *why)
+{
+	struct docker_error e;
+	char text[1024];
+
+	if (docker_container_remove(&agenticd->dc, id, true, &e) != 0 &&
+	    !(e.code == DOCKER_ERR_API && e.status == 404)) {
+		say("recovery: container not removed", docker_error_text(&e, text, sizeof(text)));
+		return;
+	}
+	log_info("recovery: container removed", "id=%.12s reason=%s", id, why);
+}
+
+static void remove_network(const char *id, const char *why)
+{
+	struct docker_error e;
+	char text[1024];
+
+	if (!id[0])
+		return;
+	if (docker_network_remove(&agenticd->dc, id, &e) != 0 &&
+	    !(e.code == DOCKER_ERR_API && e.status == 404)) {
+		say("recovery: network not removed", docker_error_text(&e, text, sizeof(text)));
+		return;
+	}
+	log_info("recovery: network removed", "network=%s reason=%s", id, why);
+}
+
+/* The records on disk, by instance id. */
+struct rec {
+	struct sandbox sb;  /* the fields sandbox.json holds */
+	char state[16];
+	bool matched;
+};
+
+struct recs {
+	struct rec *items;
+	uint32_t n, cap;
+};
+
+static int read_one(void *ctx, const char *id)
+{
+	struct recs *rs = ctx;
+	struct rec *r;
+
+	if (rs->n == rs->cap)
+		return ERR_LIMIT;
+	r = &rs->items[rs->n];
+	memset(r, 0, sizeof(*r));
+	r->sb.subnet = -1;
+	if (share_read_record(&agenticd->cfg, id, &r->sb, r->state, sizeof(r->state)) != 0 ||
+	    strcmp(r->sb.instance_id, id) != 0) {
+		log_error("recovery: unreadable sandbox record left alone", "instance=%s", id);
+		return 0;
+	}
+	rs->n++;
+	return 0;
+}
+
+static struct rec *record_for(struct recs *rs, const char *instance)
+{
+	for (uint32_t i = 0; i < rs->n; i++)
+		if (instance[0] && strcmp(rs->items[i].sb.instance_id, instance) == 0)
+			return &rs->items[i];
+	return NULL;
+}
+
+/* Takes a ready sandbox's network: subnet from IPAM, id and name. */
+static void adopt_network(struct sandbox *sb)
+{
+	static struct docker_network net;
+	struct docker_error e;
+	char text[1024];
+	int32_t idx;
+
+	if (!sb->net_managed)
+		return;
+	if (docker_network_inspect(&agenticd->dc, sb->network, &net, &e) != 0) {
+		say("recovery: a sandbox's network is missing", docker_error_text(&e, text, sizeof(text)));
+		sb->net_exists = false;
+		return;
+	}
+	sb->net_exists = true;
+	memcpy(sb->network_id, net.id, sizeof(sb->network_id));
+	snprintf(sb->subnet_text, sizeof(sb->subnet_text), "%s", net.subnet ? net.subnet : "");
+	idx = subnet_index(net.subnet);
+	if (idx >= 0 && idalloc_mark(&agenticd->subnets, (uint32_t)idx) == 0)
+		sb->subnet = idx;
+}
+
+static void read_pid_ns(struct sandbox *sb)
+{
+	char path[64];
+	ssize_t n;
+
+	sb->pid_ns[0] = '\0';
+	if (sb->pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%lld/ns/pid", (long long)sb->pid);
+	n = readlink(path, sb->pid_ns, sizeof(sb->pid_ns) - 1);
+	sb->pid_ns[n > 0 ? n : 0] = '\0';
+}
+
+/* One agentic container: kept as a sandbox, or rolled back / finished. */
+static void settle_container(const char *id, struct recs *rs)
+{
+	static struct docker_container ct;
+	const struct config *cfg = &agenticd->cfg;
+	struct docker_error e;
+	char text[1024];
+	const char *inst, *uid_s, *net;
+	struct rec *rec;
+	struct sandbox *sb;
+	uint64_t uid;
+
+	if (docker_container_inspect(&agenticd->dc, id, &ct, &e) != 0) {
+		say("recovery: container not inspected", docker_error_text(&e, text, sizeof(text)));
+		return;
+	}
+	inst = docker_kv_get(ct.labels, ct.nlabels, "agentic-instance-id");
+	uid_s = docker_kv_get(ct.labels, ct.nlabels, "agentic-control-uid");
+	net = docker_kv_get(ct.labels, ct.nlabels, "agentic-managed-network");
+	rec = inst ? record_for(rs, inst) : NULL;
+	if (rec)
+		rec->matched = true;
+	if (!rec || strcmp(rec->state, "ready") != 0) {
+		const char *why = !rec ? "unrecorded" : strcmp(rec->state, "removing") == 0
+			? "remove-unfinished" : "create-unfinished";
+
+		remove_container(ct.id, why);
+		if (net)
+			remove_network(net, why);
+		if (rec)
+			share_retire(cfg, &rec->sb, strcmp(rec->state, "removing") != 0 ||
+				     !rec->sb.keep_workspace);
+		return;
+	}
+	sb = sandbox_new();
+	if (!sb) {
+		log_error("recovery: more sandboxes than max_sandboxes; one left untracked",
+			  "name=%s", ct.name);
+		return;
+	}
+	memcpy(sb->name, rec->sb.name, sizeof(sb->name));
+	memcpy(sb->instance_id, rec->sb.instance_id, sizeof(sb->instance_id));
+	memcpy(sb->image, rec->sb.image, sizeof(sb->image));
+	memcpy(sb->cmd, rec->sb.cmd, sizeof(sb->cmd));
+	memcpy(sb->labels, rec->sb.labels, sizeof(sb->labels));
+	memcpy(sb->mounts, rec->sb.mounts, sizeof(sb->mounts));
+	sb->cmd_len = rec->sb.cmd_len;
+	sb->labels_len = rec->sb.labels_len;
+	sb->mounts_len = rec->sb.mounts_len;
+	sb->ncmd = rec->sb.ncmd;
+	sb->nlabels = rec->sb.nlabels;
+	sb->nmounts = rec->sb.nmounts;
+	sb->mount_ro = rec->sb.mount_ro;
+	sb->created_ms = rec->sb.created_ms;
+	sb->ready_ms = rec->sb.ready_ms;
+	sb->state = SB_READY;
+	memcpy(sb->container_id, ct.id, sizeof(sb->container_id));
+	sb->ct_exists = true;
+	sb->dir_made = true;
+	sb->running = ct.running;
+	sb->pid = ct.running ? ct.pid : 0;
+	read_pid_ns(sb);
+	snprintf(sb->network, sizeof(sb->network), "%s", net ? net : rec->sb.network);
+	sb->net_managed = net != NULL;
+	if (!uid_s || parse_u64(uid_s, UINT32_MAX, &uid) != 0 || uid != rec->sb.uid) {
+		log_error("recovery: container's uid label disagrees with its record; not trusted",
+			  "name=%s", sb->name);
+		sb->state = SB_CONFLICT;
+	}
+	sb->uid = (uint32_t)uid;
+	sb->uid_taken = idalloc_mark(&agenticd->uids, sb->uid) == 0;
+	adopt_network(sb);
+}
+
+/* Two containers claiming one uid: neither is trusted, both are reported. */
+static void flag_conflicts(void)
+{
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		struct sandbox *a = &agenticd->sb[i];
+
+		if (a->state == SB_FREE)
+			continue;
+		for (uint32_t k = i + 1; k < agenticd->nsb; k++) {
+			struct sandbox *b = &agenticd->sb[k];
+
+			if (b->state == SB_FREE || b->uid != a->uid)
+				continue;
+			a->state = b->state = SB_CONFLICT;
+			log_error("recovery: two containers claim one control uid; neither is trusted",
+				  "uid=%u first=%s second=%s", a->uid, a->name, b->name);
+			if (!b->uid_taken && a->uid_taken) {
+				/* the map holds the uid once; both keep it reserved until removed */
+				b->uid_taken = false;
+			}
+		}
+	}
+}
+
+static void settle_records(struct recs *rs)
+{
+	for (uint32_t i = 0; i < rs->n; i++) {
+		struct rec *r = &rs->items[i];
+		bool keep_ws = strcmp(r->state, "removing") == 0 ? r->sb.keep_workspace
+				: strcmp(r->state, "ready") == 0;
+
+		if (r->matched)
+			continue;
+		if (r->sb.net_managed)
+			remove_network(r->sb.network_id[0] ? r->sb.network_id : r->sb.network,
+				       "container-missing");
+		share_retire(&agenticd->cfg, &r->sb, !keep_ws);
+		log_info("recovery: record without a container settled", "name=%s instance=%s "
+			 "state=%s workspace=%s", r->sb.name, r->sb.instance_id, r->state,
+			 keep_ws ? "kept" : "deleted");
+	}
+}
+
+static bool network_in_use(const char *name)
+{
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		const struct sandbox *sb = &agenticd->sb[i];
+
+		if (sb->state != SB_FREE && sb->net_managed && strcmp(sb->network, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Managed networks no sandbox uses: the warm pool takes what it can, the rest goes. */
+static int settle_networks(char *err, size_t err_size)
+{
+	static struct docker_network net;
+	struct list l = { .cap = agenticd->nsb + LIMIT_WARM_NETWORKS + 64 };
+	struct docker_error e;
+	char text[1024];
+	int r;
+
+	l.items = calloc(l.cap, sizeof(*l.items));
+	if (!l.items)
+		return -ENOMEM;
+	r = list_objects(true, &l, err, err_size);
+	for (uint32_t i = 0; r == 0 && i < l.n; i++) {
+		int32_t idx;
+
+		if (network_in_use(l.items[i].name))
+			continue;
+		if (docker_network_inspect(&agenticd->dc, l.items[i].id, &net, &e) != 0) {
+			say("recovery: network not inspected", docker_error_text(&e, text, sizeof(text)));
+			continue;
+		}
+		idx = subnet_index(net.subnet);
+		if (agenticd->nwarm < LIMIT_WARM_NETWORKS && idx >= 0 && net.internal &&
+		    strncmp(l.items[i].name, "agentic-net-", 12) == 0 &&
+		    idalloc_mark(&agenticd->subnets, (uint32_t)idx) == 0) {
+			struct warm_net *w = &agenticd->warm[agenticd->nwarm++];
+
+			snprintf(w->name, sizeof(w->name), "%.63s", l.items[i].name);
+			memcpy(w->id, net.id, sizeof(w->id));
+			w->subnet = idx;
+			log_info("recovery: warm network kept", "network=%s subnet=%s", w->name,
+				 net.subnet);
+			continue;
+		}
+		remove_network(l.items[i].id, "unused");
+	}
+	free(l.items);
+	return r;
+}
+
+size_t recover_scratch_bytes(uint32_t nsb)
+{
+	return (nsb * 2 + 64) * sizeof(struct found) + (nsb + 64) * sizeof(struct rec) +
+	       (nsb + LIMIT_WARM_NETWORKS + 64) * sizeof(struct found);
+}
+
+int recover_state(char *err, size_t err_size)
+{
+	struct list l = { .cap = agenticd->nsb * 2 + 64 };
+	struct recs rs = { .cap = agenticd->nsb + 64 };
+	int r;
+
+	l.items = calloc(l.cap, sizeof(*l.items));
+	rs.items = calloc(rs.cap, sizeof(*rs.items));
+	if (!l.items || !rs.items) {
+		free(l.items);
+		free(rs.items);
+		snprintf(err, err_size, "out of memory for recovery");
+		return -ENOMEM;
+	}
+	r = list_objects(false, &l, err, err_size);
+	if (r == 0 && (r = share_each_record(&agenticd->cfg, read_one, &rs)) != 0)
+		snprintf(err, err_size, "cannot read the sandbox records under %s/instances: %s",
+			 agenticd->cfg.agentshare_root, err_str(r));
+	for (uint32_t i = 0; r == 0 && i < l.n; i++)
+		settle_container(l.items[i].id, &rs);
+	if (r == 0) {
+		flag_conflicts();
+		settle_records(&rs);
+		share_sweep_empty(&agenticd->cfg);
+		r = settle_networks(err, err_size);
+	}
+	free(l.items);
+	free(rs.items);
+	if (r == 0)
+		log_info("recovered", "sandboxes=%u uids_used=%u subnets_used=%u warm_networks=%u",
+			 agenticd->live, agenticd->uids.used, agenticd->subnets.used, agenticd->nwarm);
+	return r;
+}

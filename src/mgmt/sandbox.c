@@ -1,0 +1,270 @@
+/* sandbox.c: the sandbox table, the control-uid and subnet maps, and a sandbox as JSON. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "json/json.h"
+#include "mgmt/daemon.h"
+
+int strrun_add(char *run, uint32_t *len, uint32_t cap, const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	if (n > cap - *len)
+		return ERR_LIMIT;
+	memcpy(run + *len, s, n);
+	*len += (uint32_t)n;
+	return 0;
+}
+
+const char *strrun_next(const char *run, uint32_t len, const char *p)
+{
+	const char *q = p ? p + strlen(p) + 1 : run;
+
+	return q < run + len ? q : NULL;
+}
+
+static bool in_use(const struct sandbox *sb)
+{
+	return sb->state != SB_FREE;
+}
+
+struct sandbox *sandbox_by_name(const char *name)
+{
+	for (uint32_t i = 0; i < agenticd->nsb; i++)
+		if (in_use(&agenticd->sb[i]) && strcmp(agenticd->sb[i].name, name) == 0)
+			return &agenticd->sb[i];
+	return NULL;
+}
+
+struct sandbox *sandbox_by_uid(uint32_t uid)
+{
+	for (uint32_t i = 0; i < agenticd->nsb; i++)
+		if (in_use(&agenticd->sb[i]) && agenticd->sb[i].uid == uid &&
+		    (agenticd->sb[i].uid_taken || agenticd->sb[i].state == SB_CONFLICT))
+			return &agenticd->sb[i];
+	return NULL;
+}
+
+struct sandbox *sandbox_by_container(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0)
+		return NULL;
+	for (uint32_t i = 0; i < agenticd->nsb; i++)
+		if (in_use(&agenticd->sb[i]) && agenticd->sb[i].ct_exists &&
+		    strncmp(agenticd->sb[i].container_id, id, n) == 0)
+			return &agenticd->sb[i];
+	return NULL;
+}
+
+struct sandbox *sandbox_new(void)
+{
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		struct sandbox *sb = &agenticd->sb[i];
+		uint32_t gen = sb->gen;
+
+		if (in_use(sb))
+			continue;
+		memset(sb, 0, offsetof(struct sandbox, job));
+		sb->gen = gen + 1;
+		sb->subnet = -1;
+		sb->waiter = -1;
+		sb->state = SB_CREATING;
+		agenticd->live++;
+		return sb;
+	}
+	return NULL;
+}
+
+void sandbox_free(struct sandbox *sb)
+{
+	sandbox_release_ids(sb);
+	sb->state = SB_FREE;
+	sb->step = STEP_IDLE;
+	sb->agent = NULL;
+	agenticd->live--;
+}
+
+int sandbox_take_uid(struct sandbox *sb)
+{
+	int r = idalloc_take(&agenticd->uids, &sb->uid);
+
+	if (r == 0)
+		sb->uid_taken = true;
+	return r;
+}
+
+int sandbox_take_subnet(struct sandbox *sb)
+{
+	uint32_t idx;
+	int r = idalloc_take(&agenticd->subnets, &idx);
+
+	if (r != 0)
+		return r;
+	sb->subnet = (int32_t)idx;
+	subnet_text(sb->subnet, sb->subnet_text, sizeof(sb->subnet_text));
+	return 0;
+}
+
+void sandbox_release_ids(struct sandbox *sb)
+{
+	if (sb->uid_taken) {
+		/* two containers claiming one uid (found at start): the other keeps it reserved */
+		for (uint32_t i = 0; i < agenticd->nsb; i++) {
+			struct sandbox *o = &agenticd->sb[i];
+
+			if (o != sb && in_use(o) && !o->uid_taken && o->uid == sb->uid) {
+				o->uid_taken = true;
+				sb->uid_taken = false;
+				break;
+			}
+		}
+	}
+	if (sb->uid_taken)
+		idalloc_free(&agenticd->uids, sb->uid);
+	sb->uid_taken = false;
+	if (sb->subnet >= 0)
+		idalloc_free(&agenticd->subnets, (uint32_t)sb->subnet);
+	sb->subnet = -1;
+}
+
+void subnet_text(int32_t index, char *out, size_t size)
+{
+	uint32_t a = agenticd->cfg.subnet_pool_base + ((uint32_t)index << 4);
+
+	snprintf(out, size, "%u.%u.%u.%u/28", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+}
+
+int32_t subnet_index(const char *cidr)
+{
+	const struct config *cfg = &agenticd->cfg;
+	unsigned a, b, c, d, p;
+	char tail;
+	uint32_t addr, mask = 0xffffffffu << (32 - cfg->subnet_pool_prefix);
+
+	if (!cidr || sscanf(cidr, "%3u.%3u.%3u.%3u/%2u%c", &a, &b, &c, &d, &p, &tail) != 5 ||
+	    a > 255 || b > 255 || c > 255 || d > 255 || p != 28)
+		return -1;
+	addr = (a << 24) | (b << 16) | (c << 8) | d;
+	if ((addr & mask) != cfg->subnet_pool_base || (addr & 15))
+		return -1;
+	return (int32_t)((addr - cfg->subnet_pool_base) >> 4);
+}
+
+const char *sandbox_state_name(const struct sandbox *sb)
+{
+	switch (sb->state) {
+	case SB_CREATING: return "creating";
+	case SB_READY: return "ready";
+	case SB_REMOVING: return "removing";
+	case SB_CONFLICT: return "conflict";
+	default: return "free";
+	}
+}
+
+static void time_write(struct json_writer *w, const char *key, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char s[64];
+
+	json_key(w, key);
+	if (!ms) {
+		json_null_write(w);
+		return;
+	}
+	gmtime_r(&t, &tm);
+	snprintf(s, sizeof(s), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+	json_str_write(w, s);
+}
+
+static const char *agent_state(const struct sandbox *sb)
+{
+	if (!sb->agent)
+		return "disconnected";
+	if (!sb->agent_authed)
+		return "authenticating";
+	if (sb->agent_ready)
+		return "ready";
+	return sb->agent_registered ? "registered" : "connected";
+}
+
+void sandbox_json(struct json_writer *w, const struct sandbox *sb)
+{
+	const struct config *cfg = &agenticd->cfg;
+	char path[LIMIT_PATH_BYTES];
+	const char *p, *q;
+	uint32_t i = 0;
+
+	json_obj_begin(w);
+	json_key(w, "name");
+	json_str_write(w, sb->name);
+	json_key(w, "instance_id");
+	json_str_write(w, sb->instance_id);
+	json_key(w, "state");
+	json_str_write(w, sandbox_state_name(sb));
+	json_key(w, "container_id");
+	json_str_write(w, sb->container_id);
+	json_key(w, "container_status");
+	json_str_write(w, !sb->ct_exists ? "absent" : sb->running ? "running" : "stopped");
+	json_key(w, "image");
+	json_str_write(w, sb->image);
+	json_key(w, "control_uid");
+	json_int_write(w, sb->uid);
+	json_key(w, "workload_uid");
+	json_int_write(w, cfg->workload_uid);
+	json_key(w, "network");
+	json_str_write(w, sb->network);
+	json_key(w, "network_managed");
+	json_bool_write(w, sb->net_managed);
+	json_key(w, "subnet");
+	if (sb->subnet_text[0])
+		json_str_write(w, sb->subnet_text);
+	else
+		json_null_write(w);
+	json_key(w, "agent");
+	json_str_write(w, agent_state(sb));
+	time_write(w, "agent_seen_at", sb->agent_seen_ms);
+	time_write(w, "created_at", sb->created_ms);
+	time_write(w, "ready_at", sb->ready_ms);
+	json_key(w, "workspace");
+	if (share_instance_dir(cfg, sb->instance_id, path, sizeof(path)) == 0 &&
+	    strlen(path) + 11 < sizeof(path)) {
+		strcat(path, "/workspace");
+		json_str_write(w, path);
+	} else {
+		json_null_write(w);
+	}
+	json_key(w, "cmd");
+	json_arr_begin(w);
+	for (p = NULL; (p = strrun_next(sb->cmd, sb->cmd_len, p));)
+		json_str_write(w, p);
+	json_arr_end(w);
+	json_key(w, "labels");
+	json_obj_begin(w);
+	for (p = NULL; (p = strrun_next(sb->labels, sb->labels_len, p)) &&
+	     (q = strrun_next(sb->labels, sb->labels_len, p)); p = q) {
+		json_key(w, p);
+		json_str_write(w, q);
+	}
+	json_obj_end(w);
+	json_key(w, "mounts");
+	json_arr_begin(w);
+	for (p = NULL; (p = strrun_next(sb->mounts, sb->mounts_len, p)) &&
+	     (q = strrun_next(sb->mounts, sb->mounts_len, p)); p = q, i++) {
+		json_obj_begin(w);
+		json_key(w, "source");
+		json_str_write(w, p);
+		json_key(w, "target");
+		json_str_write(w, q);
+		json_key(w, "read_only");
+		json_bool_write(w, (sb->mount_ro >> i) & 1);
+		json_obj_end(w);
+	}
+	json_arr_end(w);
+	json_obj_end(w);
+}

@@ -1,0 +1,223 @@
+/* test_mgmt.c: agenticd's pure parts: the subnet map, the sandbox table's uid handling, string
+ * runs, and the agentshare record (atomic write, read back, crash leftovers swept). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mgmt/daemon.h"
+
+#define NSB 4
+
+static struct daemon d;
+static struct sandbox table[NSB];
+static uint64_t uid_bits[(600000 + 63) / 64], subnet_bits[(4096 + 63) / 64];
+
+static int setup(void **state)
+{
+	memset(&d, 0, sizeof(d));
+	memset(table, 0, sizeof(table));
+	config_defaults(&d.cfg);
+	d.sb = table;
+	d.nsb = NSB;
+	idalloc_init(&d.uids, uid_bits, d.cfg.control_uid_min,
+		     d.cfg.control_uid_max - d.cfg.control_uid_min + 1);
+	idalloc_init(&d.subnets, subnet_bits, 0, 4096);
+	agenticd = &d;
+	return 0;
+}
+
+static void test_subnet_index_and_text_agree(void **state)
+{
+	char s[20];
+
+	subnet_text(0, s, sizeof(s));
+	assert_string_equal(s, "10.213.0.0/28");
+	subnet_text(5, s, sizeof(s));
+	assert_string_equal(s, "10.213.0.80/28");
+	subnet_text(4095, s, sizeof(s));
+	assert_string_equal(s, "10.213.255.240/28");
+	assert_int_equal(subnet_index("10.213.0.80/28"), 5);
+	assert_int_equal(subnet_index("10.213.255.240/28"), 4095);
+}
+
+static void test_subnet_index_refuses_what_is_not_a_pool_slot(void **state)
+{
+	assert_int_equal(subnet_index("10.214.0.0/28"), -1);  /* outside the pool */
+	assert_int_equal(subnet_index("10.213.0.0/24"), -1);  /* not a /28 */
+	assert_int_equal(subnet_index("10.213.0.8/28"), -1);  /* not aligned */
+	assert_int_equal(subnet_index("10.213.0.0/28x"), -1);
+	assert_int_equal(subnet_index(NULL), -1);
+	assert_int_equal(subnet_index(""), -1);
+}
+
+static void test_sandbox_table_full_returns_null(void **state)
+{
+	for (int i = 0; i < NSB; i++)
+		assert_non_null(sandbox_new());
+	assert_null(sandbox_new());
+	assert_int_equal(d.live, NSB);
+	sandbox_free(&table[2]);
+	assert_ptr_equal(sandbox_new(), &table[2]);
+}
+
+static void test_uids_are_next_fit_and_freed_with_the_sandbox(void **state)
+{
+	struct sandbox *a = sandbox_new(), *b = sandbox_new(), *c;
+
+	assert_int_equal(sandbox_take_uid(a), 0);
+	assert_int_equal(sandbox_take_uid(b), 0);
+	assert_int_equal(a->uid, 200000);
+	assert_int_equal(b->uid, 200001);
+	assert_ptr_equal(sandbox_by_uid(200001), b);
+	sandbox_free(a);
+	assert_null(sandbox_by_uid(200000));
+	c = sandbox_new();
+	assert_int_equal(sandbox_take_uid(c), 0);
+	assert_int_equal(c->uid, 200002); /* a freed uid comes back as late as possible */
+	assert_int_equal(d.uids.used, 2);
+}
+
+static void test_conflicting_twin_keeps_the_uid_reserved(void **state)
+{
+	struct sandbox *a = sandbox_new(), *b = sandbox_new(), *c;
+
+	a->uid = b->uid = 200000;
+	a->uid_taken = idalloc_mark(&d.uids, 200000) == 0;
+	b->uid_taken = idalloc_mark(&d.uids, 200000) == 0;
+	assert_true(a->uid_taken);
+	assert_false(b->uid_taken);
+	a->state = b->state = SB_CONFLICT;
+	assert_non_null(sandbox_by_uid(200000));
+	sandbox_free(a);
+	assert_true(idalloc_taken(&d.uids, 200000)); /* b still claims it */
+	assert_ptr_equal(sandbox_by_uid(200000), b);
+	c = sandbox_new();
+	assert_int_equal(sandbox_take_uid(c), 0);
+	assert_int_not_equal(c->uid, 200000);
+}
+
+static void test_strrun_keeps_order_and_refuses_overflow(void **state)
+{
+	char run[16];
+	uint32_t len = 0;
+	const char *p;
+
+	assert_int_equal(strrun_add(run, &len, sizeof(run), "abc"), 0);
+	assert_int_equal(strrun_add(run, &len, sizeof(run), ""), 0);
+	assert_int_equal(strrun_add(run, &len, sizeof(run), "defgh"), 0);
+	assert_int_equal(strrun_add(run, &len, sizeof(run), "too long"), ERR_LIMIT);
+	assert_int_equal(len, 11);
+	p = strrun_next(run, len, NULL);
+	assert_string_equal(p, "abc");
+	p = strrun_next(run, len, p);
+	assert_string_equal(p, "");
+	p = strrun_next(run, len, p);
+	assert_string_equal(p, "defgh");
+	assert_null(strrun_next(run, len, p));
+}
+
+static void test_record_round_trip_is_0600_and_atomic(void **state)
+{
+	char root[] = "/tmp/agt-unit-XXXXXX", path[512];
+	struct sandbox *sb = sandbox_new(), back;
+	char st[16];
+	struct stat s;
+
+	assert_non_null(mkdtemp(root));
+	snprintf(d.cfg.agentshare_root, sizeof(d.cfg.agentshare_root), "%s", root);
+	snprintf(sb->name, sizeof(sb->name), "sbx-one");
+	snprintf(sb->instance_id, sizeof(sb->instance_id), "01a227e0-b973-7609-8013-cee30e0c3b3b");
+	sb->uid = 200123;
+	snprintf(sb->subnet_text, sizeof(sb->subnet_text), "10.213.0.16/28");
+	snprintf(sb->network, sizeof(sb->network), "agentic-net-0123456789ab");
+	sb->net_managed = true;
+	strrun_add(sb->cmd, &sb->cmd_len, sizeof(sb->cmd), "echo");
+	strrun_add(sb->cmd, &sb->cmd_len, sizeof(sb->cmd), "hi \"there\"");
+	strrun_add(sb->labels, &sb->labels_len, sizeof(sb->labels), "team");
+	strrun_add(sb->labels, &sb->labels_len, sizeof(sb->labels), "blue");
+	sb->state = SB_READY;
+	assert_int_equal(share_make(&d.cfg, sb, path, sizeof(path)), 0);
+	assert_int_equal(share_write_record(&d.cfg, sb), 0);
+	snprintf(path, sizeof(path), "%s/instances/%s/sandbox.json", root, sb->instance_id);
+	assert_int_equal(stat(path, &s), 0);
+	assert_int_equal(s.st_mode & 0777, 0600);
+	snprintf(path, sizeof(path), "%s/instances/%s/.sandbox.json.tmp", root, sb->instance_id);
+	assert_int_not_equal(access(path, F_OK), 0);
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(share_read_record(&d.cfg, sb->instance_id, &back, st, sizeof(st)), 0);
+	assert_string_equal(st, "ready");
+	assert_string_equal(back.name, "sbx-one");
+	assert_int_equal(back.uid, 200123);
+	assert_string_equal(back.network, "agentic-net-0123456789ab");
+	assert_true(back.net_managed);
+	assert_int_equal(back.ncmd, 2);
+	assert_int_equal(back.nlabels, 1);
+	assert_memory_equal(back.cmd, sb->cmd, sb->cmd_len);
+
+	/* a crash between mkdir and the record leaves at most a temp record: swept */
+	snprintf(path, sizeof(path), "%s/instances/01a227e0-0000-7000-8000-000000000000", root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	strcat(path, "/.sandbox.json.tmp");
+	close(open(path, O_CREAT | O_WRONLY, 0600));
+	share_sweep_empty(&d.cfg);
+	snprintf(path, sizeof(path), "%s/instances/01a227e0-0000-7000-8000-000000000000", root);
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/instances/%s", root, sb->instance_id);
+	assert_int_equal(access(path, F_OK), 0); /* a dir with a record stays */
+
+	share_retire(&d.cfg, sb, false);
+	assert_int_not_equal(access(path, F_OK), 0); /* record gone, and nothing else was in it */
+	snprintf(path, sizeof(path), "%s/instances", root);
+	rmdir(path);
+	rmdir(root);
+}
+
+static void test_corrupt_record_is_a_parse_error(void **state)
+{
+	char root[] = "/tmp/agt-unit-XXXXXX", path[512], st[16];
+	struct sandbox back;
+	int fd;
+
+	assert_non_null(mkdtemp(root));
+	snprintf(d.cfg.agentshare_root, sizeof(d.cfg.agentshare_root), "%s", root);
+	snprintf(path, sizeof(path), "%s/instances", root);
+	mkdir(path, 0700);
+	strcat(path, "/x");
+	mkdir(path, 0700);
+	strcat(path, "/sandbox.json");
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(write(fd, "{\"name\": 1}", 11) == 11);
+	close(fd);
+	assert_int_equal(share_read_record(&d.cfg, "x", &back, st, sizeof(st)), ERR_PARSE);
+	assert_int_equal(share_read_record(&d.cfg, "missing", &back, st, sizeof(st)), -ENOENT);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/instances/x", root);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/instances", root);
+	rmdir(path);
+	rmdir(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_subnet_index_and_text_agree, setup),
+		cmocka_unit_test_setup(test_subnet_index_refuses_what_is_not_a_pool_slot, setup),
+		cmocka_unit_test_setup(test_sandbox_table_full_returns_null, setup),
+		cmocka_unit_test_setup(test_uids_are_next_fit_and_freed_with_the_sandbox, setup),
+		cmocka_unit_test_setup(test_conflicting_twin_keeps_the_uid_reserved, setup),
+		cmocka_unit_test_setup(test_strrun_keeps_order_and_refuses_overflow, setup),
+		cmocka_unit_test_setup(test_record_round_trip_is_0600_and_atomic, setup),
+		cmocka_unit_test_setup(test_corrupt_record_is_a_parse_error, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
