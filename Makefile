@@ -94,7 +94,7 @@ $(BUILD)/asan/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUIL
 	$(CC) $(TEST_CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
 
 # Static probes: small musl programs over the real objects, for what ASan builds cannot show.
-$(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS)
+$(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS) $(TP_PBC)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC)
 
@@ -102,9 +102,9 @@ $(BUILD)/asan/integration/%: tests/integration/%.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
 
-$(BUILD)/musl/bench/%: tools/bench/%.c $(LIB_OBJS)
+$(BUILD)/musl/bench/%: tools/bench/%.c $(LIB_OBJS) $(TP_PBC)
 	@mkdir -p $(@D)
-	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC)
 
 PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
 test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS)
