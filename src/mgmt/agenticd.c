@@ -452,6 +452,8 @@ int agenticd_main(int argc, char **argv)
 	provision_pool_fill();
 	if ((r = host_notify_ready()) != 0)
 		log_warn("sd_notify failed", "error=%s", err_str(r));
+	if (provision_fault_init_env())
+		log_warn("test failpoint active: every create will fail", "fault=init-env");
 	log_info("ready", "agent_socket=%s/agent.sock admin_socket=%s sandboxes=%u",
 		 d->cfg.agent_socket_dir, d->cfg.admin_socket, d->live);
 	r = run_loop(d);

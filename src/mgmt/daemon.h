@@ -292,6 +292,10 @@ void provision_ready(struct sandbox *sb);
 /* Timeouts, retries, waiting jobs, event-stream flags, pool refill; the next deadline
  * (monotonic ms) the loop must wake for. */
 void provision_tick(int64_t now);
+/* Test-only failpoint: true when agenticd runs with AGENTIC_FAULT=init-env, which hands every
+ * new init a control gid that differs from its uid. The init must refuse that environment, and
+ * the fault tests prove such a create is rolled back completely. Logged loudly at start. */
+bool provision_fault_init_env(void);
 int64_t provision_next_deadline(void);
 /* Starts a warm network when the pool is short and no create runs. */
 void provision_pool_fill(void);

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -195,7 +196,7 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	ENV("AGENT_ID=%s", sb->name);
 	ENV("AGENT_INSTANCE_ID=%s", sb->instance_id);
 	ENV("AGENT_CONTROL_UID=%u", sb->uid);
-	ENV("AGENT_CONTROL_GID=%u", sb->uid);
+	ENV("AGENT_CONTROL_GID=%u", sb->uid + (provision_fault_init_env() ? 1u : 0u));
 	ENV("AGENT_CONTROL_UID_RANGE=%u-%u", cfg->control_uid_min, cfg->control_uid_max);
 	ENV("AGENT_WORKLOAD_UID=%u", cfg->workload_uid);
 	ENV("AGENT_WORKLOAD_GID=%u", cfg->workload_gid);
@@ -329,6 +330,13 @@ static int sandbox_begin(struct job *j)
 	default:
 		return ERR_STATE;
 	}
+}
+
+bool provision_fault_init_env(void)
+{
+	const char *f = getenv("AGENTIC_FAULT");
+
+	return f && strcmp(f, "init-env") == 0;
 }
 
 static bool gone_already(const struct docker_call *c, int r)
