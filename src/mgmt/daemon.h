@@ -278,6 +278,9 @@ void subnet_text(int32_t index, char *out, size_t size);
 int32_t subnet_index(const char *cidr); /* -1 when not a /28 of the pool */
 const char *sandbox_state_name(const struct sandbox *sb);
 void sandbox_json(struct json_writer *w, const struct sandbox *sb);
+/* Reads the pid namespace of the sandbox's container PID 1 (sb->pid) into sb->pid_ns, for the
+ * resolver; empty when the container is not running. */
+void sandbox_read_pid_ns(struct sandbox *sb);
 
 /* provision.c: create, remove, warm pool, events */
 /* Starts a create; its answer reaches the sandbox's waiter through admin_finish_*(), possibly

@@ -344,19 +344,6 @@ static bool gone_already(const struct docker_call *c, int r)
 	return r == DOCKER_ERR_API && c->error.status == 404;
 }
 
-static void read_pid_ns(struct sandbox *sb)
-{
-	char path[64];
-	ssize_t n;
-
-	sb->pid_ns[0] = '\0';
-	if (sb->pid <= 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/%lld/ns/pid", (long long)sb->pid);
-	n = readlink(path, sb->pid_ns, sizeof(sb->pid_ns) - 1);
-	sb->pid_ns[n > 0 ? n : 0] = '\0';
-}
-
 static void take_inspect(struct sandbox *sb, struct docker_call *c)
 {
 	static struct docker_container ct;
@@ -366,7 +353,7 @@ static void take_inspect(struct sandbox *sb, struct docker_call *c)
 	sb->running = ct.running;
 	sb->pid = ct.running ? ct.pid : 0;
 	sb->exit_code = ct.exit_code;
-	read_pid_ns(sb);
+	sandbox_read_pid_ns(sb);
 }
 
 static void finish_create(struct sandbox *sb)

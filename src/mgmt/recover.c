@@ -154,19 +154,6 @@ static void adopt_network(struct sandbox *sb)
 		sb->subnet = idx;
 }
 
-static void read_pid_ns(struct sandbox *sb)
-{
-	char path[64];
-	ssize_t n;
-
-	sb->pid_ns[0] = '\0';
-	if (sb->pid <= 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/%lld/ns/pid", (long long)sb->pid);
-	n = readlink(path, sb->pid_ns, sizeof(sb->pid_ns) - 1);
-	sb->pid_ns[n > 0 ? n : 0] = '\0';
-}
-
 /* One agentic container: kept as a sandbox, or rolled back / finished. */
 static void settle_container(const char *id, struct recs *rs)
 {
@@ -228,7 +215,7 @@ static void settle_container(const char *id, struct recs *rs)
 	sb->dir_made = true;
 	sb->running = ct.running;
 	sb->pid = ct.running ? ct.pid : 0;
-	read_pid_ns(sb);
+	sandbox_read_pid_ns(sb);
 	snprintf(sb->network, sizeof(sb->network), "%s", net ? net : rec->sb.network);
 	sb->net_managed = net != NULL;
 	if (!uid_s || parse_u64(uid_s, UINT32_MAX, &uid) != 0 || uid != rec->sb.uid) {

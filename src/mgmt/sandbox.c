@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "json/json.h"
 #include "mgmt/daemon.h"
@@ -267,4 +268,17 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	}
 	json_arr_end(w);
 	json_obj_end(w);
+}
+
+void sandbox_read_pid_ns(struct sandbox *sb)
+{
+	char path[64];
+	ssize_t n;
+
+	sb->pid_ns[0] = '\0';
+	if (sb->pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%lld/ns/pid", (long long)sb->pid);
+	n = readlink(path, sb->pid_ns, sizeof(sb->pid_ns) - 1);
+	sb->pid_ns[n > 0 ? n : 0] = '\0';
 }
