@@ -400,7 +400,7 @@ int agenticd_main(int argc, char **argv)
 		return fail("refusing to start", "agenticd runs as root (it owns the sockets, the "
 			    "agentshare and the Docker engine's socket)");
 	log_info("starting", "version=%s config=%s", AGENTIC_VERSION, path);
-	host_warn_subuid(&d->cfg);
+	host_warn_subuid(&d->cfg, "/etc/subuid");
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
 		return fail("cannot find the agentic binary", strerror(errno));

@@ -235,7 +235,9 @@ int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size
 /* A listening Unix socket at path with mode/owner; a live one answering means another agenticd. */
 int host_listen(const char *path, mode_t mode, gid_t gid, int *fd, char *err, size_t err_size);
 /* Logs a warning for each /etc/subuid range overlapping the control uid range. */
-void host_warn_subuid(const struct config *cfg);
+/* Warns (one log line each) about subordinate-uid ranges in path (/etc/subuid) that overlap
+ * the control uid range; returns how many do. A missing file has none. */
+int host_warn_subuid(const struct config *cfg, const char *path);
 /* 0 when the peer may use the admin API; else -EACCES with why. */
 int host_admin_peer_ok(int fd, bool group_known, gid_t gid, uid_t *uid, pid_t *pid, char *why,
 		       size_t why_size);

@@ -181,13 +181,14 @@ int host_listen(const char *path, mode_t mode, gid_t gid, int *out, char *err, s
 	return 0;
 }
 
-void host_warn_subuid(const struct config *cfg)
+int host_warn_subuid(const struct config *cfg, const char *path)
 {
 	char line[512];
-	FILE *f = fopen("/etc/subuid", "re");
+	FILE *f = fopen(path, "re");
+	int overlaps = 0;
 
 	if (!f)
-		return;
+		return 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *c1 = strchr(line, ':'), *c2;
 		unsigned long start, count;
@@ -198,6 +199,7 @@ void host_warn_subuid(const struct config *cfg)
 		count = strtoul(c2 + 1, NULL, 10);
 		if (count && start <= cfg->control_uid_max && start + count - 1 >= cfg->control_uid_min) {
 			*c1 = '\0';
+			overlaps++;
 			log_warn("control uid range overlaps /etc/subuid",
 				 "user=%s start=%lu count=%lu range=%u-%u note=%s", line, start, count,
 				 cfg->control_uid_min, cfg->control_uid_max,
@@ -205,6 +207,7 @@ void host_warn_subuid(const struct config *cfg)
 		}
 	}
 	fclose(f);
+	return overlaps;
 }
 
 int host_admin_peer_ok(int fd, bool group_known, gid_t gid, uid_t *uid, pid_t *pid, char *why,

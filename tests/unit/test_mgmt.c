@@ -207,6 +207,28 @@ static void test_corrupt_record_is_a_parse_error(void **state)
 	rmdir(root);
 }
 
+static void test_subuid_overlap_counts_only_overlapping_ranges(void **state)
+{
+	char path[] = "/tmp/agentic-subuid-XXXXXX";
+	const char *text = "alice:100000:65536\n"    /* below the range */
+			   "bob:165536:65536\n"      /* 165536..231071 overlaps 200000 */
+			   "carol:799999:1\n"        /* the range's last uid */
+			   "dave:800000:65536\n"     /* above */
+			   "malformed line\n";
+	struct config cfg;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	config_defaults(&cfg);
+	assert_int_equal(host_warn_subuid(&cfg, path), 2);
+	cfg.control_uid_min = 700000;
+	assert_int_equal(host_warn_subuid(&cfg, path), 1);
+	unlink(path);
+	assert_int_equal(host_warn_subuid(&cfg, path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +240,7 @@ int main(void)
 		cmocka_unit_test_setup(test_strrun_keeps_order_and_refuses_overflow, setup),
 		cmocka_unit_test_setup(test_record_round_trip_is_0600_and_atomic, setup),
 		cmocka_unit_test_setup(test_corrupt_record_is_a_parse_error, setup),
+		cmocka_unit_test(test_subuid_overlap_counts_only_overlapping_ranges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
