@@ -555,6 +555,40 @@ static void test_docker_answer_over_the_limit_is_an_error_not_a_truncation(void 
 	fake_stop(&f);
 }
 
+/* agenticd refuses engines whose uids are not the host's: /info must reveal them. */
+static void test_docker_info_reveals_userns_remap_and_docker_desktop(void **state)
+{
+	static char r[4][768];
+	static struct fake f;
+	static struct route routes[4];
+	static const char *const bodies[][2] = {
+		{ "{\"OperatingSystem\":\"Debian GNU/Linux 12 (bookworm)\",\"SecurityOptions\":"
+		  "[\"name=apparmor\",\"name=seccomp,profile=builtin\"]}", "plain" },
+		{ "{\"OperatingSystem\":\"Debian GNU/Linux 12 (bookworm)\",\"SecurityOptions\":"
+		  "[\"name=seccomp,profile=builtin\",\"name=userns\"]}", "userns" },
+		{ "{\"OperatingSystem\":\"Docker Desktop\",\"SecurityOptions\":[]}", "desktop" },
+	};
+	struct docker_client dc;
+	struct docker_error e;
+	struct docker_info info;
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		routes[0] = (struct route){ "GET /_ping ", PING("1.41") };
+		routes[1] = (struct route){ "GET /version ", json_response(r[0], 768, 200,
+			"{\"Version\":\"20.10\",\"ApiVersion\":\"1.41\",\"MinAPIVersion\":\"1.12\"}") };
+		routes[2] = (struct route){ "GET /v1.41/info ", json_response(r[1 + i], 768, 200,
+									  bodies[i][0]) };
+		routes[3] = (struct route){ NULL, NULL };
+		fake_start(&f, routes);
+		negotiated(&dc, &f, 1, 0);
+		assert_int_equal(docker_info(&dc, &info, &e), 0);
+		assert_int_equal(info.userns_remap, strcmp(bodies[i][1], "userns") == 0);
+		assert_int_equal(info.docker_desktop, strcmp(bodies[i][1], "desktop") == 0);
+		docker_client_free(&dc);
+		fake_stop(&f);
+	}
+}
+
 static void test_docker_pool_refuses_a_call_beyond_its_connections(void **state)
 {
 	static struct fake f;
@@ -590,6 +624,7 @@ int main(void)
 		cmocka_unit_test(test_docker_errors_say_what_to_do),
 		cmocka_unit_test(test_docker_unreachable_engine_names_the_socket),
 		cmocka_unit_test(test_docker_answer_over_the_limit_is_an_error_not_a_truncation),
+		cmocka_unit_test(test_docker_info_reveals_userns_remap_and_docker_desktop),
 		cmocka_unit_test(test_docker_pool_refuses_a_call_beyond_its_connections),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
