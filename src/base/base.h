@@ -134,6 +134,8 @@ int random_hex(char *out, size_t hex_chars);
 int uuid7(char out[37]);
 
 /* ---- small helpers ---- */
+/* The value of one hex digit (either case), or -1. */
+int hex_value(int c);
 /* Parses a non-negative decimal integer that fits `max`; 0 or -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t max, uint64_t *out);
 

@@ -135,3 +135,14 @@ int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	*out = v;
 	return 0;
 }
+
+int hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

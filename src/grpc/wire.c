@@ -82,17 +82,6 @@ int grpc_percent_encode(const char *s, char *out, size_t cap)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 void grpc_percent_decode(char *s)
 {
 	char *o = s;
@@ -100,7 +89,7 @@ void grpc_percent_decode(char *s)
 	for (; *s; s++) {
 		int hi, lo;
 
-		if (*s == '%' && (hi = hexval(s[1])) >= 0 && (lo = hexval(s[2])) >= 0) {
+		if (*s == '%' && (hi = hex_value((unsigned char)s[1])) >= 0 && (lo = hex_value((unsigned char)s[2])) >= 0) {
 			*o++ = (char)(hi << 4 | lo);
 			s += 2;
 		} else {

@@ -360,16 +360,6 @@ static int take_line(struct http_parser *p, const uint8_t *in, size_t len, size_
 	return lf ? end_line(p) : HTTP_EV_NEED_MORE;
 }
 
-static int hex_value(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = (uint8_t)lower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* Metadata skipped in chunked framing (extensions, trailers) counts against the head limit. */
 static int skip_meta(struct http_parser *p)
 {

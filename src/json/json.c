@@ -73,17 +73,6 @@ static size_t utf8_put(uint32_t cp, uint8_t out[4])
 	return 4;
 }
 
-static int hex_val(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* ---- reader ----
  * One pass over the input, no recursion: open containers live on a stack of token indices
  * bounded by JSON_MAX_DEPTH. Every error names the first byte at which the input stops being a
@@ -152,7 +141,7 @@ static int scan_hex4(struct reader *r, size_t q, bool want_low, uint32_t *cp)
 	for (size_t i = 0; i < 4; i++) {
 		if (q + i == r->len)
 			return fail(r, ERR_PARSE, r->len, "unterminated string");
-		d = hex_val(r->s[q + i]);
+		d = hex_value(r->s[q + i]);
 		if (d < 0)
 			return fail(r, ERR_PARSE, q + i, "invalid \\u escape");
 		v = v << 4 | (uint32_t)d;
@@ -497,11 +486,11 @@ static size_t str_char(const uint8_t *s, size_t *pos, uint8_t out[4])
 		return 1;
 	}
 	for (int i = 0; i < 4; i++)
-		cp = cp << 4 | (uint32_t)hex_val(s[p + 2 + i]);
+		cp = cp << 4 | (uint32_t)hex_value(s[p + 2 + i]);
 	*pos = p + 6;
 	if (cp >= 0xD800 && cp <= 0xDBFF) {
 		for (int i = 0; i < 4; i++)
-			low = low << 4 | (uint32_t)hex_val(s[p + 8 + i]);
+			low = low << 4 | (uint32_t)hex_value(s[p + 8 + i]);
 		cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
 		*pos = p + 12;
 	}
