@@ -1,6 +1,7 @@
 /* cli.c: the admin CLI: each verb is one request to agenticd's admin API over its Unix
  * socket, answered in human form or, with --json, as the API's own JSON. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -493,6 +494,8 @@ static int exec_stream(int fd, const uint8_t *pre, size_t pre_len)
 	memcpy(fr, pre, pre_len);
 	have = pre_len;
 	signal(SIGPIPE, SIG_IGN);
+	/* the exchange ran non-blocking; frames are written whole, so block from here */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	for (;;) {
 		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = 0, .events = POLLIN } };
 		int n;

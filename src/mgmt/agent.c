@@ -222,6 +222,11 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			refuse_why(call, RF_REGISTRATION, "the registration names another sandbox or instance");
 			return;
 		}
+		sb->agent_stdin_ack = false;
+		for (size_t i = 0; i < m->registration->n_labels; i++)
+			if (strcmp(m->registration->labels[i]->key, "agentic-stdin-ack") == 0 &&
+			    strcmp(m->registration->labels[i]->value, "1") == 0)
+				sb->agent_stdin_ack = true;
 		if (!sb->agent_authed)
 			pend->reg = true;
 		else if (!sb->agent_registered)
@@ -255,6 +260,10 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 				    o->data.data, o->data.len);
 		return;
 	}
+	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDIN_ACK:
+		if (sb->agent_authed)
+			exec_stdin_ack(sb, m->stdin_ack->command_id, m->stdin_ack->consumed);
+		return;
 	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_COMMAND_RESULT:
 		if (sb->agent_authed)
 			exec_result(sb, m->command_result->command_id, m->command_result->exit_code,

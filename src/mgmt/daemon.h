@@ -125,6 +125,7 @@ struct sandbox {
 	bool agent_authed;
 	bool agent_registered;
 	bool agent_ready;             /* READY with setup_status "ready" seen */
+	bool agent_stdin_ack;         /* the agent acknowledges stdin (registration label) */
 	int agent_status;
 	int64_t agent_seen_ms;
 	/* the admin connection waiting for this create or remove, or -1 */
@@ -414,6 +415,7 @@ void exec_detach(int32_t x);
 void exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len);
 void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
 		 const char *error);
+void exec_stdin_ack(struct sandbox *sb, const char *id, uint64_t consumed);
 /* The agent can take messages again (on_writable, a reconnect). */
 void exec_agent_writable(struct sandbox *sb);
 /* The sandbox's init is gone for good (container stopped, removed): every session ends. */

@@ -20,6 +20,9 @@
 
 #define LIMIT_EXECS 512
 #define STDIN_CHUNK 8192  /* a StdinChunk fits one small gRPC buffer */
+/* Unacknowledged stdin per command, for agents that acknowledge it: below the init's buffer
+ * (LIMIT_INIT_STDIN_BYTES), which closes stdin when more arrives than it holds. */
+#define STDIN_WINDOW (LIMIT_INIT_STDIN_BYTES - STDIN_CHUNK)
 
 struct exec {
 	bool used;
@@ -32,6 +35,7 @@ struct exec {
 	bool eof_sent;
 	bool eof_wanted;
 	uint32_t stdin_len;
+	uint64_t stdin_sent, stdin_acked;
 	uint8_t stdin_buf[STDIN_CHUNK];
 };
 
@@ -72,8 +76,10 @@ static void release(struct exec *x)
 	x->used = false;
 }
 
-/* Sends what stdin the session holds; true when nothing is left to send. */
-static bool send_stdin(struct exec *x)
+/* Sends what stdin the session holds; true when nothing is left to send. notify: tell the
+ * client's connection that room came back (never from inside exec_stdin, whose caller is
+ * in the middle of handing bytes over). */
+static bool send_stdin(struct exec *x, bool notify)
 {
 	Agentic__Sandbox__V1__StdinChunk in = AGENTIC__SANDBOX__V1__STDIN_CHUNK__INIT;
 	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
@@ -84,6 +90,8 @@ static bool send_stdin(struct exec *x)
 		return true;
 	if (!sb || !sb->agent || !sb->agent_registered)
 		return false;
+	if (sb->agent_stdin_ack && x->stdin_sent - x->stdin_acked + x->stdin_len > STDIN_WINDOW)
+		return true; /* the ack will send it */
 	in.command_id = x->id;
 	in.data.data = x->stdin_buf;
 	in.data.len = x->stdin_len;
@@ -93,10 +101,11 @@ static bool send_stdin(struct exec *x)
 	r = grpc_call_send(sb->agent, &m.base);
 	if (r != 0)
 		return false;
+	x->stdin_sent += x->stdin_len;
 	x->stdin_len = 0;
 	if (x->eof_wanted)
 		x->eof_sent = true;
-	if (x->conn >= 0)
+	if (notify && x->conn >= 0)
 		admin_exec_stdin_taken(x->conn);
 	return true;
 }
@@ -167,7 +176,7 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s", sb->name,
 		 x->id, req->argc, req->nenv, (int)req->timeout_seconds,
 		 mode == EXEC_NDJSON ? "ndjson" : mode == EXEC_RAW ? "stream" : "none");
-	send_stdin(x);
+	send_stdin(x, false);
 	return (int)(x - execs);
 }
 
@@ -178,6 +187,13 @@ size_t exec_stdin(int32_t xi, const void *data, size_t len, bool eof)
 
 	if (!x->used || x->eof_wanted)
 		return len;
+	if (len == 0) {
+		/* EOF goes after (or with) whatever is still held */
+		x->eof_wanted = eof;
+		if (eof)
+			send_stdin(x, false);
+		return 0;
+	}
 	if (x->stdin_len)
 		return 0;
 	take = len < STDIN_CHUNK ? len : STDIN_CHUNK;
@@ -185,7 +201,7 @@ size_t exec_stdin(int32_t xi, const void *data, size_t len, bool eof)
 	x->stdin_len = (uint32_t)take;
 	if (eof && take == len)
 		x->eof_wanted = true;
-	send_stdin(x);
+	send_stdin(x, false);
 	return take;
 }
 
@@ -197,7 +213,7 @@ void exec_detach(int32_t xi)
 		return;
 	x->conn = -1;
 	x->eof_wanted = true;
-	send_stdin(x);
+	send_stdin(x, false);
 }
 
 void exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len)
@@ -240,12 +256,22 @@ void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 	release(x);
 }
 
+void exec_stdin_ack(struct sandbox *sb, const char *id, uint64_t consumed)
+{
+	struct exec *x = by_id(sb, id);
+
+	if (!x || consumed <= x->stdin_acked || consumed > x->stdin_sent)
+		return;
+	x->stdin_acked = consumed;
+	send_stdin(x, true);
+}
+
 void exec_agent_writable(struct sandbox *sb)
 {
 	for (uint32_t i = 0; i < LIMIT_EXECS; i++) {
 		struct exec *x = &execs[i];
 
-		if (x->used && exec_sandbox(x) == sb && !send_stdin(x))
+		if (x->used && exec_sandbox(x) == sb && !send_stdin(x, true))
 			return;
 	}
 }
