@@ -1168,10 +1168,10 @@ static void route_metrics(struct admin_conn *c)
 	static const int64_t exec_le[] = { 1, 2, 5, 10, 20, 50, 100, 250, 500, 1000, 5000 };
 	static const char *const states[] = { "creating", "ready", "removing", "conflict" };
 	uint32_t by_state[4] = { 0 }, connected = 0;
+	static char status[4096];
 	struct buf b;
-	char line_[128];
 	size_t rss = 0;
-	FILE *f;
+	int fd;
 
 	for (uint32_t i = 0; i < agenticd->nsb; i++) {
 		const struct sandbox *sb = &agenticd->sb[i];
@@ -1180,12 +1180,17 @@ static void route_metrics(struct admin_conn *c)
 			by_state[sb->state - SB_CREATING]++;
 		connected += sb->agent_ready;
 	}
-	f = fopen("/proc/self/status", "re");
-	while (f && fgets(line_, sizeof(line_), f))
-		if (sscanf(line_, "VmRSS: %zu kB", &rss) == 1)
-			break;
-	if (f)
-		fclose(f);
+	/* read(2), not stdio: nothing may allocate once the daemon serves */
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, status, sizeof(status) - 1);
+		const char *v;
+
+		close(fd);
+		status[n > 0 ? n : 0] = '\0';
+		if ((v = strstr(status, "\nVmRSS:")))
+			rss = strtoull(v + 8, NULL, 10);
+	}
 	buf_init(&b, text, sizeof(text));
 	buf_printf(&b, "# HELP agentic_sandboxes Sandboxes by lifecycle state.\n"
 		   "# TYPE agentic_sandboxes gauge\n");

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -267,8 +268,22 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 		n = read(mf, text, sizeof(text));
 		close(mf);
 		if (n > 0 && json_parse(&doc, text, (size_t)n, tok, ARRAY_LEN(tok)) == 0) {
+			int codes = json_obj_get(&doc, 0, "exit_codes");
+
 			if (json_int(&doc, json_obj_get(&doc, 0, "commands"), &v) == 0)
 				sb->run.commands = (uint32_t)v;
+			for (int k = codes >= 0 ? json_first(&doc, codes) : -1;
+			     k >= 0 && sb->run.ncodes < RUN_CODES;
+			     k = json_next(&doc, codes, json_next(&doc, codes, k))) {
+				char num[16];
+				int64_t count;
+
+				if (json_str(&doc, k, num, sizeof(num)) < 0 ||
+				    json_int(&doc, k + 1, &count) != 0)
+					continue;
+				sb->run.codes[sb->run.ncodes] = (int32_t)strtol(num, NULL, 10);
+				sb->run.code_count[sb->run.ncodes++] = (uint32_t)count;
+			}
 		}
 	}
 	return true;
