@@ -83,7 +83,8 @@ struct run {
 	int dirfd;                    /* runs/<name>/ */
 	int fd[RUN_FILES];
 	char name[RUN_NAME_BYTES];    /* run-<UTC timestamp>-<n> */
-	char key[48];                 /* the init's pid namespace: same key, same run */
+	char key[96];                 /* pid namespace/host pid/start time of the init: same
+				       * key, same run */
 	int64_t started_ms;           /* wall clock */
 	uint64_t bytes[2];            /* stdout, stderr */
 	uint32_t commands, running;

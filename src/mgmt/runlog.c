@@ -19,6 +19,34 @@ static const char *const file_names[RUN_FILES] = {
 	"stdout.log", "stderr.log", "commands.log", "trace/events.jsonl",
 };
 
+/* What tells one lifetime of the init from the next: the container's pid namespace, its
+ * init's host pid and that process's start time (namespace inode numbers are reused at once,
+ * measured across a docker restart). */
+static void run_key(const struct sandbox *sb, char *out, size_t size)
+{
+	char path[64], stat[512];
+	const char *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)sb->pid);
+	fd = sb->pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	n = fd >= 0 ? read(fd, stat, sizeof(stat) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		stat[n] = '\0';
+		/* field 22; the command name (field 2) may hold spaces, so count after ')' */
+		p = strrchr(stat, ')');
+		for (int f = 2; p && f < 22; f++)
+			p = strchr(p + 1, ' ');
+		if (p)
+			start = strtoull(p + 1, NULL, 10);
+	}
+	snprintf(out, size, "%s/%lld/%llu", sb->pid_ns, (long long)sb->pid, start);
+}
+
 static void write_error(struct sandbox *sb, enum run_file f, int err)
 {
 	if (sb->run.error)
@@ -99,8 +127,8 @@ void runlog_event(struct sandbox *sb, const char *event)
 	json_int_write(&w, sb->uid);
 	json_key(&w, "container_pid");
 	json_int_write(&w, sb->pid);
-	json_key(&w, "pid_ns");
-	json_str_write(&w, sb->pid_ns);
+	json_key(&w, "run_key");
+	json_str_write(&w, sb->run.key);
 	line_end(sb, RUN_EVENTS, &w, &b);
 }
 
@@ -215,7 +243,7 @@ static void close_files(struct sandbox *sb)
  * the init ran on. The counters come back from metrics.json and the file sizes. */
 static bool adopt(struct sandbox *sb, int ifd, const char *key)
 {
-	char target[RUN_NAME_BYTES + 8], head[1024], want[80];
+	char target[RUN_NAME_BYTES + 8], head[1024], want[160];
 	size_t tl;
 	struct stat st;
 	ssize_t n;
@@ -233,7 +261,7 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 	n = ef < 0 ? -1 : pread(ef, head, sizeof(head) - 1, 0);
 	if (ef >= 0)
 		close(ef);
-	snprintf(want, sizeof(want), "\"pid_ns\":\"%s\"", key);
+	snprintf(want, sizeof(want), "\"run_key\":\"%s\"", key);
 	if (n <= 0 || (head[n] = '\0', !strstr(head, want)) || strstr(head, "\"event\":\"stop\"")) {
 		close(fd);
 		return false;
@@ -289,7 +317,7 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 	return true;
 }
 
-static int make_run(struct sandbox *sb, int ifd)
+static int make_run(struct sandbox *sb, int ifd, const char *key)
 {
 	char stamp[24], name[RUN_NAME_BYTES], path[RUN_NAME_BYTES + 8];
 	int64_t now = wall_ms();
@@ -315,7 +343,7 @@ static int make_run(struct sandbox *sb, int ifd)
 	if (mkdirat(sb->run.dirfd, "trace", 0700) != 0)
 		return -errno;
 	snprintf(sb->run.name, sizeof(sb->run.name), "%s", name);
-	snprintf(sb->run.key, sizeof(sb->run.key), "%s", sb->pid_ns);
+	snprintf(sb->run.key, sizeof(sb->run.key), "%s", key);
 	sb->run.started_ms = now;
 	int r = open_files(sb);
 
@@ -332,9 +360,11 @@ static int make_run(struct sandbox *sb, int ifd)
 
 bool runlog_ready(struct sandbox *sb)
 {
+	char key[sizeof(sb->run.key)];
 	int ifd, r;
 
-	if (sb->run.open && strcmp(sb->run.key, sb->pid_ns) == 0) {
+	run_key(sb, key, sizeof(key));
+	if (sb->run.open && strcmp(sb->run.key, key) == 0) {
 		runlog_event(sb, "reconnected");
 		return false;
 	}
@@ -346,13 +376,13 @@ bool runlog_ready(struct sandbox *sb)
 			  sb->instance_id, strerror(-ifd));
 		return false;
 	}
-	if (sb->pid_ns[0] && adopt(sb, ifd, sb->pid_ns)) {
+	if (sb->pid_ns[0] && adopt(sb, ifd, key)) {
 		close(ifd);
 		runlog_event(sb, "reconnected");
 		log_info("run continued", "name=%s run=%s", sb->name, sb->run.name);
 		return false;
 	}
-	r = make_run(sb, ifd);
+	r = make_run(sb, ifd, key);
 	close(ifd);
 	if (r != 0) {
 		log_error("cannot start a run", "name=%s instance=%s error=\"%s\"", sb->name,
@@ -410,6 +440,7 @@ void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 	json_key(&w, "id");
 	json_str_write(&w, id);
 	line_end(sb, RUN_EVENTS, &w, &b);
+	write_metrics(sb, false);
 }
 
 void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms)
