@@ -480,6 +480,10 @@ static int exec_exit(const uint8_t *data, size_t len)
 	json_str(&doc, json_obj_get(&doc, 0, "error"), err, sizeof(err));
 	if (err[0])
 		fprintf(stderr, "agentic exec: %s\n", err);
+	err[0] = '\0';
+	json_str(&doc, json_obj_get(&doc, 0, "transcript_error"), err, sizeof(err));
+	if (err[0])
+		fprintf(stderr, "agentic exec: the transcript is incomplete: %s\n", err);
 	return code < 0 || code > 255 ? 125 : (int)code;
 }
 

@@ -822,7 +822,8 @@ int admin_exec_output(int32_t i, int stream, const void *data, size_t len)
 	return 0;
 }
 
-void admin_exec_done(int32_t i, int32_t exit_code, int64_t duration_ms, const char *error)
+void admin_exec_done(int32_t i, int32_t exit_code, int64_t duration_ms, const char *error,
+		     const char *transcript_error)
 {
 	struct admin_conn *c = exec_conn(i);
 	struct buf b;
@@ -840,6 +841,10 @@ void admin_exec_done(int32_t i, int32_t exit_code, int64_t duration_ms, const ch
 	if (error && *error) {
 		json_key(&w, "error");
 		json_str_write(&w, error);
+	}
+	if (transcript_error) {
+		json_key(&w, "transcript_error");
+		json_str_write(&w, transcript_error);
 	}
 	json_obj_end(&w);
 	json_writer_finish(&w);

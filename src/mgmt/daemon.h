@@ -370,8 +370,10 @@ void admin_shutdown(void);
  * and beyond it in the spill file; 0 or -errno (the spill failed: the client is dropped, the
  * transcript is not affected). */
 int admin_exec_output(int32_t conn, int stream, const void *data, size_t len);
-/* The session's command ended: the final frame or object follows what is queued. */
-void admin_exec_done(int32_t conn, int32_t exit_code, int64_t duration_ms, const char *error);
+/* The session's command ended: the final frame or object follows what is queued;
+ * transcript_error (or NULL) says why the run's transcript is incomplete (a full disk). */
+void admin_exec_done(int32_t conn, int32_t exit_code, int64_t duration_ms, const char *error,
+		     const char *transcript_error);
 /* The session took the stdin held for it: read more from the client. */
 void admin_exec_stdin_taken(int32_t conn);
 

@@ -252,7 +252,8 @@ void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
 		 (int)code, (long long)duration_ms);
 	if (x->conn >= 0)
-		admin_exec_done(x->conn, code, duration_ms, error);
+		admin_exec_done(x->conn, code, duration_ms, error,
+				sb->run.error ? strerror(-sb->run.error) : NULL);
 	release(x);
 }
 
@@ -285,7 +286,7 @@ void exec_sandbox_gone(struct sandbox *sb, const char *why)
 			continue;
 		runlog_command_end(sb, x->id, -1, now_ms() - x->started);
 		if (x->conn >= 0)
-			admin_exec_done(x->conn, -1, now_ms() - x->started, why);
+			admin_exec_done(x->conn, -1, now_ms() - x->started, why, NULL);
 		release(x);
 	}
 	sb->exec_running = 0;
