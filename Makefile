@@ -123,6 +123,13 @@ images: all
 bootstrap:
 	@tools/bootstrap
 
+# One command on a fresh Debian 12 machine (as root): tools/demo says what it shows.
+demo: bootstrap
+	$(MAKE) all
+	tools/dockerd-up
+	tools/build-images
+	tools/demo
+
 bench: all $(BENCH_PROGS)
 	tools/bench/run
 

@@ -86,7 +86,7 @@ _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create 
 #define LIMIT_INIT_SMALL_BUFFERS 4
 #define LIMIT_INIT_LARGE_BUFFERS 1
 /* Workload commands at once in one sandbox, and refusals waiting to be reported. */
-#define LIMIT_INIT_COMMANDS 8
+#define LIMIT_INIT_COMMANDS 64
 #define LIMIT_INIT_REFUSALS 16
 /* Per command: output kept while agenticd cannot take it, and stdin ahead of the reader. */
 #define LIMIT_INIT_OUTPUT_BYTES (64u * 1024u)

@@ -1,11 +1,15 @@
 /* cli.c: the admin CLI: each verb is one request to agenticd's admin API over its Unix
  * socket, answered in human form or, with --json, as the API's own JSON. */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "cli/cli.h"
@@ -23,7 +27,9 @@ const char cli_usage[] =
 	"  create   make a sandbox and wait until it is ready\n"
 	"  ls       list sandboxes\n"
 	"  inspect  show one sandbox\n"
-	"  rm       remove a sandbox\n";
+	"  rm       remove a sandbox\n"
+	"  exec     run a command in a sandbox\n"
+	"  logs     print a run's transcript\n";
 
 static const char common_help[] =
 	"\n"
@@ -426,6 +432,316 @@ static int verb_rm(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/* ---- exec: the upgraded stream (README: "the exec stream") ---- */
+
+static const char exec_help[] =
+	"usage: agentic exec NAME [--env K=V]... [--workdir D] [--timeout S] -- CMD [ARGS...]\n"
+	"Runs CMD in the sandbox as the workload user (10001, no capabilities). stdin is\n"
+	"forwarded, the command's stdout and stderr come out on this process's; the exit status\n"
+	"is the command's (128+N when killed by signal N), or 125 when agentic itself failed.\n";
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int send_frame(int fd, int type, const void *data, size_t len)
+{
+	uint8_t h[8] = { (uint8_t)type, 0, 0, 0, (uint8_t)(len >> 24), (uint8_t)(len >> 16),
+			 (uint8_t)(len >> 8), (uint8_t)len };
+
+	return write_all(fd, h, 8) == 0 && write_all(fd, data, len) == 0 ? 0 : -1;
+}
+
+/* The exit frame's JSON: prints its error, returns the exit status. */
+static int exec_exit(const uint8_t *data, size_t len)
+{
+	struct json_doc doc;
+	int64_t code = -1;
+	char err[1024] = "";
+
+	if (json_parse(&doc, (const char *)data, len, tok, ARRAY_LEN(tok)) != 0 ||
+	    json_int(&doc, json_obj_get(&doc, 0, "exit_code"), &code) != 0) {
+		fprintf(stderr, "agentic exec: malformed exit frame\n");
+		return 125;
+	}
+	json_str(&doc, json_obj_get(&doc, 0, "error"), err, sizeof(err));
+	if (err[0])
+		fprintf(stderr, "agentic exec: %s\n", err);
+	err[0] = '\0';
+	json_str(&doc, json_obj_get(&doc, 0, "transcript_error"), err, sizeof(err));
+	if (err[0])
+		fprintf(stderr, "agentic exec: the transcript is incomplete: %s\n", err);
+	return code < 0 || code > 255 ? 125 : (int)code;
+}
+
+static int exec_stream(int fd, const uint8_t *pre, size_t pre_len)
+{
+	static uint8_t in[65536], fr[256 * 1024];
+	size_t have = 0;
+	bool stdin_open = true;
+
+	if (pre_len > sizeof(fr))
+		return 125;
+	memcpy(fr, pre, pre_len);
+	have = pre_len;
+	signal(SIGPIPE, SIG_IGN);
+	/* the exchange ran non-blocking; frames are written whole, so block from here */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = 0, .events = POLLIN } };
+		int n;
+
+		/* every complete frame in fr */
+		while (have >= 8) {
+			uint32_t len = (uint32_t)fr[4] << 24 | (uint32_t)fr[5] << 16 |
+				       (uint32_t)fr[6] << 8 | fr[7];
+
+			if (len > sizeof(fr) - 8) {
+				fprintf(stderr, "agentic exec: frame too large\n");
+				return 125;
+			}
+			if (have < 8 + (size_t)len)
+				break;
+			if (fr[0] == 3)
+				return exec_exit(fr + 8, len);
+			if ((fr[0] == 1 || fr[0] == 2) && write_all(fr[0], fr + 8, len) != 0 &&
+			    errno != EPIPE) {
+				fprintf(stderr, "agentic exec: cannot write output: %s\n", strerror(errno));
+				return 125;
+			}
+			memmove(fr, fr + 8 + len, have - 8 - len);
+			have -= 8 + (size_t)len;
+		}
+		n = poll(p, stdin_open ? 2 : 1, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return 125;
+		if (p[0].revents) {
+			ssize_t r = read(fd, fr + have, sizeof(fr) - have);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				fprintf(stderr, "agentic exec: the connection to agenticd ended before "
+					"the command's exit status\n");
+				return 125;
+			}
+			have += (size_t)r;
+		}
+		if (stdin_open && p[1].revents) {
+			ssize_t r = read(0, in, sizeof(in));
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				stdin_open = false;
+				if (send_frame(fd, 0, "", 0) != 0)
+					return 125;
+			} else if (send_frame(fd, 0, in, (size_t)r) != 0) {
+				stdin_open = false; /* the command ended; its status follows */
+			}
+		}
+	}
+}
+
+static int verb_exec(int argc, char **argv, struct opts *o)
+{
+	static char out[256 * 1024];
+	static const struct http_field up[] = {
+		{ "Content-Type", "application/json" }, { "Connection", "Upgrade" },
+		{ "Upgrade", "tcp" }, { NULL, NULL }
+	};
+	static uint8_t reqbuf[300 * 1024];
+	struct http_exchange_opts xo = { .body_limit = BODY_MAX, .read_timeout_ms = -1 };
+	const char *name = NULL, *workdir = NULL, *env[MAX_ENV];
+	char **cmd = NULL, target[160];
+	int nenv = 0, ncmd = 0, c, r;
+	uint64_t timeout = 0;
+	struct buf b, req;
+	struct json_writer w;
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = common_opt(o, argc, argv, &i)) != 0) {
+			if (c < 0)
+				return usage(exec_help), 125;
+		} else if (strcmp(argv[i], "--") == 0) {
+			cmd = argv + i + 1;
+			ncmd = argc - i - 1;
+			break;
+		} else if (i + 1 < argc && strcmp(argv[i], "--env") == 0 && nenv < MAX_ENV) {
+			env[nenv++] = argv[++i];
+			if (!strchr(env[nenv - 1], '=') || env[nenv - 1][0] == '=') {
+				fprintf(stderr, "agentic exec: --env takes KEY=VALUE\n");
+				return 125;
+			}
+		} else if (i + 1 < argc && strcmp(argv[i], "--workdir") == 0) {
+			workdir = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--timeout") == 0) {
+			if (parse_u64(argv[++i], 86400u * 365u, &timeout) != 0) {
+				fprintf(stderr, "agentic exec: --timeout takes whole seconds\n");
+				return 125;
+			}
+		} else if (!name && argv[i][0] != '-') {
+			name = argv[i];
+		} else {
+			fprintf(stderr, "agentic exec: unexpected %s\n", argv[i]);
+			return usage(exec_help), 125;
+		}
+	}
+	if (!name || !cmd || ncmd == 0 || name_target(name, target, 128) != 0)
+		return usage(exec_help), 125;
+	if (ncmd > MAX_CMD) {
+		fprintf(stderr, "agentic exec: at most %d command arguments\n", MAX_CMD);
+		return 125;
+	}
+	strcat(target, "/exec");
+	buf_init(&b, out, sizeof(out));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "cmd");
+	json_arr_begin(&w);
+	for (int i = 0; i < ncmd; i++)
+		json_str_write(&w, cmd[i]);
+	json_arr_end(&w);
+	json_key(&w, "env");
+	json_arr_begin(&w);
+	for (int i = 0; i < nenv; i++)
+		json_str_write(&w, env[i]);
+	json_arr_end(&w);
+	if (workdir) {
+		json_key(&w, "working_dir");
+		json_str_write(&w, workdir);
+	}
+	json_key(&w, "timeout_seconds");
+	json_int_write(&w, (int64_t)timeout);
+	json_obj_end(&w);
+	if (json_writer_finish(&w) != 0) {
+		fprintf(stderr, "agentic exec: arguments too long or not UTF-8\n");
+		return 125;
+	}
+	buf_init(&req, reqbuf, sizeof(reqbuf));
+	if (http_conn_init(&conn, o->socket) != 0 ||
+	    http_request_write(&req, "POST", target, "agenticd", up, b.data, b.len) != 0) {
+		fprintf(stderr, "agentic exec: request too large or socket path too long\n");
+		return 125;
+	}
+	if (http_conn_begin(&conn, req.data, req.len, &xo) != 0)
+		return 125;
+	body_len = 0;
+	for (;;) {
+		struct http_slice s;
+
+		r = http_conn_wait(&conn, &s);
+		if (r == HTTP_EV_UPGRADE) {
+			struct http_slice left = http_conn_leftover(&conn);
+
+			return exec_stream(conn.fd, left.data, left.len);
+		}
+		if (r == HTTP_EV_BODY && body_len + s.len <= BODY_MAX) {
+			memcpy(body + body_len, s.data, s.len);
+			body_len += s.len;
+			continue;
+		}
+		if (r == HTTP_EV_HEAD)
+			continue;
+		break;
+	}
+	body[body_len] = '\0';
+	if (r != HTTP_EV_DONE) {
+		fprintf(stderr, "agentic exec: cannot reach agenticd at %s: %s\n", o->socket,
+			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : http_strerror(r));
+		return 125;
+	}
+	api_error(conn.parser.status);
+	return 125;
+}
+
+/* ---- logs ---- */
+
+static const char logs_help[] =
+	"usage: agentic logs NAME [--run RUN] [--stderr]\n"
+	"Prints a run's transcript: stdout.log (or stderr.log) of the current run, or of RUN\n"
+	"(a directory name under runs/, run-<UTC timestamp>-<n>). Every byte as the workload\n"
+	"wrote it.\n";
+
+static int verb_logs(int argc, char **argv, struct opts *o)
+{
+	static uint8_t reqbuf[1024];
+	struct http_exchange_opts xo = { .body_limit = 0, .read_timeout_ms = -1 };
+	const char *name = NULL, *run = NULL;
+	bool err = false;
+	char target[256];
+	struct buf req;
+	int c, r;
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = common_opt(o, argc, argv, &i)) < 0)
+			return usage(logs_help);
+		if (c)
+			continue;
+		if (strcmp(argv[i], "--stderr") == 0)
+			err = true;
+		else if (i + 1 < argc && strcmp(argv[i], "--run") == 0)
+			run = argv[++i];
+		else if (!name && argv[i][0] != '-')
+			name = argv[i];
+		else
+			return usage(logs_help);
+	}
+	if (!name || name_target(name, target, 128) != 0)
+		return usage(logs_help);
+	if (run && (strlen(run) > 64 || strspn(run, "abcdefghijklmnopqrstuvwxyz"
+					       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != strlen(run))) {
+		fprintf(stderr, "agentic logs: '%s' is not a run name\n", run);
+		return 2;
+	}
+	snprintf(target + strlen(target), sizeof(target) - strlen(target), "/logs?stream=%s%s%s",
+		 err ? "stderr" : "stdout", run ? "&run=" : "", run ? run : "");
+	buf_init(&req, reqbuf, sizeof(reqbuf));
+	if (http_conn_init(&conn, o->socket) != 0 ||
+	    http_request_write(&req, "GET", target, "agenticd", NULL, NULL, 0) != 0 ||
+	    http_conn_begin(&conn, req.data, req.len, &xo) != 0)
+		return 1;
+	body_len = 0;
+	for (;;) {
+		struct http_slice s;
+
+		r = http_conn_wait(&conn, &s);
+		if (r == HTTP_EV_HEAD)
+			continue;
+		if (r != HTTP_EV_BODY)
+			break;
+		if (conn.parser.status == 200) {
+			if (write_all(1, s.data, s.len) != 0)
+				return 1;
+		} else if (body_len + s.len <= BODY_MAX) {
+			memcpy(body + body_len, s.data, s.len);
+			body_len += s.len;
+		}
+	}
+	if (r != HTTP_EV_DONE) {
+		fprintf(stderr, "agentic logs: cannot read from agenticd at %s: %s\n", o->socket,
+			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : http_strerror(r));
+		return 1;
+	}
+	body[body_len] = '\0';
+	return conn.parser.status == 200 ? 0 : api_error(conn.parser.status);
+}
+
 struct verb {
 	const char *name;
 	int (*run)(int argc, char **argv, struct opts *o);
@@ -437,6 +753,8 @@ static const struct verb verbs[] = {
 	{ "ls", verb_ls, ls_help },
 	{ "inspect", verb_inspect, inspect_help },
 	{ "rm", verb_rm, rm_help },
+	{ "exec", verb_exec, exec_help },
+	{ "logs", verb_logs, logs_help },
 };
 
 static const struct verb *find(const char *name)

@@ -122,7 +122,12 @@ static int send_registration(struct init_agent *a)
 	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
 	Agentic__Sandbox__V1__AgentRegistration reg = AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__INIT;
 	Agentic__Sandbox__V1__SystemInfo sys = AGENTIC__SANDBOX__V1__SYSTEM_INFO__INIT;
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry ack =
+		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[1] = { &ack };
 
+	ack.key = "agentic-stdin-ack";
+	ack.value = "1";
 	sys.os = "linux";
 	sys.kernel = (char *)a->si->kernel;
 	sys.cpu_cores = a->si->cpu_cores;
@@ -131,6 +136,8 @@ static int send_registration(struct init_agent *a)
 	reg.instance_id = (char *)a->env->instance_id;
 	reg.hostname = (char *)a->si->hostname;
 	reg.system = &sys;
+	reg.labels = lab;
+	reg.n_labels = 1;
 	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION;
 	m.registration = &reg;
 	return grpc_call_send(a->call, &m.base);
@@ -219,8 +226,14 @@ static int send_out(struct init_agent *a, const struct init_out *o)
 	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
 	Agentic__Sandbox__V1__OutputChunk chunk = AGENTIC__SANDBOX__V1__OUTPUT_CHUNK__INIT;
 	Agentic__Sandbox__V1__CommandResult res = AGENTIC__SANDBOX__V1__COMMAND_RESULT__INIT;
+	Agentic__Sandbox__V1__StdinAck sa = AGENTIC__SANDBOX__V1__STDIN_ACK__INIT;
 
-	if (o->kind == INIT_OUT_RESULT) {
+	if (o->kind == INIT_OUT_STDIN_ACK) {
+		sa.command_id = (char *)o->command_id;
+		sa.consumed = o->consumed;
+		m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDIN_ACK;
+		m.stdin_ack = &sa;
+	} else if (o->kind == INIT_OUT_RESULT) {
 		res.command_id = (char *)o->command_id;
 		res.exit_code = o->exit_code;
 		res.error = (char *)o->error;

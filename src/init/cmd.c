@@ -39,6 +39,7 @@ struct init_cmd {
 	int fd[INIT_FD_COUNT];         /* init's ends; -1 once closed */
 	int watched[INIT_FD_COUNT];    /* registered with the event loop */
 	int stdin_eof;            /* close stdin once its buffer drains */
+	uint64_t stdin_written, stdin_acked;
 	int timed_out;
 	int stopped;              /* its supervisor was told to kill the tree */
 	int shutdown;             /* the sandbox is stopping: SIGTERM went to its group */
@@ -582,8 +583,10 @@ static void write_stdin(struct init_cmds *c, struct init_cmd *k, uint32_t events
 
 	if (k->in.len)
 		n = write(k->fd[INIT_FD_IN], k->in.data, k->in.len);
-	if (n > 0)
+	if (n > 0) {
 		buf_consume(&k->in, (size_t)n);
+		k->stdin_written += (uint64_t)n;
+	}
 	if ((n < 0 && errno != EAGAIN && errno != EINTR) ||
 	    (events & (EPOLLERR | EPOLLHUP)) || (!k->in.len && k->stdin_eof)) {
 		/* the command closed its stdin, or we are done with it */
@@ -760,6 +763,13 @@ int init_cmds_peek(struct init_cmds *c, struct init_out *o)
 			continue;
 		o->command_id = k->id;
 		c->peek_slot = (int)i;
+		if (k->stdin_written != k->stdin_acked &&
+		    (k->stdin_written - k->stdin_acked >= INIT_STDIN_ACK_BYTES || !k->in.len)) {
+			o->kind = INIT_OUT_STDIN_ACK;
+			o->consumed = k->stdin_written;
+			c->peek_result = 2;
+			return 1;
+		}
 		if (k->out.len >= REC_HDR) {
 			memcpy(&len, k->out.data + 1, 4);
 			o->kind = k->out.data[0] == REC_STDOUT ? INIT_OUT_STDOUT : INIT_OUT_STDERR;
@@ -790,6 +800,10 @@ void init_cmds_consume(struct init_cmds *c)
 		return;
 	}
 	k = &c->cmd[c->peek_slot];
+	if (c->peek_result == 2) {
+		k->stdin_acked = k->stdin_written;
+		return;
+	}
 	c->cursor = (unsigned)(c->peek_slot + 1) % LIMIT_INIT_COMMANDS;
 	if (c->peek_result) {
 		int code = WIFEXITED(k->sup_status) ? WEXITSTATUS(k->sup_status) : -1;

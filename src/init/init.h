@@ -201,7 +201,12 @@ void init_cmds_stop_all(struct init_cmds *c, int64_t kill_at);
 /* Commands not yet fully reported (running, or output or result unsent). */
 int init_cmds_busy(const struct init_cmds *c);
 
-enum init_out_kind { INIT_OUT_STDOUT = 1, INIT_OUT_STDERR, INIT_OUT_RESULT };
+enum init_out_kind { INIT_OUT_STDOUT = 1, INIT_OUT_STDERR, INIT_OUT_RESULT, INIT_OUT_STDIN_ACK };
+/* Stdin is acknowledged (StdinAck, an extension agenticd asks for nothing to use: the init
+ * announces it with the registration label agentic-stdin-ack=1) every INIT_STDIN_ACK_BYTES
+ * written to the command and whenever its buffer drains, so agenticd never sends more than
+ * the buffer holds. */
+#define INIT_STDIN_ACK_BYTES (16u * 1024u)
 struct init_out {
 	enum init_out_kind kind;
 	const char *command_id;
@@ -212,6 +217,7 @@ struct init_out {
 	const char *error;        /* result: "" or why it failed */
 	int64_t duration_ms;
 	int success;
+	uint64_t consumed;        /* stdin ack: bytes written to the command's stdin so far */
 };
 /* The next thing to send, in order per command, commands taken in turn: 1 and *o filled
  * (valid until the next call), or 0. init_cmds_consume marks it sent. */

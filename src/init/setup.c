@@ -166,6 +166,12 @@ int init_sentinel_write(const char *path, uint32_t uid, const char **step)
 	if ((vfs.f_flag & (ST_NOEXEC | ST_NOSUID | ST_NODEV)) != (ST_NOEXEC | ST_NOSUID | ST_NODEV))
 		return -EPERM;
 	*step = "the control tmpfs must be mode 0700 and owned by the control uid";
+	if (st.st_uid != uid || st.st_gid != uid)
+		return -EPERM;
+	/* Docker 20.10 mounts the tmpfs again on a container restart with its root at 0755
+	 * whatever mode= says (measured): ours, so tightened back, and checked again. */
+	if ((st.st_mode & 07777) != 0700 && (chmod(dir, 0700) != 0 || lstat(dir, &st) != 0))
+		return -EPERM;
 	if ((st.st_mode & 07777) != 0700 || st.st_uid != uid || st.st_gid != uid)
 		return -EPERM;
 	*step = "creating the sentinel (O_EXCL: it must not exist yet)";

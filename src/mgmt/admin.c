@@ -4,7 +4,12 @@
  *   GET    /api/v1/containers          list
  *   GET    /api/v1/containers/NAME     inspect
  *   DELETE /api/v1/containers/NAME     remove (?force=1, ?keep_workspace=1)
+ *   POST   /api/v1/containers/NAME/exec  run a command: chunked NDJSON, or with
+ *                                        `Connection: Upgrade` + `Upgrade: tcp` the framed
+ *                                        bidirectional stream (README)
+ *   GET    /api/v1/containers/NAME/logs  a run's transcript (?run=, ?stream=stdout|stderr)
  *   GET    /api/v1/info                the daemon
+ *   GET    /metrics                    Prometheus text
  *
  * Errors are {"error": {"code": ..., "message": ...}}. */
 #include <errno.h>
@@ -15,7 +20,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "json/json.h"
@@ -65,6 +72,14 @@ static void conn_close(struct admin_conn *c)
 		close(c->fd);
 		c->fd = -1;
 	}
+	if (c->phase == AC_EXEC && c->exec >= 0)
+		exec_detach(c->exec);
+	c->exec = -1;
+	if (c->spill_fd >= 0)
+		close(c->spill_fd);
+	if (c->file_fd >= 0)
+		close(c->file_fd);
+	c->spill_fd = c->file_fd = -1;
 	/* a create still reads its request from here: the slot waits for it */
 	c->phase = c->phase == AC_WAIT ? AC_ZOMBIE : AC_FREE;
 }
@@ -640,6 +655,595 @@ static void route_remove(struct admin_conn *c, struct sandbox *sb, const char *q
 	provision_remove(sb, query_flag(query, "force"), query_flag(query, "keep_workspace"));
 }
 
+/* ---- exec: NDJSON, or the upgraded stream (README: "the exec stream") ---- */
+
+#define FRAME_STDIN 0
+#define FRAME_STDOUT 1
+#define FRAME_STDERR 2
+#define FRAME_EXIT 3
+
+static char line[LIMIT_ADMIN_OUT_BYTES]; /* one NDJSON line or frame being built */
+
+static struct admin_conn *exec_conn(int32_t i)
+{
+	return i >= 0 && (uint32_t)i < agenticd->nconns && agenticd->conns[i].phase == AC_EXEC
+		       ? &agenticd->conns[i] : NULL;
+}
+
+/* Output beyond `out` goes to an unlinked file next to the transcripts, read back as the
+ * client drains: a slow client costs disk, never memory, and never blocks the sandbox. */
+static int queue(struct admin_conn *c, const void *data, size_t len)
+{
+	if (c->spill_fd < 0) {
+		if (c->out_off && c->out_off == c->out_len)
+			c->out_off = c->out_len = 0;
+		if (len > sizeof(c->out) - c->out_len && c->out_off) {
+			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+			c->out_len -= c->out_off;
+			c->out_off = 0;
+		}
+		if (len <= sizeof(c->out) - c->out_len) {
+			memcpy(c->out + c->out_len, data, len);
+			c->out_len += (uint32_t)len;
+			return 0;
+		}
+		c->spill_fd = open(agenticd->cfg.agentshare_root, O_TMPFILE | O_RDWR | O_CLOEXEC,
+				   0600);
+		if (c->spill_fd < 0)
+			return -errno;
+		c->spill_w = c->spill_r = 0;
+	}
+	for (const uint8_t *p = data; len;) {
+		ssize_t n = pwrite(c->spill_fd, p, len, (off_t)c->spill_w);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -ENOSPC;
+		p += n;
+		len -= (size_t)n;
+		c->spill_w += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Refills an empty `out` from the spill file (or the transcript file of a logs answer). */
+static void refill(struct admin_conn *c)
+{
+	ssize_t n;
+
+	c->out_off = c->out_len = 0;
+	if (c->phase == AC_FILE && c->file_fd >= 0 && c->file_left) {
+		n = read(c->file_fd, c->out, c->file_left < sizeof(c->out) ? c->file_left
+									   : sizeof(c->out));
+		if (n <= 0) {
+			c->file_left = 0; /* the size was promised: the connection closes short */
+			c->keep_alive = false;
+			return;
+		}
+		c->out_len = (uint32_t)n;
+		c->file_left -= (uint64_t)n;
+		return;
+	}
+	if (c->spill_fd < 0 || c->spill_r == c->spill_w)
+		return;
+	n = pread(c->spill_fd, c->out, sizeof(c->out), (off_t)c->spill_r);
+	if (n <= 0)
+		return;
+	c->out_len = (uint32_t)n;
+	c->spill_r += (uint64_t)n;
+	if (c->spill_r == c->spill_w) {
+		close(c->spill_fd);
+		c->spill_fd = -1;
+	}
+}
+
+static int queue_chunked(struct admin_conn *c, const void *data, size_t len)
+{
+	char hdr[16];
+	int n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
+	int r = queue(c, hdr, (size_t)n);
+
+	if (r == 0)
+		r = queue(c, data, len);
+	if (r == 0)
+		r = queue(c, "\r\n", 2);
+	return r;
+}
+
+static size_t base64(const uint8_t *in, size_t len, char *out)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0, i = 0;
+
+	for (; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+
+		out[o++] = tab[v >> 18];
+		out[o++] = tab[(v >> 12) & 63];
+		out[o++] = tab[(v >> 6) & 63];
+		out[o++] = tab[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
+
+		out[o++] = tab[v >> 18];
+		out[o++] = tab[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+	}
+	return o;
+}
+
+static void frame_header(uint8_t *h, int type, uint32_t len)
+{
+	h[0] = (uint8_t)type;
+	h[1] = h[2] = h[3] = 0;
+	h[4] = (uint8_t)(len >> 24);
+	h[5] = (uint8_t)(len >> 16);
+	h[6] = (uint8_t)(len >> 8);
+	h[7] = (uint8_t)len;
+}
+
+int admin_exec_output(int32_t i, int stream, const void *data, size_t len)
+{
+	struct admin_conn *c = exec_conn(i);
+	int r;
+
+	if (!c)
+		return -ENOTCONN;
+	if (c->upgraded) {
+		uint8_t h[8];
+
+		frame_header(h, stream ? FRAME_STDERR : FRAME_STDOUT, (uint32_t)len);
+		r = queue(c, h, 8);
+		if (r == 0)
+			r = queue(c, data, len);
+	} else {
+		const uint8_t *p = data;
+
+		/* one line per piece, each small enough for `line` */
+		for (r = 0; len && r == 0;) {
+			size_t take = len < 6144 ? len : 6144, n;
+
+			n = (size_t)snprintf(line, sizeof(line), "{\"stream\":\"%s\",\"data\":\"",
+					     stream ? "stderr" : "stdout");
+			n += base64(p, take, line + n);
+			memcpy(line + n, "\"}\n", 3);
+			r = queue_chunked(c, line, n + 3);
+			p += take;
+			len -= take;
+		}
+	}
+	if (r != 0) {
+		log_warn("exec client dropped", "reason=spill error=\"%s\"", strerror(-r));
+		return r;
+	}
+	flush(c);
+	return 0;
+}
+
+void admin_exec_done(int32_t i, int32_t exit_code, int64_t duration_ms, const char *error,
+		     const char *transcript_error)
+{
+	struct admin_conn *c = exec_conn(i);
+	struct buf b;
+	struct json_writer w;
+
+	if (!c)
+		return;
+	buf_init(&b, line, sizeof(line) - 1);
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "exit_code");
+	json_int_write(&w, exit_code);
+	json_key(&w, "duration_ms");
+	json_int_write(&w, duration_ms);
+	if (error && *error) {
+		json_key(&w, "error");
+		json_str_write(&w, error);
+	}
+	if (transcript_error) {
+		json_key(&w, "transcript_error");
+		json_str_write(&w, transcript_error);
+	}
+	json_obj_end(&w);
+	json_writer_finish(&w);
+	c->exec = -1;
+	if (c->upgraded) {
+		uint8_t h[8];
+
+		frame_header(h, FRAME_EXIT, (uint32_t)b.len);
+		if (queue(c, h, 8) != 0 || queue(c, b.data, b.len) != 0)
+			c->keep_alive = false;
+	} else {
+		line[b.len] = '\n';
+		if (queue_chunked(c, line, b.len + 1) != 0 || queue(c, "0\r\n\r\n", 5) != 0)
+			c->keep_alive = false;
+	}
+	flush(c);
+}
+
+/* Upgraded: stdin frames from the client, handed on as the session takes them. */
+static void exec_read_stdin(struct admin_conn *c)
+{
+	while (c->exec >= 0 && c->roff < c->rlen) {
+		uint32_t avail = c->rlen - c->roff;
+
+		if (c->fhdr_len < 8) {
+			uint32_t n = 8u - c->fhdr_len < avail ? 8u - c->fhdr_len : avail;
+
+			memcpy(c->fhdr + c->fhdr_len, c->rbuf + c->roff, n);
+			c->fhdr_len += (uint8_t)n;
+			c->roff += n;
+			if (c->fhdr_len < 8)
+				break;
+			c->fneed = (uint32_t)c->fhdr[4] << 24 | (uint32_t)c->fhdr[5] << 16 |
+				   (uint32_t)c->fhdr[6] << 8 | c->fhdr[7];
+			if (c->fhdr[0] != FRAME_STDIN) {
+				/* unknown frame types are skipped, so clients may add some */
+			} else if (c->fneed == 0) {
+				exec_stdin(c->exec, "", 0, true);
+				c->fhdr_len = 0;
+			}
+			continue;
+		}
+		if (c->fneed == 0) {
+			c->fhdr_len = 0;
+			continue;
+		}
+		uint32_t n = c->fneed < avail ? c->fneed : avail;
+		size_t took = c->fhdr[0] == FRAME_STDIN ? exec_stdin(c->exec, c->rbuf + c->roff, n,
+								       false) : n;
+
+		if (took == 0)
+			return; /* a chunk is in flight: wait for admin_exec_stdin_taken */
+		c->roff += (uint32_t)took;
+		c->fneed -= (uint32_t)took;
+		if (c->fneed == 0)
+			c->fhdr_len = 0;
+	}
+	if (c->roff == c->rlen)
+		c->roff = c->rlen = 0;
+}
+
+void admin_exec_stdin_taken(int32_t i)
+{
+	struct admin_conn *c = exec_conn(i);
+
+	if (!c || !c->upgraded)
+		return;
+	exec_read_stdin(c);
+	if (c->roff == c->rlen)
+		watch(c, EPOLLIN | (c->out_off < c->out_len ? EPOLLOUT : 0));
+}
+
+static void exec_event(struct admin_conn *c, uint32_t events)
+{
+	if (events & EPOLLOUT)
+		flush(c);
+	if (c->phase != AC_EXEC || c->fd < 0)
+		return;
+	if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return;
+	if (c->upgraded && c->roff < c->rlen)
+		return; /* stdin waits for the session */
+	for (;;) {
+		ssize_t n = recv(c->fd, c->rbuf, sizeof(c->rbuf), 0);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n == 0 && c->upgraded && c->exec >= 0 && !(events & (EPOLLHUP | EPOLLERR))) {
+			/* half-close: stdin ends, output goes on */
+			exec_stdin(c->exec, "", 0, true);
+			watch(c, c->out_off < c->out_len ? EPOLLOUT : 0);
+			return;
+		}
+		if (n <= 0 || !c->upgraded) {
+			if (n > 0)
+				continue; /* nothing more is read on an NDJSON exec */
+			conn_close(c);
+			return;
+		}
+		c->roff = 0;
+		c->rlen = (uint32_t)n;
+		exec_read_stdin(c);
+		if (c->roff < c->rlen) {
+			watch(c, c->out_off < c->out_len ? EPOLLOUT : 0);
+			return;
+		}
+	}
+}
+
+static int exec_strings(struct create_req *req, const struct json_doc *doc, int arr,
+			const char **out, uint32_t *n, uint32_t max)
+{
+	if (doc->tok[arr].type != JSON_ARRAY)
+		return -1;
+	for (int i = json_first(doc, arr); i >= 0; i = json_next(doc, arr, i)) {
+		if (*n == max || !(out[(*n)++] = take_str(req, doc, i)))
+			return -1;
+	}
+	return 0;
+}
+
+static void route_exec(struct admin_conn *c, struct sandbox *sb)
+{
+	static struct exec_req er;
+	struct create_req *req = &c->req;
+	struct verdict v = { 0 };
+	struct json_doc doc;
+	const char *up = http_parser_header(&c->parser, "upgrade");
+	const char *conn = http_parser_header(&c->parser, "connection");
+	int x;
+
+	memset(&er, 0, sizeof(er));
+	req->text_len = 0;
+	req->nenv = 0;
+	if (json_parse(&doc, (const char *)c->body, c->body_len, tokens, ARRAY_LEN(tokens)) != 0 ||
+	    doc.tok[0].type != JSON_OBJECT) {
+		respond_error(c, 400, "bad_json", "the body is a JSON object: {\"cmd\": [...], "
+			      "\"env\", \"working_dir\", \"timeout_seconds\"}");
+		return;
+	}
+	for (int k = json_first(&doc, 0); k >= 0; k = json_next(&doc, 0, json_next(&doc, 0, k))) {
+		int val = k + 1;
+		int64_t t;
+
+		if (json_str_eq(&doc, k, "cmd")) {
+			if (exec_strings(req, &doc, val, er.argv, &er.argc, LIMIT_SANDBOX_CMD_ARGS) != 0) {
+				respond_error(c, 400, "bad_request", "cmd is an array of at most 64 strings");
+				return;
+			}
+		} else if (json_str_eq(&doc, k, "env")) {
+			if (parse_env(req, &doc, val, &v) != 0) {
+				respond_error(c, v.status, v.code, v.message);
+				return;
+			}
+		} else if (json_str_eq(&doc, k, "working_dir")) {
+			if (!(er.working_dir = take_str(req, &doc, val)) ||
+			    (er.working_dir[0] && er.working_dir[0] != '/')) {
+				respond_error(c, 400, "bad_request", "working_dir is an absolute path");
+				return;
+			}
+		} else if (json_str_eq(&doc, k, "timeout_seconds")) {
+			if (json_int(&doc, val, &t) != 0 || t < 0 || t > 86400 * 365) {
+				respond_error(c, 400, "bad_request", "timeout_seconds is a whole number "
+					      ">= 0 (0: none)");
+				return;
+			}
+			er.timeout_seconds = (int32_t)t;
+		} else {
+			respond_error(c, 400, "bad_request", "unknown field (known: cmd env "
+				      "working_dir timeout_seconds)");
+			return;
+		}
+	}
+	if (er.argc == 0 || !er.argv[0][0]) {
+		respond_error(c, 400, "bad_request", "cmd needs at least the program");
+		return;
+	}
+	for (uint32_t i = 0; i < req->nenv; i++)
+		er.env[er.nenv++] = req->env[i];
+	if (sb->state != SB_READY || !sb->agent_ready) {
+		respond_error(c, 409, "not_ready", sb->state == SB_READY
+			      ? "the sandbox's agent is not connected (yet)"
+			      : "the sandbox is not ready");
+		return;
+	}
+	c->upgraded = up && strcasecmp(up, "tcp") == 0 && conn && strcasestr(conn, "upgrade");
+	x = exec_begin(sb, &er, (int32_t)(c - agenticd->conns), c->upgraded ? EXEC_RAW : EXEC_NDJSON);
+	if (x < 0) {
+		respond_error(c, x == ERR_LIMIT || x == -EAGAIN ? 503 : 409,
+			      x == ERR_STATE ? "not_ready" : "busy",
+			      x == ERR_STATE ? "the sandbox's agent is not connected"
+					     : "the sandbox runs as many commands as it may, or its "
+					       "agent cannot take more now");
+		return;
+	}
+	c->exec = x;
+	c->fhdr_len = 0;
+	c->out_off = c->out_len = 0;
+	if (c->upgraded) {
+		static const char head[] = "HTTP/1.1 101 UPGRADED\r\n"
+			"Content-Type: application/vnd.agentic.multiplexed-stream\r\n"
+			"Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+
+		c->keep_alive = false;
+		queue(c, head, sizeof(head) - 1);
+	} else {
+		static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+			"Transfer-Encoding: chunked\r\n\r\n";
+
+		queue(c, head, sizeof(head) - 1);
+	}
+	c->phase = AC_EXEC;
+	/* bytes after the request are the first stdin frames */
+	if (c->upgraded)
+		exec_read_stdin(c);
+	else
+		c->roff = c->rlen = 0;
+}
+
+/* ---- logs: a run's stdout.log or stderr.log, as it is now ---- */
+
+static void query_value(const char *query, const char *name, char *out, size_t size)
+{
+	size_t n = strlen(name);
+
+	out[0] = '\0';
+	for (const char *p = query; p && *p;) {
+		if (strncmp(p, name, n) == 0 && p[n] == '=') {
+			size_t l = strcspn(p + n + 1, "&");
+
+			snprintf(out, size, "%.*s", (int)(l < size ? l : size - 1), p + n + 1);
+			return;
+		}
+		p = strchr(p, '&');
+		if (p)
+			p++;
+	}
+}
+
+static void route_logs(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	char run[64], stream[16], head[256];
+	struct stat st;
+	int fd, r, s;
+
+	query_value(query, "run", run, sizeof(run));
+	query_value(query, "stream", stream, sizeof(stream));
+	if (stream[0] && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
+		respond_error(c, 400, "bad_request", "stream is stdout or stderr");
+		return;
+	}
+	s = strcmp(stream, "stderr") == 0;
+	r = runlog_open(sb, run, s, &fd);
+	if (r == -EINVAL) {
+		respond_error(c, 400, "bad_request", "run names a directory under runs/ (run-...)");
+		return;
+	}
+	if (r != 0) {
+		respond_error(c, 404, "not_found", run[0] ? "no such run" : "the sandbox has no run yet");
+		return;
+	}
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		respond_error(c, 500, "internal", "cannot read the transcript");
+		return;
+	}
+	c->file_fd = fd;
+	c->file_left = (uint64_t)st.st_size;
+	r = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+		     "Content-Length: %llu\r\n%s\r\n", (unsigned long long)st.st_size,
+		     c->keep_alive ? "" : "Connection: close\r\n");
+	memcpy(c->out, head, (size_t)r);
+	c->out_off = 0;
+	c->out_len = (uint32_t)r;
+	c->phase = AC_FILE;
+}
+
+/* ---- /metrics: Prometheus text. Labels are fixed words only: never a name, an id, a value
+ * from a request or a byte of output. ---- */
+
+struct prov_hist {
+	uint64_t bucket[10], sum_ms, count;
+};
+static struct prov_hist prov_hist;
+static uint64_t refusals[AGENT_REFUSAL_REASONS];
+
+void metrics_provision(int64_t ms)
+{
+	static const int64_t le[] = { 250, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000 };
+	size_t i = 0;
+
+	while (i < ARRAY_LEN(le) && ms > le[i])
+		i++;
+	prov_hist.bucket[i]++;
+	prov_hist.sum_ms += (uint64_t)(ms < 0 ? 0 : ms);
+	prov_hist.count++;
+}
+
+void metrics_refusal(int reason)
+{
+	if (reason >= 0 && reason < AGENT_REFUSAL_REASONS)
+		refusals[reason]++;
+}
+
+static void hist(struct buf *b, const char *name, const char *help, const int64_t *le, size_t n,
+		 const uint64_t *bucket, uint64_t sum_ms, uint64_t count)
+{
+	uint64_t cum = 0;
+
+	buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (size_t i = 0; i < n; i++) {
+		cum += bucket[i];
+		buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, (double)le[i] / 1000.0,
+			   (unsigned long long)cum);
+	}
+	cum += bucket[n];
+	buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.3f\n%s_count %llu\n", name,
+		   (unsigned long long)cum, name, (double)sum_ms / 1000.0, name,
+		   (unsigned long long)count);
+}
+
+static void route_metrics(struct admin_conn *c)
+{
+	static char text[16384];
+	static const int64_t prov_le[] = { 250, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000 };
+	static const int64_t exec_le[] = { 1, 2, 5, 10, 20, 50, 100, 250, 500, 1000, 5000 };
+	static const char *const states[] = { "creating", "ready", "removing", "conflict" };
+	uint32_t by_state[4] = { 0 }, connected = 0;
+	static char status[4096];
+	struct buf b;
+	size_t rss = 0;
+	int fd;
+
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		const struct sandbox *sb = &agenticd->sb[i];
+
+		if (sb->state >= SB_CREATING && sb->state <= SB_CONFLICT)
+			by_state[sb->state - SB_CREATING]++;
+		connected += sb->agent_ready;
+	}
+	/* read(2), not stdio: nothing may allocate once the daemon serves */
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, status, sizeof(status) - 1);
+		const char *v;
+
+		close(fd);
+		status[n > 0 ? n : 0] = '\0';
+		if ((v = strstr(status, "\nVmRSS:")))
+			rss = strtoull(v + 8, NULL, 10);
+	}
+	buf_init(&b, text, sizeof(text));
+	buf_printf(&b, "# HELP agentic_sandboxes Sandboxes by lifecycle state.\n"
+		   "# TYPE agentic_sandboxes gauge\n");
+	for (int i = 0; i < 4; i++)
+		buf_printf(&b, "agentic_sandboxes{state=\"%s\"} %u\n", states[i], by_state[i]);
+	buf_printf(&b, "# HELP agentic_agents_connected Sandboxes whose agent is connected and ready.\n"
+		   "# TYPE agentic_agents_connected gauge\nagentic_agents_connected %u\n", connected);
+	hist(&b, "agentic_provision_seconds", "Create request to sandbox ready.", prov_le,
+	     ARRAY_LEN(prov_le), prov_hist.bucket, prov_hist.sum_ms, prov_hist.count);
+	hist(&b, "agentic_exec_seconds", "Exec round trip: request sent to the init until its result.",
+	     exec_le, ARRAY_LEN(exec_le), exec_stats.latency_bucket, exec_stats.latency_sum_ms,
+	     exec_stats.latency_count);
+	buf_printf(&b, "# HELP agentic_execs_total Commands started.\n# TYPE agentic_execs_total counter\n"
+		   "agentic_execs_total %llu\n", (unsigned long long)exec_stats.started);
+	buf_printf(&b, "# HELP agentic_stream_bytes_total Workload output bytes received (and written "
+		   "to transcripts).\n# TYPE agentic_stream_bytes_total counter\n"
+		   "agentic_stream_bytes_total{stream=\"stdout\"} %llu\n"
+		   "agentic_stream_bytes_total{stream=\"stderr\"} %llu\n",
+		   (unsigned long long)exec_stats.bytes[0], (unsigned long long)exec_stats.bytes[1]);
+	buf_printf(&b, "# HELP agentic_identity_rejections_total Agent connections refused, by reason.\n"
+		   "# TYPE agentic_identity_rejections_total counter\n");
+	for (int i = 0; i < AGENT_REFUSAL_REASONS; i++)
+		buf_printf(&b, "agentic_identity_rejections_total{reason=\"%s\"} %llu\n",
+			   agent_refusal_name(i), (unsigned long long)refusals[i]);
+	buf_printf(&b, "# HELP agentic_admin_rejections_total Admin connections refused (peer "
+		   "credentials).\n# TYPE agentic_admin_rejections_total counter\n"
+		   "agentic_admin_rejections_total %llu\n", (unsigned long long)agenticd->refused_admins);
+	buf_printf(&b, "# HELP agentic_memory_budget_bytes Memory budget computed at start.\n"
+		   "# TYPE agentic_memory_budget_bytes gauge\nagentic_memory_budget_bytes %zu\n"
+		   "# HELP agentic_memory_resident_bytes Resident memory now (VmRSS).\n"
+		   "# TYPE agentic_memory_resident_bytes gauge\nagentic_memory_resident_bytes %zu\n",
+		   agenticd->budget, rss * 1024);
+	{
+		int h = snprintf((char *)c->out, sizeof(c->out), "HTTP/1.1 200 OK\r\nContent-Type: "
+				 "text/plain; version=0.0.4\r\nContent-Length: %zu\r\n%s\r\n", b.len,
+				 c->keep_alive ? "" : "Connection: close\r\n");
+
+		if (buf_printf(&b, "%s", "") != 0 || (size_t)h + b.len > sizeof(c->out)) {
+			respond_error(c, 500, "internal", "metrics do not fit the response buffer");
+			return;
+		}
+		memcpy(c->out + h, b.data, b.len);
+		c->out_off = 0;
+		c->out_len = (uint32_t)(h + b.len);
+	}
+	c->phase = AC_WRITE;
+}
+
 /* ---- dispatch ---- */
 
 static void dispatch(struct admin_conn *c)
@@ -674,9 +1278,31 @@ static void dispatch(struct admin_conn *c)
 		return;
 	}
 	if (strncmp(target, API "/containers/", sizeof(API "/containers/") - 1) == 0) {
-		const char *name = target + sizeof(API "/containers/") - 1;
+		char *name = target + sizeof(API "/containers/") - 1;
+		char *sub = strchr(name, '/');
 
+		if (sub)
+			*sub++ = '\0';
 		sb = sandbox_by_name(name);
+		if (sub) {
+			bool exec = strcmp(sub, "exec") == 0, logs = strcmp(sub, "logs") == 0;
+
+			if (!exec && !logs) {
+				snprintf(m, sizeof(m), "no route %.16s %.200s (see README: admin API)",
+					 method, http_parser_str(p, p->target));
+				respond_error(c, 404, "not_found", m);
+			} else if (strcmp(method, exec ? "POST" : "GET") != 0) {
+				respond_error(c, 405, "method_not_allowed", exec ? "use POST" : "use GET");
+			} else if (!sb) {
+				snprintf(m, sizeof(m), "no sandbox is named %.64s", name);
+				respond_error(c, 404, "not_found", m);
+			} else if (exec) {
+				route_exec(c, sb);
+			} else {
+				route_logs(c, sb, query);
+			}
+			return;
+		}
 		if (strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0) {
 			respond_error(c, 405, "method_not_allowed", "use GET or DELETE");
 		} else if (!sb) {
@@ -687,6 +1313,13 @@ static void dispatch(struct admin_conn *c)
 		} else {
 			route_remove(c, sb, query);
 		}
+		return;
+	}
+	if (strcmp(target, "/metrics") == 0) {
+		if (strcmp(method, "GET") == 0)
+			route_metrics(c);
+		else
+			respond_error(c, 405, "method_not_allowed", "use GET");
 		return;
 	}
 	if (strcmp(target, API "/info") == 0) {
@@ -711,6 +1344,8 @@ static void flush(struct admin_conn *c)
 			c->out_off = c->out_len = 0;
 			list_fill(c);
 		}
+		if ((c->phase == AC_EXEC || c->phase == AC_FILE) && c->out_off == c->out_len)
+			refill(c);
 		if (c->out_off == c->out_len)
 			break;
 		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
@@ -724,6 +1359,18 @@ static void flush(struct admin_conn *c)
 		}
 		c->out_off += (uint32_t)n;
 	}
+	if (c->phase == AC_EXEC && c->exec >= 0) {
+		/* all sent: read stdin (or notice a hang-up) while the command runs */
+		if (c->roff == c->rlen)
+			watch(c, EPOLLIN);
+		return;
+	}
+	if (c->phase == AC_EXEC || (c->phase == AC_FILE && !c->file_left)) {
+		if (c->file_fd >= 0)
+			close(c->file_fd);
+		c->file_fd = -1;
+		c->phase = AC_WRITE;
+	}
 	if (c->phase != AC_WRITE)
 		return;
 	if (!c->keep_alive) {
@@ -736,6 +1383,7 @@ static void flush(struct admin_conn *c)
 	c->body_too_big = false;
 	c->out_off = c->out_len = 0;
 	c->phase = AC_READ;
+	c->upgraded = false;
 	c->idle_since = now_ms();
 	watch(c, EPOLLIN);
 	admin_event((uint32_t)(c - agenticd->conns), 0);
@@ -804,8 +1452,12 @@ void admin_event(uint32_t index, uint32_t events)
 
 	if (c->phase == AC_FREE || c->phase == AC_ZOMBIE || c->fd < 0)
 		return;
-	if (c->phase == AC_WRITE || c->phase == AC_LIST) {
+	if (c->phase == AC_WRITE || c->phase == AC_LIST || c->phase == AC_FILE) {
 		flush(c);
+		return;
+	}
+	if (c->phase == AC_EXEC) {
+		exec_event(c, events);
 		return;
 	}
 	if (c->phase == AC_WAIT) {
@@ -828,7 +1480,8 @@ void admin_event(uint32_t index, uint32_t events)
 		c->idle_since = now_ms();
 		parse_buffered(c);
 	}
-	if (c->phase == AC_WRITE || c->phase == AC_LIST)
+	if (c->phase == AC_WRITE || c->phase == AC_LIST || c->phase == AC_EXEC ||
+	    c->phase == AC_FILE)
 		flush(c);
 	else if (c->phase == AC_WAIT)
 		watch(c, 0);
@@ -863,6 +1516,9 @@ void admin_accept(void)
 		c->phase = AC_READ;
 		c->rlen = c->roff = c->body_len = c->out_len = c->out_off = 0;
 		c->body_too_big = false;
+		c->exec = -1;
+		c->upgraded = false;
+		c->spill_fd = c->file_fd = -1;
 		c->idle_since = now_ms();
 		http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
 		c->parser.body_limit = LIMIT_ADMIN_BODY_BYTES;

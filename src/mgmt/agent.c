@@ -11,11 +11,27 @@
 
 #define HEARTBEAT_INTERVAL_S 5
 
-static void refuse(struct grpc_call *call, const char *reason)
+enum refusal {
+	RF_WORKLOAD_UID, RF_UNKNOWN_UID, RF_CONFLICT, RF_REMOVING, RF_PID_NS, RF_AGENT_ID,
+	RF_INSTANCE_ID, RF_DUPLICATE, RF_REGISTRATION,
+};
+
+static const char *const refusal_names[AGENT_REFUSAL_REASONS] = {
+	"workload_uid", "unknown_uid", "uid_conflict", "removing", "pid_namespace",
+	"agent_id", "instance_id", "duplicate_stream", "registration",
+};
+
+const char *agent_refusal_name(int reason)
+{
+	return reason >= 0 && reason < AGENT_REFUSAL_REASONS ? refusal_names[reason] : "other";
+}
+
+static void refuse_why(struct grpc_call *call, int why, const char *reason)
 {
 	const struct grpc_peer *p = grpc_call_peer(call);
 	char q[160];
 
+	metrics_refusal(why);
 	agenticd->refused_agents++;
 	log_warn("agent refused", "uid=%u pid=%d reason=%s", (unsigned)p->uid, (int)p->pid,
 		 log_quote(q, sizeof(q), reason));
@@ -65,6 +81,26 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 		 sb->uid);
 }
 
+/* READY: the run goes on or begins (a new one runs the create's cmd), then the create ends. */
+static void agent_now_ready(struct sandbox *sb)
+{
+	sb->agent_ready = true;
+	if (runlog_ready(sb) && sb->ncmd) {
+		struct exec_req er = { 0 };
+		const char *a = NULL;
+		int x;
+
+		while ((a = strrun_next(sb->cmd, sb->cmd_len, a)) && er.argc < LIMIT_SANDBOX_CMD_ARGS)
+			er.argv[er.argc++] = a;
+		x = exec_begin(sb, &er, -1, EXEC_DETACHED);
+		if (x < 0)
+			log_warn("the sandbox's cmd did not start", "name=%s error=%s", sb->name,
+				 err_str(x));
+	}
+	provision_ready(sb);
+	exec_agent_writable(sb);
+}
+
 /* The stream is known to be the sandbox's: act on what arrived while that was checked. */
 static void authed(struct sandbox *sb, bool reg_seen, bool ready_seen)
 {
@@ -74,10 +110,8 @@ static void authed(struct sandbox *sb, bool reg_seen, bool ready_seen)
 	log_info("agent connected", "name=%s instance=%s uid=%u", sb->name, sb->instance_id, sb->uid);
 	if (reg_seen)
 		ack(call, sb);
-	if (ready_seen && sb->agent_registered) {
-		sb->agent_ready = true;
-		provision_ready(sb);
-	}
+	if (ready_seen && sb->agent_registered)
+		agent_now_ready(sb);
 }
 
 /* Flags of what arrived before the pid namespace could be checked (grpc_call_app bytes). */
@@ -93,36 +127,36 @@ static void connect_start(struct grpc_call *call)
 
 	grpc_call_set_user(call, NULL);
 	if (p->uid == agenticd->cfg.workload_uid) {
-		refuse(call, "the workload uid never maps to a sandbox");
+		refuse_why(call, RF_WORKLOAD_UID, "the workload uid never maps to a sandbox");
 		return;
 	}
 	sb = sandbox_by_uid(p->uid);
 	if (!sb) {
-		refuse(call, "unknown uid: no sandbox has it as its control uid");
+		refuse_why(call, RF_UNKNOWN_UID, "unknown uid: no sandbox has it as its control uid");
 		return;
 	}
 	if (sb->state == SB_CONFLICT) {
-		refuse(call, "two containers claim this uid: neither is trusted");
+		refuse_why(call, RF_CONFLICT, "two containers claim this uid: neither is trusted");
 		return;
 	}
 	if (sb->state == SB_REMOVING || sb->rollback) {
-		refuse(call, "the sandbox is being removed");
+		refuse_why(call, RF_REMOVING, "the sandbox is being removed");
 		return;
 	}
 	if (sb->pid_ns[0] && !same_pid_ns(sb, p->pid)) {
-		refuse(call, "the peer is not in the sandbox's pid namespace");
+		refuse_why(call, RF_PID_NS, "the peer is not in the sandbox's pid namespace");
 		return;
 	}
 	if (!md_is(call, "x-agent-id", sb->name)) {
-		refuse(call, "x-agent-id does not name the sandbox of this uid");
+		refuse_why(call, RF_AGENT_ID, "x-agent-id does not name the sandbox of this uid");
 		return;
 	}
 	if (!md_is(call, "x-agent-instance-id", sb->instance_id)) {
-		refuse(call, "x-agent-instance-id does not match the sandbox of this uid");
+		refuse_why(call, RF_INSTANCE_ID, "x-agent-instance-id does not match the sandbox of this uid");
 		return;
 	}
 	if (sb->agent) {
-		refuse(call, "the sandbox already has a live Connect stream");
+		refuse_why(call, RF_DUPLICATE, "the sandbox already has a live Connect stream");
 		return;
 	}
 	sb->agent = call;
@@ -148,7 +182,7 @@ void agent_pid_known(struct sandbox *sb)
 	pend = grpc_call_app(call);
 	if (!same_pid_ns(sb, grpc_call_peer(call)->pid)) {
 		sb->agent = NULL;
-		refuse(call, "the peer is not in the sandbox's pid namespace");
+		refuse_why(call, RF_PID_NS, "the peer is not in the sandbox's pid namespace");
 		return;
 	}
 	authed(sb, pend->reg, pend->ready);
@@ -159,6 +193,17 @@ static bool registration_ok(const struct sandbox *sb,
 {
 	return strcmp(reg->instance_id, sb->instance_id) == 0 &&
 	       (!reg->agent_id[0] || strcmp(reg->agent_id, sb->name) == 0);
+}
+
+/* stdio's stdout and stderr macros hide AgentMessage's fields of those names; nothing below
+ * writes to a stdio stream. */
+#undef stdout
+#undef stderr
+static const Agentic__Sandbox__V1__OutputChunk *
+output_of(const Agentic__Sandbox__V1__AgentMessage *m)
+{
+	return m->payload_case == AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDOUT ? m->stdout
+										       : m->stderr;
 }
 
 static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
@@ -174,9 +219,14 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION:
 		if (!registration_ok(sb, m->registration)) {
 			sb->agent = NULL;
-			refuse(call, "the registration names another sandbox or instance");
+			refuse_why(call, RF_REGISTRATION, "the registration names another sandbox or instance");
 			return;
 		}
+		sb->agent_stdin_ack = false;
+		for (size_t i = 0; i < m->registration->n_labels; i++)
+			if (strcmp(m->registration->labels[i]->key, "agentic-stdin-ack") == 0 &&
+			    strcmp(m->registration->labels[i]->value, "1") == 0)
+				sb->agent_stdin_ack = true;
 		if (!sb->agent_authed)
 			pend->reg = true;
 		else if (!sb->agent_registered)
@@ -193,17 +243,43 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			return;
 		}
 		if (ready && sb->agent_registered && !sb->agent_ready) {
-			sb->agent_ready = true;
-			provision_ready(sb);
+			agent_now_ready(sb);
 		} else if (!ready && sb->agent_ready) {
 			sb->agent_ready = false;
 			log_info("agent not ready", "name=%s status=%d", sb->name, hb->status);
 		}
 		return;
 	}
-	default:
-		return; /* output and results: the command path (not yet served) */
+	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDOUT:
+	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR: {
+		const Agentic__Sandbox__V1__OutputChunk *o = output_of(m);
+
+		if (sb->agent_authed)
+			exec_output(sb, o->stream_id,
+				    m->payload_case == AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR,
+				    o->data.data, o->data.len);
+		return;
 	}
+	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDIN_ACK:
+		if (sb->agent_authed)
+			exec_stdin_ack(sb, m->stdin_ack->command_id, m->stdin_ack->consumed);
+		return;
+	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_COMMAND_RESULT:
+		if (sb->agent_authed)
+			exec_result(sb, m->command_result->command_id, m->command_result->exit_code,
+				    m->command_result->duration_ms, m->command_result->error);
+		return;
+	default:
+		return;
+	}
+}
+
+static void connect_writable(struct grpc_call *call)
+{
+	struct sandbox *sb = grpc_call_user(call);
+
+	if (sb && sb->agent == call)
+		exec_agent_writable(sb);
 }
 
 static void connect_half_close(struct grpc_call *call)
@@ -219,6 +295,7 @@ static void connect_done(struct grpc_call *call, int status, const char *message
 		return;
 	sb->agent = NULL;
 	sb->agent_authed = sb->agent_registered = sb->agent_ready = false;
+	runlog_event(sb, "disconnect");
 	log_info("agent disconnected", "name=%s instance=%s uid=%u status=%s", sb->name,
 		 sb->instance_id, sb->uid, grpc_status_name(status));
 }
@@ -245,6 +322,7 @@ const struct grpc_method agent_methods[] = {
 			.on_start = connect_start,
 			.on_message = connect_message,
 			.on_half_close = connect_half_close,
+			.on_writable = connect_writable,
 			.on_done = connect_done,
 		},
 	},

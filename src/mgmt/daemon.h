@@ -73,6 +73,27 @@ enum sb_step {
 #define SB_NET_BYTES 64
 #define SB_ERROR_BYTES 2048
 
+/* ---- a run's transcript (DESIGN.md §5), written by runlog.c ---- */
+enum run_file { RUN_STDOUT, RUN_STDERR, RUN_COMMANDS, RUN_EVENTS, RUN_FILES };
+#define RUN_NAME_BYTES 48
+#define RUN_CODES 16
+
+struct run {
+	bool open;
+	int dirfd;                    /* runs/<name>/ */
+	int fd[RUN_FILES];
+	char name[RUN_NAME_BYTES];    /* run-<UTC timestamp>-<n> */
+	char key[96];                 /* pid namespace/host pid/start time of the init: same
+				       * key, same run */
+	int64_t started_ms;           /* wall clock */
+	uint64_t bytes[2];            /* stdout, stderr */
+	uint32_t commands, running;
+	int32_t codes[RUN_CODES];     /* exit codes seen, with their counts */
+	uint32_t code_count[RUN_CODES];
+	uint32_t ncodes;
+	int error;                    /* the first write error (-errno), or 0 */
+};
+
 struct sandbox {
 	enum sb_state state;
 	enum sb_step step;
@@ -105,6 +126,7 @@ struct sandbox {
 	bool agent_authed;
 	bool agent_registered;
 	bool agent_ready;             /* READY with setup_status "ready" seen */
+	bool agent_stdin_ack;         /* the agent acknowledges stdin (registration label) */
 	int agent_status;
 	int64_t agent_seen_ms;
 	/* the admin connection waiting for this create or remove, or -1 */
@@ -130,6 +152,8 @@ struct sandbox {
 	char mounts[LIMIT_SANDBOX_MOUNT_BYTES];
 	uint32_t mounts_len;
 	struct job job;
+	struct run run;
+	uint32_t exec_running;        /* exec sessions waiting for their CommandResult */
 };
 
 /* Appends s (and its NUL) to a string run; ERR_LIMIT when it does not fit. */
@@ -155,7 +179,8 @@ struct create_req {
 };
 
 /* ---- admin connections ---- */
-enum admin_phase { AC_FREE = 0, AC_READ, AC_WAIT, AC_WRITE, AC_LIST, AC_ZOMBIE };
+enum admin_phase { AC_FREE = 0, AC_READ, AC_WAIT, AC_WRITE, AC_LIST, AC_ZOMBIE, AC_EXEC,
+		   AC_FILE };
 
 struct admin_conn {
 	enum admin_phase phase;
@@ -178,6 +203,18 @@ struct admin_conn {
 	uint32_t list_cursor;         /* AC_LIST: next sandbox slot to render */
 	bool list_first;
 	struct create_req req;
+	/* AC_EXEC: the session (exec.c) and, upgraded, the stdin frame being read */
+	int32_t exec;
+	bool upgraded;
+	uint8_t fhdr[8];
+	uint8_t fhdr_len;
+	uint32_t fneed;
+	/* output beyond `out`, waiting on disk so a slow client costs neither memory nor bytes */
+	int spill_fd;
+	uint64_t spill_w, spill_r;
+	/* AC_FILE: a transcript file being sent */
+	int file_fd;
+	uint64_t file_left;
 };
 
 /* ---- warm networks (DESIGN.md §6: generic names make a small pool possible) ---- */
@@ -315,6 +352,9 @@ extern const struct grpc_method agent_methods[];
 extern const size_t agent_nmethods;
 /* The container's pid is known (or changed): finish a Connect that waited for it. */
 void agent_pid_known(struct sandbox *sb);
+/* Refusal reasons, as fixed words for /metrics. */
+#define AGENT_REFUSAL_REASONS 9
+const char *agent_refusal_name(int reason);
 /* Ends the sandbox's Connect stream (UNAVAILABLE, why). */
 void agent_drop(struct sandbox *sb, const char *why);
 
@@ -328,8 +368,77 @@ void admin_tick(int64_t now);
 void admin_finish_sandbox(int32_t conn, uint32_t gen, const struct sandbox *sb, int status);
 void admin_finish_error(int32_t conn, uint32_t gen, int status, const char *code,
 			const char *message);
+/* /metrics counters fed by the other parts. */
+void metrics_provision(int64_t ms);
+void metrics_refusal(int reason);
 /* Stops accepting (closes the listener); open exchanges finish. */
 void admin_shutdown(void);
+
+/* Exec and transcripts: admin.c's side of an exec session. */
+/* Queues output (stream 0 stdout, 1 stderr) for the client, framed for its mode, in `out`
+ * and beyond it in the spill file; 0 or -errno (the spill failed: the client is dropped, the
+ * transcript is not affected). */
+int admin_exec_output(int32_t conn, int stream, const void *data, size_t len);
+/* The session's command ended: the final frame or object follows what is queued;
+ * transcript_error (or NULL) says why the run's transcript is incomplete (a full disk). */
+void admin_exec_done(int32_t conn, int32_t exit_code, int64_t duration_ms, const char *error,
+		     const char *transcript_error);
+/* The session took the stdin held for it: read more from the client. */
+void admin_exec_stdin_taken(int32_t conn);
+
+/* runlog.c: runs/run-<UTC>-<n>/ with stdout.log, stderr.log, commands.log, metrics.json and
+ * trace/events.jsonl, 0700/0600 from creation; `current` points at the open run. Every write
+ * is a plain write(2) to a local file; a failure (ENOSPC) is logged once per run and kept in
+ * run.error, and the daemon goes on. */
+/* The agent is READY: continues the open run when its pid namespace is the run's (a
+ * reconnect, or agenticd restarted), else starts a new one. Returns true when a run began. */
+bool runlog_ready(struct sandbox *sb);
+/* The container stopped or the sandbox is going: a stop event, final metrics, files closed. */
+void runlog_stop(struct sandbox *sb, const char *why);
+/* One line in trace/events.jsonl: {"ts":..,"event":event} plus the sandbox's ids. */
+void runlog_event(struct sandbox *sb, const char *event);
+void runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
+void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n);
+void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms);
+/* Opens the transcript file of a run (NULL: current) for reading: 0, -ENOENT, -EINVAL. */
+int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd);
+
+/* exec.c: one engine for NDJSON, the upgraded stream and gRPC Exec. */
+#define EXEC_NDJSON 1
+#define EXEC_RAW 2
+#define EXEC_DETACHED 3
+struct exec_req {
+	const char *argv[LIMIT_SANDBOX_CMD_ARGS + 1];
+	uint32_t argc;
+	const char *env[LIMIT_SANDBOX_ENV + 1];   /* "K=V" */
+	uint32_t nenv;
+	const char *working_dir;
+	int32_t timeout_seconds;
+};
+/* Sends the CommandRequest; the session is tied to conn (or -1: detached). Returns the
+ * session index, or ERR_LIMIT (too many), ERR_STATE (the agent is not connected), -EAGAIN
+ * (the agent's send queue is full). */
+int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int mode);
+/* Stdin from the client: takes up to len bytes (0 when a chunk is still in flight). */
+size_t exec_stdin(int32_t x, const void *data, size_t len, bool eof);
+/* The client is gone: stdin ends, output goes on to the transcript only. */
+void exec_detach(int32_t x);
+/* From the agent stream. */
+void exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len);
+void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
+		 const char *error);
+void exec_stdin_ack(struct sandbox *sb, const char *id, uint64_t consumed);
+/* The agent can take messages again (on_writable, a reconnect). */
+void exec_agent_writable(struct sandbox *sb);
+/* The sandbox's init is gone for good (container stopped, removed): every session ends. */
+void exec_sandbox_gone(struct sandbox *sb, const char *why);
+/* Counters for /metrics. */
+struct exec_stats {
+	uint64_t started, bytes[2];
+	uint64_t latency_bucket[12];  /* exec round trip, ms: le 1,2,5,10,20,50,100,250,500,1000,5000,+Inf */
+	uint64_t latency_sum_ms, latency_count;
+};
+extern struct exec_stats exec_stats;
 
 /* recover.c: 0, or an error (err says which) that stops the start. */
 int recover_state(char *err, size_t err_size);

@@ -365,6 +365,7 @@ static void finish_create(struct sandbox *sb)
 	sb->deadline = 0;
 	sb->ready_ms = wall_ms();
 	sb->req = NULL;
+	metrics_provision(took);
 	if (share_write_record(&agenticd->cfg, sb) != 0)
 		log_warn("sandbox record not written", "name=%s instance=%s", sb->name,
 			 sb->instance_id);
@@ -386,6 +387,8 @@ static void finish_release(struct sandbox *sb)
 	bool removing = sb->state == SB_REMOVING;
 
 	agent_drop(sb, removing ? "sandbox removed" : "sandbox create failed");
+	exec_sandbox_gone(sb, "the sandbox was removed");
+	runlog_stop(sb, removing ? "removed" : "create_failed");
 	if (sb->dir_made || removing)
 		share_retire(cfg, sb, sb->rollback || (removing && !sb->keep_workspace));
 	if (sb->gone) {
@@ -731,6 +734,8 @@ static void sandbox_poke(struct sandbox *sb)
 	if (sb->ev_die) {
 		sb->ev_die = false;
 		sb->running = false;
+		exec_sandbox_gone(sb, "the sandbox's container stopped");
+		runlog_stop(sb, "container_stopped");
 		sb->pid = 0;
 		sb->pid_ns[0] = '\0';
 		if (sb->state == SB_CREATING && !sb->rollback && sb->step == STEP_WAIT_READY) {

@@ -1,0 +1,293 @@
+/* exec.c: the exec engine. A session is one CommandRequest sent on the sandbox's Connect
+ * stream; output and the result come back on it. Every byte goes to the run's transcript
+ * first (runlog.c) and then, when a client is attached, to it (admin.c frames it as NDJSON or
+ * as the upgraded stream's frames). A client that is slow costs disk in its spill file, one
+ * that vanishes costs nothing: the command runs on and its transcript stays complete.
+ *
+ * Command ids are "x<session>.<gen>", so output finds its session without a search; output
+ * for an id no session holds (a command started before agenticd restarted) still lands in the
+ * transcript. Nothing here logs argv, env or output. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.pb-c.h"
+#include "mgmt/daemon.h"
+
+/* stdio's stdin macro hides ManagementMessage's field of that name; no stdio stream is used */
+#undef stdin
+
+#define LIMIT_EXECS 512
+#define STDIN_CHUNK 8192  /* a StdinChunk fits one small gRPC buffer */
+/* Unacknowledged stdin per command, for agents that acknowledge it: below the init's buffer
+ * (LIMIT_INIT_STDIN_BYTES), which closes stdin when more arrives than it holds. */
+#define STDIN_WINDOW (LIMIT_INIT_STDIN_BYTES - STDIN_CHUNK)
+
+struct exec {
+	bool used;
+	uint32_t gen;
+	uint32_t sb_index, sb_gen;
+	int32_t conn;              /* admin connection, or -1 */
+	int mode;
+	char id[24];
+	int64_t started;           /* monotonic ms */
+	bool eof_sent;
+	bool eof_wanted;
+	uint32_t stdin_len;
+	uint64_t stdin_sent, stdin_acked;
+	uint8_t stdin_buf[STDIN_CHUNK];
+};
+
+static struct exec execs[LIMIT_EXECS];
+static uint32_t exec_gen_next;
+struct exec_stats exec_stats;
+
+static struct sandbox *exec_sandbox(const struct exec *x)
+{
+	struct sandbox *sb = &agenticd->sb[x->sb_index];
+
+	return sb->state != SB_FREE && sb->gen == x->sb_gen ? sb : NULL;
+}
+
+static struct exec *by_id(const struct sandbox *sb, const char *id)
+{
+	char *end;
+	unsigned long i, g;
+
+	if (id[0] != 'x')
+		return NULL;
+	i = strtoul(id + 1, &end, 10);
+	if (*end != '.' || i >= LIMIT_EXECS)
+		return NULL;
+	g = strtoul(end + 1, &end, 10);
+	if (*end || !execs[i].used || execs[i].gen != g ||
+	    execs[i].sb_index != (uint32_t)(sb - agenticd->sb) || execs[i].sb_gen != sb->gen)
+		return NULL;
+	return &execs[i];
+}
+
+static void release(struct exec *x)
+{
+	struct sandbox *sb = exec_sandbox(x);
+
+	if (sb && sb->exec_running)
+		sb->exec_running--;
+	x->used = false;
+}
+
+/* Sends what stdin the session holds; true when nothing is left to send. notify: tell the
+ * client's connection that room came back (never from inside exec_stdin, whose caller is
+ * in the middle of handing bytes over). */
+static bool send_stdin(struct exec *x, bool notify)
+{
+	Agentic__Sandbox__V1__StdinChunk in = AGENTIC__SANDBOX__V1__STDIN_CHUNK__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+	struct sandbox *sb = exec_sandbox(x);
+	int r;
+
+	if (x->eof_sent || (!x->stdin_len && !x->eof_wanted))
+		return true;
+	if (!sb || !sb->agent || !sb->agent_registered)
+		return false;
+	if (sb->agent_stdin_ack && x->stdin_sent - x->stdin_acked + x->stdin_len > STDIN_WINDOW)
+		return true; /* the ack will send it */
+	in.command_id = x->id;
+	in.data.data = x->stdin_buf;
+	in.data.len = x->stdin_len;
+	in.eof = x->eof_wanted;
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_STDIN;
+	m.stdin = &in;
+	r = grpc_call_send(sb->agent, &m.base);
+	if (r != 0)
+		return false;
+	x->stdin_sent += x->stdin_len;
+	x->stdin_len = 0;
+	if (x->eof_wanted)
+		x->eof_sent = true;
+	if (notify && x->conn >= 0)
+		admin_exec_stdin_taken(x->conn);
+	return true;
+}
+
+int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int mode)
+{
+	Agentic__Sandbox__V1__CommandRequest cr = AGENTIC__SANDBOX__V1__COMMAND_REQUEST__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+	Agentic__Sandbox__V1__CommandRequest__EnvEntry ents[LIMIT_SANDBOX_ENV];
+	Agentic__Sandbox__V1__CommandRequest__EnvEntry *envp[LIMIT_SANDBOX_ENV];
+	char envtext[LIMIT_ADMIN_BODY_BYTES];
+	size_t used = 0;
+	struct exec *x = NULL;
+	uint32_t i;
+	int r;
+
+	if (!sb->agent || !sb->agent_registered)
+		return ERR_STATE;
+	if (sb->exec_running >= LIMIT_INIT_COMMANDS)
+		return ERR_LIMIT;
+	for (i = 0; i < LIMIT_EXECS && !x; i++)
+		if (!execs[i].used)
+			x = &execs[i];
+	if (!x || req->argc == 0 || req->nenv > LIMIT_SANDBOX_ENV)
+		return ERR_LIMIT;
+	memset(x, 0, offsetof(struct exec, stdin_buf));
+	x->gen = ++exec_gen_next;
+	x->sb_index = (uint32_t)(sb - agenticd->sb);
+	x->sb_gen = sb->gen;
+	x->conn = conn;
+	x->mode = mode;
+	x->eof_wanted = mode != EXEC_RAW; /* nothing will come: the command sees EOF at once */
+	snprintf(x->id, sizeof(x->id), "x%u.%u", (unsigned)(x - execs), x->gen);
+	for (i = 0; i < req->nenv; i++) {
+		const char *eq = strchr(req->env[i], '=');
+		size_t kl = eq ? (size_t)(eq - req->env[i]) : strlen(req->env[i]);
+
+		if (used + kl + 1 > sizeof(envtext))
+			return ERR_LIMIT;
+		memcpy(envtext + used, req->env[i], kl);
+		envtext[used + kl] = '\0';
+		agentic__sandbox__v1__command_request__env_entry__init(&ents[i]);
+		ents[i].key = envtext + used;
+		ents[i].value = (char *)(eq ? eq + 1 : "");
+		envp[i] = &ents[i];
+		used += kl + 1;
+	}
+	cr.command_id = x->id;
+	cr.command = (char *)req->argv[0];
+	cr.args = (char **)req->argv + 1;
+	cr.n_args = req->argc - 1;
+	cr.working_dir = (char *)(req->working_dir ? req->working_dir : "");
+	cr.env = envp;
+	cr.n_env = req->nenv;
+	cr.timeout_seconds = req->timeout_seconds;
+	cr.capture_output = 1;
+	cr.run_as = "";
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_COMMAND;
+	m.command = &cr;
+	r = grpc_call_send(sb->agent, &m.base);
+	if (r != 0)
+		return r == -EAGAIN ? -EAGAIN : ERR_LIMIT;
+	x->used = true;
+	x->started = now_ms();
+	sb->exec_running++;
+	exec_stats.started++;
+	runlog_command_start(sb, x->id, (char *const *)req->argv, req->argc);
+	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s", sb->name,
+		 x->id, req->argc, req->nenv, (int)req->timeout_seconds,
+		 mode == EXEC_NDJSON ? "ndjson" : mode == EXEC_RAW ? "stream" : "none");
+	send_stdin(x, false);
+	return (int)(x - execs);
+}
+
+size_t exec_stdin(int32_t xi, const void *data, size_t len, bool eof)
+{
+	struct exec *x = &execs[xi];
+	size_t take;
+
+	if (!x->used || x->eof_wanted)
+		return len;
+	if (len == 0) {
+		/* EOF goes after (or with) whatever is still held */
+		x->eof_wanted = eof;
+		if (eof)
+			send_stdin(x, false);
+		return 0;
+	}
+	if (x->stdin_len)
+		return 0;
+	take = len < STDIN_CHUNK ? len : STDIN_CHUNK;
+	memcpy(x->stdin_buf, data, take);
+	x->stdin_len = (uint32_t)take;
+	if (eof && take == len)
+		x->eof_wanted = true;
+	send_stdin(x, false);
+	return take;
+}
+
+void exec_detach(int32_t xi)
+{
+	struct exec *x = &execs[xi];
+
+	if (!x->used)
+		return;
+	x->conn = -1;
+	x->eof_wanted = true;
+	send_stdin(x, false);
+}
+
+void exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len)
+{
+	struct exec *x = by_id(sb, id);
+
+	runlog_output(sb, stream, data, len);
+	exec_stats.bytes[stream] += len;
+	if (!x || x->conn < 0 || !len)
+		return;
+	if (admin_exec_output(x->conn, stream, data, len) != 0)
+		exec_detach((int32_t)(x - execs));
+}
+
+static void observe(int64_t ms)
+{
+	static const int64_t le[] = { 1, 2, 5, 10, 20, 50, 100, 250, 500, 1000, 5000 };
+	size_t i = 0;
+
+	while (i < ARRAY_LEN(le) && ms > le[i])
+		i++;
+	exec_stats.latency_bucket[i]++;
+	exec_stats.latency_sum_ms += (uint64_t)(ms < 0 ? 0 : ms);
+	exec_stats.latency_count++;
+}
+
+void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
+		 const char *error)
+{
+	struct exec *x = by_id(sb, id);
+
+	runlog_command_end(sb, id, code, duration_ms);
+	if (!x)
+		return;
+	observe(now_ms() - x->started);
+	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
+		 (int)code, (long long)duration_ms);
+	if (x->conn >= 0)
+		admin_exec_done(x->conn, code, duration_ms, error,
+				sb->run.error ? strerror(-sb->run.error) : NULL);
+	release(x);
+}
+
+void exec_stdin_ack(struct sandbox *sb, const char *id, uint64_t consumed)
+{
+	struct exec *x = by_id(sb, id);
+
+	if (!x || consumed <= x->stdin_acked || consumed > x->stdin_sent)
+		return;
+	x->stdin_acked = consumed;
+	send_stdin(x, true);
+}
+
+void exec_agent_writable(struct sandbox *sb)
+{
+	for (uint32_t i = 0; i < LIMIT_EXECS; i++) {
+		struct exec *x = &execs[i];
+
+		if (x->used && exec_sandbox(x) == sb && !send_stdin(x, true))
+			return;
+	}
+}
+
+void exec_sandbox_gone(struct sandbox *sb, const char *why)
+{
+	for (uint32_t i = 0; i < LIMIT_EXECS; i++) {
+		struct exec *x = &execs[i];
+
+		if (!x->used || exec_sandbox(x) != sb)
+			continue;
+		runlog_command_end(sb, x->id, -1, now_ms() - x->started);
+		if (x->conn >= 0)
+			admin_exec_done(x->conn, -1, now_ms() - x->started, why, NULL);
+		release(x);
+	}
+	sb->exec_running = 0;
+}

@@ -1,0 +1,502 @@
+/* runlog.c: a sandbox's run transcripts (DESIGN.md §5). agenticd writes them on the host from
+ * the streamed output, so a workload cannot edit its own transcript. A run is one lifetime of
+ * the sandbox's init; its key is the init's pid namespace, written in the run's first event,
+ * so a reconnect (or an agenticd restart) continues the run and a container restart begins a
+ * new one. Directories are made 0700 and files opened 0600: never chmod after the fact. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json/json.h"
+#include "mgmt/daemon.h"
+
+static const char *const file_names[RUN_FILES] = {
+	"stdout.log", "stderr.log", "commands.log", "trace/events.jsonl",
+};
+
+/* What tells one lifetime of the init from the next: the container's pid namespace, its
+ * init's host pid and that process's start time (namespace inode numbers are reused at once,
+ * measured across a docker restart). */
+static void run_key(const struct sandbox *sb, char *out, size_t size)
+{
+	char path[64], stat[512];
+	const char *p;
+	unsigned long long start = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)sb->pid);
+	fd = sb->pid > 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	n = fd >= 0 ? read(fd, stat, sizeof(stat) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		stat[n] = '\0';
+		/* field 22; the command name (field 2) may hold spaces, so count after ')' */
+		p = strrchr(stat, ')');
+		for (int f = 2; p && f < 22; f++)
+			p = strchr(p + 1, ' ');
+		if (p)
+			start = strtoull(p + 1, NULL, 10);
+	}
+	snprintf(out, size, "%s/%lld/%llu", sb->pid_ns, (long long)sb->pid, start);
+}
+
+static void write_error(struct sandbox *sb, enum run_file f, int err)
+{
+	if (sb->run.error)
+		return;
+	sb->run.error = -err;
+	log_error("transcript write failed", "name=%s instance=%s run=%s file=%s error=\"%s\"",
+		  sb->name, sb->instance_id, sb->run.name, file_names[f], strerror(err));
+}
+
+static void put(struct sandbox *sb, enum run_file f, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	if (!sb->run.open || sb->run.fd[f] < 0)
+		return;
+	while (len) {
+		ssize_t n = write(sb->run.fd[f], p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			write_error(sb, f, n < 0 ? errno : ENOSPC);
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void utc(int64_t ms, char *out, size_t size, bool compact)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	if (compact)
+		strftime(out, size, "%Y%m%dT%H%M%SZ", &tm);
+	else
+		snprintf(out + strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm), 16, ".%03dZ",
+			 (int)(ms % 1000));
+}
+
+static void line_begin(struct json_writer *w, struct buf *b, char *store, size_t size,
+		       const char *event)
+{
+	char ts[40];
+
+	buf_init(b, store, size);
+	json_writer_init(w, b);
+	utc(wall_ms(), ts, sizeof(ts), false);
+	json_obj_begin(w);
+	json_key(w, "ts");
+	json_str_write(w, ts);
+	json_key(w, "event");
+	json_str_write(w, event);
+}
+
+static void line_end(struct sandbox *sb, enum run_file f, struct json_writer *w, struct buf *b)
+{
+	json_obj_end(w);
+	if (json_writer_finish(w) != 0 || buf_append(b, "\n", 1) != 0)
+		return;
+	put(sb, f, b->data, b->len);
+}
+
+void runlog_event(struct sandbox *sb, const char *event)
+{
+	char store[1024];
+	struct buf b;
+	struct json_writer w;
+
+	line_begin(&w, &b, store, sizeof(store), event);
+	json_key(&w, "name");
+	json_str_write(&w, sb->name);
+	json_key(&w, "instance_id");
+	json_str_write(&w, sb->instance_id);
+	json_key(&w, "control_uid");
+	json_int_write(&w, sb->uid);
+	json_key(&w, "container_pid");
+	json_int_write(&w, sb->pid);
+	json_key(&w, "run_key");
+	json_str_write(&w, sb->run.key);
+	line_end(sb, RUN_EVENTS, &w, &b);
+}
+
+static void write_metrics(struct sandbox *sb, bool final)
+{
+	char store[2048], ts[40];
+	struct buf b;
+	struct json_writer w;
+	int fd;
+
+	if (!sb->run.open)
+		return;
+	buf_init(&b, store, sizeof(store));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "run");
+	json_str_write(&w, sb->run.name);
+	json_key(&w, "sandbox");
+	json_str_write(&w, sb->name);
+	json_key(&w, "instance_id");
+	json_str_write(&w, sb->instance_id);
+	utc(sb->run.started_ms, ts, sizeof(ts), false);
+	json_key(&w, "started_at");
+	json_str_write(&w, ts);
+	json_key(&w, "ended_at");
+	if (final) {
+		utc(wall_ms(), ts, sizeof(ts), false);
+		json_str_write(&w, ts);
+	} else {
+		json_null_write(&w);
+	}
+	json_key(&w, "commands");
+	json_int_write(&w, sb->run.commands);
+	json_key(&w, "commands_running");
+	json_int_write(&w, sb->run.running);
+	json_key(&w, "stdout_bytes");
+	json_int_write(&w, (int64_t)sb->run.bytes[0]);
+	json_key(&w, "stderr_bytes");
+	json_int_write(&w, (int64_t)sb->run.bytes[1]);
+	json_key(&w, "exit_codes");
+	json_obj_begin(&w);
+	for (uint32_t i = 0; i < sb->run.ncodes; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "%d", sb->run.codes[i]);
+		json_key(&w, k);
+		json_int_write(&w, sb->run.code_count[i]);
+	}
+	json_obj_end(&w);
+	json_key(&w, "write_error");
+	if (sb->run.error)
+		json_str_write(&w, strerror(-sb->run.error));
+	else
+		json_null_write(&w);
+	json_obj_end(&w);
+	if (json_writer_finish(&w) != 0 || buf_append(&b, "\n", 1) != 0)
+		return;
+	/* a reader never sees half a file: temp, then rename */
+	fd = openat(sb->run.dirfd, "metrics.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+		    O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		write_error(sb, RUN_EVENTS, errno);
+		return;
+	}
+	if (write(fd, b.data, b.len) != (ssize_t)b.len) {
+		write_error(sb, RUN_EVENTS, errno ? errno : ENOSPC);
+		close(fd);
+		unlinkat(sb->run.dirfd, "metrics.json.tmp", 0);
+		return;
+	}
+	close(fd);
+	if (renameat(sb->run.dirfd, "metrics.json.tmp", sb->run.dirfd, "metrics.json") != 0)
+		write_error(sb, RUN_EVENTS, errno);
+}
+
+static int instance_fd(const struct sandbox *sb)
+{
+	char dir[LIMIT_PATH_BYTES];
+
+	if (share_instance_dir(&agenticd->cfg, sb->instance_id, dir, sizeof(dir)) != 0)
+		return -ENAMETOOLONG;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int open_files(struct sandbox *sb)
+{
+	for (int f = 0; f < RUN_FILES; f++) {
+		sb->run.fd[f] = openat(sb->run.dirfd, file_names[f], O_WRONLY | O_CREAT | O_APPEND |
+				       O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (sb->run.fd[f] < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static void close_files(struct sandbox *sb)
+{
+	for (int f = 0; f < RUN_FILES; f++)
+		if (sb->run.fd[f] >= 0) {
+			close(sb->run.fd[f]);
+			sb->run.fd[f] = -1;
+		}
+	if (sb->run.dirfd >= 0)
+		close(sb->run.dirfd);
+	sb->run.dirfd = -1;
+	sb->run.open = false;
+}
+
+/* The current run of this instance, when its first event names key: agenticd restarted while
+ * the init ran on. The counters come back from metrics.json and the file sizes. */
+static bool adopt(struct sandbox *sb, int ifd, const char *key)
+{
+	char target[RUN_NAME_BYTES + 8], head[1024], want[160];
+	size_t tl;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	n = readlinkat(ifd, "current", target, sizeof(target) - 1);
+	if (n <= 5 || strncmp(target, "runs/", 5) != 0)
+		return false;
+	target[n] = '\0';
+	fd = openat(ifd, target, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	int ef = openat(fd, "trace/events.jsonl", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	n = ef < 0 ? -1 : pread(ef, head, sizeof(head) - 1, 0);
+	if (ef >= 0)
+		close(ef);
+	snprintf(want, sizeof(want), "\"run_key\":\"%s\"", key);
+	if (n <= 0 || (head[n] = '\0', !strstr(head, want)) || strstr(head, "\"event\":\"stop\"")) {
+		close(fd);
+		return false;
+	}
+	memset(&sb->run, 0, sizeof(sb->run));
+	sb->run.dirfd = fd;
+	tl = strlen(target + 5);
+	if (tl >= sizeof(sb->run.name))
+		tl = sizeof(sb->run.name) - 1;
+	memcpy(sb->run.name, target + 5, tl);
+	sb->run.name[tl] = '\0';
+	snprintf(sb->run.key, sizeof(sb->run.key), "%s", key);
+	for (int f = 0; f < RUN_FILES; f++)
+		sb->run.fd[f] = -1;
+	if (open_files(sb) != 0) {
+		close_files(sb);
+		return false;
+	}
+	sb->run.open = true;
+	sb->run.started_ms = wall_ms();
+	for (int s = 0; s < 2; s++)
+		if (fstat(sb->run.fd[s], &st) == 0)
+			sb->run.bytes[s] = (uint64_t)st.st_size;
+	int mf = openat(fd, "metrics.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (mf >= 0) {
+		char text[2048];
+		struct json_token tok[128];
+		struct json_doc doc;
+		int64_t v;
+
+		n = read(mf, text, sizeof(text));
+		close(mf);
+		if (n > 0 && json_parse(&doc, text, (size_t)n, tok, ARRAY_LEN(tok)) == 0) {
+			int codes = json_obj_get(&doc, 0, "exit_codes");
+
+			if (json_int(&doc, json_obj_get(&doc, 0, "commands"), &v) == 0)
+				sb->run.commands = (uint32_t)v;
+			for (int k = codes >= 0 ? json_first(&doc, codes) : -1;
+			     k >= 0 && sb->run.ncodes < RUN_CODES;
+			     k = json_next(&doc, codes, json_next(&doc, codes, k))) {
+				char num[16];
+				int64_t count;
+
+				if (json_str(&doc, k, num, sizeof(num)) < 0 ||
+				    json_int(&doc, k + 1, &count) != 0)
+					continue;
+				sb->run.codes[sb->run.ncodes] = (int32_t)strtol(num, NULL, 10);
+				sb->run.code_count[sb->run.ncodes++] = (uint32_t)count;
+			}
+		}
+	}
+	return true;
+}
+
+static int make_run(struct sandbox *sb, int ifd, const char *key)
+{
+	char stamp[24], name[RUN_NAME_BYTES], path[RUN_NAME_BYTES + 8];
+	int64_t now = wall_ms();
+
+	memset(&sb->run, 0, sizeof(sb->run));
+	sb->run.dirfd = -1;
+	for (int f = 0; f < RUN_FILES; f++)
+		sb->run.fd[f] = -1;
+	if (mkdirat(ifd, "runs", 0700) != 0 && errno != EEXIST)
+		return -errno;
+	utc(now, stamp, sizeof(stamp), true);
+	for (int n = 1;; n++) {
+		snprintf(name, sizeof(name), "run-%s-%d", stamp, n);
+		snprintf(path, sizeof(path), "runs/%s", name);
+		if (mkdirat(ifd, path, 0700) == 0)
+			break;
+		if (errno != EEXIST || n > 1000)
+			return -errno;
+	}
+	sb->run.dirfd = openat(ifd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (sb->run.dirfd < 0)
+		return -errno;
+	if (mkdirat(sb->run.dirfd, "trace", 0700) != 0)
+		return -errno;
+	snprintf(sb->run.name, sizeof(sb->run.name), "%s", name);
+	snprintf(sb->run.key, sizeof(sb->run.key), "%s", key);
+	sb->run.started_ms = now;
+	int r = open_files(sb);
+
+	if (r != 0)
+		return r;
+	sb->run.open = true;
+	/* current -> runs/<name>, replaced atomically */
+	unlinkat(ifd, "current.new", 0);
+	if (symlinkat(path, ifd, "current.new") != 0 ||
+	    renameat(ifd, "current.new", ifd, "current") != 0)
+		return -errno;
+	return 0;
+}
+
+bool runlog_ready(struct sandbox *sb)
+{
+	char key[sizeof(sb->run.key)];
+	int ifd, r;
+
+	run_key(sb, key, sizeof(key));
+	if (sb->run.open && strcmp(sb->run.key, key) == 0) {
+		runlog_event(sb, "reconnected");
+		return false;
+	}
+	if (sb->run.open)
+		runlog_stop(sb, "restarted");
+	ifd = instance_fd(sb);
+	if (ifd < 0) {
+		log_error("no transcript", "name=%s instance=%s error=\"%s\"", sb->name,
+			  sb->instance_id, strerror(-ifd));
+		return false;
+	}
+	if (sb->pid_ns[0] && adopt(sb, ifd, key)) {
+		close(ifd);
+		runlog_event(sb, "reconnected");
+		log_info("run continued", "name=%s run=%s", sb->name, sb->run.name);
+		return false;
+	}
+	r = make_run(sb, ifd, key);
+	close(ifd);
+	if (r != 0) {
+		log_error("cannot start a run", "name=%s instance=%s error=\"%s\"", sb->name,
+			  sb->instance_id, strerror(-r));
+		close_files(sb);
+		sb->run.error = r;
+		return false;
+	}
+	runlog_event(sb, "run_start");
+	if (sb->state == SB_CREATING)
+		runlog_event(sb, "created");
+	runlog_event(sb, "registered");
+	runlog_event(sb, "ready");
+	write_metrics(sb, false);
+	log_info("run started", "name=%s run=%s", sb->name, sb->run.name);
+	return true;
+}
+
+void runlog_stop(struct sandbox *sb, const char *why)
+{
+	if (!sb->run.open)
+		return;
+	runlog_event(sb, why);
+	runlog_event(sb, "stop");
+	write_metrics(sb, true);
+	close_files(sb);
+}
+
+void runlog_output(struct sandbox *sb, int stream, const void *data, size_t len)
+{
+	if (stream < 0 || stream > 1)
+		return;
+	sb->run.bytes[stream] += len;
+	put(sb, stream == 0 ? RUN_STDOUT : RUN_STDERR, data, len);
+}
+
+void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n)
+{
+	char store[LIMIT_ADMIN_BODY_BYTES + 256];
+	struct buf b;
+	struct json_writer w;
+
+	sb->run.commands++;
+	sb->run.running++;
+	line_begin(&w, &b, store, sizeof(store), "start");
+	json_key(&w, "id");
+	json_str_write(&w, id);
+	json_key(&w, "argv");
+	json_arr_begin(&w);
+	for (size_t i = 0; i < n; i++)
+		json_str_write(&w, argv[i]);
+	json_arr_end(&w);
+	line_end(sb, RUN_COMMANDS, &w, &b);
+	line_begin(&w, &b, store, sizeof(store), "command_start");
+	json_key(&w, "id");
+	json_str_write(&w, id);
+	line_end(sb, RUN_EVENTS, &w, &b);
+	write_metrics(sb, false);
+}
+
+void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms)
+{
+	char store[512];
+	struct buf b;
+	struct json_writer w;
+	uint32_t i;
+
+	if (sb->run.running)
+		sb->run.running--;
+	for (i = 0; i < sb->run.ncodes && sb->run.codes[i] != code; i++)
+		;
+	if (i < RUN_CODES) {
+		if (i == sb->run.ncodes) {
+			sb->run.codes[i] = code;
+			sb->run.ncodes++;
+		}
+		sb->run.code_count[i]++;
+	}
+	line_begin(&w, &b, store, sizeof(store), "end");
+	json_key(&w, "id");
+	json_str_write(&w, id);
+	json_key(&w, "exit_code");
+	json_int_write(&w, code);
+	json_key(&w, "duration_ms");
+	json_int_write(&w, duration_ms);
+	line_end(sb, RUN_COMMANDS, &w, &b);
+	line_begin(&w, &b, store, sizeof(store), "command_end");
+	json_key(&w, "id");
+	json_str_write(&w, id);
+	json_key(&w, "exit_code");
+	json_int_write(&w, code);
+	line_end(sb, RUN_EVENTS, &w, &b);
+	write_metrics(sb, false);
+}
+
+int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd)
+{
+	char path[RUN_NAME_BYTES + 32];
+	int ifd = instance_fd(sb);
+
+	if (ifd < 0)
+		return ifd;
+	if (run && *run) {
+		for (const char *p = run; *p; p++)
+			if (!((*p >= '0' && *p <= '9') || (*p >= 'A' && *p <= 'Z') || *p == '-' ||
+			      (*p >= 'a' && *p <= 'z')))
+				return close(ifd), -EINVAL;
+		if (strlen(run) >= RUN_NAME_BYTES)
+			return close(ifd), -EINVAL;
+		snprintf(path, sizeof(path), "runs/%s/%s", run, stream ? "stderr.log" : "stdout.log");
+	} else {
+		snprintf(path, sizeof(path), "current/%s", stream ? "stderr.log" : "stdout.log");
+	}
+	*fd = openat(ifd, path, O_RDONLY | O_CLOEXEC);
+	close(ifd);
+	return *fd < 0 ? -errno : 0;
+}
