@@ -168,6 +168,13 @@ int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t
  * the server makes non-blocking and owns from now on. */
 int grpc_server_add_listener(struct grpc_server *s, int fd, const struct grpc_method *methods,
 			     size_t n);
+/* Adopts a connection accepted elsewhere (a socket that also speaks another protocol, told
+ * apart by its first bytes, which must still be unread): takes SO_PEERCRED, makes it
+ * non-blocking and serves methods on it exactly as if accepted here; the server owns fd from
+ * now on, also on failure (closed after teardown; on an error return the caller closes it).
+ * ERR_LIMIT: no listener slot or the connection pool is full. */
+int grpc_server_add_conn(struct grpc_server *s, int fd, const struct grpc_method *methods,
+			 size_t n);
 /* Creates a Unix socket at path (replacing a stale one) with mode, and adds it. */
 int grpc_server_listen_unix(struct grpc_server *s, const char *path, mode_t mode,
 			    const struct grpc_method *methods, size_t n);

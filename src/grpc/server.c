@@ -350,6 +350,58 @@ static void accept_all(struct grpc_server *s, struct grpc_listener *l)
 	}
 }
 
+int grpc_server_add_conn(struct grpc_server *s, int fd, const struct grpc_method *methods,
+			 size_t n)
+{
+	struct grpc_listener *l = NULL;
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	struct grpc_conn *c;
+	int flags = fcntl(fd, F_GETFL);
+
+	/* adopted connections share a listener slot with no socket of its own */
+	for (uint32_t i = 0; i < s->nlisteners && !l; i++)
+		if (s->listeners[i].fd < 0 && s->listeners[i].methods == methods)
+			l = &s->listeners[i];
+	if (!l) {
+		if (s->nlisteners == GRPC_MAX_LISTENERS)
+			return ERR_LIMIT;
+		l = &s->listeners[s->nlisteners++];
+		l->fd = -1;
+		l->methods = methods;
+		l->n = n;
+	}
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0)
+		return -errno;
+	c = pool_get(&s->conns);
+	if (!c) {
+		s->refused++;
+		log_warn("grpc connection refused", "reason=connection_limit limit=%u uid=%u",
+			 s->cfg.max_connections, (unsigned)cred.uid);
+		return ERR_LIMIT;
+	}
+	s->accepted++;
+	c->listener = l;
+	c->peer.pid = cred.pid;
+	c->peer.uid = cred.uid;
+	c->peer.gid = cred.gid;
+	grpc_conn_start(c, &s->env, H2_SERVER, fd, s->cfg.max_streams_per_connection,
+			pool_index(&s->conns, c));
+	if (c->closing) {
+		conn_release(s, c, GRPC_CANCELLED);
+		return 0;
+	}
+	if (s->next_sweep == INT64_MAX)
+		s->next_sweep = c->born + sweep_interval(s);
+	if (grpc_conn_io(c, EPOLLIN)) {
+		c->env = NULL;
+		pool_put(&s->conns, c);
+	}
+	return 0;
+}
+
 static void sweep(struct grpc_server *s, int64_t now)
 {
 	int any = 0;
@@ -441,7 +493,8 @@ void grpc_server_close(struct grpc_server *s)
 		if (s->slots[i].env)
 			conn_release(s, &s->slots[i], GRPC_UNAVAILABLE);
 	for (uint32_t i = 0; i < s->nlisteners; i++)
-		close(s->listeners[i].fd);
+		if (s->listeners[i].fd >= 0)
+			close(s->listeners[i].fd);
 	s->nlisteners = 0;
 	close(s->env.epfd);
 	s->env.epfd = -1;

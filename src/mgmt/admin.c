@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent.pb-c.h"
 #include "json/json.h"
 #include "mgmt/daemon.h"
 #include "mgmt/policy.h"
@@ -791,7 +792,7 @@ int admin_exec_output(int32_t i, int stream, const void *data, size_t len)
 
 	if (!c)
 		return -ENOTCONN;
-	if (c->upgraded) {
+	if (c->upgraded || c->call) {
 		uint8_t h[8];
 
 		frame_header(h, stream ? FRAME_STDERR : FRAME_STDOUT, (uint32_t)len);
@@ -831,6 +832,17 @@ void admin_exec_done(int32_t i, int32_t exit_code, int64_t duration_ms, const ch
 
 	if (!c)
 		return;
+	if (c->call) {
+		c->exit_code = exit_code;
+		if (error && *error)
+			snprintf(c->error, sizeof(c->error), "%s", error);
+		else if (transcript_error)
+			snprintf(c->error, sizeof(c->error), "transcript incomplete: %s",
+				 transcript_error);
+		c->exec = -1;
+		flush(c);
+		return;
+	}
 	buf_init(&b, line, sizeof(line) - 1);
 	json_writer_init(&w, &b);
 	json_obj_begin(&w);
@@ -1333,10 +1345,255 @@ static void dispatch(struct admin_conn *c)
 	respond_error(c, 404, "not_found", m);
 }
 
+/* ---- gRPC Exec on the admin socket ---- */
+
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/* An allowed connection that opens with the HTTP/2 preface goes to the admin gRPC server,
+ * bytes unread. Returns true when the connection is no longer ours to read: handed over, or
+ * a prefix of the preface is all there is yet (the bytes stay queued, so epoll wakes us again
+ * as more arrive; a gRPC client sends the preface in one write). */
+static bool sniff_http2(struct admin_conn *c)
+{
+	char p[sizeof(h2_preface) - 1];
+	ssize_t n = recv(c->fd, p, sizeof(p), MSG_PEEK);
+	int fd, r;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (n <= 0 || memcmp(p, h2_preface, (size_t)n) != 0) {
+		c->sniffed = true;
+		return false;
+	}
+	if ((size_t)n < sizeof(p))
+		return true;
+	fd = c->fd;
+	loop_unwatch(fd);
+	c->fd = -1;
+	conn_close(c);
+	r = grpc_server_add_conn(agenticd->admin_grpc, fd, admin_grpc_methods,
+				 admin_grpc_nmethods);
+	if (r < 0) {
+		log_warn("admin grpc connection refused", "error=\"%s\"", err_str(r));
+		close(fd);
+	}
+	return true;
+}
+
+/* Ends the call (its slot is freed first: on_done may run inside grpc_call_finish). */
+static void grpc_end(struct admin_conn *c, int status, const char *message)
+{
+	struct grpc_call *call = c->call;
+
+	c->call = NULL;
+	grpc_call_set_user(call, NULL);
+	conn_close(c);
+	grpc_call_finish(call, status, message, NULL, 0);
+}
+
+/* Sends what is queued as ExecOutput messages, one at a time as the call's send buffer
+ * frees (on_writable), then the final one with complete set once the command has ended. */
+static void grpc_pump(struct admin_conn *c)
+{
+	while (c->call) {
+		Agentic__Sandbox__V1__ExecOutput o = AGENTIC__SANDBOX__V1__EXEC_OUTPUT__INIT;
+		uint32_t avail, n;
+		int r;
+
+		if (c->out_off == c->out_len)
+			refill(c);
+		avail = c->out_len - c->out_off;
+		if (!avail) {
+			if (c->exec >= 0)
+				return;
+			o.complete = 1;
+			o.exit_code = c->exit_code;
+			o.error = c->error;
+			r = grpc_call_send(c->call, &o.base);
+			if (r == -EAGAIN)
+				return;
+			grpc_end(c, r == 0 ? GRPC_OK : GRPC_RESOURCE_EXHAUSTED,
+				 r == 0 ? NULL : "no message buffer free");
+			return;
+		}
+		if (c->fhdr_len < 8) {
+			n = 8u - c->fhdr_len < avail ? 8u - c->fhdr_len : avail;
+			memcpy(c->fhdr + c->fhdr_len, c->out + c->out_off, n);
+			c->fhdr_len += (uint8_t)n;
+			c->out_off += n;
+			if (c->fhdr_len == 8)
+				c->fneed = (uint32_t)c->fhdr[4] << 24 | (uint32_t)c->fhdr[5] << 16 |
+					   (uint32_t)c->fhdr[6] << 8 | c->fhdr[7];
+			if (c->fhdr_len == 8 && c->fneed == 0)
+				c->fhdr_len = 0;
+			continue;
+		}
+		/* a piece fits one small message buffer, with room for the fields around it */
+		n = c->fneed < avail ? c->fneed : avail;
+		if (n > GRPC_SMALL_MESSAGE - 64)
+			n = GRPC_SMALL_MESSAGE - 64;
+		o.stream = c->fhdr[0] == FRAME_STDERR ? AGENTIC__SANDBOX__V1__EXEC_OUTPUT__STREAM__STDERR
+						      : AGENTIC__SANDBOX__V1__EXEC_OUTPUT__STREAM__STDOUT;
+		o.data.data = c->out + c->out_off;
+		o.data.len = n;
+		r = grpc_call_send(c->call, &o.base);
+		if (r == -EAGAIN)
+			return;
+		if (r != 0) {
+			grpc_end(c, GRPC_RESOURCE_EXHAUSTED, "no message buffer free");
+			return;
+		}
+		c->out_off += n;
+		c->fneed -= n;
+		if (c->fneed == 0)
+			c->fhdr_len = 0;
+	}
+}
+
+static void grpc_exec_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	static struct exec_req er;
+	static char envtext[LIMIT_ADMIN_BODY_BYTES];
+	const Agentic__Sandbox__V1__ExecRequest *rq = (const void *)msg;
+	struct admin_conn *c = NULL;
+	struct sandbox *sb;
+	size_t used = 0;
+	char m[160];
+	int x;
+
+	if (grpc_call_user(call))
+		return; /* Exec takes one request */
+	memset(&er, 0, sizeof(er));
+	sb = sandbox_by_name(rq->agent_id);
+	if (!sb) {
+		snprintf(m, sizeof(m), "no sandbox is named %.64s", rq->agent_id);
+		grpc_call_finish(call, GRPC_NOT_FOUND, m, NULL, 0);
+		return;
+	}
+	if (!rq->command[0] || rq->n_args + 1 > LIMIT_SANDBOX_CMD_ARGS) {
+		grpc_call_finish(call, GRPC_INVALID_ARGUMENT, "command is needed, with at most 63 args",
+				 NULL, 0);
+		return;
+	}
+	if (rq->working_dir[0] && rq->working_dir[0] != '/') {
+		grpc_call_finish(call, GRPC_INVALID_ARGUMENT, "working_dir is an absolute path", NULL, 0);
+		return;
+	}
+	if (rq->timeout_seconds < 0 || rq->n_env > LIMIT_SANDBOX_ENV) {
+		grpc_call_finish(call, GRPC_INVALID_ARGUMENT, "timeout_seconds >= 0 (0: none); "
+				 "env has at most LIMIT_SANDBOX_ENV entries", NULL, 0);
+		return;
+	}
+	er.argv[er.argc++] = rq->command;
+	for (size_t i = 0; i < rq->n_args; i++)
+		er.argv[er.argc++] = rq->args[i];
+	for (size_t i = 0; i < rq->n_env; i++) {
+		const char *k = rq->env[i]->key, *v = rq->env[i]->value;
+		size_t kl = strlen(k), vl = strlen(v);
+
+		if (!kl || strchr(k, '=') || used + kl + vl + 2 > sizeof(envtext)) {
+			grpc_call_finish(call, GRPC_INVALID_ARGUMENT, "env: a name without '=', "
+					 "all within the request body limit", NULL, 0);
+			return;
+		}
+		memcpy(envtext + used, k, kl);
+		envtext[used + kl] = '=';
+		memcpy(envtext + used + kl + 1, v, vl + 1);
+		er.env[er.nenv++] = envtext + used;
+		used += kl + vl + 2;
+	}
+	er.working_dir = rq->working_dir;
+	er.timeout_seconds = rq->timeout_seconds;
+	if (sb->state != SB_READY || !sb->agent_ready) {
+		grpc_call_finish(call, GRPC_FAILED_PRECONDITION, sb->state == SB_READY
+				 ? "the sandbox's agent is not connected (yet)"
+				 : "the sandbox is not ready", NULL, 0);
+		return;
+	}
+	for (uint32_t i = 0; i < agenticd->nconns && !c; i++)
+		if (agenticd->conns[i].phase == AC_FREE)
+			c = &agenticd->conns[i];
+	if (!c) {
+		grpc_call_finish(call, GRPC_RESOURCE_EXHAUSTED, "too many admin connections and "
+				 "exec calls (max_admin_connections)", NULL, 0);
+		return;
+	}
+	x = exec_begin(sb, &er, (int32_t)(c - agenticd->conns), EXEC_GRPC);
+	if (x < 0) {
+		grpc_call_finish(call, x == ERR_STATE ? GRPC_FAILED_PRECONDITION
+						      : GRPC_RESOURCE_EXHAUSTED,
+				 x == ERR_STATE ? "the sandbox's agent is not connected"
+						: "the sandbox runs as many commands as it may, or its "
+						  "agent cannot take more now", NULL, 0);
+		return;
+	}
+	c->gen++;
+	c->fd = -1;
+	c->phase = AC_EXEC;
+	c->exec = x;
+	c->call = call;
+	c->upgraded = false;
+	c->keep_alive = false;
+	c->rlen = c->roff = c->out_len = c->out_off = 0;
+	c->fhdr_len = 0;
+	c->fneed = 0;
+	c->spill_fd = c->file_fd = -1;
+	c->exit_code = -1;
+	c->error[0] = '\0';
+	c->uid = grpc_call_peer(call)->uid;
+	c->pid = grpc_call_peer(call)->pid;
+	c->allowed = true;
+	grpc_call_set_user(call, c);
+}
+
+static void grpc_exec_writable(struct grpc_call *call)
+{
+	struct admin_conn *c = grpc_call_user(call);
+
+	if (c)
+		grpc_pump(c);
+}
+
+/* The client cancelled or went away: as with an HTTP client that leaves, the command runs
+ * on and its transcript stays complete. */
+static void grpc_exec_done(struct grpc_call *call, int status, const char *message)
+{
+	struct admin_conn *c = grpc_call_user(call);
+
+	(void)status;
+	(void)message;
+	if (!c)
+		return;
+	c->call = NULL;
+	grpc_call_set_user(call, NULL);
+	conn_close(c);
+}
+
+const struct grpc_method admin_grpc_methods[] = {
+	{
+		.path = "/agentic.sandbox.v1.AgentService/Exec",
+		.request = &agentic__sandbox__v1__exec_request__descriptor,
+		.response = &agentic__sandbox__v1__exec_output__descriptor,
+		.flags = GRPC_SERVER_STREAMING,
+		.handler = {
+			.on_message = grpc_exec_message,
+			.on_writable = grpc_exec_writable,
+			.on_done = grpc_exec_done,
+		},
+	},
+};
+const size_t admin_grpc_nmethods = ARRAY_LEN(admin_grpc_methods);
+
 /* ---- I/O ---- */
+
+static void grpc_pump(struct admin_conn *c);
 
 static void flush(struct admin_conn *c)
 {
+	if (c->call) {
+		grpc_pump(c);
+		return;
+	}
 	for (;;) {
 		ssize_t n;
 
@@ -1466,6 +1723,8 @@ void admin_event(uint32_t index, uint32_t events)
 			conn_close(c);
 		return;
 	}
+	if (!c->sniffed && c->allowed && sniff_http2(c))
+		return;
 	parse_buffered(c);
 	while (c->phase == AC_READ) {
 		ssize_t n = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
@@ -1518,6 +1777,8 @@ void admin_accept(void)
 		c->body_too_big = false;
 		c->exec = -1;
 		c->upgraded = false;
+		c->sniffed = false;
+		c->call = NULL;
 		c->spill_fd = c->file_fd = -1;
 		c->idle_since = now_ms();
 		http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));

@@ -69,8 +69,9 @@ void loop_unwatch(int fd)
 /* ---- the budget (DESIGN.md §4) ---- */
 
 struct budget {
-	size_t sandboxes, admin, jobs, grpc, docker, scratch, total_region, total_heap, image;
+	size_t sandboxes, admin, jobs, grpc, agrpc, docker, scratch, total_region, total_heap, image;
 	struct grpc_server_config gcfg;
+	struct grpc_server_config acfg; /* gRPC Exec on the admin socket */
 	struct docker_client_config dcfg;
 };
 
@@ -117,12 +118,21 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->grpc = round64(grpc_server_storage_bytes(&b->gcfg));
 	if (!b->grpc)
 		return -EINVAL;
+	/* each Exec call holds an admin connection slot and at most one queued message */
+	b->acfg.max_connections = cfg->max_admin_connections;
+	b->acfg.max_streams_per_connection = 16;
+	b->acfg.max_message_bytes = GRPC_SMALL_MESSAGE;
+	b->acfg.small_buffers = cfg->max_admin_connections + 4;
+	b->acfg.large_buffers = 0;
+	b->agrpc = round64(grpc_server_storage_bytes(&b->acfg));
+	if (!b->agrpc)
+		return -EINVAL;
 	while (bits < cfg->control_uid_max - cfg->control_uid_min + 1)
 		bits += 64;
 	b->jobs += round64(bits / 8) + round64(((1u << (28 - cfg->subnet_pool_prefix)) + 64) / 8);
 	b->docker = heap_block(docker_client_footprint(&b->dcfg));
 	b->scratch = 2 * heap_block(recover_scratch_bytes(cfg->max_sandboxes));
-	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc;
+	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc;
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + (1u << 20);
 	return 0;
@@ -214,6 +224,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	uint32_t nsub = 1u << (28 - cfg->subnet_pool_prefix);
 	uint32_t nuid = cfg->control_uid_max - cfg->control_uid_min + 1;
 
+	int r;
 	d->nsb = cfg->max_sandboxes;
 	d->sb = carve(&p, b->sandboxes);
 	d->nconns = cfg->max_admin_connections;
@@ -239,7 +250,10 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	d->wait_head = d->wait_tail = -1;
 	for (uint32_t i = 0; i < d->nconns; i++)
 		d->conns[i].fd = -1;
-	return grpc_server_init(&b->gcfg, carve(&p, b->grpc), b->grpc, &d->grpc);
+	r = grpc_server_init(&b->gcfg, carve(&p, b->grpc), b->grpc, &d->grpc);
+	if (r == 0)
+		r = grpc_server_init(&b->acfg, carve(&p, b->agrpc), b->agrpc, &d->admin_grpc);
+	return r;
 }
 
 static int open_sockets(struct daemon *d, char *err, size_t err_size)
@@ -257,6 +271,7 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 		return r;
 	}
 	loop_watch(grpc_server_fd(d->grpc), EPOLLIN, TAG_GRPC, 0);
+	loop_watch(grpc_server_fd(d->admin_grpc), EPOLLIN, TAG_ADMIN_GRPC, 0);
 	r = host_listen(d->cfg.admin_socket, 0660, d->admin_group_known ? d->admin_gid : 0,
 			&d->admin_fd, err, err_size);
 	if (r == 0)
@@ -269,11 +284,13 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 static void arm_timer(struct daemon *d)
 {
 	int64_t next = provision_next_deadline(), now = now_ms();
-	int g = grpc_server_timeout(d->grpc);
+	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
 
 	if (g >= 0 && now + g < next)
 		next = now + g;
+	if (ag >= 0 && now + ag < next)
+		next = now + ag;
 	if (now + 1000 < next)
 		next = now + 1000; /* idle connections and retries are checked every second */
 	if (next <= now)
@@ -344,6 +361,9 @@ static int run_loop(struct daemon *d)
 			case TAG_GRPC:
 				grpc_server_run(d->grpc, 0);
 				break;
+			case TAG_ADMIN_GRPC:
+				grpc_server_run(d->admin_grpc, 0);
+				break;
 			case TAG_JOB:
 				provision_job_event(idx);
 				break;
@@ -351,6 +371,8 @@ static int run_loop(struct daemon *d)
 		}
 		if (grpc_server_timeout(d->grpc) == 0)
 			grpc_server_run(d->grpc, 0);
+		if (grpc_server_timeout(d->admin_grpc) == 0)
+			grpc_server_run(d->admin_grpc, 0);
 		provision_tick(now_ms());
 		admin_tick(now_ms());
 		if (d->stopping) {
@@ -427,9 +449,9 @@ int agenticd_main(int argc, char **argv)
 	d->budget = b.total_region + b.total_heap + b.image;
 	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
 		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
-		 "grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu image_bytes=%zu", d->budget,
+		 "grpc_bytes=%zu admin_grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu image_bytes=%zu", d->budget,
 		 d->cfg.max_sandboxes, b.sandboxes, sizeof(struct sandbox),
-		 d->cfg.max_admin_connections, b.admin, b.gcfg.max_connections, b.grpc, b.docker,
+		 d->cfg.max_admin_connections, b.admin, b.gcfg.max_connections, b.grpc, b.agrpc, b.docker,
 		 b.scratch, b.image);
 	if ((r = docker_client_init(&d->dc, &b.dcfg)) != 0)
 		return fail("cannot set up the Docker client", err_str(r));
@@ -457,6 +479,7 @@ int agenticd_main(int argc, char **argv)
 	log_info("ready", "agent_socket=%s/agent.sock admin_socket=%s sandboxes=%u",
 		 d->cfg.agent_socket_dir, d->cfg.admin_socket, d->live);
 	r = run_loop(d);
+	grpc_server_close(d->admin_grpc);
 	grpc_server_close(d->grpc);
 	{
 		struct alloc_stats st;

@@ -19,7 +19,8 @@
 #include "mgmt/config.h"
 
 /* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
-enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB };
+enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB,
+		TAG_ADMIN_GRPC };
 
 /* ---- Docker calls on the loop ---- */
 enum job_owner { JOB_SANDBOX, JOB_POOL, JOB_EVENTS };
@@ -212,6 +213,12 @@ struct admin_conn {
 	/* output beyond `out`, waiting on disk so a slow client costs neither memory nor bytes */
 	int spill_fd;
 	uint64_t spill_w, spill_r;
+	/* a gRPC Exec call (no fd of its own): output is framed as on the upgraded stream in
+	 * out/spill and sent as ExecOutput messages as the call's send buffer frees */
+	struct grpc_call *call;
+	bool sniffed;                 /* the first bytes were checked for the HTTP/2 preface */
+	int32_t exit_code;
+	char error[256];
 	/* AC_FILE: a transcript file being sent */
 	int file_fd;
 	uint64_t file_left;
@@ -231,6 +238,7 @@ struct daemon {
 	char engine_version[64];
 	int epfd, sigfd, timerfd, admin_fd, lock_fd;
 	struct grpc_server *grpc;
+	struct grpc_server *admin_grpc; /* gRPC on the admin socket: connections handed over */
 	struct sandbox *sb;
 	uint32_t nsb;                 /* = max_sandboxes */
 	uint32_t live;                /* slots not SB_FREE */
@@ -371,6 +379,10 @@ void admin_finish_error(int32_t conn, uint32_t gen, int status, const char *code
 /* /metrics counters fed by the other parts. */
 void metrics_provision(int64_t ms);
 void metrics_refusal(int reason);
+/* gRPC on the admin socket: agentic.sandbox.v1.AgentService/Exec, for connections whose
+ * first bytes are the HTTP/2 preface (admin_event hands them to agenticd->admin_grpc). */
+extern const struct grpc_method admin_grpc_methods[];
+extern const size_t admin_grpc_nmethods;
 /* Stops accepting (closes the listener); open exchanges finish. */
 void admin_shutdown(void);
 
@@ -407,6 +419,7 @@ int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd);
 #define EXEC_NDJSON 1
 #define EXEC_RAW 2
 #define EXEC_DETACHED 3
+#define EXEC_GRPC 4
 struct exec_req {
 	const char *argv[LIMIT_SANDBOX_CMD_ARGS + 1];
 	uint32_t argc;

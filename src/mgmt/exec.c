@@ -175,7 +175,8 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	runlog_command_start(sb, x->id, (char *const *)req->argv, req->argc);
 	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s", sb->name,
 		 x->id, req->argc, req->nenv, (int)req->timeout_seconds,
-		 mode == EXEC_NDJSON ? "ndjson" : mode == EXEC_RAW ? "stream" : "none");
+		 mode == EXEC_NDJSON ? "ndjson" : mode == EXEC_RAW ? "stream" :
+		 mode == EXEC_GRPC ? "grpc" : "none");
 	send_stdin(x, false);
 	return (int)(x - execs);
 }
