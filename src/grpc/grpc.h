@@ -170,9 +170,10 @@ int grpc_server_add_listener(struct grpc_server *s, int fd, const struct grpc_me
 			     size_t n);
 /* Adopts a connection accepted elsewhere (a socket that also speaks another protocol, told
  * apart by its first bytes, which must still be unread): takes SO_PEERCRED, makes it
- * non-blocking and serves methods on it exactly as if accepted here; the server owns fd from
- * now on, also on failure (closed after teardown; on an error return the caller closes it).
- * ERR_LIMIT: no listener slot or the connection pool is full. */
+ * non-blocking and serves methods on it exactly as if accepted here. On a 0 return the
+ * server owns fd (and closes it when the connection ends); on an error return the caller
+ * still does. ERR_LIMIT: no listener slot (connections adopted for one methods table share
+ * one) or the connection pool is full; -errno from fcntl or getsockopt. */
 int grpc_server_add_conn(struct grpc_server *s, int fd, const struct grpc_method *methods,
 			 size_t n);
 /* Creates a Unix socket at path (replacing a stale one) with mode, and adds it. */
