@@ -1351,8 +1351,9 @@ static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /* An allowed connection that opens with the HTTP/2 preface goes to the admin gRPC server,
  * bytes unread. Returns true when the connection is no longer ours to read: handed over, or
- * a prefix of the preface is all there is yet (the bytes stay queued, so epoll wakes us again
- * as more arrive; a gRPC client sends the preface in one write). */
+ * a prefix of the preface is all there is yet (the bytes stay queued; edge-triggered, epoll
+ * wakes us when more arrive instead of at every turn of the loop; a client that stops there
+ * is closed by admin_tick as idle). */
 static bool sniff_http2(struct admin_conn *c)
 {
 	char p[sizeof(h2_preface) - 1];
@@ -1365,8 +1366,10 @@ static bool sniff_http2(struct admin_conn *c)
 		c->sniffed = true;
 		return false;
 	}
-	if ((size_t)n < sizeof(p))
+	if ((size_t)n < sizeof(p)) {
+		watch(c, EPOLLIN | EPOLLET);
 		return true;
+	}
 	fd = c->fd;
 	loop_unwatch(fd);
 	c->fd = -1;
