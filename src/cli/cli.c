@@ -49,6 +49,40 @@ static struct json_token tok[65536];
 
 /* ---- one request ---- */
 
+/* Reads agenticd's answer on conn until it ends or upgrades. The body is gathered into body
+ * (NUL-terminated, at most BODY_MAX bytes; the parser refuses more), except that a 200 body is
+ * written to out_fd instead when out_fd >= 0. Returns the last http_conn_wait event:
+ * HTTP_EV_DONE, HTTP_EV_UPGRADE, or an error (ANSWER_OUT_FAILED when out_fd could not be written). */
+#define ANSWER_OUT_FAILED (ERR_BASE - 1000)
+static int write_all(int fd, const void *data, size_t len);
+
+static int read_answer(int out_fd)
+{
+	int r;
+
+	body_len = 0;
+	for (;;) {
+		struct http_slice s;
+
+		r = http_conn_wait(&conn, &s);
+		if (r == HTTP_EV_HEAD)
+			continue;
+		if (r != HTTP_EV_BODY)
+			break;
+		if (out_fd >= 0 && conn.parser.status == 200) {
+			if (write_all(out_fd, s.data, s.len) != 0) {
+				r = ANSWER_OUT_FAILED;
+				break;
+			}
+		} else if (body_len + s.len <= BODY_MAX) {
+			memcpy(body + body_len, s.data, s.len);
+			body_len += s.len;
+		}
+	}
+	body[body_len] = '\0';
+	return r;
+}
+
 /* Sends the request and reads the whole answer into body; returns the HTTP status or -1
  * (the reason printed). */
 static int request(const struct opts *o, const char *method, const char *target,
@@ -72,23 +106,9 @@ static int request(const struct opts *o, const char *method, const char *target,
 		fprintf(stderr, "agentic: request too large\n");
 		return -1;
 	}
-	body_len = 0;
 	if (http_conn_begin(&conn, req.data, req.len, &xo) != 0)
 		return -1;
-	for (;;) {
-		struct http_slice s;
-
-		r = http_conn_wait(&conn, &s);
-		if (r == HTTP_EV_BODY) {
-			memcpy(body + body_len, s.data, s.len);
-			body_len += s.len;
-			continue;
-		}
-		if (r == HTTP_EV_HEAD)
-			continue;
-		break;
-	}
-	body[body_len] = '\0';
+	r = read_answer(-1);
 	if (r != HTTP_EV_DONE) {
 		if (r == HTTP_ERR_CONNECT)
 			fprintf(stderr, "agentic: cannot reach agenticd at %s: %s\n", o->socket,
@@ -641,26 +661,12 @@ static int verb_exec(int argc, char **argv, struct opts *o)
 	}
 	if (http_conn_begin(&conn, req.data, req.len, &xo) != 0)
 		return 125;
-	body_len = 0;
-	for (;;) {
-		struct http_slice s;
+	r = read_answer(-1);
+	if (r == HTTP_EV_UPGRADE) {
+		struct http_slice left = http_conn_leftover(&conn);
 
-		r = http_conn_wait(&conn, &s);
-		if (r == HTTP_EV_UPGRADE) {
-			struct http_slice left = http_conn_leftover(&conn);
-
-			return exec_stream(conn.fd, left.data, left.len);
-		}
-		if (r == HTTP_EV_BODY && body_len + s.len <= BODY_MAX) {
-			memcpy(body + body_len, s.data, s.len);
-			body_len += s.len;
-			continue;
-		}
-		if (r == HTTP_EV_HEAD)
-			continue;
-		break;
+		return exec_stream(conn.fd, left.data, left.len);
 	}
-	body[body_len] = '\0';
 	if (r != HTTP_EV_DONE) {
 		fprintf(stderr, "agentic exec: cannot reach agenticd at %s: %s\n", o->socket,
 			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : http_strerror(r));
@@ -716,29 +722,14 @@ static int verb_logs(int argc, char **argv, struct opts *o)
 	    http_request_write(&req, "GET", target, "agenticd", NULL, NULL, 0) != 0 ||
 	    http_conn_begin(&conn, req.data, req.len, &xo) != 0)
 		return 1;
-	body_len = 0;
-	for (;;) {
-		struct http_slice s;
-
-		r = http_conn_wait(&conn, &s);
-		if (r == HTTP_EV_HEAD)
-			continue;
-		if (r != HTTP_EV_BODY)
-			break;
-		if (conn.parser.status == 200) {
-			if (write_all(1, s.data, s.len) != 0)
-				return 1;
-		} else if (body_len + s.len <= BODY_MAX) {
-			memcpy(body + body_len, s.data, s.len);
-			body_len += s.len;
-		}
-	}
+	r = read_answer(1);
+	if (r == ANSWER_OUT_FAILED)
+		return 1; /* stdout went away */
 	if (r != HTTP_EV_DONE) {
 		fprintf(stderr, "agentic logs: cannot read from agenticd at %s: %s\n", o->socket,
 			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : http_strerror(r));
 		return 1;
 	}
-	body[body_len] = '\0';
 	return conn.parser.status == 200 ? 0 : api_error(conn.parser.status);
 }
 
