@@ -462,6 +462,10 @@ int agenticd_main(int argc, char **argv)
 	if (host_prepare_dirs(&d->cfg, d->admin_group_known, d->admin_gid, err, sizeof(err)) != 0 ||
 	    host_lock(&d->cfg, &d->lock_fd, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
+	if ((r = host_owner(&d->cfg, d->owner, sizeof(d->owner))) != 0)
+		return fail("cannot resolve agentshare_root", err_str(r));
+	snprintf(d->owner_label, sizeof(d->owner_label), "agentic-daemon=%.16s", d->owner);
+	log_info("owner", "label=%s agentshare_root=%s", d->owner_label, d->cfg.agentshare_root);
 	if (engine_checks(d) != 0)
 		return 1;
 	d->events_since = wall_ms() / 1000;

@@ -258,6 +258,12 @@ struct daemon {
 	bool admin_group_known;
 	gid_t admin_gid;
 	char self_exe[LIMIT_PATH_BYTES];
+	/* Whose sandboxes are whose when several agenticd share one engine: every container and
+	 * network this daemon makes carries the label agentic-daemon=<owner>, and recovery and
+	 * the event stream look only at those. The owner is a hash of the agentshare root, so a
+	 * restarted daemon on the same root is the same owner. */
+	char owner[17];
+	char owner_label[32];         /* "agentic-daemon=<owner>", a Docker label filter */
 	size_t budget;
 	uint64_t refused_agents, refused_admins;
 };
@@ -277,6 +283,9 @@ int host_prepare_dirs(const struct config *cfg, bool admin_group_known, gid_t ad
 		      char *err, size_t err_size);
 /* flock on ADMIN_SOCKET.lock, held for the daemon's life: -EWOULDBLOCK when another owns it. */
 int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size);
+/* The daemon's owner id (DESIGN.md §6 labels; struct daemon.owner): 16 hex digits of a
+ * 64-bit FNV-1a hash of agentshare_root, resolved through symlinks when it exists. */
+int host_owner(const struct config *cfg, char *out, size_t size);
 /* A listening Unix socket at path with mode/owner; a live one answering means another agenticd. */
 int host_listen(const char *path, mode_t mode, gid_t gid, int *fd, char *err, size_t err_size);
 /* Logs a warning for each /etc/subuid range overlapping the control uid range. */

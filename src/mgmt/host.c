@@ -125,6 +125,22 @@ int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size
 	return 0;
 }
 
+int host_owner(const struct config *cfg, char *out, size_t size)
+{
+	char real[PATH_MAX];
+	const char *p = realpath(cfg->agentshare_root, real) ? real : cfg->agentshare_root;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (size < 17)
+		return ERR_LIMIT;
+	for (; *p; p++) {
+		h ^= (unsigned char)*p;
+		h *= 0x100000001b3ull;
+	}
+	snprintf(out, size, "%016llx", (unsigned long long)h);
+	return 0;
+}
+
 static int unix_addr(const char *path, struct sockaddr_un *sa)
 {
 	memset(sa, 0, sizeof(*sa));

@@ -210,6 +210,7 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	snprintf(uid_s, sizeof(uid_s), "%u", sb->uid);
 	snprintf(wl_s, sizeof(wl_s), "%u", cfg->workload_uid);
 	labels[nl++] = (struct docker_kv){ "agentic-sandbox", "true" };
+	labels[nl++] = (struct docker_kv){ "agentic-daemon", agenticd->owner };
 	labels[nl++] = (struct docker_kv){ "agentic-instance-id", sb->instance_id };
 	labels[nl++] = (struct docker_kv){ "agentic-control-uid", uid_s };
 	labels[nl++] = (struct docker_kv){ "agentic-workload-uid", wl_s };
@@ -258,8 +259,9 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 
 static int begin_network_create(struct docker_call *c, const char *name, const char *subnet)
 {
-	static const struct docker_kv labels[] = {
+	const struct docker_kv labels[] = {
 		{ "agentic-sandbox", "true" },
+		{ "agentic-daemon", agenticd->owner },
 		{ "agentic-egress-policy", "default-deny" },
 		{ NULL, NULL },
 	};
@@ -839,8 +841,10 @@ static int on_event(void *ctx, const struct docker_event *ev)
 
 static int events_begin(struct job *j)
 {
-	static const char filters[] = "{\"type\":[\"container\"],\"label\":[\"agentic-sandbox=true\"]}";
+	char filters[128];
 
+	snprintf(filters, sizeof(filters), "{\"type\":[\"container\"],\"label\":[\"%s\"]}",
+		 agenticd->owner_label);
 	return docker_events_begin(&j->call, &agenticd->dc, filters, agenticd->events_since,
 				   on_event, NULL);
 }

@@ -38,8 +38,8 @@ static int collect(void *ctx, const struct docker_summary *s)
 static int list_objects(bool networks, struct list *l, char *err, size_t err_size)
 {
 	struct docker_call c;
-	int r = networks ? docker_network_list_begin(&c, &agenticd->dc, "agentic-sandbox=true")
-			 : docker_container_list_begin(&c, &agenticd->dc, "agentic-sandbox=true");
+	int r = networks ? docker_network_list_begin(&c, &agenticd->dc, agenticd->owner_label)
+			 : docker_container_list_begin(&c, &agenticd->dc, agenticd->owner_label);
 
 	if (r == 0)
 		r = docker_call_run(&c);
