@@ -241,7 +241,7 @@ void init_cmds_consume(struct init_cmds *c);
  * Output records carry their offset in the init's stdout or stderr stream, results their seq.
  * Empty (eof) chunks and stdin acks are never kept: agenticd writes nothing for them. */
 struct init_replay {
-	uint8_t *mem;             /* LIMIT_INIT_REPLAY_BYTES, 16-byte aligned */
+	uint8_t *mem;             /* LIMIT_INIT_REPLAY_BYTES, 32-byte aligned */
 	uint64_t head, tail;      /* byte positions: the oldest record kept, the end */
 	uint64_t send;            /* the next record to send again after a resume */
 	char id[LIMIT_INIT_COMMAND_ID + 1];   /* storage for what init_replay_next returns */

@@ -20,8 +20,10 @@ struct rec {
 	int32_t exit_code;
 	uint32_t error_len;       /* a result's error text, stored after the id in place of data */
 };
-#define REC_ALIGN 16u
-_Static_assert(sizeof(struct rec) % REC_ALIGN == 0, "records stay aligned");
+/* Records start at multiples of the header's size, so the room left before the ring's end is
+ * never too small for a pad's header. */
+#define REC_ALIGN 32u
+_Static_assert(sizeof(struct rec) == REC_ALIGN, "a header is one alignment unit");
 _Static_assert(LIMIT_INIT_REPLAY_BYTES % REC_ALIGN == 0, "a pad header always fits");
 
 static size_t rec_size(size_t id_len, size_t len)
