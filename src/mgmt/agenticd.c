@@ -374,6 +374,7 @@ static int run_loop(struct daemon *d)
 		if (grpc_server_timeout(d->admin_grpc) == 0)
 			grpc_server_run(d->admin_grpc, 0);
 		provision_tick(now_ms());
+		agent_tick(now_ms());
 		admin_tick(now_ms());
 		if (d->stopping) {
 			if (!stop_started)
