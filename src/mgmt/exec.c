@@ -50,6 +50,16 @@ static struct sandbox *exec_sandbox(const struct exec *x)
 	return sb->state != SB_FREE && sb->gen == x->sb_gen ? sb : NULL;
 }
 
+size_t exec_table_bytes(void)
+{
+	return sizeof(execs);
+}
+
+uint32_t exec_table_slots(void)
+{
+	return LIMIT_EXECS;
+}
+
 static struct exec *by_id(const struct sandbox *sb, const char *id)
 {
 	char *end;
@@ -217,16 +227,18 @@ void exec_detach(int32_t xi)
 	send_stdin(x, false);
 }
 
-void exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len)
+size_t exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len,
+		   bool exact)
 {
 	struct exec *x = by_id(sb, id);
+	size_t n = runlog_output(sb, stream, data, len), give = exact ? n : len;
 
-	runlog_output(sb, stream, data, len);
-	exec_stats.bytes[stream] += len;
-	if (!x || x->conn < 0 || !len)
-		return;
-	if (admin_exec_output(x->conn, stream, data, len) != 0)
+	exec_stats.bytes[stream] += give;
+	if (!x || x->conn < 0 || !give)
+		return n;
+	if (admin_exec_output(x->conn, stream, data, give) != 0)
 		exec_detach((int32_t)(x - execs));
+	return n;
 }
 
 static void observe(int64_t ms)
@@ -241,14 +253,15 @@ static void observe(int64_t ms)
 	exec_stats.latency_count++;
 }
 
-void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
-		 const char *error)
+bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
+		 const char *error, uint64_t seq)
 {
 	struct exec *x = by_id(sb, id);
 
-	runlog_command_end(sb, id, code, duration_ms);
+	if (!runlog_command_end(sb, id, code, duration_ms, seq) && seq)
+		return false;
 	if (!x)
-		return;
+		return true;
 	observe(now_ms() - x->started);
 	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
 		 (int)code, (long long)duration_ms);
@@ -256,6 +269,7 @@ void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 		admin_exec_done(x->conn, code, duration_ms, error,
 				sb->run.error ? strerror(-sb->run.error) : NULL);
 	release(x);
+	return true;
 }
 
 void exec_stdin_ack(struct sandbox *sb, const char *id, uint64_t consumed)
@@ -285,7 +299,7 @@ void exec_sandbox_gone(struct sandbox *sb, const char *why)
 
 		if (!x->used || exec_sandbox(x) != sb)
 			continue;
-		runlog_command_end(sb, x->id, -1, now_ms() - x->started);
+		runlog_command_end(sb, x->id, -1, now_ms() - x->started, 0);
 		if (x->conn >= 0)
 			admin_exec_done(x->conn, -1, now_ms() - x->started, why, NULL);
 		release(x);
