@@ -78,6 +78,14 @@ _Static_assert(LIMIT_ADMIN_BODY_BYTES + LIMIT_HTTP_HEAD_BYTES <= LIMIT_DOCKER_RE
 _Static_assert(LIMIT_SANDBOX_MOUNTS <= 32, "read-only flags are one 32-bit mask");
 _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create request lists");
 
+/* ---- agenticd exec spill (src/mgmt/admin.c) ---- */
+/* Exec output a client has not taken waits in a spill file, at most exec_spill_max_bytes per
+ * client; a spill never takes the last 1/LIMIT_EXEC_SPILL_FREE_DIV of its filesystem (the
+ * transcripts' room). The filesystem is asked every LIMIT_EXEC_SPILL_CHECK_BYTES spilled, and
+ * output the client has taken is punched out of the file at the same step. */
+#define LIMIT_EXEC_SPILL_FREE_DIV 20
+#define LIMIT_EXEC_SPILL_CHECK_BYTES (1u << 20)
+
 /* ---- init (src/init) ---- */
 /* The largest message agenticd may send the init on its Connect stream (a command with its
  * args and env, a stdin chunk). The init's whole gRPC budget follows from it: one large

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "agent.pb-c.h"
@@ -672,9 +673,27 @@ static struct admin_conn *exec_conn(int32_t i)
 }
 
 /* Output beyond `out` goes to an unlinked file next to the transcripts, read back as the
- * client drains: a slow client costs disk, never memory, and never blocks the sandbox. */
+ * client drains: a slow client costs disk, never memory, and never blocks the sandbox. The
+ * disk is bounded too, so that a client that stops reading never takes the transcripts' room:
+ * -EFBIG once the client would be more than exec_spill_max_bytes behind, -EDQUOT once the
+ * spill would leave less than 1/LIMIT_EXEC_SPILL_FREE_DIV of the filesystem available. */
+static int spill_room(const struct admin_conn *c, size_t len)
+{
+	struct statvfs st;
+
+	if (c->spill_w - c->spill_r + len > agenticd->cfg.exec_spill_max_bytes)
+		return -EFBIG;
+	if ((c->spill_w == 0 || c->spill_w / LIMIT_EXEC_SPILL_CHECK_BYTES !=
+				(c->spill_w + len) / LIMIT_EXEC_SPILL_CHECK_BYTES) &&
+	    fstatvfs(c->spill_fd, &st) == 0 && st.f_bavail < st.f_blocks / LIMIT_EXEC_SPILL_FREE_DIV)
+		return -EDQUOT;
+	return 0;
+}
+
 static int queue(struct admin_conn *c, const void *data, size_t len)
 {
+	int r;
+
 	if (c->spill_fd < 0) {
 		if (c->out_off && c->out_off == c->out_len)
 			c->out_off = c->out_len = 0;
@@ -694,6 +713,9 @@ static int queue(struct admin_conn *c, const void *data, size_t len)
 			return -errno;
 		c->spill_w = c->spill_r = 0;
 	}
+	r = spill_room(c, len);
+	if (r != 0)
+		return r;
 	for (const uint8_t *p = data; len;) {
 		ssize_t n = pwrite(c->spill_fd, p, len, (off_t)c->spill_w);
 
@@ -704,6 +726,36 @@ static int queue(struct admin_conn *c, const void *data, size_t len)
 		c->spill_w += (uint64_t)n;
 	}
 	return 0;
+}
+
+/* The session stops feeding c (why: queue's error): the command runs on into its transcript,
+ * and the client gets what is queued, then the end of its answer without the final frame
+ * (HTTP) or the call's end with RESOURCE_EXHAUSTED and c->error (gRPC): never a short answer
+ * that looks whole. */
+static void drop(struct admin_conn *c, int why)
+{
+	unsigned long long behind = c->out_len - c->out_off + c->spill_w - c->spill_r;
+
+	if (why == -EFBIG || why == -EDQUOT) {
+		log_warn("exec client dropped", "reason=%s behind_bytes=%llu",
+			 why == -EFBIG ? "spill_limit" : "disk_reserve", behind);
+		snprintf(c->error, sizeof(c->error), "output delivery stopped: %s; the command "
+			 "runs on and its transcript keeps every byte", why == -EFBIG
+			 ? "this client fell further behind than exec_spill_max_bytes"
+			 : "holding more for this client would take the disk room kept for "
+			   "transcripts");
+	} else {
+		log_warn("exec client dropped", "reason=spill_error behind_bytes=%llu error=\"%s\"",
+			 behind, strerror(-why));
+		snprintf(c->error, sizeof(c->error), "output delivery stopped: the spill file "
+			 "failed (%s); the command runs on and its transcript keeps every byte",
+			 strerror(-why));
+	}
+	if (c->exec >= 0)
+		exec_detach(c->exec);
+	c->exec = -1;
+	c->dropped = true;
+	c->keep_alive = false;
 }
 
 /* Refills an empty `out` from the spill file (or the transcript file of a logs answer). */
@@ -727,13 +779,24 @@ static void refill(struct admin_conn *c)
 	if (c->spill_fd < 0 || c->spill_r == c->spill_w)
 		return;
 	n = pread(c->spill_fd, c->out, sizeof(c->out), (off_t)c->spill_r);
-	if (n <= 0)
+	if (n <= 0) {
+		drop(c, n < 0 ? -errno : -EIO);
+		close(c->spill_fd);
+		c->spill_fd = -1;
+		c->spill_r = c->spill_w;
 		return;
+	}
 	c->out_len = (uint32_t)n;
 	c->spill_r += (uint64_t)n;
 	if (c->spill_r == c->spill_w) {
 		close(c->spill_fd);
 		c->spill_fd = -1;
+	} else if (c->spill_r / LIMIT_EXEC_SPILL_CHECK_BYTES !=
+		   (c->spill_r - (uint64_t)n) / LIMIT_EXEC_SPILL_CHECK_BYTES) {
+		/* gives back the disk of what the client has taken; a filesystem without holes
+		 * keeps it until the file closes, and spill_room still guards the transcripts */
+		(void)fallocate(c->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+				(off_t)(c->spill_r - c->spill_r % LIMIT_EXEC_SPILL_CHECK_BYTES));
 	}
 }
 
@@ -815,12 +878,10 @@ int admin_exec_output(int32_t i, int stream, const void *data, size_t len)
 			len -= take;
 		}
 	}
-	if (r != 0) {
-		log_warn("exec client dropped", "reason=spill error=\"%s\"", strerror(-r));
-		return r;
-	}
+	if (r != 0)
+		drop(c, r);
 	flush(c);
-	return 0;
+	return r;
 }
 
 void admin_exec_done(int32_t i, int32_t exit_code, int64_t duration_ms, const char *error,
@@ -1409,6 +1470,10 @@ static void grpc_pump(struct admin_conn *c)
 		if (!avail) {
 			if (c->exec >= 0)
 				return;
+			if (c->dropped) {
+				grpc_end(c, GRPC_RESOURCE_EXHAUSTED, c->error);
+				return;
+			}
 			o.complete = 1;
 			o.exit_code = c->exit_code;
 			o.error = c->error;
@@ -1539,6 +1604,7 @@ static void grpc_exec_message(struct grpc_call *call, const ProtobufCMessage *ms
 	c->fhdr_len = 0;
 	c->fneed = 0;
 	c->spill_fd = c->file_fd = -1;
+	c->dropped = false;
 	c->exit_code = -1;
 	c->error[0] = '\0';
 	c->uid = grpc_call_peer(call)->uid;
@@ -1781,6 +1847,7 @@ void admin_accept(void)
 		c->sniffed = false;
 		c->call = NULL;
 		c->spill_fd = c->file_fd = -1;
+		c->dropped = false;
 		c->idle_since = now_ms();
 		http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
 		c->parser.body_limit = LIMIT_ADMIN_BODY_BYTES;

@@ -36,6 +36,7 @@ static const struct key keys[] = {
 	{ "max_admin_connections", K_U32, F(max_admin_connections), 1, 1024 },
 	{ "max_message_bytes", K_BYTES, F(max_message_bytes), 1024, 64u << 20 },
 	{ "max_streams_per_connection", K_U32, F(max_streams_per_connection), 1, 1024 },
+	{ "exec_spill_max_bytes", K_BYTES, F(exec_spill_max_bytes), 1u << 20, 1ull << 40 },
 	{ "ready_timeout_ms", K_U32, F(ready_timeout_ms), 100, 600000 },
 	{ "stop_grace_ms", K_U32, F(stop_grace_ms), 0, 600000 },
 	{ "default_memory_bytes", K_BYTES, F(default_memory_bytes), 6u << 20, 1ull << 40 },
@@ -74,6 +75,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_admin_connections = 64;
 	cfg->max_message_bytes = 4u << 20;
 	cfg->max_streams_per_connection = 128;
+	cfg->exec_spill_max_bytes = 1u << 30;
 	cfg->ready_timeout_ms = 10000;
 	cfg->stop_grace_ms = 10000;
 	cfg->default_memory_bytes = 1u << 30;

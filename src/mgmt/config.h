@@ -29,6 +29,7 @@ struct config {
 	uint32_t max_admin_connections;
 	uint64_t max_message_bytes;
 	uint32_t max_streams_per_connection;
+	uint64_t exec_spill_max_bytes;          /* output one exec client may be behind, on disk */
 	uint32_t ready_timeout_ms, stop_grace_ms;
 	uint64_t default_memory_bytes;
 	uint32_t default_pids_limit;

@@ -227,6 +227,9 @@ struct admin_conn {
 	/* output beyond `out`, waiting on disk so a slow client costs neither memory nor bytes */
 	int spill_fd;
 	uint64_t spill_w, spill_r;
+	/* the session stopped feeding this client (its spill hit a limit or failed): what is
+	 * queued still goes out, then the gRPC call ends with `error`, an HTTP one just closes */
+	bool dropped;
 	/* a gRPC Exec call (no fd of its own): output is framed as on the upgraded stream in
 	 * out/spill and sent as ExecOutput messages as the call's send buffer frees */
 	struct grpc_call *call;
@@ -413,8 +416,8 @@ void admin_shutdown(void);
 
 /* Exec and transcripts: admin.c's side of an exec session. */
 /* Queues output (stream 0 stdout, 1 stderr) for the client, framed for its mode, in `out`
- * and beyond it in the spill file; 0 or -errno (the spill failed: the client is dropped, the
- * transcript is not affected). */
+ * and beyond it in the spill file; 0 or -errno (the spill is over its limit or failed: the
+ * client is dropped and detached from the session, the transcript is not affected). */
 int admin_exec_output(int32_t conn, int stream, const void *data, size_t len);
 /* The session's command ended: the final frame or object follows what is queued;
  * transcript_error (or NULL) says why the run's transcript is incomplete (a full disk). */

@@ -30,7 +30,15 @@ ad_setup() {
 	T=$(mktemp -d /tmp/agt-XXXXXX)
 	chmod 0755 "$T" # host users reach what the test loosens below it, nothing else
 	RUN_ID=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
-	POOL_OCTET=$((200 + $(od -An -N1 -tu1 /dev/urandom | tr -d ' ') % 50))
+	# a /16 no network on the engine uses yet: daemons of other runs may share the engine, and
+	# ad_cleanup removes the managed networks of this pool
+	local used i
+	used=" $(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' \
+		$(docker network ls -q) 2>/dev/null | tr '\n' ' ') "
+	for i in $(seq 1 50); do
+		POOL_OCTET=$((200 + $(od -An -N1 -tu1 /dev/urandom | tr -d ' ') % 50))
+		case $used in *" 10.$POOL_OCTET."*) ;; *) break ;; esac
+	done
 	SOCK=$T/run/admin.sock
 	AGENT_SOCK=$T/run/agent/agent.sock
 	CONF=$T/agenticd.conf

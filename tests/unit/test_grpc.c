@@ -166,12 +166,54 @@ static void s_done(struct grpc_call *call, int status, const char *message)
 	server_seen.status = status;
 }
 
+/* ServerStream: sends `count` messages of `size` bytes, as fast as the call's queue takes
+ * them, going on from on_writable after -EAGAIN. */
+static struct {
+	uint32_t left, size, writable;
+} streamer;
+
+static void s_stream_more(struct grpc_call *call)
+{
+	static uint8_t data[4096];
+	Agentic__Test__V1__Msg m = AGENTIC__TEST__V1__MSG__INIT;
+	int r;
+
+	m.data.data = data;
+	m.data.len = streamer.size;
+	while (streamer.left) {
+		r = grpc_call_send(call, &m.base);
+		if (r == -EAGAIN)
+			return;
+		assert_int_equal(r, 0);
+		streamer.left--;
+	}
+	grpc_call_finish(call, GRPC_OK, NULL, NULL, 0);
+}
+
+static void s_stream(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	const Agentic__Test__V1__StreamRequest *rq = (const void *)msg;
+
+	streamer.left = rq->count;
+	streamer.size = rq->size < 4096 ? rq->size : 4096;
+	s_stream_more(call);
+}
+
+static void s_stream_writable(struct grpc_call *call)
+{
+	streamer.writable++;
+	s_stream_more(call);
+}
+
 static const struct grpc_method server_methods[] = {
 	{ "/agentic.test.v1.Test/Unary", &agentic__test__v1__msg__descriptor,
 	  &agentic__test__v1__msg__descriptor, 0,
 	  { .on_start = s_start, .on_message = s_echo, .on_done = s_done }, NULL },
 	{ "/agentic.test.v1.Test/Hang", &agentic__test__v1__msg__descriptor,
 	  &agentic__test__v1__msg__descriptor, 0, { .on_done = s_done }, NULL },
+	{ "/agentic.test.v1.Test/ServerStream", &agentic__test__v1__stream_request__descriptor,
+	  &agentic__test__v1__msg__descriptor, GRPC_SERVER_STREAMING,
+	  { .on_message = s_stream, .on_writable = s_stream_writable, .on_done = s_done }, NULL },
 };
 
 static void c_message(struct grpc_call *call, const ProtobufCMessage *msg)
@@ -467,6 +509,105 @@ static void test_grpc_non_grpc_content_type_gets_http_415(void **state)
 	pair_down(&p);
 }
 
+/* A raw h2 client that counts the DATA bytes it is fed and notes the trailers. */
+struct counted {
+	size_t data;
+	int trailers;
+};
+
+static void counted_headers(void *ctx, struct h2_conn *c, struct h2_stream *s,
+			    const struct h2_field *f, size_t n, unsigned flags)
+{
+	if (flags & H2_END_STREAM)
+		((struct counted *)ctx)->trailers = 1;
+}
+
+static void counted_data(void *ctx, struct h2_conn *c, struct h2_stream *s, const uint8_t *p,
+			 size_t n, unsigned flags)
+{
+	((struct counted *)ctx)->data += n;
+}
+
+static void counted_close(void *ctx, struct h2_conn *c, struct h2_stream *s, uint32_t code,
+			  unsigned flags)
+{
+}
+
+/* Server streaming to a client that stops taking DATA (its bytes are read off the socket but
+ * not fed to its engine, so it returns no window): the server sends exactly the stream window
+ * it was given and waits, with the handler's messages queued. Fed, the client sends its
+ * WINDOW_UPDATE; that must move the call's queue again and call on_writable for the rest, to
+ * the last message and the trailers. The admin socket's gRPC Exec relies on this for a client
+ * that pauses. */
+static void test_grpc_stream_held_by_the_window_resumes_on_window_update(void **state)
+{
+	static const struct h2_callbacks cb = { counted_headers, counted_data, counted_close };
+	static const struct h2_field req[] = {
+		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
+		{ ":path", "/agentic.test.v1.Test/ServerStream", 5, 34 }, { ":authority", "x", 10, 1 },
+		{ "content-type", "application/grpc", 12, 16 }, { "te", "trailers", 2, 8 },
+	};
+	/* StreamRequest{count: 512, size: 4000}, length-prefixed */
+	static const uint8_t ask[] = { 0, 0, 0, 0, 6, 0x08, 0x80, 0x04, 0x10, 0xa0, 0x1f };
+	static struct h2_conn h2;
+	static struct h2_scratch scratch;
+	static uint8_t held[2u << 20];
+	const size_t each = 5 + 3 + 4000, total = 512 * each;
+	struct counted r = { 0, 0 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct h2_stream *s;
+	struct pair p;
+	size_t nheld = 0;
+	uint32_t writable;
+	int fd, idle = 0;
+
+	pair_up(&p, 65536, 1);
+	memset(&streamer, 0, sizeof(streamer));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p.path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	h2_conn_init(&h2, H2_CLIENT, 10, &cb, &r, &scratch);
+	assert_int_equal(h2_stream_open(&h2, req, ARRAY_LEN(req), 0, NULL, &s), 0);
+	assert_int_equal(h2_stream_send_data(&h2, s, ask, sizeof(ask), 1), (long)sizeof(ask));
+	/* the client takes nothing: read and hold until the server has been idle a while */
+	while (idle < 100) {
+		ssize_t k;
+
+		if (h2.out.len && (k = write(fd, h2.out.data, h2.out.len)) > 0)
+			h2_conn_sent(&h2, (size_t)k);
+		grpc_server_run(p.s, 2);
+		k = read(fd, held + nheld, sizeof(held) - nheld);
+		idle = k > 0 ? 0 : idle + 1;
+		if (k > 0)
+			nheld += (size_t)k;
+	}
+	assert_true(streamer.left > 0);
+	writable = streamer.writable;
+	assert_int_equal(h2_conn_feed(&h2, held, nheld), 0);
+	assert_int_equal(r.data, H2_STREAM_WINDOW);
+	assert_false(r.trailers);
+	/* now it takes everything; its WINDOW_UPDATEs must get the server going again */
+	for (int i = 0; i < 5000 && !r.trailers; i++) {
+		uint8_t in[65536];
+		ssize_t k;
+
+		if (h2.out.len && (k = write(fd, h2.out.data, h2.out.len)) > 0)
+			h2_conn_sent(&h2, (size_t)k);
+		grpc_server_run(p.s, 1);
+		k = read(fd, in, sizeof(in));
+		if (k > 0)
+			assert_int_equal(h2_conn_feed(&h2, in, (size_t)k), 0);
+	}
+	assert_true(r.trailers);
+	assert_int_equal(r.data, total);
+	assert_int_equal(streamer.left, 0);
+	assert_true(streamer.writable > writable);
+	spin(&p, &server_seen.done, 1000);
+	assert_int_equal(server_seen.status, GRPC_OK);
+	close(fd);
+	pair_down(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -482,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_grpc_no_free_buffer_is_resource_exhausted),
 		cmocka_unit_test(test_grpc_lost_connection_ends_calls_unavailable_and_redials),
 		cmocka_unit_test(test_grpc_non_grpc_content_type_gets_http_415),
+		cmocka_unit_test(test_grpc_stream_held_by_the_window_resumes_on_window_update),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
