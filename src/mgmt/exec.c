@@ -168,6 +168,9 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	r = grpc_call_send(sb->agent, &m.base);
 	if (r != 0)
 		return r == -EAGAIN ? -EAGAIN : ERR_LIMIT;
+	/* the command goes to the init before its start is written down, so the init starts
+	 * it while the transcript and the log are written */
+	grpc_call_flush(sb->agent);
 	x->used = true;
 	x->started = now_ms();
 	sb->exec_running++;
