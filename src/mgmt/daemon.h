@@ -93,6 +93,8 @@ struct run {
 	uint32_t code_count[RUN_CODES];
 	uint32_t ncodes;
 	int error;                    /* the first write error (-errno), or 0 */
+	int64_t metrics_due;          /* monotonic ms: metrics.json is stale and is written
+				       * then (runlog_tick); 0 when it is up to date */
 };
 
 struct sandbox {
@@ -423,6 +425,11 @@ void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms);
 /* Opens the transcript file of a run (NULL: current) for reading: 0, -ENOENT, -EINVAL. */
 int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd);
+/* metrics.json is rewritten from the loop, RUN_METRICS_DELAY_MS after the change that made it
+ * stale (a command's start or end), and at once when a run stops: writes those due at now.
+ * runlog_next_deadline: when the next one is due (monotonic ms), or INT64_MAX. */
+void runlog_tick(int64_t now);
+int64_t runlog_next_deadline(void);
 
 /* exec.c: one engine for NDJSON, the upgraded stream and gRPC Exec. */
 #define EXEC_NDJSON 1

@@ -132,6 +132,18 @@ void runlog_event(struct sandbox *sb, const char *event)
 	line_end(sb, RUN_EVENTS, &w, &b);
 }
 
+/* How long metrics.json may lag a command's start or end. It is never written inline there:
+ * its atomic replace (a temp file renamed over it) makes ext4 write the new file's data out
+ * at the rename (auto_da_alloc), measured at 0.3 to 5 ms with other disk traffic, and an
+ * exec's round trip must not wait for that. */
+#define RUN_METRICS_DELAY_MS 100
+
+static void metrics_stale(struct sandbox *sb)
+{
+	if (!sb->run.metrics_due)
+		sb->run.metrics_due = now_ms() + RUN_METRICS_DELAY_MS;
+}
+
 static void write_metrics(struct sandbox *sb, bool final)
 {
 	char store[2048], ts[40];
@@ -139,6 +151,7 @@ static void write_metrics(struct sandbox *sb, bool final)
 	struct json_writer w;
 	int fd;
 
+	sb->run.metrics_due = 0;
 	if (!sb->run.open)
 		return;
 	buf_init(&b, store, sizeof(store));
@@ -440,7 +453,7 @@ void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 	json_key(&w, "id");
 	json_str_write(&w, id);
 	line_end(sb, RUN_EVENTS, &w, &b);
-	write_metrics(sb, false);
+	metrics_stale(sb);
 }
 
 void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms)
@@ -475,7 +488,7 @@ void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	json_key(&w, "exit_code");
 	json_int_write(&w, code);
 	line_end(sb, RUN_EVENTS, &w, &b);
-	write_metrics(sb, false);
+	metrics_stale(sb);
 }
 
 int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd)
@@ -499,4 +512,27 @@ int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd)
 	*fd = openat(ifd, path, O_RDONLY | O_CLOEXEC);
 	close(ifd);
 	return *fd < 0 ? -errno : 0;
+}
+
+void runlog_tick(int64_t now)
+{
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		struct sandbox *sb = &agenticd->sb[i];
+
+		if (sb->state != SB_FREE && sb->run.metrics_due && now >= sb->run.metrics_due)
+			write_metrics(sb, false);
+	}
+}
+
+int64_t runlog_next_deadline(void)
+{
+	int64_t next = INT64_MAX;
+
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		const struct sandbox *sb = &agenticd->sb[i];
+
+		if (sb->state != SB_FREE && sb->run.metrics_due && sb->run.metrics_due < next)
+			next = sb->run.metrics_due;
+	}
+	return next;
 }
