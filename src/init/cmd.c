@@ -501,8 +501,6 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 						  : INT64_MAX;
 	watch(c, k, INIT_FD_CTL, 1);
 	pipes_update(c, k);
-	log_info("command started", "slot=%d supervisor=%d args=%zu env=%zu timeout_s=%d",
-		 (int)(k - c->cmd), (int)pid, req->n_args, req->n_env, (int)req->timeout_seconds);
 }
 
 void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk *in)
@@ -810,10 +808,18 @@ void init_cmds_consume(struct init_cmds *c)
 	c->cursor = (unsigned)(c->peek_slot + 1) % LIMIT_INIT_COMMANDS;
 	if (c->peek_result) {
 		int code = WIFEXITED(k->sup_status) ? WEXITSTATUS(k->sup_status) : -1;
+		char q[256];
 
-		log_info("command finished", "slot=%d exit=%d duration_ms=%lld timed_out=%d",
-			 c->peek_slot, code, (long long)(k->reaped_ms - k->started_ms),
-			 k->timed_out);
+		/* A command that ran and exited is in agenticd's log and the transcript; one that
+		 * could not start, timed out or was killed is told here as well. Not each one:
+		 * every line of this log wakes the engine's log pipeline (containerd-shim, then
+		 * dockerd writing its log file), which competed with the command for the CPU
+		 * inside the exec round trip. */
+		if (k->error[0])
+			log_warn("command failed", "slot=%d supervisor=%d exit=%d duration_ms=%lld "
+				 "timed_out=%d error=%s", c->peek_slot, (int)k->sup, code,
+				 (long long)(k->reaped_ms - k->started_ms), k->timed_out,
+				 log_quote(q, sizeof(q), k->error));
 		for (int i = 0; i < INIT_FD_COUNT; i++)
 			fd_close(c, k, i);
 		k->used = 0;
