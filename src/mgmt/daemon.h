@@ -425,9 +425,10 @@ void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms);
 /* Opens the transcript file of a run (NULL: current) for reading: 0, -ENOENT, -EINVAL. */
 int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd);
-/* metrics.json is rewritten from the loop, RUN_METRICS_DELAY_MS after the change that made it
- * stale (a command's start or end), and at once when a run stops: writes those due at now.
- * runlog_next_deadline: when the next one is due (monotonic ms), or INT64_MAX. */
+/* metrics.json is rewritten from the loop, not inline: a command's start within
+ * RUN_METRICS_DELAY_MS, its end at the end of the loop's turn (after the exit status went to
+ * the client), a run's stop at once. runlog_tick writes those due at now;
+ * runlog_next_deadline says when the next one is due (monotonic ms), or INT64_MAX. */
 void runlog_tick(int64_t now);
 int64_t runlog_next_deadline(void);
 

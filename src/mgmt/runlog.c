@@ -132,16 +132,19 @@ void runlog_event(struct sandbox *sb, const char *event)
 	line_end(sb, RUN_EVENTS, &w, &b);
 }
 
-/* How long metrics.json may lag a command's start or end. It is never written inline there:
- * its atomic replace (a temp file renamed over it) makes ext4 write the new file's data out
- * at the rename (auto_da_alloc), measured at 0.3 to 5 ms with other disk traffic, and an
- * exec's round trip must not wait for that. */
+/* metrics.json is never rewritten inside an exec's round trip: its atomic replace (a temp
+ * file renamed over it) makes ext4 write the new file's data out at the rename
+ * (auto_da_alloc), measured at 0.3 to 5 ms with other disk traffic. A command's start is in
+ * it within RUN_METRICS_DELAY_MS; its end right after its client has its exit status, at the
+ * end of the same turn of the loop, so whoever saw a command end finds it counted. */
 #define RUN_METRICS_DELAY_MS 100
 
-static void metrics_stale(struct sandbox *sb)
+static void metrics_stale(struct sandbox *sb, int64_t delay_ms)
 {
-	if (!sb->run.metrics_due)
-		sb->run.metrics_due = now_ms() + RUN_METRICS_DELAY_MS;
+	int64_t due = now_ms() + delay_ms;
+
+	if (!sb->run.metrics_due || due < sb->run.metrics_due)
+		sb->run.metrics_due = due;
 }
 
 static void write_metrics(struct sandbox *sb, bool final)
@@ -453,7 +456,7 @@ void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 	json_key(&w, "id");
 	json_str_write(&w, id);
 	line_end(sb, RUN_EVENTS, &w, &b);
-	metrics_stale(sb);
+	metrics_stale(sb, RUN_METRICS_DELAY_MS);
 }
 
 void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms)
@@ -488,7 +491,7 @@ void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	json_key(&w, "exit_code");
 	json_int_write(&w, code);
 	line_end(sb, RUN_EVENTS, &w, &b);
-	metrics_stale(sb);
+	metrics_stale(sb, 0);
 }
 
 int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd)
