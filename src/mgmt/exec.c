@@ -253,11 +253,12 @@ void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 	if (!x)
 		return;
 	observe(now_ms() - x->started);
-	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
-		 (int)code, (long long)duration_ms);
+	/* the client first: the log line is a write agenticd's log may make wait */
 	if (x->conn >= 0)
 		admin_exec_done(x->conn, code, duration_ms, error,
 				sb->run.error ? strerror(-sb->run.error) : NULL);
+	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
+		 (int)code, (long long)duration_ms);
 	release(x);
 }
 
