@@ -139,12 +139,17 @@ void runlog_event(struct sandbox *sb, const char *event)
  * end of the same turn of the loop, so whoever saw a command end finds it counted. */
 #define RUN_METRICS_DELAY_MS 100
 
+/* the earliest metrics_due of any sandbox, or INT64_MAX: spares the loop a scan per turn */
+static int64_t metrics_next = INT64_MAX;
+
 static void metrics_stale(struct sandbox *sb, int64_t delay_ms)
 {
 	int64_t due = now_ms() + delay_ms;
 
 	if (!sb->run.metrics_due || due < sb->run.metrics_due)
 		sb->run.metrics_due = due;
+	if (due < metrics_next)
+		metrics_next = due;
 }
 
 static void write_metrics(struct sandbox *sb, bool final)
@@ -519,23 +524,22 @@ int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd)
 
 void runlog_tick(int64_t now)
 {
+	if (now < metrics_next)
+		return;
+	metrics_next = INT64_MAX;
 	for (uint32_t i = 0; i < agenticd->nsb; i++) {
 		struct sandbox *sb = &agenticd->sb[i];
 
-		if (sb->state != SB_FREE && sb->run.metrics_due && now >= sb->run.metrics_due)
+		if (sb->state == SB_FREE || !sb->run.metrics_due)
+			continue;
+		if (now >= sb->run.metrics_due)
 			write_metrics(sb, false);
+		else if (sb->run.metrics_due < metrics_next)
+			metrics_next = sb->run.metrics_due;
 	}
 }
 
 int64_t runlog_next_deadline(void)
 {
-	int64_t next = INT64_MAX;
-
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		const struct sandbox *sb = &agenticd->sb[i];
-
-		if (sb->state != SB_FREE && sb->run.metrics_due && sb->run.metrics_due < next)
-			next = sb->run.metrics_due;
-	}
-	return next;
+	return metrics_next;
 }
