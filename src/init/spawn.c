@@ -169,7 +169,9 @@ _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 	 * is the workload identity and waits, and the child only makes raw system calls, writing
 	 * nothing but its own stack and errno. When this returns the command has exec'd (or
 	 * failed and said so on the ctl pipe), so the pid below names a process group that
-	 * already exists. */
+	 * already exists. The price: while the child's execve itself blocks (a binary on a hung
+	 * network mount), this process cannot take a SIGTERM, so a timeout acts once the exec
+	 * returns. */
 	pid = clone(command_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
 		    (void *)sp);
 	if (pid < 0) {
