@@ -96,6 +96,11 @@ _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create 
 #define LIMIT_INIT_ARGS 4096
 #define LIMIT_INIT_ENV_VARS 1024
 #define LIMIT_INIT_COMMAND_ID 128
+/* Output and results sent to agenticd and not yet acknowledged as written to the transcript
+ * (OutputAck): kept to be sent again after a reconnect. When it is full the init sends no more
+ * output until an ack comes, so the commands' buffers fill and the commands block. agenticd
+ * acks at least every 128 KiB, so this is also the most in flight. */
+#define LIMIT_INIT_REPLAY_BYTES (1024u * 1024u)
 
 /* ---- prune (agentic-prune) ---- */
 /* Pruner: getdents64 buffer of each directory listing it holds open: four for the scan,

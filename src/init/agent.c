@@ -51,11 +51,15 @@ static struct grpc_client_config client_config(const char *path)
 	return cfg;
 }
 
+/* The replay ring's place at the start of the storage; the gRPC client takes the rest. */
+#define REPLAY_BYTES (((sizeof(struct init_replay) + 63) & ~(size_t)63) + LIMIT_INIT_REPLAY_BYTES)
+
 size_t init_agent_storage_bytes(const char *path)
 {
 	struct grpc_client_config cfg = client_config(path);
+	size_t n = grpc_client_storage_bytes(&cfg);
 
-	return grpc_client_storage_bytes(&cfg);
+	return n ? REPLAY_BYTES + n : 0;
 }
 
 int init_agent_setup(struct init_agent *a, const struct init_env *env,
@@ -73,7 +77,12 @@ int init_agent_setup(struct init_agent *a, const struct init_env *env,
 	a->due_ms = a->started_ms;
 	a->backoff_ms = INIT_BACKOFF_MIN_MS;
 	a->heartbeat_ms = INIT_HEARTBEAT_DEFAULT_S * 1000;
-	return grpc_client_init(&cfg, storage, len, &a->client);
+	if (len < REPLAY_BYTES)
+		return ERR_LIMIT;
+	a->replay = storage;
+	init_replay_setup(a->replay, (uint8_t *)storage + REPLAY_BYTES - LIMIT_INIT_REPLAY_BYTES);
+	return grpc_client_init(&cfg, (uint8_t *)storage + REPLAY_BYTES, len - REPLAY_BYTES,
+				&a->client);
 }
 
 int init_agent_fd(const struct init_agent *a)
@@ -93,6 +102,7 @@ static void schedule_redial(struct init_agent *a, int64_t now)
 	a->state = INIT_AGENT_WAITING;
 	a->call = NULL;
 	a->heartbeat_pending = 0;
+	a->ack_mode = a->resumed = 0;
 	a->due_ms = now + a->backoff_ms;
 	a->backoff_ms = a->backoff_ms * 2 > INIT_BACKOFF_MAX_MS ? INIT_BACKOFF_MAX_MS
 								: a->backoff_ms * 2;
@@ -124,10 +134,14 @@ static int send_registration(struct init_agent *a)
 	Agentic__Sandbox__V1__SystemInfo sys = AGENTIC__SANDBOX__V1__SYSTEM_INFO__INIT;
 	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry ack =
 		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
-	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[1] = { &ack };
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry out_ack =
+		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[2] = { &ack, &out_ack };
 
 	ack.key = "agentic-stdin-ack";
 	ack.value = "1";
+	out_ack.key = "agentic-output-ack";
+	out_ack.value = "1";
 	sys.os = "linux";
 	sys.kernel = (char *)a->si->kernel;
 	sys.cpu_cores = a->si->cpu_cores;
@@ -137,7 +151,7 @@ static int send_registration(struct init_agent *a)
 	reg.hostname = (char *)a->si->hostname;
 	reg.system = &sys;
 	reg.labels = lab;
-	reg.n_labels = 1;
+	reg.n_labels = 2;
 	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION;
 	m.registration = &reg;
 	return grpc_call_send(a->call, &m.base);
@@ -207,21 +221,34 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 	}
 	a->heartbeat_ms = (uint32_t)(s <= 0 ? INIT_HEARTBEAT_DEFAULT_S
 				     : s > INIT_HEARTBEAT_MAX_S ? INIT_HEARTBEAT_MAX_S : s) * 1000u;
+	a->ack_mode = 0;
+	for (size_t i = 0; i < ack->n_config; i++)
+		if (strcmp(ack->config[i]->key, "output-ack") == 0 &&
+		    strcmp(ack->config[i]->value, "1") == 0)
+			a->ack_mode = 1;
+	/* without acks what was kept cannot be matched to the transcript: send on, keep none */
+	a->resumed = !a->ack_mode;
+	if (!a->ack_mode) {
+		uint64_t all[2] = { UINT64_MAX, UINT64_MAX };
+
+		init_replay_ack(a->replay, all, UINT64_MAX);
+	}
 	a->state = INIT_AGENT_READY;
 	a->backoff_ms = INIT_BACKOFF_MIN_MS;
 	a->failures = 0;
 	a->registrations++;
 	a->due_ms = init_now_ms() + a->heartbeat_ms;
-	log_info("registered", "registrations=%llu heartbeat_s=%u",
-		 (unsigned long long)a->registrations, a->heartbeat_ms / 1000);
+	log_info("registered", "registrations=%llu heartbeat_s=%u output_ack=%d",
+		 (unsigned long long)a->registrations, a->heartbeat_ms / 1000, a->ack_mode);
 	if (send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY) < 0)
 		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
 	else
 		init_agent_flush(a);
 }
 
-/* Sends one output chunk or result; 0, -EAGAIN (queue full) or another error. */
-static int send_out(struct init_agent *a, const struct init_out *o)
+/* Sends one output chunk or result (off: its offset or seq, for an acking stream); 0,
+ * -EAGAIN (queue full) or another error. */
+static int send_out(struct init_agent *a, const struct init_out *o, uint64_t off)
 {
 	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
 	Agentic__Sandbox__V1__OutputChunk chunk = AGENTIC__SANDBOX__V1__OUTPUT_CHUNK__INIT;
@@ -239,6 +266,8 @@ static int send_out(struct init_agent *a, const struct init_out *o)
 		res.error = (char *)o->error;
 		res.duration_ms = o->duration_ms;
 		res.success = o->success;
+		res.seq = off;
+		res.epoch = a->epoch;
 		m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_COMMAND_RESULT;
 		m.command_result = &res;
 	} else {
@@ -247,6 +276,8 @@ static int send_out(struct init_agent *a, const struct init_out *o)
 		chunk.data.len = o->len;
 		chunk.timestamp_ms = init_wall_ms();
 		chunk.eof = o->eof;
+		chunk.offset = off;
+		chunk.epoch = a->epoch;
 		if (o->kind == INIT_OUT_STDOUT) {
 			m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDOUT;
 			m.stdout = &chunk;
@@ -258,24 +289,87 @@ static int send_out(struct init_agent *a, const struct init_out *o)
 	return grpc_call_send(a->call, &m.base);
 }
 
+/* What o's offset (or seq) is on an acking stream; 0 on another. */
+static uint64_t out_offset(const struct init_agent *a, const struct init_out *o)
+{
+	if (!a->ack_mode)
+		return 0;
+	if (o->kind == INIT_OUT_RESULT)
+		return a->next_seq + 1;
+	if (o->kind == INIT_OUT_STDOUT || o->kind == INIT_OUT_STDERR)
+		return a->next_off[o->kind == INIT_OUT_STDERR];
+	return 0;
+}
+
+/* An output chunk with data or a result: what the transcript gets, and the ring keeps. */
+static int kept(const struct init_out *o)
+{
+	return o->kind == INIT_OUT_RESULT ||
+	       ((o->kind == INIT_OUT_STDOUT || o->kind == INIT_OUT_STDERR) && o->len);
+}
+
+static int send_failed(struct init_agent *a, int r)
+{
+	if (r == -EAGAIN)
+		return 1;
+	if (r < 0) {
+		log_error("cannot send command output", "err=%s", err_str(r));
+		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+		return 1;
+	}
+	return 0;
+}
+
 void init_agent_flush(struct init_agent *a)
 {
 	struct init_out o;
+	uint64_t off;
 
-	/* a heartbeat owed goes first; output waits behind it */
-	while (a->state == INIT_AGENT_READY && a->call && !a->heartbeat_pending &&
-	       init_cmds_peek(a->cmds, &o)) {
-		int r = send_out(a, &o);
-
-		if (r == -EAGAIN)
+	/* a heartbeat owed goes first; output waits behind it, and on an acking stream behind
+	 * the resume ack, then behind what the ring holds to send again */
+	if (a->state != INIT_AGENT_READY || !a->call || a->heartbeat_pending || !a->resumed)
+		return;
+	while (a->ack_mode && init_replay_next(a->replay, &o, &off)) {
+		if (send_failed(a, send_out(a, &o, off)))
 			return;
-		if (r < 0) {
-			log_error("cannot send command output", "err=%s", err_str(r));
-			grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+		init_replay_sent(a->replay);
+	}
+	while (a->call && init_cmds_peek(a->cmds, &o)) {
+		off = out_offset(a, &o);
+		/* a full ring: wait for agenticd's ack before anything more goes out */
+		if (a->ack_mode && kept(&o) && !init_replay_room(a->replay, &o))
 			return;
+		if (send_failed(a, send_out(a, &o, off)))
+			return;
+		if (a->ack_mode && kept(&o)) {
+			init_replay_push(a->replay, &o, off);
+			if (o.kind == INIT_OUT_RESULT)
+				a->next_seq = off;
+			else
+				a->next_off[o.kind == INIT_OUT_STDERR] += o.len;
 		}
 		init_cmds_consume(a->cmds);
 	}
+}
+
+static void on_output_ack(struct init_agent *a, const Agentic__Sandbox__V1__OutputAck *ack)
+{
+	uint64_t next[2] = { ack->stdout, ack->stderr };
+
+	if (!a->ack_mode)
+		return;
+	init_replay_ack(a->replay, next, ack->results);
+	if (ack->resume) {
+		if (ack->stdout > a->next_off[0] || ack->stderr > a->next_off[1] ||
+		    ack->results > a->next_seq)
+			log_warn("agenticd acks more than was sent", "stdout=%llu/%llu stderr=%llu/%llu",
+				 (unsigned long long)ack->stdout, (unsigned long long)a->next_off[0],
+				 (unsigned long long)ack->stderr, (unsigned long long)a->next_off[1]);
+		a->epoch = ack->epoch;
+		a->resumed = 1;
+		init_replay_rewind(a->replay);
+	}
+	init_agent_flush(a);
 }
 
 static void on_message(struct grpc_call *call, const ProtobufCMessage *msg)
@@ -300,6 +394,9 @@ static void on_message(struct grpc_call *call, const ProtobufCMessage *msg)
 		break;
 	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_PTY_CONTROL:
 		init_cmds_signal(a->cmds, m->pty_control);
+		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_OUTPUT_ACK:
+		on_output_ack(a, m->output_ack);
 		break;
 	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_SHUTDOWN:
 		log_info("shutdown requested by agenticd", "grace_s=%d",

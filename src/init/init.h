@@ -80,12 +80,22 @@ struct init_agent {
 	const struct init_env *env;
 	const struct init_sysinfo *si;
 	struct init_cmds *cmds;   /* where commands, stdin and signals go; output comes from */
+	/* Output acks (OutputAck in agent.proto), when agenticd's RegistrationAck consents: every
+	 * chunk and result is kept in the replay ring until acked, and after each registration
+	 * nothing is sent until agenticd's resume ack names the epoch and what it already has. */
+	struct init_replay *replay;
+	int ack_mode;             /* this stream acks */
+	int resumed;              /* the resume ack for this stream came */
+	uint32_t epoch;
+	uint64_t next_off[2];     /* the offset of the next stdout, stderr byte */
+	uint64_t next_seq;        /* the seq of the last result sent */
 };
 
 /* Sends what the commands have ready (output, results) while the stream is registered and
  * its send queue takes it. Call after every event. */
 void init_agent_flush(struct init_agent *a);
-/* The storage the channel's gRPC client needs for the socket at path (its whole budget). */
+/* The storage the channel needs for the socket at path: its gRPC client's whole budget and
+ * the replay ring. */
 size_t init_agent_storage_bytes(const char *path);
 /* Sets up the channel over storage (len bytes); the first dial happens at the first
  * init_agent_tick. env and si must outlive the channel. 0, ERR_LIMIT or -errno. */
@@ -229,5 +239,35 @@ struct init_out {
  * (valid until the next call), or 0. init_cmds_consume marks it sent. */
 int init_cmds_peek(struct init_cmds *c, struct init_out *o);
 void init_cmds_consume(struct init_cmds *c);
+#define INIT_ERROR_BYTES 192      /* a result's error text, NUL included */
+
+/* ---- the replay ring (replay.c) ----
+ * Output chunks and results the init has sent and agenticd has not yet acknowledged writing
+ * to the transcript (OutputAck in agent.proto), in send order, LIMIT_INIT_REPLAY_BYTES in all.
+ * Output records carry their offset in the init's stdout or stderr stream, results their seq.
+ * Empty (eof) chunks and stdin acks are never kept: agenticd writes nothing for them. */
+struct init_replay {
+	uint8_t *mem;             /* LIMIT_INIT_REPLAY_BYTES, 32-byte aligned */
+	uint64_t head, tail;      /* byte positions: the oldest record kept, the end */
+	uint64_t send;            /* the next record to send again after a resume */
+	char id[LIMIT_INIT_COMMAND_ID + 1];   /* storage for what init_replay_next returns */
+	char error[INIT_ERROR_BYTES];
+};
+void init_replay_setup(struct init_replay *r, void *mem);
+/* 1 when o (an output chunk or a result) fits now. */
+int init_replay_room(const struct init_replay *r, const struct init_out *o);
+/* Keeps a copy of o, which has just been sent (off: its offset or seq); -EAGAIN when it does
+ * not fit. */
+int init_replay_push(struct init_replay *r, const struct init_out *o, uint64_t off);
+/* Frees the records acknowledged: output ending at or before stream_next[0] (stdout) or [1]
+ * (stderr), results up to seq results; in order, stopping at the first not covered. */
+void init_replay_ack(struct init_replay *r, const uint64_t stream_next[2], uint64_t results);
+/* Everything kept is to be sent again, oldest first. */
+void init_replay_rewind(struct init_replay *r);
+/* The next record to send again: 1 with *o (valid until the next call) and *off, or 0.
+ * init_replay_sent marks it sent. */
+int init_replay_next(struct init_replay *r, struct init_out *o, uint64_t *off);
+void init_replay_sent(struct init_replay *r);
+int init_replay_pending(const struct init_replay *r);
 
 #endif

@@ -9,7 +9,16 @@
 #include "agent.pb-c.h"
 #include "mgmt/daemon.h"
 
+/* stdio's stdout and stderr macros hide AgentMessage's fields of those names; nothing below
+ * writes to a stdio stream. */
+#undef stdout
+#undef stderr
+
 #define HEARTBEAT_INTERVAL_S 5
+/* Output acks: one at least every this many bytes written, and one per result. */
+#define OUT_ACK_BYTES (128u * 1024u)
+/* After a failed transcript write, the init is asked to send again this much later. */
+#define OUT_RETRY_MS 1000
 
 enum refusal {
 	RF_WORKLOAD_UID, RF_UNKNOWN_UID, RF_CONFLICT, RF_REMOVING, RF_PID_NS, RF_AGENT_ID,
@@ -65,10 +74,19 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 {
 	Agentic__Sandbox__V1__RegistrationAck a = AGENTIC__SANDBOX__V1__REGISTRATION_ACK__INIT;
 	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+	Agentic__Sandbox__V1__RegistrationAck__ConfigEntry out_ack =
+		AGENTIC__SANDBOX__V1__REGISTRATION_ACK__CONFIG_ENTRY__INIT;
+	Agentic__Sandbox__V1__RegistrationAck__ConfigEntry *config[1] = { &out_ack };
 
 	a.accepted = 1;
 	a.message = "registered";
 	a.heartbeat_interval_seconds = HEARTBEAT_INTERVAL_S;
+	if (sb->agent_output_ack) {
+		out_ack.key = "output-ack";
+		out_ack.value = "1";
+		a.config = config;
+		a.n_config = 1;
+	}
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_REGISTRATION_ACK;
 	m.registration_ack = &a;
 	if (grpc_call_send(call, &m.base) < 0) {
@@ -81,11 +99,119 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 		 sb->uid);
 }
 
+/* ---- output acks ---- */
+
+/* Sends the ack (a resume when one is owed), or notes it owed while the queue is full. */
+static void out_ack_send(struct sandbox *sb)
+{
+	Agentic__Sandbox__V1__OutputAck oa = AGENTIC__SANDBOX__V1__OUTPUT_ACK__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+	int r;
+
+	if (!sb->agent || !sb->agent_output_ack)
+		return;
+	if (sb->out_resume_owed && !sb->out_ack_owed)
+		sb->out_epoch++;
+	oa.stdout = sb->out_next[0];
+	oa.stderr = sb->out_next[1];
+	oa.results = sb->out_results;
+	oa.resume = sb->out_resume_owed;
+	oa.epoch = sb->out_epoch;
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_OUTPUT_ACK;
+	m.output_ack = &oa;
+	r = grpc_call_send(sb->agent, &m.base);
+	if (r == -EAGAIN) {
+		sb->out_ack_owed = true;
+		return;
+	}
+	sb->out_ack_owed = false;
+	if (r < 0) {
+		agent_drop(sb, "cannot send an output ack");
+		return;
+	}
+	sb->out_resume_owed = false;
+	sb->out_acked[0] = sb->out_next[0];
+	sb->out_acked[1] = sb->out_next[1];
+}
+
+/* The init is to send again all it holds, in a new epoch: what arrives stamped with an older
+ * one is dropped unread, since the resend brings it again in order. */
+static void out_resume(struct sandbox *sb)
+{
+	if (!sb->agent_output_ack)
+		return;
+	sb->out_stalled = false;
+	sb->out_resume_owed = true;
+	out_ack_send(sb);
+}
+
+/* A transcript write failed (its error is logged and shown by the API): nothing more is
+ * written until the init sends again, from what the transcript has, OUT_RETRY_MS later. The
+ * workload blocks meanwhile, once the init's buffers are full: no byte is lost. */
+static void out_stall(struct sandbox *sb)
+{
+	sb->out_stalled = true;
+	sb->out_retry_ms = now_ms() + OUT_RETRY_MS;
+}
+
+void agent_tick(int64_t now)
+{
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		struct sandbox *sb = &agenticd->sb[i];
+
+		if (sb->state != SB_FREE && sb->agent && sb->agent_ready && sb->out_stalled &&
+		    now >= sb->out_retry_ms)
+			out_resume(sb);
+	}
+}
+
+static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChunk *o, int s)
+{
+	uint64_t next = sb->out_next[s], end = o->offset + o->data.len, skip;
+	size_t n;
+
+	if (o->epoch != sb->out_epoch || sb->out_stalled || sb->out_resume_owed ||
+	    !o->data.len || end <= next)
+		return;
+	if (o->offset > next) {
+		/* only a run begun while its init ran on (its start lost) lacks the bytes before */
+		log_warn("transcript gap", "name=%s stream=%s bytes=%llu", sb->name,
+			 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next));
+		next = o->offset;
+	}
+	skip = next - o->offset;
+	n = exec_output(sb, o->stream_id, s, o->data.data + skip, o->data.len - skip, true);
+	sb->out_next[s] = next + n;
+	if (n < o->data.len - skip)
+		out_stall(sb);
+	else if (sb->out_next[0] + sb->out_next[1] - sb->out_acked[0] - sb->out_acked[1] >=
+		 OUT_ACK_BYTES)
+		out_ack_send(sb);
+}
+
+static void out_result(struct sandbox *sb, const Agentic__Sandbox__V1__CommandResult *r)
+{
+	if (r->epoch != sb->out_epoch || sb->out_stalled || sb->out_resume_owed ||
+	    r->seq <= sb->out_results)
+		return;
+	if (!exec_result(sb, r->command_id, r->exit_code, r->duration_ms, r->error, r->seq)) {
+		out_stall(sb);
+		return;
+	}
+	sb->out_results = r->seq;
+	out_ack_send(sb);
+}
+
 /* READY: the run goes on or begins (a new one runs the create's cmd), then the create ends. */
 static void agent_now_ready(struct sandbox *sb)
 {
+	bool begun;
+
 	sb->agent_ready = true;
-	if (runlog_ready(sb) && sb->ncmd) {
+	begun = runlog_ready(sb);
+	/* the init sends nothing until it learns what the run's transcript already has */
+	out_resume(sb);
+	if (begun && sb->ncmd) {
 		struct exec_req er = { 0 };
 		const char *a = NULL;
 		int x;
@@ -164,6 +290,7 @@ static void connect_start(struct grpc_call *call)
 	sb->agent_authed = false;
 	sb->agent_registered = false;
 	sb->agent_ready = false;
+	sb->agent_output_ack = sb->out_stalled = sb->out_ack_owed = sb->out_resume_owed = false;
 	sb->agent_seen_ms = wall_ms();
 	grpc_call_set_user(call, sb);
 	/* Right after start the container's pid may not be known yet: the check then waits
@@ -195,10 +322,6 @@ static bool registration_ok(const struct sandbox *sb,
 	       (!reg->agent_id[0] || strcmp(reg->agent_id, sb->name) == 0);
 }
 
-/* stdio's stdout and stderr macros hide AgentMessage's fields of those names; nothing below
- * writes to a stdio stream. */
-#undef stdout
-#undef stderr
 static const Agentic__Sandbox__V1__OutputChunk *
 output_of(const Agentic__Sandbox__V1__AgentMessage *m)
 {
@@ -222,11 +345,17 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			refuse_why(call, RF_REGISTRATION, "the registration names another sandbox or instance");
 			return;
 		}
-		sb->agent_stdin_ack = false;
-		for (size_t i = 0; i < m->registration->n_labels; i++)
-			if (strcmp(m->registration->labels[i]->key, "agentic-stdin-ack") == 0 &&
-			    strcmp(m->registration->labels[i]->value, "1") == 0)
+		sb->agent_stdin_ack = sb->agent_output_ack = false;
+		for (size_t i = 0; i < m->registration->n_labels; i++) {
+			const char *k = m->registration->labels[i]->key;
+
+			if (strcmp(m->registration->labels[i]->value, "1") != 0)
+				continue;
+			if (strcmp(k, "agentic-stdin-ack") == 0)
 				sb->agent_stdin_ack = true;
+			else if (strcmp(k, "agentic-output-ack") == 0)
+				sb->agent_output_ack = true;
+		}
 		if (!sb->agent_authed)
 			pend->reg = true;
 		else if (!sb->agent_registered)
@@ -253,11 +382,14 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDOUT:
 	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR: {
 		const Agentic__Sandbox__V1__OutputChunk *o = output_of(m);
+		int s = m->payload_case == AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR;
 
-		if (sb->agent_authed)
-			exec_output(sb, o->stream_id,
-				    m->payload_case == AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR,
-				    o->data.data, o->data.len);
+		if (!sb->agent_authed)
+			return;
+		if (sb->agent_output_ack)
+			out_chunk(sb, o, s);
+		else
+			exec_output(sb, o->stream_id, s, o->data.data, o->data.len, false);
 		return;
 	}
 	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDIN_ACK:
@@ -265,9 +397,13 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			exec_stdin_ack(sb, m->stdin_ack->command_id, m->stdin_ack->consumed);
 		return;
 	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_COMMAND_RESULT:
-		if (sb->agent_authed)
+		if (!sb->agent_authed)
+			return;
+		if (sb->agent_output_ack)
+			out_result(sb, m->command_result);
+		else
 			exec_result(sb, m->command_result->command_id, m->command_result->exit_code,
-				    m->command_result->duration_ms, m->command_result->error);
+				    m->command_result->duration_ms, m->command_result->error, 0);
 		return;
 	default:
 		return;
@@ -278,8 +414,11 @@ static void connect_writable(struct grpc_call *call)
 {
 	struct sandbox *sb = grpc_call_user(call);
 
-	if (sb && sb->agent == call)
-		exec_agent_writable(sb);
+	if (!sb || sb->agent != call)
+		return;
+	if (sb->out_ack_owed)
+		out_ack_send(sb);
+	exec_agent_writable(sb);
 }
 
 static void connect_half_close(struct grpc_call *call)

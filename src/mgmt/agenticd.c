@@ -376,6 +376,7 @@ static int run_loop(struct daemon *d)
 		if (grpc_server_timeout(d->admin_grpc) == 0)
 			grpc_server_run(d->admin_grpc, 0);
 		provision_tick(now_ms());
+		agent_tick(now_ms());
 		runlog_tick(now_ms());
 		admin_tick(now_ms());
 		if (d->stopping) {

@@ -132,6 +132,20 @@ struct sandbox {
 	bool agent_stdin_ack;         /* the agent acknowledges stdin (registration label) */
 	int agent_status;
 	int64_t agent_seen_ms;
+	/* Output acks (OutputAck, agent.proto), when the agent registered with the label
+	 * agentic-output-ack=1: the init numbers its stdout and stderr bytes and its results from
+	 * the start of its life (= the run), keeps what is not acked, and after each resume sends
+	 * it all again; what the transcript has decides what is written, so every byte lands
+	 * once, in order, across reconnects and agenticd restarts. */
+	bool agent_output_ack;
+	bool out_stalled;             /* a transcript write failed: resume at out_retry_ms */
+	bool out_ack_owed;            /* an ack (or resume) did not fit the send queue */
+	bool out_resume_owed;
+	uint32_t out_epoch;           /* the current resume epoch */
+	uint64_t out_next[2];         /* the init offset of the next stdout, stderr byte wanted */
+	uint64_t out_acked[2];        /* what the last ack said */
+	uint64_t out_results;         /* the seq of the last result written */
+	int64_t out_retry_ms;         /* monotonic */
 	/* the admin connection waiting for this create or remove, or -1 */
 	int32_t waiter;
 	uint32_t waiter_gen;
@@ -376,6 +390,8 @@ void agent_pid_known(struct sandbox *sb);
 const char *agent_refusal_name(int reason);
 /* Ends the sandbox's Connect stream (UNAVAILABLE, why). */
 void agent_drop(struct sandbox *sb, const char *why);
+/* Output acks due: a resume after a failed transcript write, at its retry time. */
+void agent_tick(int64_t now);
 
 /* admin.c: the HTTP API */
 /* Accepts pending connections, checking each peer (SO_PEERCRED, SO_PEERGROUPS). */
@@ -411,8 +427,9 @@ void admin_exec_stdin_taken(int32_t conn);
 
 /* runlog.c: runs/run-<UTC>-<n>/ with stdout.log, stderr.log, commands.log, metrics.json and
  * trace/events.jsonl, 0700/0600 from creation; `current` points at the open run. Every write
- * is a plain write(2) to a local file; a failure (ENOSPC) is logged once per run and kept in
- * run.error, and the daemon goes on. */
+ * is a plain write(2) to a local file; a failure (ENOSPC) is logged once, kept in run.error
+ * until a write succeeds again, and the daemon goes on. A new run sets the sandbox's out_next
+ * and out_results to 0, an adopted one to its file sizes and last result seq. */
 /* The agent is READY: continues the open run when its pid namespace is the run's (a
  * reconnect, or agenticd restarted), else starts a new one. Returns true when a run began. */
 bool runlog_ready(struct sandbox *sb);
@@ -420,9 +437,15 @@ bool runlog_ready(struct sandbox *sb);
 void runlog_stop(struct sandbox *sb, const char *why);
 /* One line in trace/events.jsonl: {"ts":..,"event":event} plus the sandbox's ids. */
 void runlog_event(struct sandbox *sb, const char *event);
-void runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
+/* Appends to stdout.log (stream 0) or stderr.log; returns how much was written (all of it
+ * when no run is open: there is nowhere to write). */
+size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
 void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n);
-void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms);
+/* The command's end line in commands.log (with "seq" when seq > 0: the init's numbering,
+ * which an adopted run reads back), then its event and the metrics; false, and nothing
+ * counted, when the line could not be written. */
+bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
+			uint64_t seq);
 /* Opens the transcript file of a run (NULL: current) for reading: 0, -ENOENT, -EINVAL. */
 int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd);
 /* metrics.json is rewritten from the loop, not inline: a command's start within
@@ -453,10 +476,14 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 size_t exec_stdin(int32_t x, const void *data, size_t len, bool eof);
 /* The client is gone: stdin ends, output goes on to the transcript only. */
 void exec_detach(int32_t x);
-/* From the agent stream. */
-void exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len);
-void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
-		 const char *error);
+/* From the agent stream. Output goes to the transcript, then what of it was written (all of it
+ * when exact is false) to the client; returns how much the transcript took. A result is
+ * written (seq > 0: the init's numbering) and then reported; false when its line could not
+ * be written, and then nothing happened. */
+size_t exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len,
+		   bool exact);
+bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
+		 const char *error, uint64_t seq);
 void exec_stdin_ack(struct sandbox *sb, const char *id, uint64_t consumed);
 /* The agent can take messages again (on_writable, a reconnect). */
 void exec_agent_writable(struct sandbox *sb);

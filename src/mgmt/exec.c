@@ -220,16 +220,18 @@ void exec_detach(int32_t xi)
 	send_stdin(x, false);
 }
 
-void exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len)
+size_t exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len,
+		   bool exact)
 {
 	struct exec *x = by_id(sb, id);
+	size_t n = runlog_output(sb, stream, data, len), give = exact ? n : len;
 
-	runlog_output(sb, stream, data, len);
-	exec_stats.bytes[stream] += len;
-	if (!x || x->conn < 0 || !len)
-		return;
-	if (admin_exec_output(x->conn, stream, data, len) != 0)
+	exec_stats.bytes[stream] += give;
+	if (!x || x->conn < 0 || !give)
+		return n;
+	if (admin_exec_output(x->conn, stream, data, give) != 0)
 		exec_detach((int32_t)(x - execs));
+	return n;
 }
 
 static void observe(int64_t ms)
@@ -244,14 +246,15 @@ static void observe(int64_t ms)
 	exec_stats.latency_count++;
 }
 
-void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
-		 const char *error)
+bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
+		 const char *error, uint64_t seq)
 {
 	struct exec *x = by_id(sb, id);
 
-	runlog_command_end(sb, id, code, duration_ms);
+	if (!runlog_command_end(sb, id, code, duration_ms, seq) && seq)
+		return false;
 	if (!x)
-		return;
+		return true;
 	observe(now_ms() - x->started);
 	/* the client first: the log line is a write agenticd's log may make wait */
 	if (x->conn >= 0)
@@ -260,6 +263,7 @@ void exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
 		 (int)code, (long long)duration_ms);
 	release(x);
+	return true;
 }
 
 void exec_stdin_ack(struct sandbox *sb, const char *id, uint64_t consumed)
@@ -289,7 +293,7 @@ void exec_sandbox_gone(struct sandbox *sb, const char *why)
 
 		if (!x->used || exec_sandbox(x) != sb)
 			continue;
-		runlog_command_end(sb, x->id, -1, now_ms() - x->started);
+		runlog_command_end(sb, x->id, -1, now_ms() - x->started, 0);
 		if (x->conn >= 0)
 			admin_exec_done(x->conn, -1, now_ms() - x->started, why, NULL);
 		release(x);

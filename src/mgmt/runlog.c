@@ -56,24 +56,33 @@ static void write_error(struct sandbox *sb, enum run_file f, int err)
 		  sb->name, sb->instance_id, sb->run.name, file_names[f], strerror(err));
 }
 
-static void put(struct sandbox *sb, enum run_file f, const void *data, size_t len)
+/* Writes what it can; returns how much that was. A failure is logged once until a later
+ * write succeeds again. Without an open run (its failure to open was logged) there is nothing
+ * to write to, and all of it counts as done: nothing would ever take it. */
+static size_t put(struct sandbox *sb, enum run_file f, const void *data, size_t len)
 {
 	const uint8_t *p = data;
+	size_t done = 0;
 
 	if (!sb->run.open || sb->run.fd[f] < 0)
-		return;
-	while (len) {
-		ssize_t n = write(sb->run.fd[f], p, len);
+		return len;
+	while (done < len) {
+		ssize_t n = write(sb->run.fd[f], p + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			write_error(sb, f, n < 0 ? errno : ENOSPC);
-			return;
+			return done;
 		}
-		p += n;
-		len -= (size_t)n;
+		done += (size_t)n;
 	}
+	if (sb->run.error && f != RUN_EVENTS) {
+		log_info("transcript writes resumed", "name=%s run=%s file=%s", sb->name,
+			 sb->run.name, file_names[f]);
+		sb->run.error = 0;
+	}
+	return done;
 }
 
 static void utc(int64_t ms, char *out, size_t size, bool compact)
@@ -104,12 +113,20 @@ static void line_begin(struct json_writer *w, struct buf *b, char *store, size_t
 	json_str_write(w, event);
 }
 
-static void line_end(struct sandbox *sb, enum run_file f, struct json_writer *w, struct buf *b)
+/* true when the whole line was written */
+static bool line_end(struct sandbox *sb, enum run_file f, struct json_writer *w, struct buf *b)
 {
+	size_t n;
+	struct stat st;
+
 	json_obj_end(w);
 	if (json_writer_finish(w) != 0 || buf_append(b, "\n", 1) != 0)
-		return;
-	put(sb, f, b->data, b->len);
+		return false;
+	n = put(sb, f, b->data, b->len);
+	/* half a line would stay in front of the whole one written when it is tried again */
+	if (n && n < b->len && fstat(sb->run.fd[f], &st) == 0 && (uint64_t)st.st_size >= n)
+		(void)ftruncate(sb->run.fd[f], st.st_size - (off_t)n);
+	return n == b->len;
 }
 
 void runlog_event(struct sandbox *sb, const char *event)
@@ -260,6 +277,42 @@ static void close_files(struct sandbox *sb)
 	sb->run.open = false;
 }
 
+/* The seq of the last result commands.log holds (its last "seq" key), read backwards from
+ * the end in blocks; 0 when there is none. Only a key can hold the quoted text "seq": inside
+ * a JSON string its quotes are escaped. */
+static uint64_t last_result_seq(int fd)
+{
+	static const char key[] = "\"seq\":";
+	char blk[65536 + sizeof(key)];
+	struct stat st;
+	off_t end;
+
+	if (fstat(fd, &st) != 0)
+		return 0;
+	for (end = st.st_size; end > 0;) {
+		size_t want = end > 65536 ? 65536 : (size_t)end;
+		/* the block overlaps the next one by the key's length, so a key across the
+		 * boundary is seen */
+		size_t len = want + ((uint64_t)(st.st_size - end) >= sizeof(key) - 1
+				     ? sizeof(key) - 1 : (size_t)(st.st_size - end));
+		ssize_t n = pread(fd, blk, len, end - (off_t)want);
+
+		if (n <= 0)
+			return 0;
+		for (ssize_t i = n - (ssize_t)(sizeof(key) - 1); i >= 0; i--)
+			if (memcmp(blk + i, key, sizeof(key) - 1) == 0) {
+				uint64_t v = 0;
+
+				for (ssize_t k = i + (ssize_t)sizeof(key) - 1;
+				     k < n && blk[k] >= '0' && blk[k] <= '9'; k++)
+					v = v * 10 + (uint64_t)(blk[k] - '0');
+				return v;
+			}
+		end -= (off_t)want;
+	}
+	return 0;
+}
+
 /* The current run of this instance, when its first event names key: agenticd restarted while
  * the init ran on. The counters come back from metrics.json and the file sizes. */
 static bool adopt(struct sandbox *sb, int ifd, const char *key)
@@ -306,6 +359,14 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 	for (int s = 0; s < 2; s++)
 		if (fstat(sb->run.fd[s], &st) == 0)
 			sb->run.bytes[s] = (uint64_t)st.st_size;
+	/* the init numbers its output from the start of its life, which is this run's */
+	sb->out_next[0] = sb->run.bytes[0];
+	sb->out_next[1] = sb->run.bytes[1];
+	int cf = openat(fd, "commands.log", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	sb->out_results = cf < 0 ? 0 : last_result_seq(cf);
+	if (cf >= 0)
+		close(cf);
 	int mf = openat(fd, "metrics.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (mf >= 0) {
@@ -347,6 +408,7 @@ static int make_run(struct sandbox *sb, int ifd, const char *key)
 	sb->run.dirfd = -1;
 	for (int f = 0; f < RUN_FILES; f++)
 		sb->run.fd[f] = -1;
+	sb->out_next[0] = sb->out_next[1] = sb->out_results = 0;
 	if (mkdirat(ifd, "runs", 0700) != 0 && errno != EEXIST)
 		return -errno;
 	utc(now, stamp, sizeof(stamp), true);
@@ -432,12 +494,15 @@ void runlog_stop(struct sandbox *sb, const char *why)
 	close_files(sb);
 }
 
-void runlog_output(struct sandbox *sb, int stream, const void *data, size_t len)
+size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len)
 {
+	size_t n;
+
 	if (stream < 0 || stream > 1)
-		return;
-	sb->run.bytes[stream] += len;
-	put(sb, stream == 0 ? RUN_STDOUT : RUN_STDERR, data, len);
+		return 0;
+	n = put(sb, stream == 0 ? RUN_STDOUT : RUN_STDERR, data, len);
+	sb->run.bytes[stream] += n;
+	return n;
 }
 
 void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n)
@@ -464,13 +529,28 @@ void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 	metrics_stale(sb, RUN_METRICS_DELAY_MS);
 }
 
-void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms)
+bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
+			uint64_t seq)
 {
 	char store[512];
 	struct buf b;
 	struct json_writer w;
 	uint32_t i;
 
+	line_begin(&w, &b, store, sizeof(store), "end");
+	json_key(&w, "id");
+	json_str_write(&w, id);
+	json_key(&w, "exit_code");
+	json_int_write(&w, code);
+	json_key(&w, "duration_ms");
+	json_int_write(&w, duration_ms);
+	if (seq) {
+		json_key(&w, "seq");
+		json_int_write(&w, (int64_t)seq);
+	}
+	/* the line is what a resent result is checked against: nothing counts without it */
+	if (!line_end(sb, RUN_COMMANDS, &w, &b))
+		return false;
 	if (sb->run.running)
 		sb->run.running--;
 	for (i = 0; i < sb->run.ncodes && sb->run.codes[i] != code; i++)
@@ -482,14 +562,6 @@ void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 		}
 		sb->run.code_count[i]++;
 	}
-	line_begin(&w, &b, store, sizeof(store), "end");
-	json_key(&w, "id");
-	json_str_write(&w, id);
-	json_key(&w, "exit_code");
-	json_int_write(&w, code);
-	json_key(&w, "duration_ms");
-	json_int_write(&w, duration_ms);
-	line_end(sb, RUN_COMMANDS, &w, &b);
 	line_begin(&w, &b, store, sizeof(store), "command_end");
 	json_key(&w, "id");
 	json_str_write(&w, id);
@@ -497,6 +569,7 @@ void runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	json_int_write(&w, code);
 	line_end(sb, RUN_EVENTS, &w, &b);
 	metrics_stale(sb, 0);
+	return true;
 }
 
 int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd)

@@ -232,6 +232,17 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	time_write(w, "agent_seen_at", sb->agent_seen_ms);
 	time_write(w, "created_at", sb->created_ms);
 	time_write(w, "ready_at", sb->ready_ms);
+	/* the run's transcript, and why it is not being written (a full disk): its output waits */
+	json_key(w, "run");
+	if (sb->run.open)
+		json_str_write(w, sb->run.name);
+	else
+		json_null_write(w);
+	json_key(w, "transcript_error");
+	if (sb->run.error)
+		json_str_write(w, strerror(-sb->run.error));
+	else
+		json_null_write(w);
 	json_key(w, "workspace");
 	if (share_instance_dir(cfg, sb->instance_id, path, sizeof(path)) == 0 &&
 	    strlen(path) + 11 < sizeof(path)) {
