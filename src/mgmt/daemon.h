@@ -476,6 +476,9 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 size_t exec_stdin(int32_t x, const void *data, size_t len, bool eof);
 /* The client is gone: stdin ends, output goes on to the transcript only. */
 void exec_detach(int32_t x);
+/* The session table's size and slots (static; in the memory budget). */
+size_t exec_table_bytes(void);
+uint32_t exec_table_slots(void);
 /* From the agent stream. Output goes to the transcript, then what of it was written (all of it
  * when exact is false) to the client; returns how much the transcript took. A result is
  * written (seq > 0: the init's numbering) and then reported; false when its line could not

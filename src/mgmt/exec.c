@@ -50,6 +50,16 @@ static struct sandbox *exec_sandbox(const struct exec *x)
 	return sb->state != SB_FREE && sb->gen == x->sb_gen ? sb : NULL;
 }
 
+size_t exec_table_bytes(void)
+{
+	return sizeof(execs);
+}
+
+uint32_t exec_table_slots(void)
+{
+	return LIMIT_EXECS;
+}
+
 static struct exec *by_id(const struct sandbox *sb, const char *id)
 {
 	char *end;
