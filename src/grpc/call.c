@@ -871,6 +871,20 @@ static void conn_arm(struct grpc_conn *c)
 		c->events = want;
 }
 
+void grpc_call_flush(struct grpc_call *call)
+{
+	struct grpc_conn *c = call->conn;
+	struct buf *out = h2_conn_out(&c->h2);
+	ssize_t w;
+
+	if (c->fd < 0 || !out->len)
+		return;
+	w = send(c->fd, out->data, out->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (w > 0)
+		h2_conn_sent(&c->h2, (size_t)w);
+	conn_arm(c);
+}
+
 int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 {
 	int lost = c->h2.role == H2_SERVER ? GRPC_CANCELLED : GRPC_UNAVAILABLE;

@@ -121,6 +121,11 @@ struct grpc_method {
  * full (on_writable follows when it drains); ERR_LIMIT: over max_message_bytes or no message buffer free (fail the call
  * with RESOURCE_EXHAUSTED); ERR_STATE: this side has finished. */
 int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg);
+/* Writes what the call's connection holds now, as much as the socket takes without waiting,
+ * instead of at the event loop's next turn: for a message whose latency matters (a command
+ * to start) when the caller has slower work to do before it returns to the loop. Runs no
+ * callback; the rest, and any error, is the loop's as always. */
+void grpc_call_flush(struct grpc_call *call);
 /* Server: ends the call: trailers (or a trailers-only response when nothing was sent) with
  * status, message (percent-encoded on the wire; may be NULL) and md, after queued messages.
  * Client: status must be GRPC_OK and sends END_STREAM (half-close); any other status cancels

@@ -67,7 +67,8 @@ struct init_cmds {
 	const char **base_env;    /* environ without AGENT_*, HOME, USER, LOGNAME */
 	size_t nbase;
 	char home[LIMIT_PATH_BYTES], user[64];
-	uint8_t *scratch;         /* argv, envp and env strings of the command being started */
+	uint8_t *scratch;         /* the exec area: what the supervisor of the command being
+				   * started reads (argv, envp, their strings, cwd) */
 };
 
 /* ---- storage ---- */
@@ -83,7 +84,7 @@ size_t init_cmds_storage_bytes(void)
 	/* 128: the arena may pad the first pieces to their alignment */
 	return 128 + align64(sizeof(struct init_cmds)) +
 	       LIMIT_INIT_COMMANDS * align64(LIMIT_INIT_OUTPUT_BYTES + LIMIT_INIT_STDIN_BYTES) +
-	       LIMIT_INIT_EXEC_BYTES + LIMIT_INIT_ENV_VARS * sizeof(char *);
+	       LIMIT_INIT_ENV_VARS * sizeof(char *);
 }
 
 static int env_key_is(const char *entry, const char *key)
@@ -156,7 +157,7 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 			 LIMIT_INIT_STDIN_BYTES);
 	}
 	c->base_env = arena_alloc(&carve, LIMIT_INIT_ENV_VARS * sizeof(char *), 8);
-	c->scratch = arena_alloc(&carve, LIMIT_INIT_EXEC_BYTES, 64);
+	c->scratch = cfg->exec_area;
 	for (char **e = cfg->environ; *e; e++) {
 		if (init_env_is_private(*e) || env_key_is(*e, "HOME") || env_key_is(*e, "USER") ||
 		    env_key_is(*e, "LOGNAME"))
@@ -322,11 +323,13 @@ static int env_valid_key(const char *k)
 	return *k && !strchr(k, '=');
 }
 
-/* Builds argv and envp for req in the scratch arena: the container's environment without
- * AGENT_*, then HOME, USER, LOGNAME of the workload user, then the request's env, each later
- * one replacing an earlier one of the same name. NULL with *why on refusal. */
+/* Builds what the supervisor needs from req in the exec area (argv, envp, PATH, cwd), every
+ * string copied there, since the request itself lives in storage the fork wipes: the
+ * container's environment without AGENT_*, then HOME, USER, LOGNAME of the workload user,
+ * then the request's env, each later one replacing an earlier one of the same name. 0, or
+ * an error with *why on refusal. */
 static int build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req,
-		      char ***argv_out, char ***envp_out, const char **path_out, const char **why)
+		      struct init_spawn *sp, const char **why)
 {
 	struct arena a;
 	char **argv, **envp;
@@ -340,10 +343,13 @@ static int build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRe
 	envp = arena_alloc(&a, (nmax + 1) * sizeof(char *), 8);
 	if (!argv || !envp)
 		return ERR_LIMIT;
-	argv[0] = req->command;
-	for (size_t i = 0; i < req->n_args; i++)
-		argv[i + 1] = req->args[i];
+	for (size_t i = 0; i <= req->n_args; i++)
+		if (!(argv[i] = scratch_cat(&a, i ? req->args[i - 1] : req->command, "", "")))
+			return ERR_LIMIT;
 	argv[req->n_args + 1] = NULL;
+	sp->cwd = req->working_dir[0] ? scratch_cat(&a, req->working_dir, "", "") : INIT_WORKSPACE;
+	if (!sp->cwd)
+		return ERR_LIMIT;
 	for (size_t i = 0; i < req->n_env; i++) {
 		*why = "env names must be non-empty and free of '='";
 		if (!env_valid_key(req->env[i]->key))
@@ -381,13 +387,13 @@ static int build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRe
 		if (!envp[ne++])
 			return ERR_LIMIT;
 	}
-	*path_out = DEFAULT_PATH;
+	sp->path = DEFAULT_PATH;
 	for (size_t i = 0; i < ne; i++)
 		if (env_key_is(envp[i], "PATH"))
-			*path_out = envp[i] + 5;
+			sp->path = envp[i] + 5;
 	envp[ne] = NULL;
-	*argv_out = argv;
-	*envp_out = envp;
+	sp->argv = argv;
+	sp->envp = envp;
 	return 0;
 }
 
@@ -408,8 +414,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	int p[INIT_FD_COUNT][2], made = 0, r;
 	struct init_cmd *k = NULL;
 	struct init_spawn sp;
-	char **argv, **envp;
-	const char *why, *path;
+	const char *why;
 	pid_t pid;
 
 	if (c->kill_at) {
@@ -443,7 +448,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 		refuse(c, req->command_id, "too many commands running in this sandbox");
 		return;
 	}
-	r = build_exec(c, req, &argv, &envp, &path, &why);
+	r = build_exec(c, req, &sp, &why);
 	if (r) {
 		refuse(c, req->command_id, why);
 		return;
@@ -465,10 +470,8 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	sp.fd[INIT_FD_CTL] = p[INIT_FD_CTL][1];
 	sp.uid = c->cfg.workload_uid;
 	sp.gid = c->cfg.workload_gid;
-	sp.argv = argv;
-	sp.envp = envp;
-	sp.path = path;
-	sp.cwd = req->working_dir[0] ? req->working_dir : INIT_WORKSPACE;
+	/* the supervisor gets no copy of the storage (MADV_WIPEONFORK, init.c): sp and the exec
+	 * area are all it reads */
 	pid = fork();
 	if (pid == 0)
 		init_spawn_supervise(&sp);
@@ -498,8 +501,6 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 						  : INT64_MAX;
 	watch(c, k, INIT_FD_CTL, 1);
 	pipes_update(c, k);
-	log_info("command started", "slot=%d supervisor=%d args=%zu env=%zu timeout_s=%d",
-		 (int)(k - c->cmd), (int)pid, req->n_args, req->n_env, (int)req->timeout_seconds);
 }
 
 void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk *in)
@@ -807,10 +808,18 @@ void init_cmds_consume(struct init_cmds *c)
 	c->cursor = (unsigned)(c->peek_slot + 1) % LIMIT_INIT_COMMANDS;
 	if (c->peek_result) {
 		int code = WIFEXITED(k->sup_status) ? WEXITSTATUS(k->sup_status) : -1;
+		char q[256];
 
-		log_info("command finished", "slot=%d exit=%d duration_ms=%lld timed_out=%d",
-			 c->peek_slot, code, (long long)(k->reaped_ms - k->started_ms),
-			 k->timed_out);
+		/* A command that ran and exited is in agenticd's log and the transcript; one that
+		 * could not start, timed out or was killed is told here as well. Not each one:
+		 * every line of this log wakes the engine's log pipeline (containerd-shim, then
+		 * dockerd writing its log file), which competed with the command for the CPU
+		 * inside the exec round trip. */
+		if (k->error[0])
+			log_warn("command failed", "slot=%d supervisor=%d exit=%d duration_ms=%lld "
+				 "timed_out=%d error=%s", c->peek_slot, (int)k->sup, code,
+				 (long long)(k->reaped_ms - k->started_ms), k->timed_out,
+				 log_quote(q, sizeof(q), k->error));
 		for (int i = 0; i < INIT_FD_COUNT; i++)
 			fd_close(c, k, i);
 		k->used = 0;

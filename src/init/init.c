@@ -182,7 +182,7 @@ int init_main(int argc, char **argv)
 	const char *step;
 	sigset_t mask;
 	size_t agent_bytes, bytes;
-	void *storage;
+	void *storage, *exec_area;
 	int sfd, epfd, r;
 
 	if (argc > 1) {
@@ -217,8 +217,16 @@ int init_main(int argc, char **argv)
 	}
 	storage = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (storage == MAP_FAILED)
+	exec_area = mmap(NULL, LIMIT_INIT_EXEC_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (storage == MAP_FAILED || exec_area == MAP_FAILED)
 		return fail("cannot map the memory budget", "mmap", -errno);
+	/* Each command's supervisor is a fork of this process and needs none of the storage
+	 * (the exec area holds what it reads): without this, every fork copied the page tables
+	 * of these megabytes, and every page the init then wrote took a copy-on-write fault
+	 * while a supervisor lived. */
+	if (madvise(storage, bytes, MADV_WIPEONFORK) != 0)
+		return fail("cannot map the memory budget", "madvise(MADV_WIPEONFORK)", -errno);
 	r = priv_drop_to_control(env.control_uid, &step);
 	if (r)
 		return fail("cannot take the control identity", step, r);
@@ -233,7 +241,7 @@ int init_main(int argc, char **argv)
 	if (epfd < 0)
 		return fail("cannot set up the event loop", "epoll_create1", -errno);
 	ccfg = (struct init_cmds_config){ epfd, env.workload_uid, env.workload_gid,
-					  env.control_uid, environ };
+					  env.control_uid, environ, exec_area };
 	r = init_cmds_setup(&ccfg, (uint8_t *)storage + agent_bytes, bytes - agent_bytes, &cmds,
 			    &step);
 	if (r)
@@ -242,6 +250,7 @@ int init_main(int argc, char **argv)
 	if (r)
 		return fail("cannot set up the agent channel", "grpc_client_init", r);
 	alloc_seal();
-	log_info("setup complete", "pid=%d budget_bytes=%zu", (int)getpid(), bytes);
+	log_info("setup complete", "pid=%d budget_bytes=%zu", (int)getpid(),
+		 bytes + LIMIT_INIT_EXEC_BYTES);
 	return serve(epfd, sfd, &agent, cmds);
 }

@@ -163,10 +163,11 @@ struct init_ctl {
 enum { INIT_STAGE_DROP = 1, INIT_STAGE_SUBREAPER, INIT_STAGE_FDS, INIT_STAGE_FORK,
        INIT_STAGE_CHDIR, INIT_STAGE_EXEC };
 
-/* In the child of the init's fork(): takes the workload identity (priv_drop_to_workload),
- * becomes a subreaper, moves the spawn's fds to 0..3 and closes every other, forks the
- * command (signals unblocked, SIGPIPE default, its own process group, cwd, execve with a PATH
- * search) and reports its pid. It then reaps everything of the command's tree that comes to
+/* In the child of the init's fork(), which reads nothing of the init's but sp, the stack and
+ * the exec area: takes the workload identity (priv_drop_to_workload), becomes a subreaper,
+ * moves the spawn's fds to 0..3 and closes every other, starts the command (a CLONE_VM |
+ * CLONE_VFORK child: signals unblocked, SIGPIPE default, its own process group, cwd, execve
+ * with a PATH search) and reports its pid once it has exec'd. It then reaps everything of the command's tree that comes to
  * it; once the main process has ended, or on SIGTERM, it SIGKILLs its remaining children
  * until none is left, and exits with the main process's code (128+signal when killed). A
  * failed step is reported as INIT_CTL_FAIL and exits 126 (127: the command was not found). */
@@ -185,10 +186,15 @@ struct init_cmds_config {
 	int epfd;                 /* the event loop: command fds are added with their tags */
 	uint32_t workload_uid, workload_gid, control_uid;
 	char **environ;           /* the container's environment (must outlive the table) */
+	/* LIMIT_INIT_EXEC_BYTES, apart from the table's storage: everything a supervisor reads
+	 * after the fork (argv, envp and their strings, the working directory) is built here,
+	 * so the storage may be MADV_WIPEONFORK and the fork copies none of it */
+	uint8_t *exec_area;
 };
 
 struct init_cmds;
 
+/* The table's storage, without the exec area. */
 size_t init_cmds_storage_bytes(void);
 /* Sets up the table over storage, filters the environment and looks up the workload user.
  * 0, or ERR_LIMIT with the reason in *why. */

@@ -2,6 +2,7 @@
  * calls only (async-signal-safe), no allocation, no stdio, no logging. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -15,6 +16,9 @@
 #include "init/priv.h"
 
 #define KILL_POLL_NS 50000000L    /* the supervisor's rescan period while killing */
+/* The command's own stack from its clone to its execve: command_exec's frame (a PATH buffer
+ * of LIMIT_PATH_BYTES) and the libc calls it makes, with room to spare. */
+#define COMMAND_STACK_BYTES (LIMIT_PATH_BYTES + 28672)
 
 size_t init_dec(uint32_t v, char *out)
 {
@@ -113,6 +117,11 @@ static _Noreturn void command_exec(const struct init_spawn *sp)
 	_exit(err == ENOENT ? 127 : 126);
 }
 
+static int command_main(void *sp)
+{
+	command_exec(sp);
+}
+
 /* Moves fd to a number >= 10, so the moves to 0..3 cannot clobber one another. */
 static int lift(int fd)
 {
@@ -125,6 +134,7 @@ _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 	int hi[INIT_FD_COUNT], main_status = 0, main_done = 0, killing = 0;
 	pid_t self = getpid(), pid;
 	sigset_t wait_set;
+	_Alignas(16) char stack[COMMAND_STACK_BYTES];
 
 	if (priv_drop_to_workload(sp->uid, sp->gid) != 0) {
 		ctl_send(sp->fd[INIT_FD_CTL], INIT_CTL_FAIL, INIT_STAGE_DROP, errno);
@@ -152,13 +162,22 @@ _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 		for (int fd = 4; fd < 4096; fd++)
 			close(fd);
 	fcntl(3, F_SETFD, FD_CLOEXEC);
-	pid = fork();
+	/* The command starts the way posix_spawn starts one: a child sharing this process's
+	 * memory (CLONE_VM) on a stack of its own, while this process waits (CLONE_VFORK) until
+	 * it has called execve or _exit. No page table is copied and none torn down at the exec,
+	 * which a fork() here cost on every command. It is sound because this process already
+	 * is the workload identity and waits, and the child only makes raw system calls, writing
+	 * nothing but its own stack and errno. When this returns the command has exec'd (or
+	 * failed and said so on the ctl pipe), so the pid below names a process group that
+	 * already exists. The price: while the child's execve itself blocks (a binary on a hung
+	 * network mount), this process cannot take a SIGTERM, so a timeout acts once the exec
+	 * returns. */
+	pid = clone(command_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
+		    (void *)sp);
 	if (pid < 0) {
 		ctl_send(3, INIT_CTL_FAIL, INIT_STAGE_FORK, errno);
 		_exit(126);
 	}
-	if (pid == 0)
-		command_exec(sp);
 	ctl_send(3, INIT_CTL_PID, pid, 0);
 	for (int i = 0; i < INIT_FD_COUNT; i++)
 		close(i);

@@ -285,10 +285,12 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 
 static void arm_timer(struct daemon *d)
 {
-	int64_t next = provision_next_deadline(), now = now_ms();
+	int64_t next = provision_next_deadline(), now = now_ms(), rl = runlog_next_deadline();
 	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
 
+	if (rl < next)
+		next = rl;
 	if (g >= 0 && now + g < next)
 		next = now + g;
 	if (ag >= 0 && now + ag < next)
@@ -377,13 +379,17 @@ static int run_loop(struct daemon *d)
 			grpc_server_run(d->admin_grpc, 0);
 		provision_tick(now_ms());
 		agent_tick(now_ms());
+		runlog_tick(now_ms());
 		admin_tick(now_ms());
 		if (d->stopping) {
 			if (!stop_started)
 				stop_started = now_ms();
 			/* answers to the clients of rolled-back creates get a moment to leave */
-			if (!provision_busy() && (!admin_waiting(d) || now_ms() - stop_started > 5000))
+			if (!provision_busy() && (!admin_waiting(d) || now_ms() - stop_started > 5000)) {
+				/* the runs go on without us: their metrics as they are now */
+				runlog_tick(INT64_MAX);
 				return 0;
+			}
 		}
 	}
 }

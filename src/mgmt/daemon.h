@@ -93,6 +93,8 @@ struct run {
 	uint32_t code_count[RUN_CODES];
 	uint32_t ncodes;
 	int error;                    /* the first write error (-errno), or 0 */
+	int64_t metrics_due;          /* monotonic ms: metrics.json is stale and is written
+				       * then (runlog_tick); 0 when it is up to date */
 };
 
 struct sandbox {
@@ -449,6 +451,12 @@ bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 			uint64_t seq);
 /* Opens the transcript file of a run (NULL: current) for reading: 0, -ENOENT, -EINVAL. */
 int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd);
+/* metrics.json is rewritten from the loop, not inline: a command's start within
+ * RUN_METRICS_DELAY_MS, its end at the end of the loop's turn (after the exit status went to
+ * the client), a run's stop at once. runlog_tick writes those due at now;
+ * runlog_next_deadline says when the next one is due (monotonic ms), or INT64_MAX. */
+void runlog_tick(int64_t now);
+int64_t runlog_next_deadline(void);
 
 /* exec.c: one engine for NDJSON, the upgraded stream and gRPC Exec. */
 #define EXEC_NDJSON 1

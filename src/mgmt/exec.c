@@ -178,6 +178,9 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	r = grpc_call_send(sb->agent, &m.base);
 	if (r != 0)
 		return r == -EAGAIN ? -EAGAIN : ERR_LIMIT;
+	/* the command goes to the init before its start is written down, so the init starts
+	 * it while the transcript and the log are written */
+	grpc_call_flush(sb->agent);
 	x->used = true;
 	x->started = now_ms();
 	sb->exec_running++;
@@ -263,11 +266,12 @@ bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 	if (!x)
 		return true;
 	observe(now_ms() - x->started);
-	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
-		 (int)code, (long long)duration_ms);
+	/* the client first: the log line is a write agenticd's log may make wait */
 	if (x->conn >= 0)
 		admin_exec_done(x->conn, code, duration_ms, error,
 				sb->run.error ? strerror(-sb->run.error) : NULL);
+	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
+		 (int)code, (long long)duration_ms);
 	release(x);
 	return true;
 }

@@ -134,7 +134,8 @@ static void server_down(struct rig *r)
 static void rig_up(struct rig *r)
 {
 	static char *no_env[] = { NULL };
-	struct init_cmds_config ccfg = { -1, 10001, 10001, 200123, no_env };
+	static uint8_t exec_area[LIMIT_INIT_EXEC_BYTES];
+	struct init_cmds_config ccfg = { -1, 10001, 10001, 200123, no_env, exec_area };
 	const char *why;
 	size_t n;
 
