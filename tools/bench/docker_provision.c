@@ -1,7 +1,8 @@
 /* docker_provision.c: the provision path (network create, container create, start, remove,
  * network remove) through our client against the same five steps as docker CLI commands,
  * with the same hardened settings, step by step back to back, median of BENCH_RUNS runs
- * (default 15).
+ * (default 31: the engine's own time per step varies by tens of ms, and the CLI's fixed cost
+ * per command, what the ratio measures, is about 17 ms of each step).
  * Run by tools/bench/bench_docker, which passes BENCH_LABEL and cleans up by it. */
 #include <errno.h>
 #include <inttypes.h>
@@ -195,7 +196,7 @@ int main(void)
 	double col[MAX_RUNS], ta[MAX_RUNS], tc[MAX_RUNS];
 	const char *label = getenv("BENCH_LABEL");
 	const char *runs_env = getenv("BENCH_RUNS");
-	int runs = runs_env ? atoi(runs_env) : 15;
+	int runs = runs_env ? atoi(runs_env) : 31;
 	struct docker_client dc;
 	struct docker_client_config cfg = { 0 };
 	struct docker_error e;
