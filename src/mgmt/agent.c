@@ -174,9 +174,12 @@ static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChun
 	    !o->data.len || end <= next)
 		return;
 	if (o->offset > next) {
-		/* only a run begun while its init ran on (its start lost) lacks the bytes before */
-		log_warn("transcript gap", "name=%s stream=%s bytes=%llu", sb->name,
-			 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next));
+		/* only a run begun while its init ran on (its start lost) lacks the bytes before;
+		 * logged once per stream connection, so an init cannot flood the log with them */
+		if (!sb->out_gap_logged)
+			log_warn("transcript gap", "name=%s stream=%s bytes=%llu", sb->name,
+				 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next));
+		sb->out_gap_logged = true;
 		next = o->offset;
 	}
 	skip = next - o->offset;
@@ -291,6 +294,7 @@ static void connect_start(struct grpc_call *call)
 	sb->agent_registered = false;
 	sb->agent_ready = false;
 	sb->agent_output_ack = sb->out_stalled = sb->out_ack_owed = sb->out_resume_owed = false;
+	sb->out_gap_logged = false;
 	sb->agent_seen_ms = wall_ms();
 	grpc_call_set_user(call, sb);
 	/* Right after start the container's pid may not be known yet: the check then waits

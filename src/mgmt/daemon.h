@@ -141,6 +141,7 @@ struct sandbox {
 	bool out_stalled;             /* a transcript write failed: resume at out_retry_ms */
 	bool out_ack_owed;            /* an ack (or resume) did not fit the send queue */
 	bool out_resume_owed;
+	bool out_gap_logged;          /* a gap in the init's offsets was logged on this stream */
 	uint32_t out_epoch;           /* the current resume epoch */
 	uint64_t out_next[2];         /* the init offset of the next stdout, stderr byte wanted */
 	uint64_t out_acked[2];        /* what the last ack said */
