@@ -68,6 +68,7 @@ ad_cleanup() {
 		10.$POOL_OCTET.*) docker network rm "$n" >/dev/null 2>&1 ;;
 		esac
 	done
+	"$AGENTIC_TOP/tools/remove-daemon-networks" "$LOG"
 	for n in ${EXTRA_NETWORKS:-}; do docker network rm "$n" >/dev/null 2>&1; done
 	for n in ${EXTRA_CONTAINERS:-}; do docker rm -f "$n" >/dev/null 2>&1; done
 	mkdir -p "$AGENTIC_TOP/build/test-logs"
