@@ -46,13 +46,13 @@ struct init_cmd {
 	int32_t timeout_s;
 	int fail_stage, fail_errno;
 	int64_t started_ms, deadline_ms, reaped_ms;
-	char error[192];
+	char error[INIT_ERROR_BYTES];
 	struct buf out, in;
 };
 
 struct refusal {
 	char id[LIMIT_INIT_COMMAND_ID + 1];
-	char error[192];
+	char error[INIT_ERROR_BYTES];
 };
 
 struct init_cmds {
@@ -69,6 +69,7 @@ struct init_cmds {
 	char home[LIMIT_PATH_BYTES], user[64];
 	uint8_t *scratch;         /* the exec area: what the supervisor of the command being
 				   * started reads (argv, envp, their strings, cwd) */
+	size_t scratch_used;      /* how much of it the last build_exec wrote */
 };
 
 /* ---- storage ---- */
@@ -394,6 +395,7 @@ static int build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRe
 	envp[ne] = NULL;
 	sp->argv = argv;
 	sp->envp = envp;
+	c->scratch_used = a.used;
 	return 0;
 }
 
@@ -450,6 +452,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	}
 	r = build_exec(c, req, &sp, &why);
 	if (r) {
+		memset(c->scratch, 0, LIMIT_INIT_EXEC_BYTES); /* what it wrote before it gave up */
 		refuse(c, req->command_id, why);
 		return;
 	}
@@ -461,6 +464,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 			close(p[i][0]);
 			close(p[i][1]);
 		}
+		memset(c->scratch, 0, c->scratch_used);
 		refuse(c, req->command_id, "cannot create the command's pipes");
 		return;
 	}
@@ -475,6 +479,8 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	pid = fork();
 	if (pid == 0)
 		init_spawn_supervise(&sp);
+	/* the supervisor has its copy: wiped here, a request's env reaches no later one */
+	memset(c->scratch, 0, c->scratch_used);
 	slot_reset(k);
 	k->fd[INIT_FD_IN] = p[INIT_FD_IN][1];
 	k->fd[INIT_FD_OUT] = p[INIT_FD_OUT][0];

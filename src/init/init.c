@@ -226,7 +226,8 @@ int init_main(int argc, char **argv)
 	 * of these megabytes, and every page the init then wrote took a copy-on-write fault
 	 * while a supervisor lived. */
 	if (madvise(storage, bytes, MADV_WIPEONFORK) != 0)
-		return fail("cannot map the memory budget", "madvise(MADV_WIPEONFORK)", -errno);
+		return fail("cannot keep the init's memory from its supervisors (Linux 4.14 or "
+			    "later is needed)", "madvise(MADV_WIPEONFORK)", -errno);
 	r = priv_drop_to_control(env.control_uid, &step);
 	if (r)
 		return fail("cannot take the control identity", step, r);

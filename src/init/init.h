@@ -167,8 +167,8 @@ enum { INIT_STAGE_DROP = 1, INIT_STAGE_SUBREAPER, INIT_STAGE_FDS, INIT_STAGE_FOR
  * the exec area: takes the workload identity (priv_drop_to_workload), becomes a subreaper,
  * moves the spawn's fds to 0..3 and closes every other, starts the command (a CLONE_VM |
  * CLONE_VFORK child: signals unblocked, SIGPIPE default, its own process group, cwd, execve
- * with a PATH search) and reports its pid once it has exec'd. It then reaps everything of the command's tree that comes to
- * it; once the main process has ended, or on SIGTERM, it SIGKILLs its remaining children
+ * with a PATH search) and reports its pid once it has exec'd. It then reaps everything of the
+ * command's tree that comes to it; once the main process has ended, or on SIGTERM, it SIGKILLs its remaining children
  * until none is left, and exits with the main process's code (128+signal when killed). A
  * failed step is reported as INIT_CTL_FAIL and exits 126 (127: the command was not found). */
 _Noreturn void init_spawn_supervise(const struct init_spawn *sp);
@@ -268,6 +268,5 @@ void init_replay_rewind(struct init_replay *r);
  * init_replay_sent marks it sent. */
 int init_replay_next(struct init_replay *r, struct init_out *o, uint64_t *off);
 void init_replay_sent(struct init_replay *r);
-int init_replay_pending(const struct init_replay *r);
 
 #endif

@@ -176,8 +176,3 @@ void init_replay_sent(struct init_replay *r)
 {
 	r->send += size_of(at(r, r->send));
 }
-
-int init_replay_pending(const struct init_replay *r)
-{
-	return skip_pads(r, r->send) < r->tail;
-}

@@ -53,6 +53,7 @@ static const char *reason(int status)
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";
+	case 507: return "Insufficient Storage";
 	default: return "Error";
 	}
 }
@@ -1105,6 +1106,14 @@ static void route_exec(struct admin_conn *c, struct sandbox *sb)
 	}
 	c->upgraded = up && strcasecmp(up, "tcp") == 0 && conn && strcasestr(conn, "upgrade");
 	x = exec_begin(sb, &er, (int32_t)(c - agenticd->conns), c->upgraded ? EXEC_RAW : EXEC_NDJSON);
+	if (exec_transcript_error(x)) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "the sandbox's transcript cannot be written (%s); no "
+			 "command was started", strerror(-x));
+		respond_error(c, 507, "transcript_unwritable", why);
+		return;
+	}
 	if (x < 0) {
 		respond_error(c, x == ERR_LIMIT || x == -EAGAIN ? 503 : 409,
 			      x == ERR_STATE ? "not_ready" : "busy",
@@ -1585,6 +1594,14 @@ static void grpc_exec_message(struct grpc_call *call, const ProtobufCMessage *ms
 		return;
 	}
 	x = exec_begin(sb, &er, (int32_t)(c - agenticd->conns), EXEC_GRPC);
+	if (exec_transcript_error(x)) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "the sandbox's transcript cannot be written (%s); no "
+			 "command was started", strerror(-x));
+		grpc_call_finish(call, GRPC_UNAVAILABLE, why, NULL, 0);
+		return;
+	}
 	if (x < 0) {
 		grpc_call_finish(call, x == ERR_STATE ? GRPC_FAILED_PRECONDITION
 						      : GRPC_RESOURCE_EXHAUSTED,

@@ -15,8 +15,14 @@
 #undef stderr
 
 #define HEARTBEAT_INTERVAL_S 5
-/* Output acks: one at least every this many bytes written, and one per result. */
+/* Output acks: one at least every OUT_ACK_BYTES of the init's replay ring, and one per
+ * result. A chunk takes its data plus at most OUT_RECORD_BYTES there (replay.c: a 32-byte
+ * header, a command id of up to 128 bytes, 32-byte alignment), so even a stream of 1-byte
+ * writes is acked long before the ring (LIMIT_INIT_REPLAY_BYTES) fills. */
 #define OUT_ACK_BYTES (128u * 1024u)
+#define OUT_RECORD_BYTES 192u
+_Static_assert(OUT_ACK_BYTES * 4 <= LIMIT_INIT_REPLAY_BYTES,
+	       "acks come well before the ring fills");
 /* After a failed transcript write, the init is asked to send again this much later. */
 #define OUT_RETRY_MS 1000
 
@@ -110,8 +116,6 @@ static void out_ack_send(struct sandbox *sb)
 
 	if (!sb->agent || !sb->agent_output_ack)
 		return;
-	if (sb->out_resume_owed && !sb->out_ack_owed)
-		sb->out_epoch++;
 	oa.stdout = sb->out_next[0];
 	oa.stderr = sb->out_next[1];
 	oa.results = sb->out_results;
@@ -130,8 +134,7 @@ static void out_ack_send(struct sandbox *sb)
 		return;
 	}
 	sb->out_resume_owed = false;
-	sb->out_acked[0] = sb->out_next[0];
-	sb->out_acked[1] = sb->out_next[1];
+	sb->out_unacked = 0;
 }
 
 /* The init is to send again all it holds, in a new epoch: what arrives stamped with an older
@@ -140,6 +143,10 @@ static void out_resume(struct sandbox *sb)
 {
 	if (!sb->agent_output_ack)
 		return;
+	/* a new epoch for each resume, even one that must wait for queue room: chunks sent
+	 * before the init hears of it must never match */
+	if (!sb->out_resume_owed)
+		sb->out_epoch++;
 	sb->out_stalled = false;
 	sb->out_resume_owed = true;
 	out_ack_send(sb);
@@ -159,10 +166,31 @@ void agent_tick(int64_t now)
 	for (uint32_t i = 0; i < agenticd->nsb; i++) {
 		struct sandbox *sb = &agenticd->sb[i];
 
-		if (sb->state != SB_FREE && sb->agent && sb->agent_ready && sb->out_stalled &&
-		    now >= sb->out_retry_ms)
+		if (sb->state == SB_FREE || !sb->agent || !sb->agent_ready || !sb->out_stalled ||
+		    now < sb->out_retry_ms)
+			continue;
+		/* a run that could not be opened (a full disk at a container restart) is tried
+		 * again first: until it is open nothing can be written */
+		if (!sb->run.open)
+			runlog_ready(sb);
+		if (sb->run.open)
 			out_resume(sb);
+		else
+			out_stall(sb);
 	}
+}
+
+int64_t agent_next_deadline(void)
+{
+	int64_t next = INT64_MAX;
+
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		const struct sandbox *sb = &agenticd->sb[i];
+
+		if (sb->state != SB_FREE && sb->agent && sb->out_stalled && sb->out_retry_ms < next)
+			next = sb->out_retry_ms;
+	}
+	return next;
 }
 
 static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChunk *o, int s)
@@ -173,22 +201,33 @@ static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChun
 	if (o->epoch != sb->out_epoch || sb->out_stalled || sb->out_resume_owed ||
 	    !o->data.len || end <= next)
 		return;
+	if (!sb->run.open) {
+		out_stall(sb);
+		return;
+	}
 	if (o->offset > next) {
-		/* only a run begun while its init ran on (its start lost) lacks the bytes before;
-		 * logged once per stream connection, so an init cannot flood the log with them */
+		/* Only a run begun while its init ran on (agenticd restarted and could not adopt
+		 * the run) lacks the bytes before, and then nothing of it is written yet. Any
+		 * other gap is a slip: the init is asked to send again rather than bytes skipped.
+		 * Logged once per stream, so an init cannot flood the log. */
 		if (!sb->out_gap_logged)
-			log_warn("transcript gap", "name=%s stream=%s bytes=%llu", sb->name,
-				 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next));
+			log_warn("transcript gap", "name=%s stream=%s bytes=%llu accepted=%d", sb->name,
+				 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next),
+				 next == 0);
 		sb->out_gap_logged = true;
+		if (next != 0) {
+			out_resume(sb);
+			return;
+		}
 		next = o->offset;
 	}
 	skip = next - o->offset;
 	n = exec_output(sb, o->stream_id, s, o->data.data + skip, o->data.len - skip, true);
 	sb->out_next[s] = next + n;
+	sb->out_unacked += n + OUT_RECORD_BYTES;
 	if (n < o->data.len - skip)
 		out_stall(sb);
-	else if (sb->out_next[0] + sb->out_next[1] - sb->out_acked[0] - sb->out_acked[1] >=
-		 OUT_ACK_BYTES)
+	else if (sb->out_unacked >= OUT_ACK_BYTES)
 		out_ack_send(sb);
 }
 
@@ -197,7 +236,8 @@ static void out_result(struct sandbox *sb, const Agentic__Sandbox__V1__CommandRe
 	if (r->epoch != sb->out_epoch || sb->out_stalled || sb->out_resume_owed ||
 	    r->seq <= sb->out_results)
 		return;
-	if (!exec_result(sb, r->command_id, r->exit_code, r->duration_ms, r->error, r->seq)) {
+	if (!sb->run.open ||
+	    !exec_result(sb, r->command_id, r->exit_code, r->duration_ms, r->error, r->seq)) {
 		out_stall(sb);
 		return;
 	}

@@ -286,11 +286,14 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 static void arm_timer(struct daemon *d)
 {
 	int64_t next = provision_next_deadline(), now = now_ms(), rl = runlog_next_deadline();
+	int64_t retry = agent_next_deadline();
 	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
 
 	if (rl < next)
 		next = rl;
+	if (retry < next)
+		next = retry;
 	if (g >= 0 && now + g < next)
 		next = now + g;
 	if (ag >= 0 && now + ag < next)

@@ -92,7 +92,9 @@ struct run {
 	int32_t codes[RUN_CODES];     /* exit codes seen, with their counts */
 	uint32_t code_count[RUN_CODES];
 	uint32_t ncodes;
-	int error;                    /* the first write error (-errno), or 0 */
+	int error;                    /* the first write error (-errno), or 0 until that file is
+				       * written again */
+	int error_file;               /* the file it happened to (enum run_file) */
 	int64_t metrics_due;          /* monotonic ms: metrics.json is stale and is written
 				       * then (runlog_tick); 0 when it is up to date */
 };
@@ -144,7 +146,7 @@ struct sandbox {
 	bool out_gap_logged;          /* a gap in the init's offsets was logged on this stream */
 	uint32_t out_epoch;           /* the current resume epoch */
 	uint64_t out_next[2];         /* the init offset of the next stdout, stderr byte wanted */
-	uint64_t out_acked[2];        /* what the last ack said */
+	uint64_t out_unacked;         /* ring bytes (data and record overhead) since the last ack */
 	uint64_t out_results;         /* the seq of the last result written */
 	int64_t out_retry_ms;         /* monotonic */
 	/* the admin connection waiting for this create or remove, or -1 */
@@ -394,8 +396,11 @@ void agent_pid_known(struct sandbox *sb);
 const char *agent_refusal_name(int reason);
 /* Ends the sandbox's Connect stream (UNAVAILABLE, why). */
 void agent_drop(struct sandbox *sb, const char *why);
-/* Output acks due: a resume after a failed transcript write, at its retry time. */
+/* Output acks due: a resume after a failed transcript write, at its retry time (the run is
+ * opened again first when it could not be). */
 void agent_tick(int64_t now);
+/* The earliest such retry (monotonic ms), or INT64_MAX. */
+int64_t agent_next_deadline(void);
 
 /* admin.c: the HTTP API */
 /* Accepts pending connections, checking each peer (SO_PEERCRED, SO_PEERGROUPS). */
@@ -444,10 +449,13 @@ void runlog_event(struct sandbox *sb, const char *event);
 /* Appends to stdout.log (stream 0) or stderr.log; returns how much was written (all of it
  * when no run is open: there is nowhere to write). */
 size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
-void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n);
+/* The command's start line (and event); false, and nothing counted, when the line could not
+ * be written: the command is then not to be started. */
+bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n);
 /* The command's end line in commands.log (with "seq" when seq > 0: the init's numbering,
- * which an adopted run reads back), then its event and the metrics; false, and nothing
- * counted, when the line could not be written. */
+ * which an adopted run reads back), then its event and the metrics; false when the line
+ * could not be written, and then, for an init's result (seq > 0, sent again later), nothing
+ * is counted. */
 bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
 			uint64_t seq);
 /* Opens the transcript file of a run (NULL: current) for reading: 0, -ENOENT, -EINVAL. */
@@ -472,10 +480,15 @@ struct exec_req {
 	const char *working_dir;
 	int32_t timeout_seconds;
 };
-/* Sends the CommandRequest; the session is tied to conn (or -1: detached). Returns the
- * session index, or ERR_LIMIT (too many), ERR_STATE (the agent is not connected), -EAGAIN
- * (the agent's send queue is full). */
+/* Writes the command's start line, then sends the CommandRequest; the session is tied to
+ * conn (or -1: detached). Returns the session index, or ERR_LIMIT (too many), ERR_STATE (the
+ * agent is not connected), -EAGAIN (the agent's send queue is full), or another negative
+ * errno: the transcript cannot be written (exec_transcript_error), nothing was started. */
 int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int mode);
+static inline bool exec_transcript_error(int x)
+{
+	return x < 0 && x != ERR_LIMIT && x != ERR_STATE && x != -EAGAIN;
+}
 /* Stdin from the client: takes up to len bytes (0 when a chunk is still in flight). */
 size_t exec_stdin(int32_t x, const void *data, size_t len, bool eof);
 /* The client is gone: stdin ends, output goes on to the transcript only. */

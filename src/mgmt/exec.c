@@ -175,17 +175,23 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	cr.run_as = "";
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_COMMAND;
 	m.command = &cr;
+	/* A transcript that cannot be written (a full disk) starts nothing: the output of
+	 * what runs already waits for it. The start line goes first, so every command in
+	 * commands.log has its start. */
+	if (sb->run.error)
+		return sb->run.error;
+	if (!runlog_command_start(sb, x->id, (char *const *)req->argv, req->argc))
+		return sb->run.error ? sb->run.error : -EIO;
 	r = grpc_call_send(sb->agent, &m.base);
-	if (r != 0)
+	if (r != 0) {
+		runlog_command_end(sb, x->id, -1, 0, 0); /* never started */
 		return r == -EAGAIN ? -EAGAIN : ERR_LIMIT;
-	/* the command goes to the init before its start is written down, so the init starts
-	 * it while the transcript and the log are written */
+	}
 	grpc_call_flush(sb->agent);
 	x->used = true;
 	x->started = now_ms();
 	sb->exec_running++;
 	exec_stats.started++;
-	runlog_command_start(sb, x->id, (char *const *)req->argv, req->argc);
 	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s", sb->name,
 		 x->id, req->argc, req->nenv, (int)req->timeout_seconds,
 		 mode == EXEC_NDJSON ? "ndjson" : mode == EXEC_RAW ? "stream" :

@@ -52,6 +52,7 @@ static void write_error(struct sandbox *sb, enum run_file f, int err)
 	if (sb->run.error)
 		return;
 	sb->run.error = -err;
+	sb->run.error_file = (int)f;
 	log_error("transcript write failed", "name=%s instance=%s run=%s file=%s error=\"%s\"",
 		  sb->name, sb->instance_id, sb->run.name, file_names[f], strerror(err));
 }
@@ -77,7 +78,7 @@ static size_t put(struct sandbox *sb, enum run_file f, const void *data, size_t 
 		}
 		done += (size_t)n;
 	}
-	if (sb->run.error && f != RUN_EVENTS) {
+	if (sb->run.error && (int)f == sb->run.error_file) {
 		log_info("transcript writes resumed", "name=%s run=%s file=%s", sb->name,
 			 sb->run.name, file_names[f]);
 		sb->run.error = 0;
@@ -301,11 +302,14 @@ static uint64_t last_result_seq(int fd)
 			return 0;
 		for (ssize_t i = n - (ssize_t)(sizeof(key) - 1); i >= 0; i--)
 			if (memcmp(blk + i, key, sizeof(key) - 1) == 0) {
+				/* the digits may run past this block: read them on their own */
+				char num[24];
 				uint64_t v = 0;
+				ssize_t m = pread(fd, num, sizeof(num), end - (off_t)want + i +
+						  (off_t)sizeof(key) - 1);
 
-				for (ssize_t k = i + (ssize_t)sizeof(key) - 1;
-				     k < n && blk[k] >= '0' && blk[k] <= '9'; k++)
-					v = v * 10 + (uint64_t)(blk[k] - '0');
+				for (ssize_t k = 0; k < m && num[k] >= '0' && num[k] <= '9'; k++)
+					v = v * 10 + (uint64_t)(num[k] - '0');
 				return v;
 			}
 		end -= (off_t)want;
@@ -505,14 +509,12 @@ size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t le
 	return n;
 }
 
-void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n)
+bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n)
 {
 	char store[LIMIT_ADMIN_BODY_BYTES + 256];
 	struct buf b;
 	struct json_writer w;
 
-	sb->run.commands++;
-	sb->run.running++;
 	line_begin(&w, &b, store, sizeof(store), "start");
 	json_key(&w, "id");
 	json_str_write(&w, id);
@@ -521,12 +523,16 @@ void runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 	for (size_t i = 0; i < n; i++)
 		json_str_write(&w, argv[i]);
 	json_arr_end(&w);
-	line_end(sb, RUN_COMMANDS, &w, &b);
+	if (!line_end(sb, RUN_COMMANDS, &w, &b))
+		return false;
+	sb->run.commands++;
+	sb->run.running++;
 	line_begin(&w, &b, store, sizeof(store), "command_start");
 	json_key(&w, "id");
 	json_str_write(&w, id);
 	line_end(sb, RUN_EVENTS, &w, &b);
 	metrics_stale(sb, RUN_METRICS_DELAY_MS);
+	return true;
 }
 
 bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
@@ -536,6 +542,7 @@ bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	struct buf b;
 	struct json_writer w;
 	uint32_t i;
+	bool done;
 
 	line_begin(&w, &b, store, sizeof(store), "end");
 	json_key(&w, "id");
@@ -548,8 +555,10 @@ bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 		json_key(&w, "seq");
 		json_int_write(&w, (int64_t)seq);
 	}
-	/* the line is what a resent result is checked against: nothing counts without it */
-	if (!line_end(sb, RUN_COMMANDS, &w, &b))
+	/* the line is what a resent result is checked against: without it the result is not
+	 * counted, since it comes again; one of agenticd's own (seq 0) will not, and counts */
+	done = line_end(sb, RUN_COMMANDS, &w, &b);
+	if (!done && seq)
 		return false;
 	if (sb->run.running)
 		sb->run.running--;
@@ -569,7 +578,7 @@ bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	json_int_write(&w, code);
 	line_end(sb, RUN_EVENTS, &w, &b);
 	metrics_stale(sb, 0);
-	return true;
+	return done;
 }
 
 int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd)
