@@ -202,6 +202,16 @@ static const char *field(const struct json_doc *doc, int obj, const char *key, c
 
 /* ---- verbs ---- */
 
+/* "key": [v[0], ... v[n-1]] */
+static void json_strs(struct json_writer *w, const char *key, const char *const *v, int n)
+{
+	json_key(w, key);
+	json_arr_begin(w);
+	for (int i = 0; i < n; i++)
+		json_str_write(w, v[i]);
+	json_arr_end(w);
+}
+
 static const char create_help[] =
 	"usage: agentic create [--image I] [--name N] [--env K=V]... [--mount SRC:DST[:ro]]...\n"
 	"                      [--network NET] [--label K=V]... [-- CMD...]\n"
@@ -264,16 +274,8 @@ static int verb_create(int argc, char **argv, struct opts *o)
 		json_key(&w, "network");
 		json_str_write(&w, network);
 	}
-	json_key(&w, "env");
-	json_arr_begin(&w);
-	for (int i = 0; i < nenv; i++)
-		json_str_write(&w, env[i]);
-	json_arr_end(&w);
-	json_key(&w, "mounts");
-	json_arr_begin(&w);
-	for (int i = 0; i < nmounts; i++)
-		json_str_write(&w, mounts[i]);
-	json_arr_end(&w);
+	json_strs(&w, "env", env, nenv);
+	json_strs(&w, "mounts", mounts, nmounts);
 	json_key(&w, "labels");
 	json_obj_begin(&w);
 	for (int i = 0; i < nlabels; i++) {
@@ -288,11 +290,7 @@ static int verb_create(int argc, char **argv, struct opts *o)
 		json_str_write(&w, eq + 1);
 	}
 	json_obj_end(&w);
-	json_key(&w, "cmd");
-	json_arr_begin(&w);
-	for (int i = 0; i < ncmd; i++)
-		json_str_write(&w, cmd[i]);
-	json_arr_end(&w);
+	json_strs(&w, "cmd", (const char *const *)cmd, ncmd);
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0) {
 		fprintf(stderr, "agentic create: arguments too long or not UTF-8\n");
@@ -632,16 +630,8 @@ static int verb_exec(int argc, char **argv, struct opts *o)
 	buf_init(&b, out, sizeof(out));
 	json_writer_init(&w, &b);
 	json_obj_begin(&w);
-	json_key(&w, "cmd");
-	json_arr_begin(&w);
-	for (int i = 0; i < ncmd; i++)
-		json_str_write(&w, cmd[i]);
-	json_arr_end(&w);
-	json_key(&w, "env");
-	json_arr_begin(&w);
-	for (int i = 0; i < nenv; i++)
-		json_str_write(&w, env[i]);
-	json_arr_end(&w);
+	json_strs(&w, "cmd", (const char *const *)cmd, ncmd);
+	json_strs(&w, "env", env, nenv);
 	if (workdir) {
 		json_key(&w, "working_dir");
 		json_str_write(&w, workdir);
