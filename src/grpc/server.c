@@ -294,6 +294,30 @@ static int64_t sweep_interval(const struct grpc_server *s)
 	return t < 1 ? 1 : t > 1000 ? 1000 : t;
 }
 
+/* A connection of listener l on fd, peer cred, taken from the pool as c: starts its HTTP/2
+ * engine and handles the readiness already known (events). The connection owns fd from here,
+ * whatever becomes of it. */
+static void conn_begin(struct grpc_server *s, struct grpc_conn *c, struct grpc_listener *l,
+		       int fd, const struct ucred *cred, uint32_t events)
+{
+	s->accepted++;
+	c->listener = l;
+	c->peer.pid = cred->pid;
+	c->peer.uid = cred->uid;
+	c->peer.gid = cred->gid;
+	grpc_conn_start(c, &s->env, H2_SERVER, fd, s->cfg.max_streams_per_connection,
+			pool_index(&s->conns, c));
+	if (c->closing) {
+		conn_release(s, c, GRPC_CANCELLED);
+		return;
+	}
+	if (s->next_sweep == INT64_MAX)
+		s->next_sweep = c->born + sweep_interval(s);
+	if (grpc_conn_io(c, events)) {
+		c->env = NULL;
+		pool_put(&s->conns, c);
+	}
+}
 static void accept_all(struct grpc_server *s, struct grpc_listener *l)
 {
 	for (;;) {
@@ -330,23 +354,7 @@ static void accept_all(struct grpc_server *s, struct grpc_listener *l)
 			close(fd);
 			continue;
 		}
-		s->accepted++;
-		c->listener = l;
-		c->peer.pid = cred.pid;
-		c->peer.uid = cred.uid;
-		c->peer.gid = cred.gid;
-		grpc_conn_start(c, &s->env, H2_SERVER, fd, s->cfg.max_streams_per_connection,
-				pool_index(&s->conns, c));
-		if (c->closing) {
-			conn_release(s, c, GRPC_CANCELLED);
-			continue;
-		}
-		if (s->next_sweep == INT64_MAX)
-			s->next_sweep = c->born + sweep_interval(s);
-		if (grpc_conn_io(c, 0)) {
-			c->env = NULL;
-			pool_put(&s->conns, c);
-		}
+		conn_begin(s, c, l, fd, &cred, 0);
 	}
 }
 
@@ -382,23 +390,8 @@ int grpc_server_add_conn(struct grpc_server *s, int fd, const struct grpc_method
 			 s->cfg.max_connections, (unsigned)cred.uid);
 		return ERR_LIMIT;
 	}
-	s->accepted++;
-	c->listener = l;
-	c->peer.pid = cred.pid;
-	c->peer.uid = cred.uid;
-	c->peer.gid = cred.gid;
-	grpc_conn_start(c, &s->env, H2_SERVER, fd, s->cfg.max_streams_per_connection,
-			pool_index(&s->conns, c));
-	if (c->closing) {
-		conn_release(s, c, GRPC_CANCELLED);
-		return 0;
-	}
-	if (s->next_sweep == INT64_MAX)
-		s->next_sweep = c->born + sweep_interval(s);
-	if (grpc_conn_io(c, EPOLLIN)) {
-		c->env = NULL;
-		pool_put(&s->conns, c);
-	}
+	/* the caller saw bytes already waiting (the preface it peeked at) */
+	conn_begin(s, c, l, fd, &cred, EPOLLIN);
 	return 0;
 }
 
