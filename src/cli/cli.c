@@ -157,6 +157,24 @@ static void print_raw(void)
 		putchar('\n');
 }
 
+/* One request that must be answered with status want. Returns 0 with the answer parsed into
+ * doc (when doc is not NULL); -1 when --json printed it as it came; else the exit status. */
+static int call(const struct opts *o, const char *method, const char *target, const char *data,
+		size_t len, int want, struct json_doc *doc)
+{
+	int status = request(o, method, target, data, len);
+
+	if (status < 0)
+		return 1;
+	if (status != want)
+		return api_error(status);
+	if (o->json) {
+		print_raw();
+		return -1;
+	}
+	return doc && parse_body(doc) != 0 ? 1 : 0;
+}
+
 /* ---- options ---- */
 
 static int common_opt(struct opts *o, int argc, char **argv, int *i)
@@ -296,17 +314,9 @@ static int verb_create(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "agentic create: arguments too long or not UTF-8\n");
 		return 2;
 	}
-	status = request(o, "POST", "/api/v1/containers", (const char *)b.data, b.len);
-	if (status < 0)
-		return 1;
-	if (status != 201)
-		return api_error(status);
-	if (o->json) {
-		print_raw();
-		return 0;
-	}
-	if (parse_body(&doc) != 0)
-		return 1;
+	status = call(o, "POST", "/api/v1/containers", (const char *)b.data, b.len, 201, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
 	printf("%s\n", field(&doc, 0, "name", s1, sizeof(s1)));
 	fprintf(stderr, "ready: instance %s, control uid %s, subnet %s, network %s\n",
 		field(&doc, 0, "instance_id", s4, sizeof(s4)),
@@ -326,16 +336,10 @@ static int verb_ls(int argc, char **argv, struct opts *o)
 	for (int i = 1; i < argc; i++)
 		if ((c = common_opt(o, argc, argv, &i)) <= 0)
 			return usage(ls_help);
-	status = request(o, "GET", "/api/v1/containers", NULL, 0);
-	if (status < 0)
-		return 1;
-	if (status != 200)
-		return api_error(status);
-	if (o->json) {
-		print_raw();
-		return 0;
-	}
-	if (parse_body(&doc) != 0 || (arr = json_obj_get(&doc, 0, "containers")) < 0)
+	status = call(o, "GET", "/api/v1/containers", NULL, 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	if ((arr = json_obj_get(&doc, 0, "containers")) < 0)
 		return 1;
 	printf("%-24s %-9s %-14s %-8s %-18s %-24s %s\n", "NAME", "STATE", "AGENT", "UID", "SUBNET",
 	       "CREATED", "IMAGE");
@@ -380,17 +384,9 @@ static int verb_inspect(int argc, char **argv, struct opts *o)
 	}
 	if (!name || name_target(name, target, sizeof(target)) != 0)
 		return usage(inspect_help);
-	status = request(o, "GET", target, NULL, 0);
-	if (status < 0)
-		return 1;
-	if (status != 200)
-		return api_error(status);
-	if (o->json) {
-		print_raw();
-		return 0;
-	}
-	if (parse_body(&doc) != 0)
-		return 1;
+	status = call(o, "GET", target, NULL, 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
 	for (int k = json_first(&doc, 0); k >= 0; k = json_next(&doc, 0, json_next(&doc, 0, k))) {
 		char key[64];
 		int val = k + 1;
@@ -438,15 +434,10 @@ static int verb_rm(int argc, char **argv, struct opts *o)
 	if (force || keep)
 		snprintf(target + strlen(target), sizeof(target) - strlen(target), "?%s%s%s",
 			 force ? "force=1" : "", force && keep ? "&" : "", keep ? "keep_workspace=1" : "");
-	status = request(o, "DELETE", target, NULL, 0);
-	if (status < 0)
-		return 1;
-	if (status != 200)
-		return api_error(status);
-	if (o->json)
-		print_raw();
-	else
-		printf("%s\n", name);
+	status = call(o, "DELETE", target, NULL, 0, 200, NULL);
+	if (status)
+		return status < 0 ? 0 : status;
+	printf("%s\n", name);
 	return 0;
 }
 
