@@ -126,6 +126,10 @@ struct alloc_stats {
 };
 void alloc_stats(struct alloc_stats *out);
 
+/* ---- clocks, in milliseconds ---- */
+int64_t clock_mono_ms(void);  /* CLOCK_MONOTONIC: deadlines and durations */
+int64_t clock_wall_ms(void);  /* CLOCK_REALTIME: timestamps */
+
 /* ---- randomness (getrandom) ---- */
 int random_bytes(void *out, size_t n);
 /* hex_chars lowercase hex digits and a NUL into out (at most 64 digits). */

@@ -10,14 +10,6 @@
 
 #include "internal.h"
 
-int64_t grpc_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- the shared memory: buffer pools and the unpack arena ---- */
 
 static void *arena_pb_alloc(void *data, size_t size)
@@ -771,7 +763,7 @@ void grpc_conn_start(struct grpc_conn *c, struct grpc_env *env, enum h2_role rol
 	c->env = env;
 	c->fd = fd;
 	c->tag = tag;
-	c->born = grpc_now_ms();
+	c->born = clock_mono_ms();
 	c->closing = 0;
 	c->ncalls = 0;
 	memset(c->calls, 0, sizeof(c->calls));

@@ -162,7 +162,7 @@ int grpc_client_start(struct grpc_client *c, const struct grpc_method *m,
 	c->conn.ncalls++;
 	c->env.calls++;
 	if (timeout_ms > 0)
-		grpc_call_note_deadline(call, grpc_now_ms() + timeout_ms);
+		grpc_call_note_deadline(call, clock_mono_ms() + timeout_ms);
 	*out = call;
 	grpc_conn_kick(&c->conn);
 	return 0;
@@ -179,7 +179,7 @@ int grpc_client_timeout(const struct grpc_client *c)
 
 	if (c->env.next_deadline == INT64_MAX)
 		return -1;
-	left = c->env.next_deadline - grpc_now_ms();
+	left = c->env.next_deadline - clock_mono_ms();
 	return left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
 }
 
@@ -199,7 +199,7 @@ int grpc_client_run(struct grpc_client *c, int timeout_ms)
 	for (int i = 0; i < n && c->connected; i++)
 		if (grpc_conn_io(&c->conn, ev[i].events))
 			c->connected = 0;
-	now = grpc_now_ms();
+	now = clock_mono_ms();
 	if (c->connected && now >= c->env.next_deadline) {
 		c->env.next_deadline = INT64_MAX;
 		if (grpc_conn_expire(&c->conn, now))

@@ -70,7 +70,6 @@ struct grpc_conn {
 	uint32_t ncalls;
 };
 
-int64_t grpc_now_ms(void);
 
 int grpc_env_setup(struct grpc_env *env, struct arena *carve, uint32_t max_message,
 		   uint32_t small, uint32_t large);

@@ -129,7 +129,7 @@ void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const str
 			refuse(call, GRPC_INTERNAL, "malformed grpc-timeout");
 			goto out;
 		}
-		grpc_call_note_deadline(call, grpc_now_ms() + ms);
+		grpc_call_note_deadline(call, clock_mono_ms() + ms);
 	}
 	call->method = m;
 	call->started = 1;
@@ -432,7 +432,7 @@ int grpc_server_timeout(const struct grpc_server *s)
 
 	if (next == INT64_MAX)
 		return -1;
-	left = next - grpc_now_ms();
+	left = next - clock_mono_ms();
 	return left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
 }
 
@@ -461,7 +461,7 @@ int grpc_server_run(struct grpc_server *s, int timeout_ms)
 			pool_put(&s->conns, c);
 		}
 	}
-	now = grpc_now_ms();
+	now = clock_mono_ms();
 	if (now >= s->env.next_deadline || now >= s->next_sweep)
 		sweep(s, now);
 	return 0;

@@ -31,13 +31,6 @@ void http_conn_close(struct http_conn *c)
 	c->state = HTTP_CONN_IDLE;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int fail(struct http_conn *c, int r)
 {
 	http_conn_close(c);
@@ -60,7 +53,7 @@ int http_conn_begin(struct http_conn *c, const uint8_t *req, size_t len,
 	c->parser.head_request = opts->head_request;
 	c->parser.body_limit = opts->body_limit ? opts->body_limit : UINT64_MAX;
 	c->state = c->fd >= 0 ? HTTP_CONN_SENDING : HTTP_CONN_CONNECTING;
-	c->progress_ms = now_ms();
+	c->progress_ms = clock_mono_ms();
 	return 0;
 }
 
@@ -98,7 +91,7 @@ static int step_connect(struct http_conn *c)
 	memcpy(sa.sun_path, c->path, sizeof(c->path));
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EISCONN) {
 		c->state = HTTP_CONN_SENDING;
-		c->progress_ms = now_ms();
+		c->progress_ms = clock_mono_ms();
 		return 0;
 	}
 	switch (errno) {
@@ -123,7 +116,7 @@ static int step_send(struct http_conn *c)
 		ssize_t n = send(c->fd, c->req + c->req_off, c->req_len - c->req_off, MSG_NOSIGNAL);
 		if (n >= 0) {
 			c->req_off += (size_t)n;
-			c->progress_ms = now_ms();
+			c->progress_ms = clock_mono_ms();
 			continue;
 		}
 		if (errno == EINTR)
@@ -151,7 +144,7 @@ static int step_read(struct http_conn *c)
 		c->rlen = (uint32_t)n;
 		c->roff = 0;
 		c->got_bytes = true;
-		c->progress_ms = now_ms();
+		c->progress_ms = clock_mono_ms();
 		return 0;
 	}
 	if (n == 0) {
@@ -227,7 +220,7 @@ int http_conn_wait_ms(const struct http_conn *c)
 
 	if (limit < 0 || c->state == HTTP_CONN_IDLE || c->state == HTTP_CONN_UPGRADED)
 		return -1;
-	left = c->progress_ms + limit - now_ms();
+	left = c->progress_ms + limit - clock_mono_ms();
 	return left > 0 ? (int)left : 0;
 }
 

@@ -23,22 +23,6 @@ static const struct grpc_method connect_method = {
 	NULL,
 };
 
-int64_t init_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t init_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static struct grpc_client_config client_config(const char *path)
 {
 	struct grpc_client_config cfg = {
@@ -73,7 +57,7 @@ int init_agent_setup(struct init_agent *a, const struct init_env *env,
 	a->si = si;
 	a->cmds = cmds;
 	a->state = INIT_AGENT_WAITING;
-	a->started_ms = init_now_ms();
+	a->started_ms = clock_mono_ms();
 	a->due_ms = a->started_ms;
 	a->backoff_ms = INIT_BACKOFF_MIN_MS;
 	a->heartbeat_ms = INIT_HEARTBEAT_DEFAULT_S * 1000;
@@ -116,9 +100,9 @@ static int send_heartbeat(struct init_agent *a, Agentic__Sandbox__V1__AgentStatu
 	int r;
 
 	hb.agent_id = (char *)a->env->agent_id;
-	hb.timestamp_ms = init_wall_ms();
+	hb.timestamp_ms = clock_wall_ms();
 	hb.status = status;
-	hb.uptime_seconds = (init_now_ms() - a->started_ms) / 1000;
+	hb.uptime_seconds = (clock_mono_ms() - a->started_ms) / 1000;
 	hb.setup_status = "ready";
 	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_HEARTBEAT;
 	m.heartbeat = &hb;
@@ -237,7 +221,7 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 	a->backoff_ms = INIT_BACKOFF_MIN_MS;
 	a->failures = 0;
 	a->registrations++;
-	a->due_ms = init_now_ms() + a->heartbeat_ms;
+	a->due_ms = clock_mono_ms() + a->heartbeat_ms;
 	log_info("registered", "registrations=%llu heartbeat_s=%u output_ack=%d",
 		 (unsigned long long)a->registrations, a->heartbeat_ms / 1000, a->ack_mode);
 	if (send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY) < 0)
@@ -274,7 +258,7 @@ static int send_out(struct init_agent *a, const struct init_out *o, uint64_t off
 		chunk.stream_id = (char *)o->command_id;
 		chunk.data.data = (uint8_t *)o->data;
 		chunk.data.len = o->len;
-		chunk.timestamp_ms = init_wall_ms();
+		chunk.timestamp_ms = clock_wall_ms();
 		chunk.eof = o->eof;
 		chunk.offset = off;
 		chunk.epoch = a->epoch;
@@ -429,12 +413,12 @@ static void on_done(struct grpc_call *call, int status, const char *message)
 		return;
 	log_warn("agent stream ended", "status=%s message=%s retry_ms=%u", grpc_status_name(status),
 		 log_quote(why, sizeof(why), message ? message : ""), a->backoff_ms);
-	schedule_redial(a, init_now_ms());
+	schedule_redial(a, clock_mono_ms());
 }
 
 void init_agent_stop(struct init_agent *a, int timeout_ms)
 {
-	int64_t end = init_now_ms() + timeout_ms;
+	int64_t end = clock_mono_ms() + timeout_ms;
 
 	if (a->state != INIT_AGENT_READY || !a->call)
 		return;
@@ -444,7 +428,7 @@ void init_agent_stop(struct init_agent *a, int timeout_ms)
 	/* the half-close goes out behind the heartbeat; the server's end of the call is ours to
 	 * wait for, not to need */
 	while (a->call && grpc_client_connected(a->client)) {
-		int64_t left = end - init_now_ms();
+		int64_t left = end - clock_mono_ms();
 
 		if (left <= 0)
 			break;

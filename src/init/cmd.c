@@ -181,11 +181,6 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 
 /* ---- the init's side ---- */
 
-static int64_t now_ms(void)
-{
-	return init_now_ms();
-}
-
 static uint64_t tag_of(const struct init_cmds *c, const struct init_cmd *k, int which)
 {
 	return INIT_TAG_CMD_FIRST + (uint64_t)(k - c->cmd) * INIT_FD_COUNT + (uint64_t)which;
@@ -501,7 +496,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	k->used = 1;
 	k->sup = pid;
 	strcpy(k->id, req->command_id);
-	k->started_ms = now_ms();
+	k->started_ms = clock_mono_ms();
 	k->timeout_s = req->timeout_seconds;
 	k->deadline_ms = req->timeout_seconds > 0 ? k->started_ms + req->timeout_seconds * 1000LL
 						  : INT64_MAX;
@@ -633,7 +628,7 @@ int init_cmds_reaped(struct init_cmds *c, pid_t pid, int status)
 		if (k->used && !k->sup_reaped && k->sup == pid) {
 			k->sup_reaped = 1;
 			k->sup_status = status;
-			k->reaped_ms = now_ms();
+			k->reaped_ms = clock_mono_ms();
 			/* the command's stdin has no reader left */
 			k->in.len = 0;
 			fd_close(c, k, INIT_FD_IN);

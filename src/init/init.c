@@ -125,7 +125,7 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 		return fail("cannot set up the event loop", "epoll_ctl", r);
 	for (;;) {
 		struct epoll_event ev[16];
-		int64_t now = init_now_ms(), due, cdue;
+		int64_t now = clock_mono_ms(), due, cdue;
 		int n;
 
 		if (!stop_by && agent->shutdown_requested)

@@ -42,11 +42,6 @@ struct init_sysinfo {
  * on, total memory. Fields that cannot be read stay empty or 0. */
 void init_sysinfo_read(struct init_sysinfo *si);
 
-/* ---- time ---- */
-/* CLOCK_MONOTONIC and CLOCK_REALTIME in milliseconds. */
-int64_t init_now_ms(void);
-int64_t init_wall_ms(void);
-
 /* ---- the agent channel (agent.c) ----
  * One Connect stream to agenticd over the agent socket: registration, READY heartbeats at the
  * interval the ack names, answers to pings; redialled with backoff (INIT_BACKOFF_MIN_MS

@@ -169,16 +169,25 @@ static void respond_sandbox(struct admin_conn *c, int status, const struct sandb
 
 static void flush(struct admin_conn *c);
 
-void admin_finish_sandbox(int32_t i, uint32_t gen, const struct sandbox *sb, int status)
+/* The connection waiting at (i, gen) for a create or remove to end, or NULL: gone, or a
+ * zombie (its client left), whose slot is freed now that nothing will answer it. */
+static struct admin_conn *waiter(int32_t i, uint32_t gen)
 {
 	struct admin_conn *c = conn_at(i, gen);
 
+	if (c && c->phase == AC_ZOMBIE) {
+		c->phase = AC_FREE;
+		return NULL;
+	}
+	return c;
+}
+
+void admin_finish_sandbox(int32_t i, uint32_t gen, const struct sandbox *sb, int status)
+{
+	struct admin_conn *c = waiter(i, gen);
+
 	if (!c)
 		return;
-	if (c->phase == AC_ZOMBIE) {
-		c->phase = AC_FREE;
-		return;
-	}
 	respond_sandbox(c, status, sb);
 	flush(c);
 }
@@ -186,14 +195,10 @@ void admin_finish_sandbox(int32_t i, uint32_t gen, const struct sandbox *sb, int
 void admin_finish_error(int32_t i, uint32_t gen, int status, const char *code,
 			const char *message)
 {
-	struct admin_conn *c = conn_at(i, gen);
+	struct admin_conn *c = waiter(i, gen);
 
 	if (!c)
 		return;
-	if (c->phase == AC_ZOMBIE) {
-		c->phase = AC_FREE;
-		return;
-	}
 	respond_error(c, status, code, message);
 	flush(c);
 }
@@ -1725,7 +1730,7 @@ static void flush(struct admin_conn *c)
 	c->out_off = c->out_len = 0;
 	c->phase = AC_READ;
 	c->upgraded = false;
-	c->idle_since = now_ms();
+	c->idle_since = clock_mono_ms();
 	watch(c, EPOLLIN);
 	admin_event((uint32_t)(c - agenticd->conns), 0);
 }
@@ -1820,7 +1825,7 @@ void admin_event(uint32_t index, uint32_t events)
 			return;
 		}
 		c->rlen += (uint32_t)n;
-		c->idle_since = now_ms();
+		c->idle_since = clock_mono_ms();
 		parse_buffered(c);
 	}
 	if (c->phase == AC_WRITE || c->phase == AC_LIST || c->phase == AC_EXEC ||
@@ -1865,7 +1870,7 @@ void admin_accept(void)
 		c->call = NULL;
 		c->spill_fd = c->file_fd = -1;
 		c->dropped = false;
-		c->idle_since = now_ms();
+		c->idle_since = clock_mono_ms();
 		http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
 		c->parser.body_limit = LIMIT_ADMIN_BODY_BYTES;
 		c->allowed = host_admin_peer_ok(fd, agenticd->admin_group_known, agenticd->admin_gid,

@@ -158,7 +158,7 @@ static void out_resume(struct sandbox *sb)
 static void out_stall(struct sandbox *sb)
 {
 	sb->out_stalled = true;
-	sb->out_retry_ms = now_ms() + OUT_RETRY_MS;
+	sb->out_retry_ms = clock_mono_ms() + OUT_RETRY_MS;
 }
 
 void agent_tick(int64_t now)
@@ -329,13 +329,13 @@ static void connect_start(struct grpc_call *call)
 		return;
 	}
 	sb->agent = call;
-	sb->t_auth = now_ms();
+	sb->t_auth = clock_mono_ms();
 	sb->agent_authed = false;
 	sb->agent_registered = false;
 	sb->agent_ready = false;
 	sb->agent_output_ack = sb->out_stalled = sb->out_ack_owed = sb->out_resume_owed = false;
 	sb->out_gap_logged = false;
-	sb->agent_seen_ms = wall_ms();
+	sb->agent_seen_ms = clock_wall_ms();
 	grpc_call_set_user(call, sb);
 	/* Right after start the container's pid may not be known yet: the check then waits
 	 * for the inspect (agent_pid_known). */
@@ -381,7 +381,7 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 
 	if (!sb || sb->agent != call)
 		return;
-	sb->agent_seen_ms = wall_ms();
+	sb->agent_seen_ms = clock_wall_ms();
 	switch (m->payload_case) {
 	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION:
 		if (!registration_ok(sb, m->registration)) {

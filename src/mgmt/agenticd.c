@@ -36,22 +36,6 @@ const char agenticd_help[] =
 struct daemon *agenticd;
 static struct daemon daemon_state;
 
-int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
 {
 	struct epoll_event ev = { .events = events };
@@ -285,7 +269,7 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 
 static void arm_timer(struct daemon *d)
 {
-	int64_t next = provision_next_deadline(), now = now_ms(), rl = runlog_next_deadline();
+	int64_t next = provision_next_deadline(), now = clock_mono_ms(), rl = runlog_next_deadline();
 	int64_t retry = agent_next_deadline();
 	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
@@ -380,15 +364,15 @@ static int run_loop(struct daemon *d)
 			grpc_server_run(d->grpc, 0);
 		if (grpc_server_timeout(d->admin_grpc) == 0)
 			grpc_server_run(d->admin_grpc, 0);
-		provision_tick(now_ms());
-		agent_tick(now_ms());
-		runlog_tick(now_ms());
-		admin_tick(now_ms());
+		provision_tick(clock_mono_ms());
+		agent_tick(clock_mono_ms());
+		runlog_tick(clock_mono_ms());
+		admin_tick(clock_mono_ms());
 		if (d->stopping) {
 			if (!stop_started)
-				stop_started = now_ms();
+				stop_started = clock_mono_ms();
 			/* answers to the clients of rolled-back creates get a moment to leave */
-			if (!provision_busy() && (!admin_waiting(d) || now_ms() - stop_started > 5000)) {
+			if (!provision_busy() && (!admin_waiting(d) || clock_mono_ms() - stop_started > 5000)) {
 				/* the runs go on without us: their metrics as they are now */
 				runlog_tick(INT64_MAX);
 				return 0;
@@ -481,7 +465,7 @@ int agenticd_main(int argc, char **argv)
 	log_info("owner", "label=%s agentshare_root=%s", d->owner_label, d->cfg.agentshare_root);
 	if (engine_checks(d) != 0)
 		return 1;
-	d->events_since = wall_ms() / 1000;
+	d->events_since = clock_wall_ms() / 1000;
 	if (recover_state(err, sizeof(err)) != 0)
 		return fail("cannot recover the sandboxes", err);
 	if (open_sockets(d, err, sizeof(err)) != 0)

@@ -293,8 +293,6 @@ struct daemon {
 extern struct daemon *agenticd;
 
 /* agenticd.c */
-int64_t now_ms(void);          /* monotonic */
-int64_t wall_ms(void);
 void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index);
 void loop_unwatch(int fd);
 

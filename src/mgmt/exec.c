@@ -189,7 +189,7 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	}
 	grpc_call_flush(sb->agent);
 	x->used = true;
-	x->started = now_ms();
+	x->started = clock_mono_ms();
 	sb->exec_running++;
 	exec_stats.started++;
 	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s", sb->name,
@@ -271,7 +271,7 @@ bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 		return false;
 	if (!x)
 		return true;
-	observe(now_ms() - x->started);
+	observe(clock_mono_ms() - x->started);
 	/* the client first: the log line is a write agenticd's log may make wait */
 	if (x->conn >= 0)
 		admin_exec_done(x->conn, code, duration_ms, error,
@@ -309,9 +309,9 @@ void exec_sandbox_gone(struct sandbox *sb, const char *why)
 
 		if (!x->used || exec_sandbox(x) != sb)
 			continue;
-		runlog_command_end(sb, x->id, -1, now_ms() - x->started, 0);
+		runlog_command_end(sb, x->id, -1, clock_mono_ms() - x->started, 0);
 		if (x->conn >= 0)
-			admin_exec_done(x->conn, -1, now_ms() - x->started, why, NULL);
+			admin_exec_done(x->conn, -1, clock_mono_ms() - x->started, why, NULL);
 		release(x);
 	}
 	sb->exec_running = 0;

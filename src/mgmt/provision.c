@@ -360,12 +360,12 @@ static void take_inspect(struct sandbox *sb, struct docker_call *c)
 
 static void finish_create(struct sandbox *sb)
 {
-	int64_t took = wall_ms() - sb->created_ms;
+	int64_t took = clock_wall_ms() - sb->created_ms;
 
 	sb->state = SB_READY;
 	sb->step = STEP_IDLE;
 	sb->deadline = 0;
-	sb->ready_ms = wall_ms();
+	sb->ready_ms = clock_wall_ms();
 	sb->req = NULL;
 	metrics_provision(took);
 	if (share_write_record(&agenticd->cfg, sb) != 0)
@@ -375,7 +375,7 @@ static void finish_create(struct sandbox *sb)
 		 "container_create_ms=%lld start_ms=%lld init_ms=%lld connect_ms=%lld", sb->name,
 		 sb->instance_id, sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-", (long long)took,
 		 (long long)(sb->t_net - sb->t_begin), (long long)(sb->t_ct - sb->t_net),
-		 (long long)(sb->t_start - sb->t_ct), (long long)(now_ms() - sb->t_start),
+		 (long long)(sb->t_start - sb->t_ct), (long long)(clock_mono_ms() - sb->t_start),
 		 (long long)(sb->t_auth - sb->t_ct));
 	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
 	sb->waiter = -1;
@@ -495,7 +495,7 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 			return;
 		}
 		sb->net_exists = true;
-		sb->t_net = now_ms();
+		sb->t_net = clock_mono_ms();
 		sb->step = STEP_CT_CREATE;
 		break;
 	case STEP_CT_CREATE:
@@ -507,7 +507,7 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 			return;
 		}
 		sb->ct_exists = true;
-		sb->t_ct = now_ms();
+		sb->t_ct = clock_mono_ms();
 		sb->req = NULL;
 		share_write_record(&agenticd->cfg, sb);
 		sb->step = STEP_CT_START;
@@ -519,9 +519,9 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 			return;
 		}
 		sb->running = true;
-		sb->t_start = now_ms();
+		sb->t_start = clock_mono_ms();
 		/* ready_timeout_ms is the init's time: it starts with the container */
-		sb->deadline = now_ms() + agenticd->cfg.ready_timeout_ms;
+		sb->deadline = clock_mono_ms() + agenticd->cfg.ready_timeout_ms;
 		sb->step = STEP_CT_INSPECT;
 		break;
 	case STEP_CT_INSPECT:
@@ -573,7 +573,7 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 			log_error("teardown step failed; retrying", "name=%s step=%d error=%s",
 				  sb->name, sb->step, "\"see next line\"");
 			log_error("engine said", "name=%s message=\"%.400s\"", sb->name, text);
-			sb->retry_at = now_ms() + RETRY_MS;
+			sb->retry_at = clock_mono_ms() + RETRY_MS;
 			return;
 		}
 		if (sb->step == STEP_RB_CT_REMOVE || sb->step == STEP_RM_CT_REMOVE) {
@@ -609,7 +609,7 @@ static void advance(struct sandbox *sb)
 		return;
 	}
 	log_error("engine call not started; retrying", "name=%s step=%d", sb->name, sb->step);
-	sb->retry_at = now_ms() + RETRY_MS;
+	sb->retry_at = clock_mono_ms() + RETRY_MS;
 }
 
 /* ---- create and remove ---- */
@@ -621,8 +621,8 @@ void provision_create(struct sandbox *sb, struct create_req *req)
 	int r;
 
 	sb->req = req;
-	sb->created_ms = wall_ms();
-	sb->t_begin = sb->t_net = now_ms();
+	sb->created_ms = clock_wall_ms();
+	sb->t_begin = sb->t_net = clock_mono_ms();
 	if (uuid7(sb->instance_id) != 0 || sandbox_take_uid(sb) != 0) {
 		fail_create(sb, 503, "capacity", "no free control uid in %u-%u",
 			    cfg->control_uid_min, cfg->control_uid_max);
@@ -776,7 +776,7 @@ void provision_pool_fill(void)
 	char hex[16];
 
 	if (agenticd->stopping || j->active || j->waiting || agenticd->nwarm >= LIMIT_WARM_NETWORKS ||
-	    now_ms() < pool_retry_at || creates_running())
+	    clock_mono_ms() < pool_retry_at || creates_running())
 		return;
 	if (idalloc_take(&agenticd->subnets, &idx) != 0)
 		return;
@@ -785,7 +785,7 @@ void provision_pool_fill(void)
 	snprintf(p->name, sizeof(p->name), "agentic-net-%s", hex);
 	if (job_start(j) != 0) {
 		idalloc_free(&agenticd->subnets, idx);
-		pool_retry_at = now_ms() + POOL_RETRY_MS;
+		pool_retry_at = clock_mono_ms() + POOL_RETRY_MS;
 	}
 }
 
@@ -808,7 +808,7 @@ static void pool_done(struct job *j, int r)
 		docker_error_text(&j->call.error, text, sizeof(text));
 		log_warn("warm network not created", "name=%s error=\"%.300s\"", p->name, text);
 		idalloc_free(&agenticd->subnets, (uint32_t)p->subnet);
-		pool_retry_at = now_ms() + POOL_RETRY_MS;
+		pool_retry_at = clock_mono_ms() + POOL_RETRY_MS;
 	} else {
 		agenticd->warm[agenticd->nwarm++] = *p;
 	}
@@ -860,7 +860,7 @@ void provision_events_start(void)
 	r = job_start(j);
 	if (r != 0) {
 		log_warn("event stream not opened; retrying", "error=%s", err_str(r));
-		agenticd->events_retry = now_ms() + EVENTS_RETRY_MS;
+		agenticd->events_retry = clock_mono_ms() + EVENTS_RETRY_MS;
 	}
 }
 
@@ -873,7 +873,7 @@ static void events_done(struct job *j, int r)
 	if (agenticd->stopping)
 		return;
 	log_warn("event stream ended; reopening", "error=\"%.300s\"", r ? text : "end of stream");
-	agenticd->events_retry = now_ms() + EVENTS_RETRY_MS;
+	agenticd->events_retry = clock_mono_ms() + EVENTS_RETRY_MS;
 }
 
 /* ---- dispatch, timers, shutdown ---- */
@@ -940,7 +940,7 @@ void provision_tick(int64_t now)
 
 int64_t provision_next_deadline(void)
 {
-	int64_t next = INT64_MAX, now = now_ms();
+	int64_t next = INT64_MAX, now = clock_mono_ms();
 
 	for (uint32_t i = 0; i < agenticd->njobs; i++) {
 		struct job *j = agenticd->jobs[i];

@@ -106,7 +106,7 @@ static void line_begin(struct json_writer *w, struct buf *b, char *store, size_t
 
 	buf_init(b, store, size);
 	json_writer_init(w, b);
-	utc(wall_ms(), ts, sizeof(ts), false);
+	utc(clock_wall_ms(), ts, sizeof(ts), false);
 	json_obj_begin(w);
 	json_key(w, "ts");
 	json_str_write(w, ts);
@@ -162,7 +162,7 @@ static int64_t metrics_next = INT64_MAX;
 
 static void metrics_stale(struct sandbox *sb, int64_t delay_ms)
 {
-	int64_t due = now_ms() + delay_ms;
+	int64_t due = clock_mono_ms() + delay_ms;
 
 	if (!sb->run.metrics_due || due < sb->run.metrics_due)
 		sb->run.metrics_due = due;
@@ -194,7 +194,7 @@ static void write_metrics(struct sandbox *sb, bool final)
 	json_str_write(&w, ts);
 	json_key(&w, "ended_at");
 	if (final) {
-		utc(wall_ms(), ts, sizeof(ts), false);
+		utc(clock_wall_ms(), ts, sizeof(ts), false);
 		json_str_write(&w, ts);
 	} else {
 		json_null_write(&w);
@@ -359,7 +359,7 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 		return false;
 	}
 	sb->run.open = true;
-	sb->run.started_ms = wall_ms();
+	sb->run.started_ms = clock_wall_ms();
 	for (int s = 0; s < 2; s++)
 		if (fstat(sb->run.fd[s], &st) == 0)
 			sb->run.bytes[s] = (uint64_t)st.st_size;
@@ -406,7 +406,7 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 static int make_run(struct sandbox *sb, int ifd, const char *key)
 {
 	char stamp[24], name[RUN_NAME_BYTES], path[RUN_NAME_BYTES + 8];
-	int64_t now = wall_ms();
+	int64_t now = clock_wall_ms();
 
 	memset(&sb->run, 0, sizeof(sb->run));
 	sb->run.dirfd = -1;

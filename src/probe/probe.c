@@ -52,14 +52,6 @@ static const struct grpc_method probe_connect = {
 	NULL,
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int probe_agent_socket(const char *path, const char *agent_id, const char *instance_id)
 {
 	struct grpc_client_config cfg = { path, GRPC_SMALL_MESSAGE, 2, 0 };
@@ -89,9 +81,9 @@ static int probe_agent_socket(const char *path, const char *agent_id, const char
 		printf("agent_socket=unreachable err=%s\n", err_str(r));
 		return 1;
 	}
-	end = mono_ms() + PROBE_WAIT_MS;
-	while (!p.done && grpc_client_connected(c) && mono_ms() < end)
-		grpc_client_run(c, (int)(end - mono_ms()));
+	end = clock_mono_ms() + PROBE_WAIT_MS;
+	while (!p.done && grpc_client_connected(c) && clock_mono_ms() < end)
+		grpc_client_run(c, (int)(end - clock_mono_ms()));
 	if (!p.done) {
 		printf("agent_socket=accepted\n");
 		return 0;
