@@ -208,7 +208,9 @@ _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 	 * failed and said so on the ctl pipe), so the pid below names a process group that
 	 * already exists. The price: while the child's execve itself blocks (a binary on a hung
 	 * network mount), this process cannot take a SIGTERM, so a timeout acts once the exec
-	 * returns. */
+	 * returns; likewise while a workload keeps the child stopped between its drop to the
+	 * workload uid and its execve (another command looping on kill -STOP -1): nothing of the
+	 * command has run then, but its result waits until the child is continued. */
 	pid = clone(command_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
 		    (void *)sp);
 	if (pid < 0) {
