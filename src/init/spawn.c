@@ -8,8 +8,8 @@
  * reported the end at all. As the control uid it is out of reach: the kernel lets a process
  * signal another only when its real or effective uid is the target's real or saved uid (the
  * workload's are 10001, the supervisor's real and saved uid are the control uid, always), and
- * ptrace, /proc/<pid>/mem and prlimit need every uid to match and the target dumpable, which a
- * process that changed uid is not. The other way, the init tracking and killing every workload
+ * ptrace, /proc/<pid>/mem and prlimit need every uid of the target to be the caller's. The
+ * other way, the init tracking and killing every workload
  * process that is not a live supervisor's, was weighed and left: without cgroups nothing tells
  * a dead supervisor's orphans from another command's processes or a `docker exec`'s once
  * setsid and dead parents have erased the ppid chains, and a stopped supervisor is not dead
@@ -70,8 +70,7 @@ static void kill_as_workload(const struct init_spawn *sp, pid_t pid, int sig)
 	if (syscall(SYS_setresuid, -1, sp->uid, -1) != 0)
 		return;
 	kill(pid, sig);
-	if (syscall(SYS_setresuid, -1, sp->control_uid, -1) != 0)
-		return;
+	syscall(SYS_setresuid, -1, sp->control_uid, -1);
 }
 
 /* SIGKILLs every child of this process (a subreaper: orphans of the tree come here). */
@@ -203,10 +202,10 @@ _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 	 * the child only makes raw system calls, writing nothing but its own stack and errno. The
 	 * child drops to the workload identity itself (credentials belong to a process, not to
 	 * the memory it shares); from then until its execve swaps in the command's own memory no
-	 * workload process can ptrace it or open its /proc/<pid>/mem, as a process that changed
-	 * uid is not dumpable. When this returns the command has exec'd (or
-	 * failed and said so on the ctl pipe), so the pid below names a process group that
-	 * already exists. The price: while the child's execve itself blocks (a binary on a hung
+	 * workload process can ptrace it or open its /proc/<pid>/mem and so reach this one's:
+	 * the drop leaves it undumpable (priv_drop_to_workload). When this returns the command
+	 * has exec'd (or failed and said so on the ctl pipe), so the pid below names a process
+	 * group that already exists. The price: while the child's execve itself blocks (a binary on a hung
 	 * network mount), this process cannot take a SIGTERM, so a timeout acts once the exec
 	 * returns; likewise while a workload keeps the child stopped between its drop to the
 	 * workload uid and its execve (another command looping on kill -STOP -1): nothing of the
