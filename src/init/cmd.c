@@ -1,6 +1,6 @@
 /* cmd.c: workload commands (DESIGN.md §7): each runs as the workload uid under its own
- * subreaper supervisor; its output is kept in a bounded buffer until the agent channel takes
- * it, and the pipes are left unread while that buffer is full. */
+ * subreaper supervisor, which keeps the control uid; its output is kept in a bounded buffer
+ * until the agent channel takes it, and the pipes are left unread while that buffer is full. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -279,13 +279,15 @@ static int kill_as_workload(const struct init_cmds *c, pid_t pid, int sig)
 	return r;
 }
 
+/* Tells the supervisor to kill the command's tree. It keeps the control uid (spawn.c), so
+ * the init signals it as itself. */
 static void stop_command(struct init_cmds *c, struct init_cmd *k)
 {
 	int r;
 
 	if (k->sup_reaped || k->stopped)
 		return;
-	r = kill_as_workload(c, k->sup, SIGTERM);
+	r = kill(k->sup, SIGTERM) == 0 ? 0 : -errno;
 	if (r)
 		log_error("cannot signal a command's supervisor", "err=%s", err_str(r));
 	k->stopped = 1;
@@ -469,6 +471,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	sp.fd[INIT_FD_CTL] = p[INIT_FD_CTL][1];
 	sp.uid = c->cfg.workload_uid;
 	sp.gid = c->cfg.workload_gid;
+	sp.control_uid = c->cfg.control_uid;
 	/* the supervisor gets no copy of the storage (MADV_WIPEONFORK, init.c): sp and the exec
 	 * area are all it reads */
 	pid = fork();
@@ -658,8 +661,9 @@ int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
 		if (k->sup_reaped && (k->fd[INIT_FD_OUT] >= 0 || k->fd[INIT_FD_ERR] >= 0 ||
 				      k->fd[INIT_FD_CTL] >= 0)) {
 			if (now >= k->reaped_ms + LINGER_MS) {
-				/* a process escaped its supervisor (it killed it) and holds the
-				 * pipes: the command is over, its output ends here */
+				/* the tree is gone but a process outside it holds the pipes (another
+				 * command's, which took them through /proc/<pid>/fd or a socket):
+				 * the command is over, its output ends here */
 				set_error(k, "output cut: processes outlived the command's "
 					  "supervisor", NULL);
 				for (int w = INIT_FD_OUT; w <= INIT_FD_ERR; w++) {

@@ -31,7 +31,8 @@ const char init_help[] =
 	"the setup sentinel on the control tmpfs; then registers with agenticd over the agent\n"
 	"socket, sends READY heartbeats, redials with backoff when agenticd restarts, and reaps\n"
 	"every child and orphan. It runs agenticd's commands as the workload uid with no\n"
-	"capabilities, each under its own subreaper supervisor, and streams their output back.\n"
+	"capabilities, each under its own subreaper supervisor (which keeps the control uid, out\n"
+	"of the workload's reach), and streams their output back.\n"
 	"SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: SIGTERM to each command,\n"
 	"its whole tree killed 1.5 s later, their ends reported; then it exits 0.\n"
 	"Exit status: 0 stopped cleanly, 1 setup failed, 2 refused its environment or arguments.\n";

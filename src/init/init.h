@@ -109,18 +109,21 @@ void init_agent_stop(struct init_agent *a, int timeout_ms);
 
 /* ---- workload commands (cmd.c) ----
  * CommandRequest, StdinChunk and PtyControl from agenticd (DESIGN.md §7, §8). Each command
- * runs under its own supervisor: a child of the init that takes the workload identity
- * (priv_drop_to_workload), becomes a subreaper, forks the command and reaps whatever of the
- * command's tree comes to it; between fork and exec only raw system calls run. The command
- * gets stdin, stdout and stderr as pipes, the container's environment without AGENT_*, HOME,
- * USER and LOGNAME of the workload user (from /etc/passwd; else /workspace and the uid), then
- * the request's env; its cwd is working_dir or /workspace; it leads its own process group.
+ * runs under its own supervisor: a child of the init that keeps the init's control identity,
+ * so that nothing of the workload can signal, stop or ptrace it (spawn.c says why), becomes a
+ * subreaper, starts the command, which alone takes the workload identity
+ * (priv_drop_to_workload), and reaps whatever of the command's tree comes to it; between fork
+ * and exec only raw system calls run. The command gets stdin, stdout and stderr as pipes, the
+ * container's environment without AGENT_*, HOME, USER and LOGNAME of the workload user (from
+ * /etc/passwd; else /workspace and the uid), then the request's env; its cwd is working_dir or
+ * /workspace; it leads its own process group.
  *   - A command ends when its main process does: the supervisor then SIGKILLs what the
  *     command left behind and exits with the main process's code (128+signal when killed);
  *     126/127 when it could not be executed (127: not found), with the reason in error.
- *   - timeout_seconds > 0: at the deadline the whole tree is killed. The control uid holds
- *     no CAP_KILL, so every signal to a workload is sent with the workload uid borrowed as
- *     the effective uid for that one kill().
+ *   - timeout_seconds > 0: at the deadline the init tells the supervisor, which kills the
+ *     whole tree, whatever the tree did to escape it. The control uid holds no CAP_KILL, so
+ *     every signal to a workload, the init's or a supervisor's, is sent with the workload uid
+ *     borrowed as the effective uid for that one kill().
  *   - Output goes into a per-command buffer of LIMIT_INIT_OUTPUT_BYTES; while it cannot take
  *     another chunk the pipes are not read, so a command blocks on write instead of losing
  *     a byte while the agent channel is down.
@@ -141,6 +144,7 @@ enum { INIT_FD_IN, INIT_FD_OUT, INIT_FD_ERR, INIT_FD_CTL, INIT_FD_COUNT };
 struct init_spawn {
 	int fd[INIT_FD_COUNT];    /* the child's ends: stdin read, stdout/stderr write, ctl write */
 	uint32_t uid, gid;        /* the workload identity */
+	uint32_t control_uid;     /* the init's, which the supervisor keeps */
 	char *const *argv;
 	char *const *envp;
 	const char *path;         /* PATH's value, for a command without a slash */
@@ -159,13 +163,15 @@ enum { INIT_STAGE_DROP = 1, INIT_STAGE_SUBREAPER, INIT_STAGE_FDS, INIT_STAGE_FOR
        INIT_STAGE_CHDIR, INIT_STAGE_EXEC };
 
 /* In the child of the init's fork(), which reads nothing of the init's but sp, the stack and
- * the exec area: takes the workload identity (priv_drop_to_workload), becomes a subreaper,
- * moves the spawn's fds to 0..3 and closes every other, starts the command (a CLONE_VM |
- * CLONE_VFORK child: signals unblocked, SIGPIPE default, its own process group, cwd, execve
- * with a PATH search) and reports its pid once it has exec'd. It then reaps everything of the
- * command's tree that comes to it; once the main process has ended, or on SIGTERM, it SIGKILLs its remaining children
- * until none is left, and exits with the main process's code (128+signal when killed). A
- * failed step is reported as INIT_CTL_FAIL and exits 126 (127: the command was not found). */
+ * the exec area, and keeps the control identity: becomes a subreaper, moves the spawn's fds to
+ * 0..3 and closes every other, starts the command (a CLONE_VM | CLONE_VFORK child: signals
+ * unblocked, SIGPIPE default, its own process group, the workload identity by
+ * priv_drop_to_workload, cwd, execve with a PATH search) and reports its pid once it has
+ * exec'd. It then reaps everything of the command's tree that comes to it; once the main
+ * process has ended, or on SIGTERM (which only the init can send it), it SIGKILLs its
+ * remaining children until none is left, and exits with the main process's code (128+signal
+ * when killed). A failed step is reported as INIT_CTL_FAIL and exits 126 (127: the command was
+ * not found). */
 _Noreturn void init_spawn_supervise(const struct init_spawn *sp);
 
 /* Writes v in decimal into out (at most 10 digits, no NUL); returns the digit count. */

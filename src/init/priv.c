@@ -187,6 +187,14 @@ int priv_drop_to_workload(uint32_t uid, uint32_t gid)
 		r = syscall(SYS_setresgid, gid, gid, gid);
 	if (r == 0)
 		r = syscall(SYS_setresuid, uid, uid, uid);
+	/* Not dumpable before the capabilities go: a command's child shares its supervisor's
+	 * memory until its execve (spawn.c), and the supervisor holds CAP_SETUID. Until capset
+	 * the child's permitted set is more than a workload's, which keeps a workload's ptrace out
+	 * (cap_ptrace_access_check); from then on this flag does, whatever fs.suid_dumpable left
+	 * after the uid change. Clearing capabilities does not set it again; execve gives the
+	 * command's own memory the usual dumpability. */
+	if (r == 0)
+		r = syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (r == 0)
 		r = capset_raw(0, 0, 0);
 	return r == 0 ? 0 : -errno;

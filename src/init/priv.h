@@ -32,8 +32,9 @@ int priv_status_read(pid_t pid, struct priv_status *st);
 int priv_drop_to_control(uint32_t id, const char **step);
 
 /* The workload drop, for the child between fork and exec: raw syscalls only (async-signal-safe):
- * clear ambient, no groups, setresgid/setresuid to (uid, gid), capabilities all zero. Returns 0
- * or a negative errno; the caller reports it through a pipe and _exit()s. */
+ * clear ambient, no groups, setresgid/setresuid to (uid, gid), not dumpable (until an execve),
+ * capabilities all zero. Returns 0 or a negative errno; the caller reports it through a pipe
+ * and _exit()s. */
 int priv_drop_to_workload(uint32_t uid, uint32_t gid);
 
 /* True when st is exactly what a workload must be (DESIGN.md §10 item 1). */

@@ -1,5 +1,25 @@
 /* spawn.c: a command's supervisor and the command itself, from fork to exec: raw system
- * calls only (async-signal-safe), no allocation, no stdio, no logging. */
+ * calls only (async-signal-safe), no allocation, no stdio, no logging.
+ *
+ * The supervisor keeps the init's control identity; only the command takes the workload's.
+ * A supervisor running as the workload uid, as it once did, was the workload's to signal: the
+ * command (or any other command) could `kill -9 $PPID` or `kill -STOP $PPID`, and its tree then
+ * outlived its timeout, its kill and the sandbox's shutdown, while a stopped supervisor never
+ * reported the end at all. As the control uid it is out of reach: the kernel lets a process
+ * signal another only when its real or effective uid is the target's real or saved uid (the
+ * workload's are 10001, the supervisor's real and saved uid are the control uid, always), and
+ * ptrace, /proc/<pid>/mem and prlimit need every uid of the target to be the caller's. The
+ * other way, the init tracking and killing every workload
+ * process that is not a live supervisor's, was weighed and left: without cgroups nothing tells
+ * a dead supervisor's orphans from another command's processes or a `docker exec`'s once
+ * setsid and dead parents have erased the ppid chains, and a stopped supervisor is not dead
+ * (it would need a heartbeat on top). The price of this way: the supervisor holds CAP_SETUID
+ * and CAP_SETGID, as the init does, while the command's tree lives. It runs none of the
+ * workload's code, reads nothing the workload writes but the kernel's list of its children,
+ * and holds no fd of the command's after the start. It signals the tree the way the init
+ * does, with the workload uid borrowed as its effective uid for each kill(); in that moment
+ * the workload may lower its priority (setpriority and sched_setscheduler compare effective
+ * uids), which slows the kill but cannot stop it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -41,8 +61,20 @@ static void ctl_send(int fd, int tag, int a, int b)
 		return;
 }
 
+/* Sends sig to a process of the command's tree. The control uid holds no CAP_KILL: the
+ * workload uid is borrowed as the effective uid for the one kill(). The way back cannot fail
+ * (the real and saved uid are the control uid), and while the effective uid is the workload's
+ * the real and saved uid still keep the workload's signals out. */
+static void kill_as_workload(const struct init_spawn *sp, pid_t pid, int sig)
+{
+	if (syscall(SYS_setresuid, -1, sp->uid, -1) != 0)
+		return;
+	kill(pid, sig);
+	syscall(SYS_setresuid, -1, sp->control_uid, -1);
+}
+
 /* SIGKILLs every child of this process (a subreaper: orphans of the tree come here). */
-static void kill_children(pid_t self, pid_t pgid)
+static void kill_children(const struct init_spawn *sp, pid_t self, pid_t pgid)
 {
 	char path[64] = "/proc/self/task/", buf[4096];
 	size_t n = 16;
@@ -55,7 +87,7 @@ static void kill_children(pid_t self, pid_t pgid)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		/* no CONFIG_PROC_CHILDREN: the command's group is what we can reach */
-		kill(-pgid, SIGKILL);
+		kill_as_workload(sp, -pgid, SIGKILL);
 		return;
 	}
 	while ((r = read(fd, buf, sizeof(buf))) > 0) {
@@ -63,13 +95,13 @@ static void kill_children(pid_t self, pid_t pgid)
 			if (buf[i] >= '0' && buf[i] <= '9') {
 				pid = pid * 10 + (buf[i] - '0');
 			} else if (pid) {
-				kill(pid, SIGKILL);
+				kill_as_workload(sp, pid, SIGKILL);
 				pid = 0;
 			}
 		}
 	}
 	if (pid)
-		kill(pid, SIGKILL);
+		kill_as_workload(sp, pid, SIGKILL);
 	close(fd);
 }
 
@@ -85,6 +117,11 @@ static _Noreturn void command_exec(const struct init_spawn *sp)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	sigaction(SIGPIPE, &dfl, NULL);
 	setpgid(0, 0);
+	/* this child alone becomes the workload: its parent, the supervisor, stays out of reach */
+	if (priv_drop_to_workload(sp->uid, sp->gid) != 0) {
+		ctl_send(3, INIT_CTL_FAIL, INIT_STAGE_DROP, errno);
+		_exit(126);
+	}
 	if (chdir(sp->cwd) != 0) {
 		ctl_send(3, INIT_CTL_FAIL, INIT_STAGE_CHDIR, errno);
 		_exit(126);
@@ -136,10 +173,6 @@ _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 	sigset_t wait_set;
 	_Alignas(16) char stack[COMMAND_STACK_BYTES];
 
-	if (priv_drop_to_workload(sp->uid, sp->gid) != 0) {
-		ctl_send(sp->fd[INIT_FD_CTL], INIT_CTL_FAIL, INIT_STAGE_DROP, errno);
-		_exit(126);
-	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
 		ctl_send(sp->fd[INIT_FD_CTL], INIT_CTL_FAIL, INIT_STAGE_SUBREAPER, errno);
 		_exit(126);
@@ -165,13 +198,18 @@ _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 	/* The command starts the way posix_spawn starts one: a child sharing this process's
 	 * memory (CLONE_VM) on a stack of its own, while this process waits (CLONE_VFORK) until
 	 * it has called execve or _exit. No page table is copied and none torn down at the exec,
-	 * which a fork() here cost on every command. It is sound because this process already
-	 * is the workload identity and waits, and the child only makes raw system calls, writing
-	 * nothing but its own stack and errno. When this returns the command has exec'd (or
-	 * failed and said so on the ctl pipe), so the pid below names a process group that
-	 * already exists. The price: while the child's execve itself blocks (a binary on a hung
+	 * which a fork() here cost on every command. It is sound because this process waits and
+	 * the child only makes raw system calls, writing nothing but its own stack and errno. The
+	 * child drops to the workload identity itself (credentials belong to a process, not to
+	 * the memory it shares); from then until its execve swaps in the command's own memory no
+	 * workload process can ptrace it or open its /proc/<pid>/mem and so reach this one's:
+	 * the drop leaves it undumpable (priv_drop_to_workload). When this returns the command
+	 * has exec'd (or failed and said so on the ctl pipe), so the pid below names a process
+	 * group that already exists. The price: while the child's execve itself blocks (a binary on a hung
 	 * network mount), this process cannot take a SIGTERM, so a timeout acts once the exec
-	 * returns. */
+	 * returns; likewise while a workload keeps the child stopped between its drop to the
+	 * workload uid and its execve (another command looping on kill -STOP -1): nothing of the
+	 * command has run then, but its result waits until the child is continued. */
 	pid = clone(command_main, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
 		    (void *)sp);
 	if (pid < 0) {
@@ -202,7 +240,7 @@ _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 			break;
 		/* the command is over when its main process is: what it left behind goes too */
 		if (killing || main_done)
-			kill_children(self, pid);
+			kill_children(sp, self, pid);
 	}
 	_exit(WIFEXITED(main_status) ? WEXITSTATUS(main_status)
 				     : 128 + WTERMSIG(main_status));
