@@ -224,42 +224,51 @@ int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *
 	return r;
 }
 
-int policy_mount_verify(int64_t pid, const char *pid_ns, const char *dst,
-			const struct policy_mount_id *id, char *why, size_t why_size)
+/* The root directory of process pid, an O_PATH fd, when /proc/PID/ns/pid still reads pid_ns;
+ * else -errno with why. */
+static int proc_root(int64_t pid, const char *pid_ns, char *why, size_t why_size)
 {
-	const char *c = dst + 1;
 	char path[48], ns[64];
-	struct stat st;
-	int proc, dfd, fd, r = 0;
+	int proc, dfd, r;
 	ssize_t len;
 
 	snprintf(path, sizeof(path), "/proc/%lld", (long long)pid);
 	proc = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (proc < 0) {
 		r = -errno;
-		snprintf(why, why_size, "the container's process %lld cannot be looked at: %s",
-			 (long long)pid, strerror(-r));
-		return r;
-	}
-	/* the root first: a pid reused after this fails the namespace check below */
-	dfd = openat(proc, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = dfd < 0 ? -errno : 0;
-	len = readlinkat(proc, "ns/pid", ns, sizeof(ns) - 1);
-	close(proc);
-	if (r == 0 && (len <= 0 || (size_t)len != strlen(pid_ns) || memcmp(ns, pid_ns, (size_t)len)))
-		r = -ESRCH;
-	if (r != 0) {
-		snprintf(why, why_size, "the container's process %lld cannot be looked at: %s",
-			 (long long)pid, strerror(-r));
-		if (dfd >= 0)
+	} else {
+		/* the root first: a pid reused after this fails the namespace check below */
+		dfd = openat(proc, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		r = dfd < 0 ? -errno : 0;
+		len = readlinkat(proc, "ns/pid", ns, sizeof(ns) - 1);
+		close(proc);
+		if (r == 0 && (len <= 0 || (size_t)len != strlen(pid_ns) ||
+			       memcmp(ns, pid_ns, (size_t)len) != 0)) {
 			close(dfd);
-		return r;
+			r = -ESRCH;
+		}
+		if (r == 0)
+			return dfd;
 	}
+	snprintf(why, why_size, "the container's process %lld cannot be looked at: %s",
+		 (long long)pid, strerror(-r));
+	return r;
+}
+
+int policy_mount_verify(int64_t pid, const char *pid_ns, const char *dst,
+			const struct policy_mount_id *id, char *why, size_t why_size)
+{
+	const char *c = dst + 1;
+	struct stat st;
+	int dfd, fd, r = 0;
+
 	if (!path_clean(dst) || !*c) {
-		close(dfd);
 		snprintf(why, why_size, "%s is not a plain path below /", dst);
 		return -EPERM;
 	}
+	dfd = proc_root(pid, pid_ns, why, why_size);
+	if (dfd < 0)
+		return dfd;
 	for (;;) {
 		size_t n = strcspn(c, "/");
 		bool last = c[n] == '\0';
@@ -286,9 +295,10 @@ int policy_mount_verify(int64_t pid, const char *pid_ns, const char *dst,
 	close(dfd);
 	if (r == 0 && ((uint64_t)st.st_dev != id->dev || (uint64_t)st.st_ino != id->ino)) {
 		snprintf(why, why_size, "the container has something other than the checked source at "
-			 "%s (device:inode %llu:%llu, checked %llu:%llu): the source was swapped after "
-			 "the check", dst, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-			 (unsigned long long)id->dev, (unsigned long long)id->ino);
+			 "%s (device:inode %llu:%llu, checked %llu:%llu): its path named something else "
+			 "when the engine mounted it", dst, (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino, (unsigned long long)id->dev,
+			 (unsigned long long)id->ino);
 		r = -EPERM;
 	}
 	return r;
