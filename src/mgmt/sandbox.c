@@ -303,8 +303,10 @@ int sandbox_check_binds(const struct sandbox *sb, char *why, size_t why_size)
 	for (uint32_t i = 0; i < sb->nmounts; i++) {
 		src = strrun_next(sb->mounts, sb->mounts_len, dst);
 		dst = strrun_next(sb->mounts, sb->mounts_len, src);
-		if (!src || !dst)
+		if (!src || !dst) {
+			snprintf(why, why_size, "mount %u is missing from the sandbox's record", i);
 			return ERR_STATE;
+		}
 		r = policy_mount_verify(sb->pid, sb->pid_ns, dst, &sb->mount_id[i], what,
 					sizeof(what));
 		if (r != 0) {
