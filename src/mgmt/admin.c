@@ -421,7 +421,7 @@ static int parse_mount(struct create_req *req, const struct json_doc *doc, int m
 		       struct verdict *v)
 {
 	struct docker_mount *dm = &req->mounts[req->nmounts];
-	char real[PATH_MAX], why[256];
+	char real[PATH_MAX], why[512];
 	const char *src, *dst;
 	char *s;
 	bool ro = false;
@@ -464,7 +464,10 @@ static int parse_mount(struct create_req *req, const struct json_doc *doc, int m
 	default:
 		return bad(v, 400, "bad_request", "%s", why);
 	}
-	/* the resolved path is what gets mounted: a symlink swapped later changes nothing */
+	/* the engine resolves the path again at the start: only a path nobody but root can
+	 * change gets that far, and the bind is checked against this in the started container */
+	if (policy_mount_source(real, &req->mount_id[req->nmounts], why, sizeof(why)) != 0)
+		return bad(v, 422, "refused", "%s", why);
 	s = req->text + req->text_len;
 	if (strlen(real) + 1 > sizeof(req->text) - req->text_len)
 		return bad(v, 400, "bad_request", "request too large");
@@ -575,6 +578,7 @@ static int keep_request(struct sandbox *sb, const struct create_req *req)
 				       req->mounts[i].target);
 		if (req->mounts[i].read_only)
 			sb->mount_ro |= 1u << i;
+		sb->mount_id[i] = req->mount_id[i];
 	}
 	sb->ncmd = (uint16_t)req->ncmd;
 	sb->nlabels = (uint16_t)req->nlabels;

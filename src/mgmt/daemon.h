@@ -17,6 +17,7 @@
 #include "grpc/grpc.h"
 #include "http/http.h"
 #include "mgmt/config.h"
+#include "mgmt/policy.h"
 
 /* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
 enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB,
@@ -171,6 +172,7 @@ struct sandbox {
 	uint32_t labels_len;
 	char mounts[LIMIT_SANDBOX_MOUNT_BYTES];
 	uint32_t mounts_len;
+	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS]; /* what each source was, checked */
 	struct job job;
 	struct run run;
 	uint32_t exec_running;        /* exec sessions waiting for their CommandResult */
@@ -193,6 +195,7 @@ struct create_req {
 	struct docker_kv labels[LIMIT_SANDBOX_LABELS + 1];
 	uint32_t nlabels;
 	struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 1];
+	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS];
 	uint32_t nmounts;
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
@@ -357,6 +360,11 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb);
 /* Reads the pid namespace of the sandbox's container PID 1 (sb->pid) into sb->pid_ns, for the
  * resolver; empty when the container is not running. */
 void sandbox_read_pid_ns(struct sandbox *sb);
+/* The request's binds, seen in the running container (sb->pid, sb->pid_ns), are the sources
+ * that were checked (sb->mount_id): the engine resolved each path again when it started the
+ * container. 0; -EPERM when one is something else, or -errno when it cannot be checked, with
+ * the reason in why. */
+int sandbox_check_binds(const struct sandbox *sb, char *why, size_t why_size);
 
 /* provision.c: create, remove, warm pool, events */
 /* Starts a create; its answer reaches the sandbox's waiter through admin_finish_*(), possibly

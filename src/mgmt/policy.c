@@ -1,9 +1,13 @@
 /* policy.c: request checks (names, labels, mounts) and secret scrubbing of free text. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mgmt/policy.h"
 
@@ -110,6 +114,194 @@ int policy_mount_check(const struct config *cfg, const char *src_real, const cha
 		return -EPERM;
 	}
 	return 0;
+}
+
+/* Opens the component c (n bytes) below dfd without following it if it is a symlink; an
+ * O_PATH fd, or -errno. */
+static int open_step(int dfd, const char *c, size_t n, struct stat *st)
+{
+	char name[NAME_MAX + 1];
+	int fd;
+
+	if (n > NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(name, c, n);
+	name[n] = '\0';
+	fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) != 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+#define FIXED_RULE "every directory above a mount source must be root's and writable by root " \
+		   "alone (or sticky, the entry below it root's)"
+
+/* 0 when only root can rename or replace the entry c (n bytes, stat st) of directory dir:
+ * dir's owner always can; group or others with write permission can, unless the sticky bit
+ * keeps them off an entry root owns. */
+static int entry_fixed(const char *src, const char *c, size_t n, const struct stat *dir,
+		       const struct stat *st, char *why, size_t why_size)
+{
+	int dlen = c - 1 == src ? 1 : (int)(c - 1 - src);
+	char how[64];
+
+	if (dir->st_uid != 0) {
+		snprintf(why, why_size, "mount source %s: %.*s belongs to uid %u, who could swap %.*s "
+			 "for a symlink before the container starts; " FIXED_RULE, src, dlen, src,
+			 (unsigned)dir->st_uid, (int)n, c);
+		return -EPERM;
+	}
+	if (!(dir->st_mode & (S_IWGRP | S_IWOTH)) || (dir->st_mode & S_ISVTX && st->st_uid == 0))
+		return 0;
+	if (dir->st_mode & S_ISVTX)
+		snprintf(how, sizeof(how), "is sticky and uid %u owns the entry", (unsigned)st->st_uid);
+	else if (dir->st_mode & S_IWOTH)
+		snprintf(how, sizeof(how), "is world-writable");
+	else
+		snprintf(how, sizeof(how), "is writable by group %u", (unsigned)dir->st_gid);
+	snprintf(why, why_size, "mount source %s: %.*s could be swapped for a symlink before the "
+		 "container starts: %.*s %s; " FIXED_RULE, src, (int)n, c, dlen, src, how);
+	return -EPERM;
+}
+
+int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *why,
+			size_t why_size)
+{
+	const char *c = src_real + 1;
+	struct stat dir, st;
+	int dfd, fd, r = 0;
+
+	if (!path_clean(src_real) || !*c) {
+		snprintf(why, why_size, "mount source %s is not a plain path below /", src_real);
+		return -EPERM;
+	}
+	dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &dir) != 0) {
+		r = -errno;
+		snprintf(why, why_size, "mount source %s: /: %s", src_real, strerror(-r));
+		if (dfd >= 0)
+			close(dfd);
+		return r;
+	}
+	for (;;) {
+		size_t n = strcspn(c, "/");
+		bool last = c[n] == '\0';
+		int plen = (int)(c + n - src_real);
+
+		fd = open_step(dfd, c, n, &st);
+		if (fd < 0) {
+			r = fd;
+			snprintf(why, why_size, "mount source %s: %.*s: %s", src_real, plen, src_real,
+				 strerror(-r));
+			break;
+		}
+		if (S_ISLNK(st.st_mode) || (!last && !S_ISDIR(st.st_mode))) {
+			r = -EPERM;
+			snprintf(why, why_size, "mount source %s changed while it was checked: %.*s is "
+				 "now %s", src_real, plen, src_real,
+				 S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
+		} else {
+			r = entry_fixed(src_real, c, n, &dir, &st, why, why_size);
+		}
+		close(dfd);
+		dfd = fd;
+		dir = st;
+		if (r != 0 || last)
+			break;
+		c += n + 1;
+	}
+	close(dfd);
+	if (r == 0) {
+		id->dev = (uint64_t)st.st_dev;
+		id->ino = (uint64_t)st.st_ino;
+	}
+	return r;
+}
+
+/* The root directory of process pid, an O_PATH fd, when /proc/PID/ns/pid still reads pid_ns;
+ * else -errno with why. */
+static int proc_root(int64_t pid, const char *pid_ns, char *why, size_t why_size)
+{
+	char path[48], ns[64];
+	int proc, dfd, r;
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "/proc/%lld", (long long)pid);
+	proc = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0) {
+		r = -errno;
+	} else {
+		/* the root first: a pid reused after this fails the namespace check below */
+		dfd = openat(proc, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		r = dfd < 0 ? -errno : 0;
+		len = readlinkat(proc, "ns/pid", ns, sizeof(ns) - 1);
+		close(proc);
+		if (r == 0 && (len <= 0 || (size_t)len != strlen(pid_ns) ||
+			       memcmp(ns, pid_ns, (size_t)len) != 0)) {
+			close(dfd);
+			r = -ESRCH;
+		}
+		if (r == 0)
+			return dfd;
+	}
+	snprintf(why, why_size, "the container's process %lld cannot be looked at: %s",
+		 (long long)pid, strerror(-r));
+	return r;
+}
+
+int policy_mount_verify(int64_t pid, const char *pid_ns, const char *dst,
+			const struct policy_mount_id *id, char *why, size_t why_size)
+{
+	const char *c = dst + 1;
+	struct stat st;
+	int dfd, fd, r = 0;
+
+	if (!path_clean(dst) || !*c) {
+		snprintf(why, why_size, "%s is not a plain path below /", dst);
+		return -EPERM;
+	}
+	dfd = proc_root(pid, pid_ns, why, why_size);
+	if (dfd < 0)
+		return dfd;
+	for (;;) {
+		size_t n = strcspn(c, "/");
+		bool last = c[n] == '\0';
+
+		fd = open_step(dfd, c, n, &st);
+		close(dfd);
+		if (fd < 0) {
+			r = fd;
+			snprintf(why, why_size, "in the container, %.*s: %s", (int)(c + n - dst), dst,
+				 strerror(-r));
+			return r;
+		}
+		dfd = fd;
+		if (S_ISLNK(st.st_mode)) {
+			snprintf(why, why_size, "in the container, %.*s is a symlink: where the bind is "
+				 "cannot be checked", (int)(c + n - dst), dst);
+			r = -EPERM;
+			break;
+		}
+		if (last)
+			break;
+		c += n + 1;
+	}
+	close(dfd);
+	if (r == 0 && ((uint64_t)st.st_dev != id->dev || (uint64_t)st.st_ino != id->ino)) {
+		snprintf(why, why_size, "the container has something other than the checked source at "
+			 "%s (device:inode %llu:%llu, checked %llu:%llu): its path named something else "
+			 "when the engine mounted it", dst, (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino, (unsigned long long)id->dev,
+			 (unsigned long long)id->ino);
+		r = -EPERM;
+	}
+	return r;
 }
 
 static bool tokenish(int c)

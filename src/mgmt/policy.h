@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mgmt/config.h"
 
@@ -21,6 +22,30 @@ bool policy_label_key_allowed(const char *key);
  * /run/agentic*). 0, or ERR_PARSE (malformed) / -EPERM (refused) with the reason in why. */
 int policy_mount_check(const struct config *cfg, const char *src_real, const char *dst,
 		       char *why, size_t why_size);
+
+/* What a checked mount source is (st_dev, st_ino): the bind in the container must be that. */
+struct policy_mount_id {
+	uint64_t dev, ino;
+};
+
+/* The engine resolves a mount source again when it starts the container, following symlinks;
+ * so src_real (a realpath) is accepted only when nobody but root can change what it names
+ * until then. Walks it from / without following symlinks: every directory on the way, down to
+ * the source's parent, must be root's and writable by root alone, or sticky with the entry
+ * below it root's (no one else may rename or replace that entry). The source's own owner and
+ * mode do not matter: its contents may change, it cannot be swapped. Records what it is in
+ * id. 0; -EPERM when refused (a component others could change, or a symlink met: the path
+ * changed since its realpath) or -errno when a component cannot be opened, the reason in why. */
+int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *why,
+			size_t why_size);
+
+/* After the container started: what is at dst in the mount namespace of process pid, whose
+ * /proc/PID/ns/pid must still read pid_ns, must be id. dst (a clean absolute path) is walked
+ * from that process's root without following symlinks, so the container's files cannot lead
+ * the check elsewhere. 0; -EPERM when something else (or a symlink) is there, or -errno when
+ * it cannot be looked at (the process is gone), the reason in why. */
+int policy_mount_verify(int64_t pid, const char *pid_ns, const char *dst,
+			const struct policy_mount_id *id, char *why, size_t why_size);
 
 /* Replaces secret-shaped substrings in text (in place): values of KEY=VALUE pairs whose key
  * names a secret (TOKEN, SECRET, PASSWORD, PASSWD, KEY, CREDENTIAL, AUTH), bearer tokens,

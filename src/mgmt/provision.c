@@ -537,6 +537,12 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 				    "before it was ready", (long long)sb->exit_code);
 			return;
 		}
+		/* before the agent is authed, so before READY and the workload's first command */
+		if ((r = sandbox_check_binds(sb, text, sizeof(text))) != 0) {
+			fail_create(sb, r == -EPERM ? 422 : 500, r == -EPERM ? "refused" : "mount_check",
+				    "%s; the create was rolled back", text);
+			return;
+		}
 		sb->step = STEP_WAIT_READY;
 		agent_pid_known(sb);
 		if (sb->agent_ready && sb->state == SB_CREATING && !sb->rollback)

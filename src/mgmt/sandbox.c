@@ -293,3 +293,26 @@ void sandbox_read_pid_ns(struct sandbox *sb)
 	n = readlink(path, sb->pid_ns, sizeof(sb->pid_ns) - 1);
 	sb->pid_ns[n > 0 ? n : 0] = '\0';
 }
+
+int sandbox_check_binds(const struct sandbox *sb, char *why, size_t why_size)
+{
+	const char *src, *dst = NULL;
+	char what[512];
+	int r;
+
+	for (uint32_t i = 0; i < sb->nmounts; i++) {
+		src = strrun_next(sb->mounts, sb->mounts_len, dst);
+		dst = strrun_next(sb->mounts, sb->mounts_len, src);
+		if (!src || !dst) {
+			snprintf(why, why_size, "mount %u is missing from the sandbox's record", i);
+			return ERR_STATE;
+		}
+		r = policy_mount_verify(sb->pid, sb->pid_ns, dst, &sb->mount_id[i], what,
+					sizeof(what));
+		if (r != 0) {
+			snprintf(why, why_size, "mount %s:%s: %s", src, dst, what);
+			return r;
+		}
+	}
+	return 0;
+}

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "mgmt/policy.h"
@@ -67,6 +70,118 @@ static void test_policy_mounts_only_under_allowlist_and_never_protected(void **s
 	assert_int_equal(policy_mount_check(&c, "/srv//data", "/d", why, sizeof(why)), ERR_PARSE);
 }
 
+static char base[64];
+
+static void mkdir_as(const char *rel, mode_t mode, uid_t uid)
+{
+	char p[128];
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(chmod(p, mode), 0);
+	assert_int_equal(chown(p, uid, uid), 0);
+}
+
+static int source(const char *rel, struct policy_mount_id *id, char *why, size_t size)
+{
+	char p[128];
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	return policy_mount_source(p, id, why, size);
+}
+
+static int setup_tree(void **state)
+{
+	char p[128];
+
+	if (geteuid() != 0)
+		return 0;
+	snprintf(base, sizeof(base), "/tmp/test-policy-XXXXXX");
+	assert_non_null(mkdtemp(base));
+	assert_int_equal(chmod(base, 0755), 0);
+	mkdir_as("ok", 0755, 0);
+	mkdir_as("ok/src", 0700, 10001); /* the source's own owner does not matter */
+	mkdir_as("user", 0755, 10001);
+	mkdir_as("user/src", 0755, 0);
+	mkdir_as("world", 0777, 0);
+	mkdir_as("world/src", 0755, 0);
+	mkdir_as("group", 0775, 0);
+	mkdir_as("group/src", 0755, 0);
+	mkdir_as("sticky", 01777, 0);
+	mkdir_as("sticky/root", 0755, 0);
+	mkdir_as("sticky/user", 0755, 10001);
+	snprintf(p, sizeof(p), "%s/link", base);
+	assert_int_equal(symlink("ok", p), 0);
+	return 0;
+}
+
+static int remove_tree(void **state)
+{
+	char cmd[160];
+
+	if (base[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+		assert_int_equal(system(cmd), 0);
+	}
+	return 0;
+}
+
+static void test_policy_mount_source_refuses_paths_others_could_change(void **state)
+{
+	struct policy_mount_id id = { 0 };
+	struct stat st;
+	char why[512], p[128];
+
+	if (geteuid() != 0)
+		skip(); /* the tree needs root's and others' directories */
+	assert_int_equal(source("ok/src", &id, why, sizeof(why)), 0);
+	snprintf(p, sizeof(p), "%s/ok/src", base);
+	assert_int_equal(stat(p, &st), 0);
+	assert_true(id.dev == (uint64_t)st.st_dev && id.ino == (uint64_t)st.st_ino);
+	assert_int_equal(source("sticky/root", &id, why, sizeof(why)), 0);
+
+	assert_int_equal(source("user/src", &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/user belongs to uid 10001, who could swap src for a symlink"));
+	assert_int_equal(source("world/src", &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/world is world-writable"));
+	assert_int_equal(source("group/src", &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/group is writable by group 0"));
+	assert_int_equal(source("sticky/user", &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/sticky is sticky and uid 10001 owns the entry"));
+	/* a realpath has no symlink: one met means the path changed after it was resolved */
+	assert_int_equal(source("link/src", &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "changed while it was checked"));
+	assert_non_null(strstr(why, "/link is now a symlink"));
+	assert_int_equal(source("none", &id, why, sizeof(why)), -ENOENT);
+	assert_int_equal(policy_mount_source("/", &id, why, sizeof(why)), -EPERM);
+}
+
+static void test_policy_mount_verify_sees_what_the_process_sees(void **state)
+{
+	struct policy_mount_id id = { 0 };
+	char why[512], p[128], ns[64];
+	ssize_t n;
+
+	if (geteuid() != 0)
+		skip();
+	n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+	assert_true(n > 0);
+	ns[n] = '\0';
+	assert_int_equal(source("ok/src", &id, why, sizeof(why)), 0);
+	snprintf(p, sizeof(p), "%s/ok/src", base);
+	assert_int_equal(policy_mount_verify(getpid(), ns, p, &id, why, sizeof(why)), 0);
+	snprintf(p, sizeof(p), "%s/ok", base);
+	assert_int_equal(policy_mount_verify(getpid(), ns, p, &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "something other than the checked source"));
+	/* a symlink on the way is never followed (it could lead out of the container's root) */
+	snprintf(p, sizeof(p), "%s/link/src", base);
+	assert_int_equal(policy_mount_verify(getpid(), ns, p, &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/link is a symlink"));
+	/* another process behind the pid (reused) is not looked into */
+	snprintf(p, sizeof(p), "%s/ok/src", base);
+	assert_int_equal(policy_mount_verify(getpid(), "pid:[1]", p, &id, why, sizeof(why)), -ESRCH);
+}
+
 static void test_policy_redact_scrubs_secret_shapes(void **state)
 {
 	static const struct {
@@ -101,6 +216,10 @@ int main(void)
 		cmocka_unit_test(test_policy_name_follows_the_pattern),
 		cmocka_unit_test(test_policy_refuses_reserved_label_keys),
 		cmocka_unit_test(test_policy_mounts_only_under_allowlist_and_never_protected),
+		cmocka_unit_test_setup_teardown(test_policy_mount_source_refuses_paths_others_could_change,
+						setup_tree, remove_tree),
+		cmocka_unit_test_setup_teardown(test_policy_mount_verify_sees_what_the_process_sees,
+						setup_tree, remove_tree),
 		cmocka_unit_test(test_policy_redact_scrubs_secret_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
