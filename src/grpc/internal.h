@@ -48,9 +48,11 @@ struct grpc_call {
 	struct grpc_rx rx;
 	struct grpc_buf *rxb, *txb, *meta;
 	uint32_t tx_off, tx_len, meta_len;
+	uint32_t tx_head;          /* a message boundary at or before tx_off */
 	uint32_t msgs_in;
 	int status;
 	uint8_t started, hdrs_sent, finishing, end_sent, remote_done, have_status, want_writable;
+	uint8_t extra_request;     /* a unary call got a second request message */
 	const struct h2_field *md;  /* the peer's metadata, during callbacks only */
 	size_t nmd;
 	uint64_t app[GRPC_APP_BYTES / 8];
