@@ -6,9 +6,9 @@
  * events and output as feeding them at once. Complete header lists, DATA bytes (as they
  * arrive, never buffered) and stream ends reach the caller through callbacks.
  *
- * Memory is fixed: everything a connection needs is inside struct h2_conn (sizeof: 93,288
+ * Memory is fixed: everything a connection needs is inside struct h2_conn (sizeof: 94,848
  * bytes on x86-64: the HPACK decoder 37 KiB, the header-block buffer 16 KiB, the output buffer
- * 32 KiB, the stream table 6 KiB), plus one struct h2_scratch (34 KiB) that all connections
+ * 32 KiB, the stream table 7 KiB), plus one struct h2_scratch (34 KiB) that all connections
  * driven by one thread may share, because decoded header lists live only for the duration of
  * a callback. Nothing is allocated. The engine never grows: control frames it owes the peer (SETTINGS and PING
  * acknowledgements, WINDOW_UPDATEs, RST_STREAMs, GOAWAY) are kept as counters and flags and
