@@ -140,6 +140,21 @@ static int is_peer_sid(const struct h2_conn *c, uint32_t sid)
 	return (sid & 1) == (c->role == H2_SERVER);
 }
 
+/* A peer stream above those we took after our GOAWAY: we ignored its HEADERS, so frames on it
+ * are ignored too (RFC 9113 §6.8), not taken as frames on an idle stream. */
+static int after_goaway(const struct h2_conn *c, uint32_t sid)
+{
+	return c->goaway_sent && is_peer_sid(c, sid) && sid > c->last_peer_sid;
+}
+
+/* A stream neither side has opened yet (§5.1 "idle"). */
+static int is_idle(const struct h2_conn *c, uint32_t sid)
+{
+	if (after_goaway(c, sid))
+		return 0;
+	return is_peer_sid(c, sid) ? sid > c->last_peer_sid : sid >= c->next_local_sid;
+}
+
 /* Streams we reset: the peer may have sent frames on them before it saw our RST_STREAM, which
  * §5.1 says to ignore; frames on other closed streams are the peer's error. */
 static void reset_remember(struct h2_conn *c, uint32_t sid)
@@ -564,19 +579,16 @@ static int frame_begin(struct h2_conn *c)
 	case F_DATA: {
 		struct h2_stream *s = stream_find(c, sid);
 
-		int after_goaway = is_peer_sid(c, sid) && sid > c->last_peer_sid && c->goaway_sent;
-
 		if (sid == 0)
 			return conn_error(c, H2_PROTOCOL_ERROR);
-		if (!s && !after_goaway && ((is_peer_sid(c, sid) && sid > c->last_peer_sid) ||
-					    (!is_peer_sid(c, sid) && sid >= c->next_local_sid)))
+		if (!s && is_idle(c, sid))
 			return conn_error(c, H2_PROTOCOL_ERROR); /* DATA on an idle stream */
 		if (len > c->recv_window)
 			return conn_error(c, H2_FLOW_CONTROL_ERROR);
 		c->recv_window -= len;
 		if (!s || s->dead) {
 			c->f_ignore = 1;
-			if (!s && !after_goaway && !reset_recent(c, sid))
+			if (!s && !after_goaway(c, sid) && !reset_recent(c, sid))
 				stream_error(c, NULL, sid, H2_STREAM_CLOSED);
 		} else if (s->remote_closed) {
 			c->f_ignore = 1;
@@ -727,8 +739,7 @@ static int frame_end_dispatch(struct h2_conn *c)
 	case F_RST_STREAM:
 		s = stream_find(c, sid);
 		if (!s) {
-			if ((is_peer_sid(c, sid) && sid > c->last_peer_sid) ||
-			    (!is_peer_sid(c, sid) && sid >= c->next_local_sid))
+			if (is_idle(c, sid))
 				return conn_error(c, H2_PROTOCOL_ERROR);
 			break;
 		}
@@ -754,8 +765,7 @@ static int frame_end_dispatch(struct h2_conn *c)
 		}
 		s = stream_find(c, sid);
 		if (!s) {
-			if ((is_peer_sid(c, sid) && sid > c->last_peer_sid) ||
-			    (!is_peer_sid(c, sid) && sid >= c->next_local_sid))
+			if (is_idle(c, sid))
 				return conn_error(c, H2_PROTOCOL_ERROR);
 			break;
 		}

@@ -640,10 +640,15 @@ static void test_h2_graceful_goaway_names_the_last_stream_and_ignores_newer(void
 	assert_int_equal(f[0].type, 0x7);
 	assert_int_equal(be32(f[0].p), 1);
 	assert_int_equal(be32(f[0].p + 4), 0);
+	h2_conn_sent(&srv, srv.out.len);
 	w.len = 0;
-	headers(&w, 3, 0x1);
+	headers(&w, 3, 0);
+	frame(&w, 0x0, 0, 3, "x", 1);
+	u32_frame(&w, 0x8, 3, 100);
+	u32_frame(&w, 0x3, 3, H2_CANCEL);  /* frames on the ignored stream are ignored too */
 	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
 	assert_null(strstr(srec.log, "H3/"));
+	assert_int_equal(frames(&srv.out, 0, f, 8), 0);
 	assert_false(h2_conn_finished(&srv));
 	h2_stream_reset(&srv, &srv.streams[0], H2_CANCEL);
 	assert_true(h2_conn_finished(&srv));
