@@ -127,7 +127,9 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg);
  * callback; the rest, and any error, is the loop's as always. */
 void grpc_call_flush(struct grpc_call *call);
 /* Server: ends the call: trailers (or a trailers-only response when nothing was sent) with
- * status, message (percent-encoded on the wire; may be NULL) and md, after queued messages.
+ * status, message (percent-encoded on the wire; may be NULL) and md, after queued messages;
+ * for a unary method, once its request has ended too (a second request message turns the
+ * status INTERNAL).
  * Client: status must be GRPC_OK and sends END_STREAM (half-close); any other status cancels
  * the call (RST_STREAM CANCEL, on_done with that status). */
 int grpc_call_finish(struct grpc_call *call, int status, const char *message,

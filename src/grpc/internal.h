@@ -94,7 +94,8 @@ void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const str
 			  size_t n, unsigned flags);
 /* Sends what the call has queued, as far as windows and room allow. */
 void grpc_call_pump(struct grpc_call *call);
-/* Ends the call from our side with status (server: trailers; client: RST_STREAM CANCEL). */
+/* Ends the call from our side with status (server: trailers, after the rest of a message
+ * already begun on the wire, the queued others dropped; client: RST_STREAM CANCEL). */
 void grpc_call_fail(struct grpc_call *call, int status, const char *message);
 void grpc_call_note_deadline(struct grpc_call *call, int64_t deadline);
 /* The peer sent END_STREAM: checks the request count, tells the handler. */
