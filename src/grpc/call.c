@@ -159,6 +159,7 @@ static int meta_add(struct grpc_call *call, int kind, const char *key, size_t kl
 	return 0;
 }
 
+/* Removes the meta records of kind (a status message being replaced). */
 static void meta_drop(struct grpc_call *call, int kind)
 {
 	uint32_t off = 0, keep = 0;
@@ -317,8 +318,6 @@ static void send_end(struct grpc_call *call)
 		call->end_sent = 1;
 }
 
-/* may_callback: 0 when called from the handler's own grpc_call_* call, so on_writable never
- * runs nested inside the handler. */
 static uint32_t prefix_len(const uint8_t *p)
 {
 	return (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
@@ -351,6 +350,8 @@ static void tx_drop_unsent(struct grpc_call *call)
 	}
 }
 
+/* may_callback: 0 when called from the handler's own grpc_call_* call, so on_writable never
+ * runs nested inside the handler. */
 static void pump(struct grpc_call *call, int may_callback)
 {
 	struct h2_stream *s = call->stream;
