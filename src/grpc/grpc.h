@@ -241,8 +241,9 @@ void grpc_client_close(struct grpc_client *c);
 /* Parses a grpc-timeout value ("100m", "3S", "1H" ...) into milliseconds, rounding up.
  * ERR_PARSE when malformed. */
 int grpc_timeout_parse(const char *s, size_t len, int64_t *ms);
-/* Percent-encodes s for grpc-message into out (NUL-terminated); ERR_LIMIT when it does not
- * fit. Decoding is lenient, as the spec asks: a bad escape is kept as is. */
+/* Percent-encodes s for grpc-message into out (NUL-terminated): what is outside 0x20..0x7e,
+ * '%', and a space at either end (which a field value may not have); ERR_LIMIT when it does
+ * not fit. Decoding is lenient, as the spec asks: a bad escape is kept as is. */
 int grpc_percent_encode(const char *s, char *out, size_t cap);
 void grpc_percent_decode(char *s);
 /* Base64 for -bin metadata: encode (unpadded) and decode (padded or not). Return the output

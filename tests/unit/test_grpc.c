@@ -51,6 +51,11 @@ static void test_grpc_percent_encoding_round_trips_and_decodes_leniently(void **
 	grpc_percent_decode(bad);
 	assert_string_equal(bad, "50%zz%4");
 	assert_int_equal(grpc_percent_encode("\n\n", out, 6), ERR_LIMIT);
+	/* no space at an end of the field value (RFC 9113 §8.2.1) */
+	assert_int_equal(grpc_percent_encode(" a b ", out, sizeof(out)), 0);
+	assert_string_equal(out, "%20a b%20");
+	assert_int_equal(grpc_percent_encode(" ", out, sizeof(out)), 0);
+	assert_string_equal(out, "%20");
 }
 
 static void test_grpc_base64_takes_padded_and_unpadded(void **state)
