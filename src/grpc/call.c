@@ -159,6 +159,24 @@ static int meta_add(struct grpc_call *call, int kind, const char *key, size_t kl
 	return 0;
 }
 
+/* Removes the meta records of kind (a status message being replaced). */
+static void meta_drop(struct grpc_call *call, int kind)
+{
+	uint32_t off = 0, keep = 0;
+
+	while (call->meta && off < call->meta_len) {
+		uint8_t *p = call->meta->data + off;
+		uint32_t n = 5 + ((uint32_t)p[1] << 8 | p[2]) + ((uint32_t)p[3] << 8 | p[4]);
+
+		if (p[0] != kind) {
+			memmove(call->meta->data + keep, p, n);
+			keep += n;
+		}
+		off += n;
+	}
+	call->meta_len = keep;
+}
+
 static int meta_add_md(struct grpc_call *call, int kind, const struct grpc_md *md, size_t n)
 {
 	char enc[GRPC_MD_BYTES];
@@ -265,6 +283,14 @@ static int send_trailers(struct grpc_call *call)
 						    sizeof(msg)), 1);
 }
 
+/* A unary method's answer waits for the end of its request, so that a second request message
+ * is refused (INTERNAL) instead of the call ending OK on the first. */
+static int answer_waits(const struct grpc_call *call)
+{
+	return call->started && call->method->flags == 0 && call->msgs_in && !call->remote_done &&
+	       !call->extra_request;
+}
+
 /* Ends our side once the queue is empty: trailers (server) or END_STREAM (client). */
 static void send_end(struct grpc_call *call)
 {
@@ -273,6 +299,8 @@ static void send_end(struct grpc_call *call)
 	int r;
 
 	if (is_server(call)) {
+		if (answer_waits(call))
+			return;
 		r = call->hdrs_sent ? send_trailers(call) : send_response_headers(call, 1);
 		if (r == -EAGAIN)
 			return;
@@ -288,6 +316,38 @@ static void send_end(struct grpc_call *call)
 	}
 	if (h2_stream_send_data(h2, s, NULL, 0, 1) == 0 && s->local_closed)
 		call->end_sent = 1;
+}
+
+static uint32_t prefix_len(const uint8_t *p)
+{
+	return (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+}
+
+/* Moves tx_head to the last message boundary at or before tx_off: the queue from tx_head on
+ * is a run of whole length-prefixed messages. */
+static void tx_head_advance(struct grpc_call *call)
+{
+	const uint8_t *p = call->txb->data;
+
+	while (call->tx_head + 5 <= call->tx_len &&
+	       call->tx_head + 5 + prefix_len(p + call->tx_head) <= call->tx_off)
+		call->tx_head += 5 + prefix_len(p + call->tx_head);
+}
+
+/* Drops the queued messages not begun on the wire. A message already partly sent stays, to
+ * be finished: the peer would read a cut message followed by trailers as a broken stream. */
+static void tx_drop_unsent(struct grpc_call *call)
+{
+	if (!call->txb)
+		return;
+	tx_head_advance(call);
+	call->tx_len = call->tx_head < call->tx_off
+			       ? call->tx_head + 5 + prefix_len(call->txb->data + call->tx_head)
+			       : call->tx_off;
+	if (call->tx_off == call->tx_len) {
+		buf_give(call->conn->env, &call->txb);
+		call->tx_off = call->tx_len = call->tx_head = 0;
+	}
 }
 
 /* may_callback: 0 when called from the handler's own grpc_call_* call, so on_writable never
@@ -321,7 +381,7 @@ static void pump(struct grpc_call *call, int may_callback)
 			if (call->tx_off < call->tx_len)
 				return;
 			buf_give(call->conn->env, &call->txb);
-			call->tx_off = call->tx_len = 0;
+			call->tx_off = call->tx_len = call->tx_head = 0;
 		}
 		if (call->want_writable && may_callback && !call->finishing &&
 		    call->method->handler.on_writable) {
@@ -352,13 +412,16 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 		return ERR_LIMIT;
 	if (call->txb) {
 		if (call->tx_off == call->tx_len) {
-			call->tx_off = call->tx_len = 0;
+			call->tx_off = call->tx_len = call->tx_head = 0;
 		} else if (size + 5 > call->txb->cap - call->tx_len) {
-			if (call->tx_off && size + 5 <= call->txb->cap - (call->tx_len - call->tx_off)) {
-				memmove(call->txb->data, call->txb->data + call->tx_off,
-					call->tx_len - call->tx_off);
-				call->tx_len -= call->tx_off;
-				call->tx_off = 0;
+			tx_head_advance(call);
+			if (call->tx_head &&
+			    size + 5 <= call->txb->cap - (call->tx_len - call->tx_head)) {
+				memmove(call->txb->data, call->txb->data + call->tx_head,
+					call->tx_len - call->tx_head);
+				call->tx_len -= call->tx_head;
+				call->tx_off -= call->tx_head;
+				call->tx_head = 0;
 			} else {
 				call->want_writable = 1;
 				return -EAGAIN;
@@ -431,8 +494,7 @@ void grpc_call_fail(struct grpc_call *call, int status, const char *message)
 			h2_stream_reset(&call->conn->h2, s, H2_CANCEL);
 			return;
 		}
-		buf_give(call->conn->env, &call->txb);
-		call->tx_off = call->tx_len = 0;
+		tx_drop_unsent(call);
 		grpc_call_finish(call, status, message, NULL, 0);
 		return;
 	}
@@ -550,14 +612,32 @@ void grpc_call_remote_done(struct grpc_call *call)
 		grpc_call_fail(call, GRPC_INTERNAL, "the stream ended inside a message");
 		return;
 	}
-	if (!is_server(call) || call->finishing)
+	if (!is_server(call))
 		return;
+	if (call->finishing) {
+		pump(call, 0); /* an answer that waited for the request's end */
+		return;
+	}
 	if (!(m->flags & GRPC_CLIENT_STREAMING) && call->msgs_in == 0) {
 		grpc_call_fail(call, GRPC_INTERNAL, "no request message for a unary method");
 		return;
 	}
 	if (m->handler.on_half_close)
 		m->handler.on_half_close(call);
+}
+
+/* A unary call answered but not yet ended got more request bytes: a second message. The
+ * answer turns INTERNAL and goes now; a response message begun on the wire is finished. */
+static void refuse_extra_request(struct grpc_call *call)
+{
+	static const char why[] = "more than one request message for a unary method";
+
+	call->extra_request = 1;
+	call->status = GRPC_INTERNAL;
+	tx_drop_unsent(call);
+	meta_drop(call, META_MESSAGE);
+	meta_add(call, META_MESSAGE, "", 0, why, sizeof(why) - 1);
+	pump(call, 0);
 }
 
 static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const uint8_t *p,
@@ -574,8 +654,11 @@ static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const
 		uint32_t len;
 		char why[128];
 
-		if (call->finishing && is_server(call))
+		if (call->finishing && is_server(call)) {
+			if (answer_waits(call))
+				refuse_extra_request(call);
 			return; /* the answer is decided: what the client still sends is dropped */
+		}
 		switch (grpc_rx_feed(&call->rx, &p, &n, env->max_message, &msg, &len)) {
 		case GRPC_RX_MORE:
 			break;
@@ -895,10 +978,13 @@ int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 				grpc_conn_teardown(c, lost);
 				return 1;
 			}
+			h2_conn_clock(&c->h2, clock_mono_ms());
 			fr = h2_conn_feed(&c->h2, c->env->rdbuf, (size_t)r);
 			if (fr == H2_ERR_PREFACE) {
 				log_info("grpc connection closed", "reason=%s fd=%d",
 					 "not_http2", c->fd);
+				/* RFC 9113 §3.4: a bad preface is a PROTOCOL_ERROR */
+				h2_conn_goaway(&c->h2, H2_PROTOCOL_ERROR);
 				grpc_conn_teardown(c, lost);
 				return 1;
 			}

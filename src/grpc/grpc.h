@@ -4,7 +4,7 @@
  * Single-threaded and non-blocking. All memory is taken once, at init, from storage the
  * caller hands in (grpc_server_storage_bytes / grpc_client_storage_bytes say how much):
  *   - connections: a fixed pool; each holds its h2 engine and one call slot per stream:
- *     sizeof(struct grpc_conn), 115,880 bytes on x86-64, logged at start as conn_bytes;
+ *     sizeof(struct grpc_conn), 117,440 bytes on x86-64, logged at start as conn_bytes;
  *   - message buffers: `small_buffers` of GRPC_SMALL_MESSAGE bytes and `large_buffers` of
  *     max_message_bytes, shared by every connection: a message being reassembled across DATA
  *     frames, or queued for sending, holds one; a message that arrives whole in one read is
@@ -127,7 +127,9 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg);
  * callback; the rest, and any error, is the loop's as always. */
 void grpc_call_flush(struct grpc_call *call);
 /* Server: ends the call: trailers (or a trailers-only response when nothing was sent) with
- * status, message (percent-encoded on the wire; may be NULL) and md, after queued messages.
+ * status, message (percent-encoded on the wire; may be NULL) and md, after queued messages;
+ * for a unary method, once its request has ended too (a second request message turns the
+ * status INTERNAL).
  * Client: status must be GRPC_OK and sends END_STREAM (half-close); any other status cancels
  * the call (RST_STREAM CANCEL, on_done with that status). */
 int grpc_call_finish(struct grpc_call *call, int status, const char *message,
@@ -239,8 +241,9 @@ void grpc_client_close(struct grpc_client *c);
 /* Parses a grpc-timeout value ("100m", "3S", "1H" ...) into milliseconds, rounding up.
  * ERR_PARSE when malformed. */
 int grpc_timeout_parse(const char *s, size_t len, int64_t *ms);
-/* Percent-encodes s for grpc-message into out (NUL-terminated); ERR_LIMIT when it does not
- * fit. Decoding is lenient, as the spec asks: a bad escape is kept as is. */
+/* Percent-encodes s for grpc-message into out (NUL-terminated): what is outside 0x20..0x7e,
+ * '%', and a space at either end (which a field value may not have); ERR_LIMIT when it does
+ * not fit. Decoding is lenient, as the spec asks: a bad escape is kept as is. */
 int grpc_percent_encode(const char *s, char *out, size_t cap);
 void grpc_percent_decode(char *s);
 /* Base64 for -bin metadata: encode (unpadded) and decode (padded or not). Return the output

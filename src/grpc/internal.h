@@ -48,9 +48,11 @@ struct grpc_call {
 	struct grpc_rx rx;
 	struct grpc_buf *rxb, *txb, *meta;
 	uint32_t tx_off, tx_len, meta_len;
+	uint32_t tx_head;          /* a message boundary at or before tx_off */
 	uint32_t msgs_in;
 	int status;
 	uint8_t started, hdrs_sent, finishing, end_sent, remote_done, have_status, want_writable;
+	uint8_t extra_request;     /* a unary call got a second request message */
 	const struct h2_field *md;  /* the peer's metadata, during callbacks only */
 	size_t nmd;
 	uint64_t app[GRPC_APP_BYTES / 8];
@@ -92,7 +94,8 @@ void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const str
 			  size_t n, unsigned flags);
 /* Sends what the call has queued, as far as windows and room allow. */
 void grpc_call_pump(struct grpc_call *call);
-/* Ends the call from our side with status (server: trailers; client: RST_STREAM CANCEL). */
+/* Ends the call from our side with status (server: trailers, after the rest of a message
+ * already begun on the wire, the queued others dropped; client: RST_STREAM CANCEL). */
 void grpc_call_fail(struct grpc_call *call, int status, const char *message);
 void grpc_call_note_deadline(struct grpc_call *call, int64_t deadline);
 /* The peer sent END_STREAM: checks the request count, tells the handler. */

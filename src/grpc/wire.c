@@ -59,12 +59,14 @@ int grpc_timeout_parse(const char *s, size_t len, int64_t *ms)
 int grpc_percent_encode(const char *s, char *out, size_t cap)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
+	size_t o = 0, n = strlen(s);
 
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		/* a space at either end too: RFC 9113 §8.2.1 forbids it in a field value */
+		int edge = ch == ' ' && (i == 0 || i + 1 == n);
 
-		if (ch >= 0x20 && ch <= 0x7e && ch != '%') {
+		if (ch >= 0x20 && ch <= 0x7e && ch != '%' && !edge) {
 			if (o + 1 >= cap)
 				return ERR_LIMIT;
 			out[o++] = (char)ch;

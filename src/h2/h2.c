@@ -103,6 +103,7 @@ static struct h2_stream *stream_new(struct h2_conn *c, uint32_t sid)
 		s->id = sid;
 		s->send_window = c->peer_initial_window;
 		s->recv_window = H2_STREAM_WINDOW;
+		s->content_left = -1;
 		c->nstreams++;
 		return s;
 	}
@@ -137,6 +138,54 @@ static void stream_maybe_done(struct h2_conn *c, struct h2_stream *s)
 static int is_peer_sid(const struct h2_conn *c, uint32_t sid)
 {
 	return (sid & 1) == (c->role == H2_SERVER);
+}
+
+/* A peer stream above those we took after our GOAWAY: we ignored its HEADERS, so frames on it
+ * are ignored too (RFC 9113 §6.8), not taken as frames on an idle stream. */
+static int after_goaway(const struct h2_conn *c, uint32_t sid)
+{
+	return c->goaway_sent && is_peer_sid(c, sid) && sid > c->last_peer_sid;
+}
+
+/* A stream neither side has opened yet (§5.1 "idle"). */
+static int is_idle(const struct h2_conn *c, uint32_t sid)
+{
+	if (after_goaway(c, sid))
+		return 0;
+	return is_peer_sid(c, sid) ? sid > c->last_peer_sid : sid >= c->next_local_sid;
+}
+
+/* Streams we reset: the peer may have sent frames on them before it saw our RST_STREAM, which
+ * §5.1 says to ignore; frames on other closed streams are the peer's error. */
+static void reset_remember(struct h2_conn *c, uint32_t sid)
+{
+	c->reset_ids[c->reset_next++ % H2_RESET_MEMORY] = sid;
+}
+
+static int reset_recent(const struct h2_conn *c, uint32_t sid)
+{
+	for (uint32_t i = 0; i < H2_RESET_MEMORY; i++)
+		if (c->reset_ids[i] == sid)
+			return 1;
+	return 0;
+}
+
+/* The reset budget refills by H2_RESET_RATE a second up to H2_RESET_BUDGET, by the clock the
+ * caller gives: cancels spread over time never run it out, a flood does. */
+static void reset_refill(struct h2_conn *c)
+{
+	const int64_t step = 1000 / H2_RESET_RATE;
+	int64_t n = (c->now_ms - c->reset_refill_ms) / step;
+
+	if (n <= 0)
+		return;
+	if (n >= H2_RESET_BUDGET - c->reset_budget) {
+		c->reset_budget = H2_RESET_BUDGET;
+		c->reset_refill_ms = c->now_ms;
+	} else {
+		c->reset_budget += (uint32_t)n;
+		c->reset_refill_ms += n * step;
+	}
 }
 
 /* ---- owed control frames ---- */
@@ -230,6 +279,7 @@ static void stream_error(struct h2_conn *c, struct h2_stream *s, uint32_t sid, u
 		conn_error(c, H2_ENHANCE_YOUR_CALM);
 		return;
 	}
+	reset_remember(c, sid);
 	c->resets[c->nresets].sid = sid;
 	c->resets[c->nresets].code = code;
 	c->nresets++;
@@ -314,22 +364,61 @@ static int field_is(const struct h2_field *f, const char *name)
 	return f->name_len == strlen(name) && memcmp(f->name, name, f->name_len) == 0;
 }
 
-/* RFC 9113 §8.2-8.3: lowercase names, pseudo-fields first and only the defined ones, no
- * connection-specific fields; requests carry :method, :scheme and :path once, responses
- * :status. Returns 1 when the list is well-formed. */
+/* RFC 9113 §8.2.1: a name of visible lowercase ASCII with a colon only as a pseudo-field's
+ * first octet; a value without NUL, CR or LF and without whitespace at either end. */
+static int field_ok(const struct h2_field *f)
+{
+	const unsigned char *p = (const unsigned char *)f->name;
+	uint32_t n = f->name_len;
+
+	if (n == 0)
+		return 0;
+	for (uint32_t k = 0; k < n; k++)
+		if (p[k] <= 0x20 || (p[k] >= 'A' && p[k] <= 'Z') || p[k] >= 0x7f ||
+		    (p[k] == ':' && k > 0))
+			return 0;
+	p = (const unsigned char *)f->value;
+	n = f->value_len;
+	if (n && (p[0] == ' ' || p[0] == '\t' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+		return 0;
+	for (uint32_t k = 0; k < n; k++)
+		if (p[k] == 0 || p[k] == '\r' || p[k] == '\n')
+			return 0;
+	return 1;
+}
+
+/* A content-length value (§8.1.1): decimal digits, at most 18 of them; -1 when malformed. */
+static int64_t content_length(const struct h2_field *f)
+{
+	int64_t v = 0;
+
+	if (f->value_len == 0 || f->value_len > 18)
+		return -1;
+	for (uint32_t k = 0; k < f->value_len; k++) {
+		if (f->value[k] < '0' || f->value[k] > '9')
+			return -1;
+		v = v * 10 + (f->value[k] - '0');
+	}
+	return v;
+}
+
+/* RFC 9113 §8.2-8.3: well-formed fields, pseudo-fields first and only the defined ones, no
+ * connection-specific fields, at most one well-formed content-length; requests carry
+ * :method, :scheme and a non-empty :path once, responses :status. Returns 1 when the list is
+ * well-formed. */
 static int list_valid(const struct h2_conn *c, const struct h2_field *f, size_t n, int trailers)
 {
 	unsigned seen = 0, bit;
-	int regular = 0;
+	int regular = 0, length = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (f[i].name_len == 0)
+		if (!field_ok(&f[i]))
 			return 0;
-		for (uint32_t k = 0; k < f[i].name_len; k++)
-			if (f[i].name[k] >= 'A' && f[i].name[k] <= 'Z')
-				return 0;
 		if (f[i].name[0] != ':') {
 			regular = 1;
+			if (field_is(&f[i], "content-length") &&
+			    (length++ || content_length(&f[i]) < 0))
+				return 0;
 			if (field_is(&f[i], "connection") || field_is(&f[i], "keep-alive") ||
 			    field_is(&f[i], "proxy-connection") ||
 			    field_is(&f[i], "transfer-encoding") || field_is(&f[i], "upgrade"))
@@ -347,7 +436,7 @@ static int list_valid(const struct h2_conn *c, const struct h2_field *f, size_t 
 		} else {
 			bit = field_is(&f[i], ":status") ? 16 : 0;
 		}
-		if (!bit || (seen & bit))
+		if (!bit || (seen & bit) || (bit == 4 && f[i].value_len == 0))
 			return 0;
 		seen |= bit;
 	}
@@ -371,6 +460,8 @@ static int header_block_done(struct h2_conn *c)
 		fresh = 1;
 	} else if (!s && !is_peer_sid(c, sid) && sid >= c->next_local_sid) {
 		return conn_error(c, H2_PROTOCOL_ERROR); /* an idle stream of ours */
+	} else if (!s && !reset_recent(c, sid)) {
+		return conn_error(c, H2_PROTOCOL_ERROR); /* §5.1.1: a closed or a skipped stream */
 	}
 	/* Decode even for streams we will ignore: the HPACK table must stay in sync. */
 	c->list_len = 0;
@@ -404,6 +495,14 @@ static int header_block_done(struct h2_conn *c)
 	    (!list_valid(c, c->scratch->fields, nfields, s->got_headers) ||
 	     (s->got_headers && !(flags & H2_END_STREAM)))) {
 		stream_error(c, s, sid, H2_PROTOCOL_ERROR);
+		return 0;
+	}
+	if (!s->got_headers && !(flags & H2_TOO_LARGE))
+		for (size_t i = 0; i < nfields; i++)
+			if (field_is(&c->scratch->fields[i], "content-length"))
+				s->content_left = content_length(&c->scratch->fields[i]);
+	if ((flags & H2_END_STREAM) && s->content_left > 0) {
+		stream_error(c, s, sid, H2_PROTOCOL_ERROR); /* §8.1.1: less DATA than announced */
 		return 0;
 	}
 	s->got_headers = 1;
@@ -482,14 +581,15 @@ static int frame_begin(struct h2_conn *c)
 
 		if (sid == 0)
 			return conn_error(c, H2_PROTOCOL_ERROR);
-		if (!s && ((is_peer_sid(c, sid) && sid > c->last_peer_sid) ||
-			   (!is_peer_sid(c, sid) && sid >= c->next_local_sid)))
+		if (!s && is_idle(c, sid))
 			return conn_error(c, H2_PROTOCOL_ERROR); /* DATA on an idle stream */
 		if (len > c->recv_window)
 			return conn_error(c, H2_FLOW_CONTROL_ERROR);
 		c->recv_window -= len;
 		if (!s || s->dead) {
 			c->f_ignore = 1;
+			if (!s && !after_goaway(c, sid) && !reset_recent(c, sid))
+				stream_error(c, NULL, sid, H2_STREAM_CLOSED);
 		} else if (s->remote_closed) {
 			c->f_ignore = 1;
 			stream_error(c, s, sid, H2_STREAM_CLOSED);
@@ -599,6 +699,10 @@ static int frame_end_dispatch(struct h2_conn *c)
 		if (s->recv_credit >= H2_STREAM_WINDOW / 2)
 			c->stream_owed = 1;
 		if (c->f_flags & FL_END_STREAM) {
+			if (s->content_left > 0) {
+				stream_error(c, s, sid, H2_PROTOCOL_ERROR); /* §8.1.1 */
+				break;
+			}
 			c->cb->on_data(c->ctx, c, s, NULL, 0, H2_END_STREAM);
 			if (s->id == sid)
 				stream_maybe_done(c, s);
@@ -635,13 +739,13 @@ static int frame_end_dispatch(struct h2_conn *c)
 	case F_RST_STREAM:
 		s = stream_find(c, sid);
 		if (!s) {
-			if ((is_peer_sid(c, sid) && sid > c->last_peer_sid) ||
-			    (!is_peer_sid(c, sid) && sid >= c->next_local_sid))
+			if (is_idle(c, sid))
 				return conn_error(c, H2_PROTOCOL_ERROR);
 			break;
 		}
 		if (s->dead)
 			break;
+		reset_refill(c);
 		if (c->reset_budget == 0)
 			return conn_error(c, H2_ENHANCE_YOUR_CALM);
 		c->reset_budget--;
@@ -661,8 +765,7 @@ static int frame_end_dispatch(struct h2_conn *c)
 		}
 		s = stream_find(c, sid);
 		if (!s) {
-			if ((is_peer_sid(c, sid) && sid > c->last_peer_sid) ||
-			    (!is_peer_sid(c, sid) && sid >= c->next_local_sid))
+			if (is_idle(c, sid))
 				return conn_error(c, H2_PROTOCOL_ERROR);
 			break;
 		}
@@ -733,6 +836,14 @@ static int body(struct h2_conn *c, const uint8_t *p, size_t n)
 			c->f_ignore = 1;
 			return 0;
 		}
+		if (s->content_left >= 0) {
+			if ((int64_t)n > s->content_left) {
+				c->f_ignore = 1;
+				stream_error(c, s, s->id, H2_PROTOCOL_ERROR); /* §8.1.1: more DATA */
+				return c->dead ? H2_ERR_CONN : 0;
+			}
+			s->content_left -= (int64_t)n;
+		}
 		c->cb->on_data(c->ctx, c, s, p, n, 0);
 		return c->dead ? H2_ERR_CONN : 0;
 	case F_HEADERS:
@@ -745,6 +856,11 @@ static int body(struct h2_conn *c, const uint8_t *p, size_t n)
 	default:
 		return body_control(c, p, n);
 	}
+}
+
+void h2_conn_clock(struct h2_conn *c, int64_t now_ms)
+{
+	c->now_ms = now_ms;
 }
 
 int h2_conn_feed(struct h2_conn *c, const uint8_t *data, size_t len)
@@ -879,6 +995,9 @@ static int send_block(struct h2_conn *c, uint32_t sid, const struct h2_field *f,
 
 	buf_init(&enc, c->scratch->enc, sizeof(c->scratch->enc));
 	for (size_t i = 0; i < n; i++)
+		if (!field_ok(&f[i]))
+			return ERR_PARSE;
+	for (size_t i = 0; i < n; i++)
 		if (hpack_encode(&enc, f[i].name, f[i].name_len, f[i].value, f[i].value_len) < 0)
 			return ERR_LIMIT;
 	frames = enc.len ? (enc.len + frame - 1) / frame : 1;
@@ -982,6 +1101,7 @@ void h2_stream_reset(struct h2_conn *c, struct h2_stream *s, uint32_t code)
 {
 	if (!s->id || s->dead)
 		return;
+	reset_remember(c, s->id);
 	s->rst_pending = 1;
 	s->rst_code = code;
 	c->stream_owed = 1;

@@ -6,9 +6,9 @@
  * events and output as feeding them at once. Complete header lists, DATA bytes (as they
  * arrive, never buffered) and stream ends reach the caller through callbacks.
  *
- * Memory is fixed: everything a connection needs is inside struct h2_conn (sizeof: 93,288
+ * Memory is fixed: everything a connection needs is inside struct h2_conn (sizeof: 94,848
  * bytes on x86-64: the HPACK decoder 37 KiB, the header-block buffer 16 KiB, the output buffer
- * 32 KiB, the stream table 6 KiB), plus one struct h2_scratch (34 KiB) that all connections
+ * 32 KiB, the stream table 7 KiB), plus one struct h2_scratch (34 KiB) that all connections
  * driven by one thread may share, because decoded header lists live only for the duration of
  * a callback. Nothing is allocated. The engine never grows: control frames it owes the peer (SETTINGS and PING
  * acknowledgements, WINDOW_UPDATEs, RST_STREAMs, GOAWAY) are kept as counters and flags and
@@ -23,8 +23,16 @@
  * connection with ENHANCE_YOUR_CALM; a header list over H2_HEADER_LIST_BYTES reaches the caller
  * flagged H2_TOO_LARGE (the HPACK state stays in sync); streams over our
  * MAX_CONCURRENT_STREAMS are refused (REFUSED_STREAM); frames over H2_FRAME_MAX end it with
- * FRAME_SIZE_ERROR; more than H2_RESET_BUDGET peer resets not balanced by streams that ended
- * normally end it with ENHANCE_YOUR_CALM (the "rapid reset" attack). */
+ * FRAME_SIZE_ERROR; peer resets faster than H2_RESET_RATE a second beyond a burst of
+ * H2_RESET_BUDGET (streams that end normally refill it too) end it with ENHANCE_YOUR_CALM
+ * (the "rapid reset" attack), so a client that cancels many calls over time is never cut.
+ *
+ * Received header lists are checked as RFC 9113 §8.2-8.3 ask (field names and values, the
+ * pseudo-fields, content-length against the DATA that follows); a malformed one is a stream
+ * error PROTOCOL_ERROR. Stream ids are checked as §5.1 asks: HEADERS on a closed stream, or on
+ * a lower id than one the peer already used, is a connection error PROTOCOL_ERROR, DATA on a
+ * closed stream a stream error STREAM_CLOSED; frames on a stream we reset recently (the last
+ * H2_RESET_MEMORY of them) are ignored, since the peer may have sent them before our reset. */
 #ifndef AGENTIC_H2_H
 #define AGENTIC_H2_H
 
@@ -45,7 +53,11 @@ _Static_assert(H2_MAX_STREAMS >= LIMIT_GRPC_STREAMS, "a connection holds the str
 #define H2_OUT_RESERVE 256           /* output room kept for control frames */
 #define H2_STREAM_WINDOW (1u << 20)  /* SETTINGS_INITIAL_WINDOW_SIZE we advertise */
 #define H2_CONN_WINDOW (1u << 24)    /* connection receive window we open at start */
-#define H2_RESET_BUDGET 200          /* net peer resets tolerated, see above */
+#define H2_RESET_BUDGET 200          /* peer resets tolerated in a burst, see above */
+#define H2_RESET_RATE 100            /* peer resets a second tolerated beyond the burst */
+#define H2_RESET_MEMORY 128          /* ids of the streams we reset last, see above */
+_Static_assert(H2_RESET_MEMORY >= H2_MAX_STREAMS, "a table reset at once is remembered");
+_Static_assert(1000 % H2_RESET_RATE == 0, "the refill is a whole number of ms a reset");
 #define H2_PENDING_RESETS 16         /* RST_STREAMs owed on streams without a slot */
 
 _Static_assert(H2_OUT_BYTES >= 2 * (H2_FRAME_MAX / 2 + 9), "output holds two DATA frames");
@@ -97,6 +109,7 @@ struct h2_stream {
 	uint32_t recv_window;
 	uint32_t recv_credit;  /* delivered bytes not yet returned by WINDOW_UPDATE */
 	uint32_t rst_code;
+	int64_t content_left;  /* DATA bytes the peer's content-length still announces; -1: none */
 	uint8_t local_closed, remote_closed, got_headers, rst_pending, dead;
 };
 
@@ -153,6 +166,8 @@ struct h2_conn {
 	/* streams */
 	uint32_t last_peer_sid, next_local_sid, max_streams, nstreams;
 	uint32_t reset_budget;
+	int64_t now_ms, reset_refill_ms;  /* the caller's clock (h2_conn_clock); the budget's */
+	uint32_t reset_ids[H2_RESET_MEMORY], reset_next;  /* a ring of the streams we reset */
 	/* owed control frames */
 	uint32_t settings_acks;
 	uint8_t ping_ack_pending, goaway_pending, goaway_sent, goaway_received, dead;
@@ -174,6 +189,10 @@ struct h2_conn {
  * the connection WINDOW_UPDATE. cb, ctx and scratch must outlive c. */
 void h2_conn_init(struct h2_conn *c, enum h2_role role, uint32_t max_streams,
 		  const struct h2_callbacks *cb, void *ctx, struct h2_scratch *scratch);
+
+/* Tells the engine the time (monotonic ms), for the reset budget's refill; call it before
+ * feeding. Without it the budget refills only from streams that end normally. */
+void h2_conn_clock(struct h2_conn *c, int64_t now_ms);
 
 /* Consumes all len bytes, calling the callbacks. Returns 0; H2_ERR_CONN after a connection
  * error (GOAWAY with its code queued, every stream closed; later calls return it again);
@@ -203,7 +222,8 @@ int h2_stream_open(struct h2_conn *c, const struct h2_field *f, size_t n, int en
 
 /* Sends a header list on s (response headers, or trailers with end_stream). -EAGAIN when the
  * output buffer lacks room now (nothing written); ERR_LIMIT when it can never fit;
- * ERR_STATE when s has already ended its side. */
+ * ERR_PARSE when a field is not one RFC 9113 §8.2.1 allows (nothing written); ERR_STATE when s
+ * has already ended its side. */
 int h2_stream_send_headers(struct h2_conn *c, struct h2_stream *s, const struct h2_field *f,
 			   size_t n, int end_stream);
 

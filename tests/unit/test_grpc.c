@@ -51,6 +51,11 @@ static void test_grpc_percent_encoding_round_trips_and_decodes_leniently(void **
 	grpc_percent_decode(bad);
 	assert_string_equal(bad, "50%zz%4");
 	assert_int_equal(grpc_percent_encode("\n\n", out, 6), ERR_LIMIT);
+	/* no space at an end of the field value (RFC 9113 §8.2.1) */
+	assert_int_equal(grpc_percent_encode(" a b ", out, sizeof(out)), 0);
+	assert_string_equal(out, "%20a b%20");
+	assert_int_equal(grpc_percent_encode(" ", out, sizeof(out)), 0);
+	assert_string_equal(out, "%20");
 }
 
 static void test_grpc_base64_takes_padded_and_unpadded(void **state)
@@ -608,6 +613,231 @@ static void test_grpc_stream_held_by_the_window_resumes_on_window_update(void **
 	pair_down(&p);
 }
 
+/* A raw h2 client that keeps the DATA it is fed and the grpc-status of the trailers. */
+struct kept {
+	uint8_t data[1u << 21];
+	size_t len;
+	char status[8];
+	int trailers, closed;
+};
+
+static void kept_headers(void *ctx, struct h2_conn *c, struct h2_stream *s,
+			 const struct h2_field *f, size_t n, unsigned flags)
+{
+	struct kept *k = ctx;
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(f[i].name, "grpc-status") == 0)
+			snprintf(k->status, sizeof(k->status), "%s", f[i].value);
+	if (flags & H2_END_STREAM)
+		k->trailers = 1;
+}
+
+static void kept_data(void *ctx, struct h2_conn *c, struct h2_stream *s, const uint8_t *p,
+		      size_t n, unsigned flags)
+{
+	struct kept *k = ctx;
+
+	assert_true(n <= sizeof(k->data) - k->len);
+	memcpy(k->data + k->len, p, n);
+	k->len += n;
+}
+
+static void kept_close(void *ctx, struct h2_conn *c, struct h2_stream *s, uint32_t code,
+		       unsigned flags)
+{
+	((struct kept *)ctx)->closed = 1;
+}
+
+static const struct h2_callbacks kept_cb = { kept_headers, kept_data, kept_close };
+
+static int raw_dial(const struct pair *p)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p->path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Runs the server and a raw h2 client until the client's stream has closed. */
+static void raw_run(struct pair *p, int fd, struct h2_conn *h2, const int *closed)
+{
+	for (int i = 0; i < 5000 && !*closed; i++) {
+		uint8_t in[65536];
+		ssize_t k;
+
+		if (h2->out.len && (k = write(fd, h2->out.data, h2->out.len)) > 0)
+			h2_conn_sent(h2, (size_t)k);
+		grpc_server_run(p->s, 1);
+		k = read(fd, in, sizeof(in));
+		if (k > 0)
+			assert_int_equal(h2_conn_feed(h2, in, (size_t)k), 0);
+	}
+}
+
+/* RFC 9113 §3.4: a client that does not open with the preface (here an HTTP/1.1 request) gets
+ * GOAWAY(PROTOCOL_ERROR), not a GOAWAY that says all went well. */
+static void test_grpc_bad_preface_gets_goaway_protocol_error(void **state)
+{
+	static const char http1[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	uint8_t in[4096];
+	size_t got = 0, off = 0;
+	long code = -1;
+	struct pair p;
+	int fd;
+
+	pair_up(&p, 65536, 1);
+	fd = raw_dial(&p);
+	assert_int_equal(write(fd, http1, sizeof(http1) - 1), (ssize_t)sizeof(http1) - 1);
+	for (int i = 0; i < 200; i++) {
+		ssize_t k;
+
+		grpc_server_run(p.s, 2);
+		k = read(fd, in + got, sizeof(in) - got);
+		if (k == 0)
+			break;
+		if (k > 0)
+			got += (size_t)k;
+	}
+	while (off + 9 <= got) {
+		const uint8_t *h = in + off;
+		uint32_t len = (uint32_t)h[0] << 16 | (uint32_t)h[1] << 8 | h[2];
+
+		if (h[3] == 0x7 && len >= 8 && off + 9 + len <= got)
+			code = (long)((uint32_t)h[13] << 24 | (uint32_t)h[14] << 16 |
+				      (uint32_t)h[15] << 8 | h[16]);
+		off += 9 + len;
+	}
+	assert_int_equal(code, H2_PROTOCOL_ERROR);
+	close(fd);
+	pair_down(&p);
+}
+
+/* A unary call with two request messages is INTERNAL, even when the handler answers on the
+ * first (the test service's Unary echoes it at once). */
+static void test_grpc_unary_with_two_request_messages_is_internal(void **state)
+{
+	static const struct h2_field req[] = {
+		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
+		{ ":path", "/agentic.test.v1.Test/Unary", 5, 27 }, { ":authority", "x", 10, 1 },
+		{ "content-type", "application/grpc", 12, 16 }, { "te", "trailers", 2, 8 },
+	};
+	static const uint8_t two[] = { 0, 0, 0, 0, 2, 0x10, 0x01, 0, 0, 0, 0, 2, 0x10, 0x02 };
+	static const uint8_t one[] = { 0, 0, 0, 0, 2, 0x10, 0x01 };
+	static struct h2_conn h2;
+	static struct h2_scratch scratch;
+	static struct kept k;
+	struct h2_stream *s;
+	struct pair p;
+	int fd;
+
+	pair_up(&p, 65536, 1);
+	/* two messages in one DATA frame, then the end of the stream */
+	memset(&k, 0, sizeof(k));
+	fd = raw_dial(&p);
+	h2_conn_init(&h2, H2_CLIENT, 10, &kept_cb, &k, &scratch);
+	assert_int_equal(h2_stream_open(&h2, req, ARRAY_LEN(req), 0, NULL, &s), 0);
+	assert_int_equal(h2_stream_send_data(&h2, s, two, sizeof(two), 0), (long)sizeof(two));
+	assert_int_equal(h2_stream_send_data(&h2, s, NULL, 0, 1), 0);
+	raw_run(&p, fd, &h2, &k.closed);
+	assert_true(k.trailers);
+	assert_string_equal(k.status, "13");
+	close(fd);
+	/* the second message in a frame of its own after the first was answered */
+	memset(&k, 0, sizeof(k));
+	fd = raw_dial(&p);
+	h2_conn_init(&h2, H2_CLIENT, 10, &kept_cb, &k, &scratch);
+	assert_int_equal(h2_stream_open(&h2, req, ARRAY_LEN(req), 0, NULL, &s), 0);
+	assert_int_equal(h2_stream_send_data(&h2, s, one, sizeof(one), 0), (long)sizeof(one));
+	for (int i = 0; i < 50; i++) {
+		uint8_t in[4096];
+		ssize_t n;
+
+		if (h2.out.len && (n = write(fd, h2.out.data, h2.out.len)) > 0)
+			h2_conn_sent(&h2, (size_t)n);
+		grpc_server_run(p.s, 1);
+		n = read(fd, in, sizeof(in));
+		if (n > 0)
+			assert_int_equal(h2_conn_feed(&h2, in, (size_t)n), 0);
+	}
+	assert_false(k.trailers);  /* the answer waits for the end of the request */
+	assert_int_equal(h2_stream_send_data(&h2, s, one, sizeof(one), 1), (long)sizeof(one));
+	raw_run(&p, fd, &h2, &k.closed);
+	assert_string_equal(k.status, "13");
+	close(fd);
+	/* one message is still OK, and the answer is the echo */
+	memset(&k, 0, sizeof(k));
+	fd = raw_dial(&p);
+	h2_conn_init(&h2, H2_CLIENT, 10, &kept_cb, &k, &scratch);
+	assert_int_equal(h2_stream_open(&h2, req, ARRAY_LEN(req), 0, NULL, &s), 0);
+	assert_int_equal(h2_stream_send_data(&h2, s, one, sizeof(one), 1), (long)sizeof(one));
+	raw_run(&p, fd, &h2, &k.closed);
+	assert_string_equal(k.status, "0");
+	assert_int_equal(k.len, sizeof(one));
+	close(fd);
+	pair_down(&p);
+}
+
+/* A server stream whose deadline passes while a message is half on the wire (the client has
+ * stopped returning window in its middle): the rest of that message goes out before the
+ * trailers, so the client reads whole messages and then DEADLINE_EXCEEDED, never a cut
+ * message followed by a status (which clients report as INTERNAL "unexpected EOF"). */
+static void test_grpc_deadline_mid_message_finishes_the_message_first(void **state)
+{
+	static const struct h2_field req[] = {
+		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
+		{ ":path", "/agentic.test.v1.Test/ServerStream", 5, 34 }, { ":authority", "x", 10, 1 },
+		{ "content-type", "application/grpc", 12, 16 }, { "te", "trailers", 2, 8 },
+		{ "grpc-timeout", "300m", 12, 4 },
+	};
+	/* StreamRequest{count: 512, size: 4000}, length-prefixed */
+	static const uint8_t ask[] = { 0, 0, 0, 0, 6, 0x08, 0x80, 0x04, 0x10, 0xa0, 0x1f };
+	static struct h2_conn h2;
+	static struct h2_scratch scratch;
+	static uint8_t held[2u << 20];
+	static struct kept k;
+	const size_t each = 5 + 3 + 4000;
+	struct timespec t0, t;
+	struct h2_stream *s;
+	struct pair p;
+	size_t nheld = 0;
+	int fd;
+
+	pair_up(&p, 65536, 1);
+	memset(&streamer, 0, sizeof(streamer));
+	memset(&k, 0, sizeof(k));
+	fd = raw_dial(&p);
+	h2_conn_init(&h2, H2_CLIENT, 10, &kept_cb, &k, &scratch);
+	assert_int_equal(h2_stream_open(&h2, req, ARRAY_LEN(req), 0, NULL, &s), 0);
+	assert_int_equal(h2_stream_send_data(&h2, s, ask, sizeof(ask), 1), (long)sizeof(ask));
+	/* hold what arrives, without feeding it, until well past the deadline */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ssize_t n;
+
+		if (h2.out.len && (n = write(fd, h2.out.data, h2.out.len)) > 0)
+			h2_conn_sent(&h2, (size_t)n);
+		grpc_server_run(p.s, 2);
+		n = read(fd, held + nheld, sizeof(held) - nheld);
+		if (n > 0)
+			nheld += (size_t)n;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 1000);
+	assert_int_equal(h2_conn_feed(&h2, held, nheld), 0);
+	assert_true(k.len % each != 0);  /* the window ran out inside a message */
+	raw_run(&p, fd, &h2, &k.closed);
+	assert_true(k.trailers);
+	assert_string_equal(k.status, "4");
+	assert_int_equal(k.len % each, 0);
+	assert_true(k.len < 512 * each);
+	assert_true(server_seen.done);
+	assert_int_equal(server_seen.status, GRPC_DEADLINE_EXCEEDED);
+	close(fd);
+	pair_down(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +854,9 @@ int main(void)
 		cmocka_unit_test(test_grpc_lost_connection_ends_calls_unavailable_and_redials),
 		cmocka_unit_test(test_grpc_non_grpc_content_type_gets_http_415),
 		cmocka_unit_test(test_grpc_stream_held_by_the_window_resumes_on_window_update),
+		cmocka_unit_test(test_grpc_bad_preface_gets_goaway_protocol_error),
+		cmocka_unit_test(test_grpc_unary_with_two_request_messages_is_internal),
+		cmocka_unit_test(test_grpc_deadline_mid_message_finishes_the_message_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -640,10 +640,15 @@ static void test_h2_graceful_goaway_names_the_last_stream_and_ignores_newer(void
 	assert_int_equal(f[0].type, 0x7);
 	assert_int_equal(be32(f[0].p), 1);
 	assert_int_equal(be32(f[0].p + 4), 0);
+	h2_conn_sent(&srv, srv.out.len);
 	w.len = 0;
-	headers(&w, 3, 0x1);
+	headers(&w, 3, 0);
+	frame(&w, 0x0, 0, 3, "x", 1);
+	u32_frame(&w, 0x8, 3, 100);
+	u32_frame(&w, 0x3, 3, H2_CANCEL);  /* frames on the ignored stream are ignored too */
 	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
 	assert_null(strstr(srec.log, "H3/"));
+	assert_int_equal(frames(&srv.out, 0, f, 8), 0);
 	assert_false(h2_conn_finished(&srv));
 	h2_stream_reset(&srv, &srv.streams[0], H2_CANCEL);
 	assert_true(h2_conn_finished(&srv));
@@ -805,6 +810,217 @@ static void test_h2_owed_frames_wait_for_room_and_are_not_lost(void **state)
 	assert_int_equal(pings, 1);
 }
 
+/* The code of the RST_STREAM on sid in out, or -1 when there is none. */
+static long rst_code(const struct buf *out, uint32_t sid)
+{
+	static struct fr f[4096];
+	size_t n = frames(out, 0, f, 4096);
+
+	for (size_t i = 0; i < n; i++)
+		if (f[i].type == 0x3 && f[i].sid == sid)
+			return (long)be32(f[i].p);
+	return -1;
+}
+
+/* A client that cancels calls one at a time, slower than H2_RESET_RATE, never runs out of
+ * budget however many it cancels; a flood at one instant still ends the connection. */
+static void test_h2_cancels_spread_over_time_never_end_the_connection(void **state)
+{
+	static struct wire w;
+	uint32_t sid = 1;
+	int64_t now = 1000;
+	int r = 0;
+
+	server_up(&srv, &srec, 100);
+	w.len = 0;
+	preface(&w);
+	h2_conn_clock(&srv, now);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	for (int i = 0; i < 5 * H2_RESET_BUDGET; i++, sid += 2) {
+		now += 2000 / H2_RESET_RATE;  /* half the rate */
+		h2_conn_clock(&srv, now);
+		w.len = 0;
+		headers(&w, sid, 0);
+		u32_frame(&w, 0x3, sid, H2_CANCEL);
+		assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+		h2_conn_sent(&srv, srv.out.len);
+		srec.len = 0;
+	}
+	for (int i = 0; i <= H2_RESET_BUDGET + 1 && r == 0; i++, sid += 2) {
+		w.len = 0;
+		headers(&w, sid, 0);
+		u32_frame(&w, 0x3, sid, H2_CANCEL);
+		r = h2_conn_feed(&srv, w.b, w.len);
+		if (r == 0)
+			h2_conn_sent(&srv, srv.out.len);
+		srec.len = 0;
+	}
+	assert_int_equal(r, H2_ERR_CONN);
+	assert_int_equal(goaway_code(&srv.out), H2_ENHANCE_YOUR_CALM);
+}
+
+/* RFC 9113 §8.2.1 and §8.3.1: each of these requests is malformed, a stream PROTOCOL_ERROR,
+ * and never reaches the caller. */
+static void test_h2_fields_rfc9113_forbids_are_a_stream_protocol_error(void **state)
+{
+	static const struct { const char *name, *value; size_t value_len; } bad[] = {
+		{ "a b", "x", 1 }, { "a:b", "x", 1 }, { "a\x01", "x", 1 }, { "a\x7f", "x", 1 },
+		{ "x", "a\0b", 3 }, { "x", "a\rb", 3 }, { "x", "a\nb", 3 }, { "x", " ab", 3 },
+		{ "x", "ab\t", 3 }, { ":path", "", 0 }, { "content-length", "12a", 3 },
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+		static struct wire w;
+		struct buf b;
+		uint8_t blk[512];
+		int path = strcmp(bad[i].name, ":path") == 0;
+
+		buf_init(&b, blk, sizeof(blk));
+		assert_int_equal(hpack_encode(&b, ":method", 7, "POST", 4), 0);
+		assert_int_equal(hpack_encode(&b, ":scheme", 7, "http", 4), 0);
+		if (!path)
+			assert_int_equal(hpack_encode(&b, ":path", 5, "/a", 2), 0);
+		assert_int_equal(hpack_encode(&b, bad[i].name, strlen(bad[i].name), bad[i].value,
+					      bad[i].value_len), 0);
+		server_up(&srv, &srec, 10);
+		w.len = 0;
+		preface(&w);
+		frame(&w, 0x1, 0x4, 1, blk, b.len);
+		assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+		assert_int_equal(rst_code(&srv.out, 1), H2_PROTOCOL_ERROR);
+		assert_string_equal(srec.log, "\nC1/1/0\n");
+	}
+}
+
+static void test_h2_we_never_send_a_field_rfc9113_forbids(void **state)
+{
+	static struct wire w;
+	const struct h2_field crlf[] = { { ":status", "200", 7, 3 }, { "x", "a\r\nb: c", 1, 7 } };
+
+	server_up(&srv, &srec, 10);
+	w.len = 0;
+	preface(&w);
+	headers(&w, 1, 0x1);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	h2_conn_sent(&srv, srv.out.len);
+	assert_int_equal(h2_stream_send_headers(&srv, &srv.streams[0], crlf, 2, 1), ERR_PARSE);
+	assert_int_equal(srv.out.len, 0);
+}
+
+/* §8.1.1: content-length must equal the DATA that follows: less, more, or a body announced on
+ * a request that has none, is a stream PROTOCOL_ERROR; the exact length passes. */
+static void test_h2_content_length_must_match_the_data(void **state)
+{
+	static const struct { const char *length, *data; uint8_t end_on_headers; long code; } cases[] = {
+		{ "5", "abc", 0, H2_PROTOCOL_ERROR }, { "2", "abc", 0, H2_PROTOCOL_ERROR },
+		{ "1", "", 1, H2_PROTOCOL_ERROR }, { "3", "abc", 0, -1 }, { "0", "", 1, -1 },
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		static struct wire w;
+		struct buf b;
+		uint8_t blk[512];
+
+		buf_init(&b, blk, sizeof(blk));
+		for (const char *const *kv = request; kv[0]; kv += 2)
+			assert_int_equal(hpack_encode(&b, kv[0], strlen(kv[0]), kv[1],
+						      strlen(kv[1])), 0);
+		assert_int_equal(hpack_encode(&b, "content-length", 14, cases[i].length,
+					      strlen(cases[i].length)), 0);
+		server_up(&srv, &srec, 10);
+		w.len = 0;
+		preface(&w);
+		frame(&w, 0x1, 0x4 | cases[i].end_on_headers, 1, blk, b.len);
+		if (!cases[i].end_on_headers)
+			frame(&w, 0x0, 0x1, 1, cases[i].data, strlen(cases[i].data));
+		assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+		assert_int_equal(rst_code(&srv.out, 1), cases[i].code);
+		if (cases[i].code == -1)
+			assert_null(strstr(srec.log, "C1/"));
+		else
+			assert_null(strstr(srec.log, "E1"));
+	}
+}
+
+/* §5.1.1: HEADERS on a stream id below one the client already used (skipped, or closed) is a
+ * connection PROTOCOL_ERROR, so a confused client learns at once instead of waiting out its
+ * deadline. HEADERS on a stream we reset ourselves is ignored: it may have crossed our RST. */
+static void test_h2_headers_on_a_closed_or_lower_stream_is_a_connection_error(void **state)
+{
+	static struct wire w;
+
+	/* a skipped id */
+	server_up(&srv, &srec, 10);
+	w.len = 0;
+	preface(&w);
+	headers(&w, 3, 0);
+	headers(&w, 1, 0);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), H2_ERR_CONN);
+	assert_int_equal(goaway_code(&srv.out), H2_PROTOCOL_ERROR);
+	/* a stream that ended on both sides */
+	server_up(&srv, &srec, 10);
+	srec.respond = 1;
+	w.len = 0;
+	preface(&w);
+	headers(&w, 1, 0);
+	frame(&w, 0x0, 0x1, 1, "x", 1);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	assert_non_null(strstr(srec.log, "C1/0/0"));
+	h2_conn_sent(&srv, srv.out.len);
+	w.len = 0;
+	headers(&w, 1, 0x1);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), H2_ERR_CONN);
+	assert_int_equal(goaway_code(&srv.out), H2_PROTOCOL_ERROR);
+	/* a stream we reset: its late trailers are ignored */
+	server_up(&srv, &srec, 10);
+	srec.reset_on_headers = 1;
+	w.len = 0;
+	preface(&w);
+	headers(&w, 1, 0);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	h2_conn_sent(&srv, srv.out.len);
+	w.len = 0;
+	headers(&w, 1, 0x1);
+	headers(&w, 3, 0x1);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	assert_non_null(strstr(srec.log, "H3/1:"));
+	assert_int_equal(goaway_code(&srv.out), -1);
+}
+
+/* §5.1: DATA on a stream that has ended is STREAM_CLOSED, not dropped without a word; DATA on a
+ * stream we reset is ignored. */
+static void test_h2_data_on_a_closed_stream_is_stream_closed(void **state)
+{
+	static struct wire w;
+
+	server_up(&srv, &srec, 10);
+	srec.respond = 1;
+	w.len = 0;
+	preface(&w);
+	headers(&w, 1, 0);
+	frame(&w, 0x0, 0x1, 1, "x", 1);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	assert_non_null(strstr(srec.log, "C1/0/0"));
+	h2_conn_sent(&srv, srv.out.len);
+	w.len = 0;
+	frame(&w, 0x0, 0x1, 1, "late", 4);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	assert_int_equal(rst_code(&srv.out, 1), H2_STREAM_CLOSED);
+	assert_null(strstr(srec.log, "late"));
+
+	server_up(&srv, &srec, 10);
+	srec.reset_on_headers = 1;
+	w.len = 0;
+	preface(&w);
+	headers(&w, 1, 0);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	h2_conn_sent(&srv, srv.out.len);
+	w.len = 0;
+	frame(&w, 0x0, 0x1, 1, "late", 4);
+	assert_int_equal(h2_conn_feed(&srv, w.b, w.len), 0);
+	assert_int_equal(srv.out.len, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -829,6 +1045,12 @@ int main(void)
 		cmocka_unit_test(test_h2_header_list_over_the_limit_is_flagged_and_table_stays_in_sync),
 		cmocka_unit_test(test_h2_input_split_at_every_byte_gives_the_same_result),
 		cmocka_unit_test(test_h2_owed_frames_wait_for_room_and_are_not_lost),
+		cmocka_unit_test(test_h2_cancels_spread_over_time_never_end_the_connection),
+		cmocka_unit_test(test_h2_fields_rfc9113_forbids_are_a_stream_protocol_error),
+		cmocka_unit_test(test_h2_we_never_send_a_field_rfc9113_forbids),
+		cmocka_unit_test(test_h2_content_length_must_match_the_data),
+		cmocka_unit_test(test_h2_headers_on_a_closed_or_lower_stream_is_a_connection_error),
+		cmocka_unit_test(test_h2_data_on_a_closed_stream_is_stream_closed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
