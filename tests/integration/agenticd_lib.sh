@@ -53,6 +53,7 @@ ad_setup() {
 	sandbox_subnet_pool = 10.$POOL_OCTET.0.0/16
 	ready_timeout_ms = 8000
 	stop_grace_ms = 2000
+	default_disk_bytes = 64m
 	EOF
 	for line in "$@"; do echo "$line" >>"$CONF"; done
 	trap ad_cleanup EXIT
@@ -73,7 +74,17 @@ ad_cleanup() {
 	for n in ${EXTRA_CONTAINERS:-}; do docker rm -f "$n" >/dev/null 2>&1; done
 	mkdir -p "$AGENTIC_TOP/build/test-logs"
 	cp "$LOG" "$AGENTIC_TOP/build/test-logs/$(basename "$0").agenticd.log" 2>/dev/null
-	rm -rf "$T"
+	ad_unmount_under "$T"
+	rm -rf --one-file-system "$T"
+}
+
+# ad_unmount_under DIR: lazily unmounts every mount below DIR (workspaces a killed agenticd
+# left mounted, the test's own agentshare), deepest first.
+ad_unmount_under() {
+	local m
+	for m in $(awk -v d="$1/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+		umount -l "$m" 2>/dev/null
+	done
 }
 
 # ad_start: starts the daemon (allocation checking on) and waits for its ready line.
