@@ -120,6 +120,7 @@ struct sandbox {
 	bool force, keep_workspace;
 	bool dir_made;
 	uint64_t disk_bytes;          /* the workspace image's size (its disk budget) */
+	bool writable_root;           /* its root layer is writable, up to disk_bytes */
 	bool rollback;                /* the create failed; undoing it */
 	bool gone;                    /* the container was removed behind our back */
 	int64_t pid;                  /* State.Pid, 0 when not running */
@@ -196,6 +197,7 @@ struct create_req {
 	struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 1];
 	uint32_t nmounts;
 	uint64_t disk_bytes;          /* 0: default_disk_bytes */
+	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };

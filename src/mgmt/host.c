@@ -486,6 +486,8 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 	json_bool_write(&w, sb->keep_workspace);
 	json_key(&w, "disk_bytes");
 	json_int_write(&w, (int64_t)sb->disk_bytes);
+	json_key(&w, "writable_root");
+	json_bool_write(&w, sb->writable_root);
 	write_strrun(&w, "cmd", sb->cmd, sb->cmd_len);
 	write_strrun(&w, "labels", sb->labels, sb->labels_len);
 	write_strrun(&w, "mounts", sb->mounts, sb->mounts_len);
@@ -583,6 +585,8 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		sb->net_managed = bv;
 	if (json_bool(&doc, json_obj_get(&doc, 0, "keep_workspace"), &bv) == 0)
 		sb->keep_workspace = bv;
+	if (json_bool(&doc, json_obj_get(&doc, 0, "writable_root"), &bv) == 0)
+		sb->writable_root = bv;
 	if (json_int(&doc, json_obj_get(&doc, 0, "created_ms"), &v) == 0)
 		sb->created_ms = v;
 	if (json_int(&doc, json_obj_get(&doc, 0, "ready_ms"), &v) == 0)

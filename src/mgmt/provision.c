@@ -187,7 +187,8 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 		{ "net.ipv6.conf.all.disable_ipv6", "1" }, { NULL, NULL }
 	};
 	static char tmpfs_opts[160], tmp_opts[96], uid_s[16], wl_s[16], ws[LIMIT_PATH_BYTES + 16];
-	static struct docker_kv tmpfs[3];
+	static struct docker_kv tmpfs[3], storage[2];
+	static char size_s[24];
 	struct docker_container_spec spec = { 0 };
 	uint32_t ne = 0, nl = 0, nm = 0;
 
@@ -258,7 +259,15 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	spec.memory = (int64_t)cfg->default_memory_bytes;
 	spec.nano_cpus = (int64_t)cfg->default_nano_cpus;
 	spec.restart_policy = "no";
-	spec.readonly_rootfs = true;
+	/* CIS Docker Benchmark 5.13: a read-only root; a writable one only where the engine
+	 * bounds it (overlay2 on xfs with pquota), to the same budget as the workspace */
+	spec.readonly_rootfs = !sb->writable_root;
+	if (sb->writable_root) {
+		snprintf(size_s, sizeof(size_s), "%llu", (unsigned long long)sb->disk_bytes);
+		storage[0] = (struct docker_kv){ "size", size_s };
+		storage[1] = (struct docker_kv){ NULL, NULL };
+		spec.storage_opt = storage;
+	}
 	return docker_container_create_begin(&j->call, &agenticd->dc, &spec);
 }
 
@@ -479,6 +488,11 @@ static void docker_failed(struct sandbox *sb, const struct docker_call *c, const
 	docker_error_text(&c->error, text, sizeof(text));
 	if (api && create && c->error.status == 409)
 		fail_create(sb, 409, "name_taken", "%s failed: %s", what, text);
+	else if (api && create && sb->writable_root && c->error.status >= 400 &&
+		 c->error.status != 404)
+		fail_create(sb, 422, "writable_root_unbounded", "this engine cannot bound a "
+			    "writable root filesystem (StorageOpt size; overlay2 needs xfs with "
+			    "pquota), so none is offered: %s", text);
 	else if (api && create && c->error.status == 404)
 		fail_create(sb, 400, "image_missing", "%s failed: %s", what, text);
 	else
@@ -635,6 +649,7 @@ void provision_create(struct sandbox *sb, struct create_req *req)
 	}
 	snprintf(sb->image, sizeof(sb->image), "%s", req->image ? req->image : cfg->default_image);
 	sb->disk_bytes = req->disk_bytes ? req->disk_bytes : cfg->default_disk_bytes;
+	sb->writable_root = req->writable_root;
 	if (req->network) {
 		snprintf(sb->network, sizeof(sb->network), "%s", req->network);
 	} else if (agenticd->nwarm) {

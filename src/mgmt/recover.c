@@ -211,6 +211,7 @@ static void settle_container(const char *id, struct recs *rs)
 	sb->created_ms = rec->sb.created_ms;
 	sb->ready_ms = rec->sb.ready_ms;
 	sb->disk_bytes = rec->sb.disk_bytes;
+	sb->writable_root = rec->sb.writable_root;
 	sb->state = SB_READY;
 	memcpy(sb->container_id, ct.id, sizeof(sb->container_id));
 	sb->ct_exists = true;
