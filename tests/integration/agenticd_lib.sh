@@ -60,7 +60,7 @@ ad_setup() {
 }
 
 ad_cleanup() {
-	local ids n
+	local ids n share
 	[ -z "$DPID" ] || kill -9 "$DPID" 2>/dev/null
 	ids=$(docker ps -aq --filter "label=test-run=$RUN_ID")
 	[ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1
@@ -74,6 +74,9 @@ ad_cleanup() {
 	for n in ${EXTRA_CONTAINERS:-}; do docker rm -f "$n" >/dev/null 2>&1; done
 	mkdir -p "$AGENTIC_TOP/build/test-logs"
 	cp "$LOG" "$AGENTIC_TOP/build/test-logs/$(basename "$0").agenticd.log" 2>/dev/null
+	# workspaces are mounts: below an agentshare of the test's own outside $T too
+	share=$(sed -n 's/^agentshare_root = //p' "$CONF" 2>/dev/null | tail -1)
+	[ -z "$share" ] || ad_unmount_under "$share/instances"
 	ad_unmount_under "$T"
 	rm -rf --one-file-system "$T"
 }
