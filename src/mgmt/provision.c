@@ -227,8 +227,10 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	snprintf(tmpfs_opts, sizeof(tmpfs_opts),
 		 "rw,noexec,nosuid,nodev,mode=0700,uid=%u,gid=%u,size=64k", sb->uid, sb->uid);
 	tmpfs[0] = (struct docker_kv){ "/run/agentic", tmpfs_opts };
-	/* the root filesystem is read-only: /tmp is a small tmpfs, the rest is the workspace */
-	snprintf(tmp_opts, sizeof(tmp_opts), "rw,nosuid,nodev,mode=1777,size=%u",
+	/* the root filesystem is read-only: /tmp is a small tmpfs, the rest is the workspace.
+	 * exec, since the engine's default is noexec and the workspace allows it anyway
+	 * (builds run what they compile in /tmp) */
+	snprintf(tmp_opts, sizeof(tmp_opts), "rw,exec,nosuid,nodev,mode=1777,size=%u",
 		 LIMIT_SANDBOX_TMP_BYTES);
 	tmpfs[1] = (struct docker_kv){ "/tmp", tmp_opts };
 	tmpfs[2] = (struct docker_kv){ NULL, NULL };
