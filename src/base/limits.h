@@ -76,6 +76,21 @@
 _Static_assert(LIMIT_ADMIN_BODY_BYTES + LIMIT_HTTP_HEAD_BYTES <= LIMIT_DOCKER_REQUEST_BYTES,
 	       "a create's env and mounts fit one container create request");
 _Static_assert(LIMIT_SANDBOX_MOUNTS <= 32, "read-only flags are one 32-bit mask");
+/* A sandbox's disk budget (default_disk_bytes, a request's disk_bytes): its workspace is an
+ * ext4 image of that size, preallocated under the agentshare root and loop-mounted. The
+ * smallest holds the filesystem's own metadata with room to spare; the largest keeps the
+ * group descriptors of a filesystem without the 64bit feature in a few blocks. Images from
+ * LIMIT_DISK_JOURNAL_BYTES up carry a journal (jbd2 needs at least 1024 blocks). */
+#define LIMIT_DISK_MIN_BYTES (4ull << 20)
+#define LIMIT_DISK_MAX_BYTES (1ull << 40)
+#define LIMIT_DISK_JOURNAL_BYTES (32ull << 20)
+/* The sandbox's /tmp (its root filesystem is read-only): a tmpfs of this size, counted in
+ * the sandbox's memory limit. */
+#define LIMIT_SANDBOX_TMP_BYTES (64u << 20)
+_Static_assert(LIMIT_DISK_JOURNAL_BYTES >= LIMIT_DISK_MIN_BYTES + (4ull << 20) * 4,
+	       "a journalled image leaves room for files after a 4 MiB journal");
+_Static_assert(LIMIT_DISK_MAX_BYTES / 4096 <= 0xffffffffull,
+	       "block numbers of the largest image fit 32 bits");
 _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create request lists");
 
 /* ---- agenticd exec spill (src/mgmt/admin.c) ---- */

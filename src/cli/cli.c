@@ -232,15 +232,37 @@ static void json_strs(struct json_writer *w, const char *key, const char *const 
 
 static const char create_help[] =
 	"usage: agentic create [--image I] [--name N] [--env K=V]... [--mount SRC:DST[:ro]]...\n"
-	"                      [--network NET] [--label K=V]... [-- CMD...]\n"
+	"                      [--network NET] [--label K=V]... [--disk SIZE] [-- CMD...]\n"
 	"Creates a sandbox and waits until its agent is ready (or the create failed and was\n"
-	"rolled back). Prints the sandbox's name.\n";
+	"rolled back). Prints the sandbox's name. --disk is its disk budget, the size of its\n"
+	"workspace, in bytes or with a binary suffix k, m, g, t (default: default_disk_bytes).\n";
+
+/* Bytes, or a number with a binary suffix k, m, g or t; 0 when malformed. */
+static uint64_t size_arg(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+
+	if (end == s || *s == '-')
+		return 0;
+	switch (*end | 0x20) {
+	case 'k': shift = 10; end++; break;
+	case 'm': shift = 20; end++; break;
+	case 'g': shift = 30; end++; break;
+	case 't': shift = 40; end++; break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return 0;
+	return (uint64_t)v << shift;
+}
 
 static int verb_create(int argc, char **argv, struct opts *o)
 {
 	static char out[256 * 1024];
 	const char *image = NULL, *name = NULL, *network = NULL;
 	const char *env[MAX_ENV], *mounts[MAX_MOUNTS], *labels[16];
+	uint64_t disk = 0;
 	char **cmd = NULL;
 	int nenv = 0, nmounts = 0, nlabels = 0, ncmd = 0, status, c;
 	struct buf b;
@@ -268,6 +290,11 @@ static int verb_create(int argc, char **argv, struct opts *o)
 			mounts[nmounts++] = argv[++i];
 		} else if (i + 1 < argc && strcmp(argv[i], "--label") == 0 && nlabels < 16) {
 			labels[nlabels++] = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--disk") == 0) {
+			if (!(disk = size_arg(argv[++i])) || disk > INT64_MAX) {
+				fprintf(stderr, "agentic create: --disk takes a size (bytes, or 512m, 2g)\n");
+				return 2;
+			}
 		} else {
 			fprintf(stderr, "agentic create: unexpected %s\n", argv[i]);
 			return usage(create_help);
@@ -291,6 +318,10 @@ static int verb_create(int argc, char **argv, struct opts *o)
 	if (network) {
 		json_key(&w, "network");
 		json_str_write(&w, network);
+	}
+	if (disk) {
+		json_key(&w, "disk_bytes");
+		json_int_write(&w, (int64_t)disk);
 	}
 	json_strs(&w, "env", env, nenv);
 	json_strs(&w, "mounts", mounts, nmounts);

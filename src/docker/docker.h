@@ -225,6 +225,7 @@ struct docker_container_spec {
 	const char *const *security_opt;
 	const struct docker_kv *tmpfs;    /* target -> mount options */
 	const struct docker_kv *sysctls;
+	const struct docker_kv *storage_opt; /* e.g. size -> bytes of the writable layer */
 	const struct docker_mount *mounts; /* ends with a NULL source */
 	const char *network_mode;
 	int64_t pids_limit;               /* 0: engine default */

@@ -215,6 +215,7 @@ static void write_container(struct json_writer *w, const void *spec, int minor)
 	write_strs(w, "SecurityOpt", s->security_opt);
 	write_kvs(w, "Tmpfs", s->tmpfs);
 	write_kvs(w, "Sysctls", s->sysctls);
+	write_kvs(w, "StorageOpt", s->storage_opt);
 	/* Mounts, not Binds: a missing Binds source is silently created as an empty root-owned
 	 * directory, a missing Mounts source is an error. */
 	if (s->mounts) {

@@ -539,6 +539,18 @@ static int parse_create(struct admin_conn *c, struct verdict *v)
 						   LIMIT_SANDBOX_LABELS);
 				req->labels[req->nlabels++] = (struct docker_kv){ key, lv };
 			}
+		} else if (json_str_eq(&doc, k, "disk_bytes")) {
+			int64_t n;
+
+			if (json_int(&doc, val, &n) != 0 || n < (int64_t)LIMIT_DISK_MIN_BYTES ||
+			    (uint64_t)n > LIMIT_DISK_MAX_BYTES)
+				return bad(v, 400, "bad_request", "disk_bytes is a whole number of bytes "
+					   "from %llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
+					   (unsigned long long)LIMIT_DISK_MAX_BYTES);
+			req->disk_bytes = (uint64_t)n;
+		} else if (json_str_eq(&doc, k, "writable_root")) {
+			if (json_bool(&doc, val, &req->writable_root) != 0)
+				return bad(v, 400, "bad_request", "writable_root is a boolean");
 		} else if (json_str_eq(&doc, k, "mounts")) {
 			if (doc.tok[val].type != JSON_ARRAY)
 				return bad(v, 400, "bad_request", "mounts is an array");
@@ -550,7 +562,7 @@ static int parse_create(struct admin_conn *c, struct verdict *v)
 
 			json_str(&doc, k, key, sizeof(key));
 			return bad(v, 400, "bad_request", "unknown field %s (known: name image env "
-				   "mounts network cmd labels)", key);
+				   "mounts network cmd labels disk_bytes writable_root)", key);
 		}
 	}
 	if (req->name && !policy_name_valid(req->name))

@@ -42,6 +42,8 @@ static const struct key keys[] = {
 	{ "default_memory_bytes", K_BYTES, F(default_memory_bytes), 6u << 20, 1ull << 40 },
 	{ "default_pids_limit", K_U32, F(default_pids_limit), 8, 1u << 22 },
 	{ "default_nano_cpus", K_BYTES, F(default_nano_cpus), 10000000, 1024ull * 1000000000 },
+	{ "default_disk_bytes", K_BYTES, F(default_disk_bytes), LIMIT_DISK_MIN_BYTES,
+	  LIMIT_DISK_MAX_BYTES },
 	{ "mount_allowlist", K_MOUNTS, 0, 0, 0 },
 };
 
@@ -81,6 +83,7 @@ void config_defaults(struct config *cfg)
 	cfg->default_memory_bytes = 1u << 30;
 	cfg->default_pids_limit = 512;
 	cfg->default_nano_cpus = 1000000000;
+	cfg->default_disk_bytes = 1u << 30;
 }
 
 /* Decimal with an optional binary suffix (k, m, g, t; "KiB" spellings accepted). */

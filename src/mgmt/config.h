@@ -34,6 +34,7 @@ struct config {
 	uint64_t default_memory_bytes;
 	uint32_t default_pids_limit;
 	uint64_t default_nano_cpus;
+	uint64_t default_disk_bytes;            /* a workspace's size, when a request names none */
 	uint32_t n_mount_allowlist;
 	char mount_allowlist[CONFIG_MAX_ALLOWED_MOUNTS][CONFIG_STR_BYTES];
 };

@@ -120,6 +120,8 @@ struct sandbox {
 	bool running;
 	bool force, keep_workspace;
 	bool dir_made;
+	uint64_t disk_bytes;          /* the workspace image's size (its disk budget) */
+	bool writable_root;           /* its root layer is writable, up to disk_bytes */
 	bool rollback;                /* the create failed; undoing it */
 	bool gone;                    /* the container was removed behind our back */
 	int64_t pid;                  /* State.Pid, 0 when not running */
@@ -197,6 +199,8 @@ struct create_req {
 	struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 1];
 	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS];
 	uint32_t nmounts;
+	uint64_t disk_bytes;          /* 0: default_disk_bytes */
+	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };
@@ -322,16 +326,25 @@ int host_admin_peer_ok(int fd, bool group_known, gid_t gid, uid_t *uid, pid_t *p
 int host_notify_ready(void);
 /* agentshare: instances/<id>/ */
 int share_instance_dir(const struct config *cfg, const char *id, char *out, size_t size);
-/* The instance dir (0700), then, once the record is written, its workspace (owned by the
- * workload uid): a crash between the two leaves an empty dir, which start-up sweeps. */
+/* The instance dir (0700), then, once the record is written, its workspace: a crash between
+ * the two leaves an empty dir, which start-up sweeps. The workspace is workspace.img, an ext4
+ * image of sb->disk_bytes (preallocated; -ENOSPC when the agentshare cannot hold it and keep
+ * its last 1/20 for transcripts), mounted on workspace/ (a root-owned mode-0 directory when
+ * unmounted); its root belongs to the workload uid. On failure nothing of it is left. */
 int share_make(const struct config *cfg, const struct sandbox *sb, char *err, size_t err_size);
 int share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
 			 size_t err_size);
+/* Mounts a kept sandbox's workspace image again when it is not mounted (after a reboot): 1
+ * when it mounted it, 0 when there was nothing to do (mounted, or a plain directory from
+ * before images), or -errno with err. */
+int share_mount_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+			  size_t err_size);
 void share_sweep_empty(const struct config *cfg);
 /* sandbox.json (0600): temp file, fsync, rename, fsync of the directory. */
 int share_write_record(const struct config *cfg, const struct sandbox *sb);
-/* Deletes the instance's record and, unless keep_workspace, its workspace (in a child
- * process, off the loop); the instance dir goes when nothing else is left in it. */
+/* Deletes the instance's record, unmounts its workspace and, when drop_workspace, deletes
+ * the image (in a child process, off the loop); the instance dir goes when nothing else is
+ * left in it. A kept workspace is its image. */
 void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_workspace);
 /* Reads instances/<id>/sandbox.json into sb (fields it holds); 0, -ENOENT or ERR_PARSE. */
 int share_read_record(const struct config *cfg, const char *id, struct sandbox *sb,

@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 
 #include "json/json.h"
 #include "mgmt/daemon.h"
+#include "mgmt/workspace.h"
 
 /* ---- directories and sockets ---- */
 
@@ -313,21 +315,96 @@ int share_make(const struct config *cfg, const struct sandbox *sb, char *err, si
 	return r;
 }
 
+/* instances/<id>/workspace (the mount point) and instances/<id>/workspace.img. */
+static int workspace_paths(const struct config *cfg, const char *id, char *ws, char *img,
+			   size_t size)
+{
+	char dir[LIMIT_PATH_BYTES];
+	int r = share_instance_dir(cfg, id, dir, sizeof(dir));
+
+	if (r == 0 && (snprintf(ws, size, "%s/workspace", dir) >= (int)size ||
+		       snprintf(img, size, "%s/workspace.img", dir) >= (int)size))
+		r = -ENAMETOOLONG;
+	return r;
+}
+
+/* Makes the image: room for it (preallocated, so a full workspace never takes more, and
+ * never the last 1/20 of the filesystem, the transcripts' room), then the filesystem. */
+static int make_image(const char *img, uint64_t bytes, const struct config *cfg, char *err,
+		      size_t err_size)
+{
+	struct statvfs vfs;
+	int fd, r = 0;
+
+	fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, err_size, "cannot create the workspace image %s: %s", img, strerror(-r));
+		return r;
+	}
+	if (fstatvfs(fd, &vfs) == 0 &&
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < bytes + (uint64_t)vfs.f_blocks * vfs.f_frsize / 20) {
+		snprintf(err, err_size, "the agentshare has no room for a workspace of %llu bytes "
+			 "(disk_bytes) and its last 1/20 for transcripts (%llu bytes available)",
+			 (unsigned long long)bytes,
+			 (unsigned long long)vfs.f_bavail * vfs.f_frsize);
+		r = -ENOSPC;
+	} else if (fallocate(fd, 0, 0, (off_t)bytes) != 0) {
+		r = -errno;
+		snprintf(err, err_size, r == -ENOSPC ? "the agentshare has no room for a workspace "
+			 "of %llu bytes (disk_bytes)" : "cannot allocate the workspace image of %llu "
+			 "bytes: %s", (unsigned long long)bytes, strerror(-r));
+	} else if ((r = workspace_format(fd, bytes, cfg->workload_uid, cfg->workload_gid)) != 0) {
+		snprintf(err, err_size, "cannot write the workspace filesystem into %s: %s", img,
+			 strerror(-r));
+	}
+	close(fd);
+	if (r != 0)
+		unlink(img);
+	return r;
+}
+
 int share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
 			 size_t err_size)
 {
-	char ws[LIMIT_PATH_BYTES + 16];
-	int r = share_instance_dir(cfg, sb->instance_id, ws, sizeof(ws) - 16);
+	char ws[LIMIT_PATH_BYTES + 16], img[LIMIT_PATH_BYTES + 16];
+	int r = workspace_paths(cfg, sb->instance_id, ws, img, sizeof(ws));
 
-	strcat(ws, "/workspace");
-	/* created 0700 and handed to the workload uid: the workload owns /workspace */
-	if (r == 0 && mkdir(ws, 0700) != 0)
+	if (r != 0) {
+		snprintf(err, err_size, "the sandbox's workspace path is too long");
+		return r;
+	}
+	/* The mount point belongs to root with mode 0: unmounted (after a reboot, say), it is no
+	 * workspace anyone can write, so an init started on it refuses to start. */
+	if (mkdir(ws, 0) != 0) {
 		r = -errno;
-	if (r == 0 && chown(ws, cfg->workload_uid, cfg->workload_gid) != 0)
-		r = -errno;
-	if (r != 0)
 		snprintf(err, err_size, "cannot make the sandbox's workspace %s: %s", ws, strerror(-r));
+		return r;
+	}
+	if ((r = make_image(img, sb->disk_bytes, cfg, err, err_size)) == 0 &&
+	    (r = workspace_mount(img, ws, err, err_size)) != 0)
+		unlink(img);
+	if (r != 0)
+		rmdir(ws);
 	return r;
+}
+
+int share_mount_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+			  size_t err_size)
+{
+	char ws[LIMIT_PATH_BYTES + 16], img[LIMIT_PATH_BYTES + 16];
+	struct stat st;
+	int r = workspace_paths(cfg, sb->instance_id, ws, img, sizeof(ws));
+
+	if (r != 0 || lstat(img, &st) != 0)
+		return 0; /* no image: a workspace made before images, a plain directory */
+	if ((r = workspace_mounted(ws)) != 0) {
+		if (r < 0)
+			snprintf(err, err_size, "cannot check the workspace mount %s: %s", ws,
+				 strerror(-r));
+		return r < 0 ? r : 0;
+	}
+	return workspace_mount(img, ws, err, err_size) == 0 ? 1 : -EIO;
 }
 
 /* Instance directories a crash left empty (made, but no record written yet; a temp record
@@ -407,6 +484,10 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 	json_int_write(&w, sb->ready_ms);
 	json_key(&w, "keep_workspace");
 	json_bool_write(&w, sb->keep_workspace);
+	json_key(&w, "disk_bytes");
+	json_int_write(&w, (int64_t)sb->disk_bytes);
+	json_key(&w, "writable_root");
+	json_bool_write(&w, sb->writable_root);
 	write_strrun(&w, "cmd", sb->cmd, sb->cmd_len);
 	write_strrun(&w, "labels", sb->labels, sb->labels_len);
 	write_strrun(&w, "mounts", sb->mounts, sb->mounts_len);
@@ -504,12 +585,16 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		sb->net_managed = bv;
 	if (json_bool(&doc, json_obj_get(&doc, 0, "keep_workspace"), &bv) == 0)
 		sb->keep_workspace = bv;
+	if (json_bool(&doc, json_obj_get(&doc, 0, "writable_root"), &bv) == 0)
+		sb->writable_root = bv;
 	if (json_int(&doc, json_obj_get(&doc, 0, "created_ms"), &v) == 0)
 		sb->created_ms = v;
 	if (json_int(&doc, json_obj_get(&doc, 0, "ready_ms"), &v) == 0)
 		sb->ready_ms = v;
 	if (json_int(&doc, json_obj_get(&doc, 0, "mount_ro"), &v) == 0)
 		sb->mount_ro = (uint32_t)v;
+	if (json_int(&doc, json_obj_get(&doc, 0, "disk_bytes"), &v) == 0 && v > 0)
+		sb->disk_bytes = (uint64_t)v;
 	if (read_strrun(&doc, json_obj_get(&doc, 0, "cmd"), sb->cmd, &sb->cmd_len,
 			sizeof(sb->cmd), &sb->ncmd) != 0 ||
 	    read_strrun(&doc, json_obj_get(&doc, 0, "labels"), sb->labels, &sb->labels_len,
@@ -594,7 +679,7 @@ static void rmtree_at(int dfd, int depth)
 void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_workspace)
 {
 	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 32];
-	int dfd;
+	int dfd, r;
 	pid_t child;
 
 	if (share_instance_dir(cfg, sb->instance_id, dir, sizeof(dir)) != 0)
@@ -605,6 +690,12 @@ void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/current", dir);
 	unlink(p); /* retired: the run it named now ages out like any other */
+	/* A kept workspace is its image, unmounted (`mount -o loop` reads it again); the
+	 * loop device goes with the mount. */
+	snprintf(p, sizeof(p), "%s/workspace", dir);
+	if (workspace_mounted(p) == 1 && (r = workspace_unmount(p)) != 0)
+		log_warn("workspace not unmounted", "instance=%s error=\"%s\"", sb->instance_id,
+			 strerror(-r));
 	if (!drop_workspace) {
 		rmdir(dir);
 		return;
@@ -617,6 +708,7 @@ void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_
 	if (child == 0) {
 		int ws = openat(dfd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
+		unlinkat(dfd, "workspace.img", 0);
 		if (ws >= 0) {
 			rmtree_at(ws, 0);
 			close(ws);

@@ -186,8 +186,9 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	static const struct docker_kv sysctls[] = {
 		{ "net.ipv6.conf.all.disable_ipv6", "1" }, { NULL, NULL }
 	};
-	static char tmpfs_opts[160], uid_s[16], wl_s[16], ws[LIMIT_PATH_BYTES + 16];
-	static struct docker_kv tmpfs[2];
+	static char tmpfs_opts[160], tmp_opts[96], uid_s[16], wl_s[16], ws[LIMIT_PATH_BYTES + 16];
+	static struct docker_kv tmpfs[3], storage[2];
+	static char size_s[24];
 	struct docker_container_spec spec = { 0 };
 	uint32_t ne = 0, nl = 0, nm = 0;
 
@@ -226,7 +227,13 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	snprintf(tmpfs_opts, sizeof(tmpfs_opts),
 		 "rw,noexec,nosuid,nodev,mode=0700,uid=%u,gid=%u,size=64k", sb->uid, sb->uid);
 	tmpfs[0] = (struct docker_kv){ "/run/agentic", tmpfs_opts };
-	tmpfs[1] = (struct docker_kv){ NULL, NULL };
+	/* the root filesystem is read-only: /tmp is a small tmpfs, the rest is the workspace.
+	 * exec, since the engine's default is noexec and the workspace allows it anyway
+	 * (builds run what they compile in /tmp) */
+	snprintf(tmp_opts, sizeof(tmp_opts), "rw,exec,nosuid,nodev,mode=1777,size=%u",
+		 LIMIT_SANDBOX_TMP_BYTES);
+	tmpfs[1] = (struct docker_kv){ "/tmp", tmp_opts };
+	tmpfs[2] = (struct docker_kv){ NULL, NULL };
 
 	share_instance_dir(cfg, sb->instance_id, ws, sizeof(ws) - 16);
 	strcat(ws, "/workspace");
@@ -254,6 +261,15 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	spec.memory = (int64_t)cfg->default_memory_bytes;
 	spec.nano_cpus = (int64_t)cfg->default_nano_cpus;
 	spec.restart_policy = "no";
+	/* CIS Docker Benchmark 5.13: a read-only root; a writable one only where the engine
+	 * bounds it (overlay2 on xfs with pquota), to the same budget as the workspace */
+	spec.readonly_rootfs = !sb->writable_root;
+	if (sb->writable_root) {
+		snprintf(size_s, sizeof(size_s), "%llu", (unsigned long long)sb->disk_bytes);
+		storage[0] = (struct docker_kv){ "size", size_s };
+		storage[1] = (struct docker_kv){ NULL, NULL };
+		spec.storage_opt = storage;
+	}
 	return docker_container_create_begin(&j->call, &agenticd->dc, &spec);
 }
 
@@ -474,6 +490,11 @@ static void docker_failed(struct sandbox *sb, const struct docker_call *c, const
 	docker_error_text(&c->error, text, sizeof(text));
 	if (api && create && c->error.status == 409)
 		fail_create(sb, 409, "name_taken", "%s failed: %s", what, text);
+	else if (api && create && sb->writable_root && c->error.status >= 400 &&
+		 c->error.status != 404)
+		fail_create(sb, 422, "writable_root_unbounded", "this engine cannot bound a "
+			    "writable root filesystem (StorageOpt size; overlay2 needs xfs with "
+			    "pquota), so none is offered: %s", text);
 	else if (api && create && c->error.status == 404)
 		fail_create(sb, 400, "image_missing", "%s failed: %s", what, text);
 	else
@@ -635,6 +656,8 @@ void provision_create(struct sandbox *sb, struct create_req *req)
 		return;
 	}
 	snprintf(sb->image, sizeof(sb->image), "%s", req->image ? req->image : cfg->default_image);
+	sb->disk_bytes = req->disk_bytes ? req->disk_bytes : cfg->default_disk_bytes;
+	sb->writable_root = req->writable_root;
 	if (req->network) {
 		snprintf(sb->network, sizeof(sb->network), "%s", req->network);
 	} else if (agenticd->nwarm) {
@@ -654,9 +677,10 @@ void provision_create(struct sandbox *sb, struct create_req *req)
 		snprintf(sb->network, sizeof(sb->network), "agentic-net-%s", hex);
 		sb->net_managed = true;
 	}
-	log_info("create started", "name=%s instance=%s uid=%u network=%s subnet=%s warm=%d",
-		 sb->name, sb->instance_id, sb->uid, sb->network,
-		 sb->subnet_text[0] ? sb->subnet_text : "-", sb->net_exists);
+	log_info("create started", "name=%s instance=%s uid=%u network=%s subnet=%s warm=%d "
+		 "disk_bytes=%llu", sb->name, sb->instance_id, sb->uid, sb->network,
+		 sb->subnet_text[0] ? sb->subnet_text : "-", sb->net_exists,
+		 (unsigned long long)sb->disk_bytes);
 	if ((r = share_make(cfg, sb, err, sizeof(err))) != 0) {
 		fail_create(sb, 500, "agentshare", "%s", err);
 		return;
@@ -667,7 +691,10 @@ void provision_create(struct sandbox *sb, struct create_req *req)
 		return;
 	}
 	if ((r = share_make_workspace(cfg, sb, err, sizeof(err))) != 0) {
-		fail_create(sb, 500, "agentshare", "%s", err);
+		if (r == -ENOSPC)
+			fail_create(sb, 507, "no_space", "%s", err);
+		else
+			fail_create(sb, 500, "agentshare", "%s", err);
 		return;
 	}
 	sb->step = sb->net_managed && !sb->net_exists ? STEP_NET_CREATE : STEP_CT_CREATE;

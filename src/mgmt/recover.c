@@ -165,6 +165,7 @@ static void settle_container(const char *id, struct recs *rs)
 	struct rec *rec;
 	struct sandbox *sb;
 	uint64_t uid;
+	int r;
 
 	if (docker_container_inspect(&agenticd->dc, id, &ct, &e) != 0) {
 		say("recovery: container not inspected", docker_error_text(&e, text, sizeof(text)));
@@ -209,6 +210,8 @@ static void settle_container(const char *id, struct recs *rs)
 	sb->mount_ro = rec->sb.mount_ro;
 	sb->created_ms = rec->sb.created_ms;
 	sb->ready_ms = rec->sb.ready_ms;
+	sb->disk_bytes = rec->sb.disk_bytes;
+	sb->writable_root = rec->sb.writable_root;
 	sb->state = SB_READY;
 	memcpy(sb->container_id, ct.id, sizeof(sb->container_id));
 	sb->ct_exists = true;
@@ -226,6 +229,15 @@ static void settle_container(const char *id, struct recs *rs)
 	sb->uid = (uint32_t)uid;
 	sb->uid_taken = idalloc_mark(&agenticd->uids, sb->uid) == 0;
 	adopt_network(sb);
+	/* after a reboot its workspace image is there but not mounted */
+	r = share_mount_workspace(cfg, sb, text, sizeof(text));
+	if (r > 0)
+		log_info("recovery: workspace mounted again", "name=%s instance=%s", sb->name,
+			 sb->instance_id);
+	else if (r < 0)
+		log_error("recovery: workspace not mounted; the sandbox cannot start again until "
+			  "it is", "name=%s instance=%s error=\"%.300s\"", sb->name,
+			  sb->instance_id, text);
 }
 
 /* Two containers claiming one uid: neither is trusted, both are reported. */

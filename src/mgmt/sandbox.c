@@ -251,6 +251,10 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	} else {
 		json_null_write(w);
 	}
+	json_key(w, "disk_bytes");
+	json_int_write(w, (int64_t)sb->disk_bytes);
+	json_key(w, "writable_root");
+	json_bool_write(w, sb->writable_root);
 	json_key(w, "cmd");
 	json_arr_begin(w);
 	for (p = NULL; (p = strrun_next(sb->cmd, sb->cmd_len, p));)

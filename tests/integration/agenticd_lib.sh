@@ -53,13 +53,14 @@ ad_setup() {
 	sandbox_subnet_pool = 10.$POOL_OCTET.0.0/16
 	ready_timeout_ms = 8000
 	stop_grace_ms = 2000
+	default_disk_bytes = 64m
 	EOF
 	for line in "$@"; do echo "$line" >>"$CONF"; done
 	trap ad_cleanup EXIT
 }
 
 ad_cleanup() {
-	local ids n
+	local ids n share
 	[ -z "$DPID" ] || kill -9 "$DPID" 2>/dev/null
 	ids=$(docker ps -aq --filter "label=test-run=$RUN_ID")
 	[ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1
@@ -73,7 +74,20 @@ ad_cleanup() {
 	for n in ${EXTRA_CONTAINERS:-}; do docker rm -f "$n" >/dev/null 2>&1; done
 	mkdir -p "$AGENTIC_TOP/build/test-logs"
 	cp "$LOG" "$AGENTIC_TOP/build/test-logs/$(basename "$0").agenticd.log" 2>/dev/null
-	rm -rf "$T"
+	# workspaces are mounts: below an agentshare of the test's own outside $T too
+	share=$(sed -n 's/^agentshare_root = //p' "$CONF" 2>/dev/null | tail -1)
+	[ -z "$share" ] || ad_unmount_under "$share/instances"
+	ad_unmount_under "$T"
+	rm -rf --one-file-system "$T"
+}
+
+# ad_unmount_under DIR: lazily unmounts every mount below DIR (workspaces a killed agenticd
+# left mounted, the test's own agentshare), deepest first.
+ad_unmount_under() {
+	local m
+	for m in $(awk -v d="$1/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+		umount -l "$m" 2>/dev/null
+	done
 }
 
 # ad_start: starts the daemon (allocation checking on) and waits for its ready line.

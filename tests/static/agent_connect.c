@@ -1,7 +1,7 @@
 /* agent_connect.c: a test agent: calls AgentService/Connect on an agent socket the way the
  * init does (metadata, registration, READY heartbeat) and prints what the server decided, so
- * the resolver can be probed from any uid and any pid namespace. Static, so `docker cp` puts
- * it into any image.
+ * the resolver can be probed from any uid and any pid namespace. Static, so it runs in any
+ * image (piped into a sandbox's /tmp: the root filesystem is read-only).
  *
  *   agent_connect SOCKET AGENT_ID INSTANCE_ID [HOLD_SECONDS]
  *
