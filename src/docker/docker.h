@@ -226,6 +226,8 @@ struct docker_container_spec {
 	const struct docker_kv *tmpfs;    /* target -> mount options */
 	const struct docker_kv *sysctls;
 	const struct docker_mount *mounts; /* ends with a NULL source */
+	const char *const *dns;           /* HostConfig.Dns: the embedded resolver's upstreams */
+	const char *const *dns_search;    /* HostConfig.DnsSearch; ["."] means none */
 	const char *network_mode;
 	int64_t pids_limit;               /* 0: engine default */
 	int64_t memory;                   /* bytes; 0: unlimited */

@@ -546,8 +546,8 @@ static void test_docker_answer_over_the_limit_is_an_error_not_a_truncation(void 
 	char text[1024];
 
 	fake_start(&f, engine_141_routes());
-	negotiated(&dc, &f, 1, LIMIT_DOCKER_EVENT_BYTES);
-	f.big = LIMIT_DOCKER_EVENT_BYTES + 1;
+	negotiated(&dc, &f, 1, LIMIT_DOCKER_REQUEST_BYTES);
+	f.big = LIMIT_DOCKER_REQUEST_BYTES + 1;
 	assert_int_equal(docker_info(&dc, &info, &e), DOCKER_ERR_TOO_BIG);
 	docker_error_text(&e, text, sizeof(text));
 	assert_non_null(strstr(text, "response limit"));
