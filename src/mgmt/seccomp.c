@@ -217,7 +217,7 @@ static void where(const char *text, size_t off, char *out, size_t size)
 	snprintf(out, size, "%u:%u", line, col);
 }
 
-/* Copies validated JSON without the whitespace outside its strings. */
+/* Copies validated JSON without the whitespace outside its strings; out may be in. */
 static size_t compact(const char *in, size_t len, char *out)
 {
 	size_t n = 0;
@@ -293,11 +293,13 @@ int seccomp_profile_load(const char *path, char *out, size_t size, char *err, si
 		snprintf(err, err_size, "%s:%s: \"syscalls\" must be an array", path, at);
 		return ERR_PARSE;
 	}
-	if (len >= size) {
-		snprintf(err, err_size, "%s: larger than %zu bytes", path, size - 1);
+	n = compact(text, len, text);
+	if (n >= size) {
+		snprintf(err, err_size, "%s: %zu bytes once compacted, more than %zu", path, n,
+			 size - 1);
 		return ERR_LIMIT;
 	}
-	n = compact(text, len, out);
+	memcpy(out, text, n);
 	out[n] = '\0';
 	return (int)n;
 }

@@ -116,6 +116,22 @@ static void test_seccomp_file_is_compacted(void **state)
 	unlink(path);
 }
 
+/* What must fit is the compact form: a 48 KiB file that is mostly indentation is fine. */
+static void test_seccomp_file_over_the_request_limit_fits_once_compacted(void **state)
+{
+	static char text[48 * 1024];
+	char err[512];
+	const char *path;
+
+	memset(text, ' ', sizeof(text) - 1);
+	memcpy(text, "{\"defaultAction\":", 17);
+	memcpy(text + sizeof(text) - 20, "\"SCMP_ACT_ALLOW\"}\n", 19);
+	path = write_file(text);
+	assert_int_equal(seccomp_profile_load(path, out, sizeof(out), err, sizeof(err)), 34);
+	assert_string_equal(out, "{\"defaultAction\":\"SCMP_ACT_ALLOW\"}");
+	unlink(path);
+}
+
 static void test_seccomp_bad_file_is_refused_with_line_and_column(void **state)
 {
 	expect_refused("{\n  \"defaultAction\": \"SCMP_ACT_ERRNO\",\n  \"syscalls\": [ oops ]\n}",
@@ -161,6 +177,7 @@ int main(void)
 		cmocka_unit_test(test_seccomp_builtin_profile_denies_io_uring_and_capability_syscalls),
 		cmocka_unit_test(test_seccomp_builtin_fits_the_create_request),
 		cmocka_unit_test(test_seccomp_file_is_compacted),
+		cmocka_unit_test(test_seccomp_file_over_the_request_limit_fits_once_compacted),
 		cmocka_unit_test(test_seccomp_bad_file_is_refused_with_line_and_column),
 		cmocka_unit_test(test_seccomp_missing_file_names_it),
 		cmocka_unit_test(test_seccomp_profile_key_takes_a_path_or_nothing),
