@@ -340,7 +340,8 @@ struct docker_container {
 	bool readonly_rootfs;
 	bool init;
 	bool privileged;
-	char text[32768];       /* the strings above */
+	/* the strings above; SecurityOpt holds a whole seccomp profile */
+	char text[32768 + LIMIT_SECCOMP_PROFILE_BYTES];
 	uint32_t text_len;
 };
 
