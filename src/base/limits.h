@@ -28,8 +28,8 @@
 /* ---- docker (src/docker) ---- */
 /* Default cap of one buffered Engine API response (DESIGN max_message_bytes). */
 #define LIMIT_DOCKER_RESPONSE_BYTES (4u * 1024u * 1024u)
-/* One request we send (container create with its env, labels and mounts). */
-#define LIMIT_DOCKER_REQUEST_BYTES (64u * 1024u)
+/* One request we send (container create with its env, labels, mounts and seccomp profile). */
+#define LIMIT_DOCKER_REQUEST_BYTES (96u * 1024u)
 /* One event of the /events stream. */
 #define LIMIT_DOCKER_EVENT_BYTES (64u * 1024u)
 /* JSON tokens of one parsed response. */
@@ -73,8 +73,18 @@
 /* agenticd's budget beyond its tables: static buffers first touched by a request, the stack. */
 #define LIMIT_DAEMON_SLACK_BYTES (1024u * 1024u)
 
-_Static_assert(LIMIT_ADMIN_BODY_BYTES + LIMIT_HTTP_HEAD_BYTES <= LIMIT_DOCKER_REQUEST_BYTES,
-	       "a create's env and mounts fit one container create request");
+/* The seccomp profile every sandbox gets (src/mgmt/seccomp.c): a profile file may be this
+ * large, and once compacted and escaped into the create request's SecurityOpt string it must
+ * fit LIMIT_SECCOMP_PROFILE_BYTES; its JSON may hold this many tokens. */
+#define LIMIT_SECCOMP_FILE_BYTES (64u * 1024u)
+#define LIMIT_SECCOMP_PROFILE_BYTES (32u * 1024u)
+#define LIMIT_SECCOMP_TOKENS 8192u
+
+_Static_assert(LIMIT_ADMIN_BODY_BYTES + LIMIT_HTTP_HEAD_BYTES + LIMIT_SECCOMP_PROFILE_BYTES <=
+	       LIMIT_DOCKER_REQUEST_BYTES,
+	       "a create's env, mounts and seccomp profile fit one container create request");
+_Static_assert(LIMIT_SECCOMP_PROFILE_BYTES <= LIMIT_SECCOMP_FILE_BYTES,
+	       "a profile file can hold the largest profile agenticd sends");
 _Static_assert(LIMIT_SANDBOX_MOUNTS <= 32, "read-only flags are one 32-bit mask");
 /* A sandbox's disk budget (default_disk_bytes, a request's disk_bytes): its workspace is an
  * ext4 image of that size, preallocated under the agentshare root and loop-mounted. The

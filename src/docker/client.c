@@ -23,7 +23,9 @@ static int config_norm(const struct docker_client_config *in, struct docker_clie
 		out->connect_timeout_ms = 5000;
 	if (!out->read_timeout_ms)
 		out->read_timeout_ms = 60000;
-	if (out->connections > LIMIT_DOCKER_CONNS || out->response_limit < LIMIT_DOCKER_EVENT_BYTES)
+	/* a request body is built in the response buffer, and an event is held there */
+	if (out->connections > LIMIT_DOCKER_CONNS || out->response_limit < LIMIT_DOCKER_EVENT_BYTES ||
+	    out->response_limit < LIMIT_DOCKER_REQUEST_BYTES)
 		return -EINVAL;
 	return 0;
 }

@@ -227,6 +227,8 @@ struct docker_container_spec {
 	const struct docker_kv *sysctls;
 	const struct docker_kv *storage_opt; /* e.g. size -> bytes of the writable layer */
 	const struct docker_mount *mounts; /* ends with a NULL source */
+	const char *const *dns;           /* HostConfig.Dns: the embedded resolver's upstreams */
+	const char *const *dns_search;    /* HostConfig.DnsSearch; ["."] means none */
 	const char *network_mode;
 	int64_t pids_limit;               /* 0: engine default */
 	int64_t memory;                   /* bytes; 0: unlimited */
@@ -339,7 +341,8 @@ struct docker_container {
 	bool readonly_rootfs;
 	bool init;
 	bool privileged;
-	char text[32768];       /* the strings above */
+	/* the strings above; SecurityOpt holds a whole seccomp profile */
+	char text[32768 + LIMIT_SECCOMP_PROFILE_BYTES];
 	uint32_t text_len;
 };
 

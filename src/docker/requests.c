@@ -235,6 +235,8 @@ static void write_container(struct json_writer *w, const void *spec, int minor)
 		}
 		json_arr_end(w);
 	}
+	write_strs(w, "Dns", s->dns);
+	write_strs(w, "DnsSearch", s->dns_search);
 	if (s->network_mode) {
 		json_key(w, "NetworkMode");
 		json_str_write(w, s->network_mode);

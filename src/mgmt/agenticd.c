@@ -391,7 +391,7 @@ int agenticd_main(int argc, char **argv)
 	struct group *gr;
 	uint8_t *region;
 	ssize_t n;
-	int r;
+	int r, profile_bytes;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
@@ -414,10 +414,18 @@ int agenticd_main(int argc, char **argv)
 		fprintf(stderr, "agenticd: %s: %s\n", path, err);
 		return 2;
 	}
+	profile_bytes = seccomp_opt_for(&d->cfg, d->seccomp_opt, sizeof(d->seccomp_opt), err,
+					sizeof(err));
+	if (profile_bytes < 0) {
+		fprintf(stderr, "agenticd: %s\n", err);
+		return 2;
+	}
 	if (geteuid() != 0)
 		return fail("refusing to start", "agenticd runs as root (it owns the sockets, the "
 			    "agentshare and the Docker engine's socket)");
 	log_info("starting", "version=%s config=%s", AGENTIC_VERSION, path);
+	log_info("seccomp profile", "source=%s bytes=%d",
+		 d->cfg.seccomp_profile[0] ? d->cfg.seccomp_profile : "builtin", profile_bytes);
 	host_warn_subuid(&d->cfg, "/etc/subuid");
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)

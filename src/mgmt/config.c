@@ -8,7 +8,7 @@
 
 #include "mgmt/config.h"
 
-enum key_type { K_STR, K_PATH, K_U32, K_BYTES, K_CIDR, K_MOUNTS };
+enum key_type { K_STR, K_PATH, K_PATH_OR_EMPTY, K_U32, K_BYTES, K_CIDR, K_MOUNTS };
 
 struct key {
 	const char *name;
@@ -45,6 +45,7 @@ static const struct key keys[] = {
 	{ "default_disk_bytes", K_BYTES, F(default_disk_bytes), LIMIT_DISK_MIN_BYTES,
 	  LIMIT_DISK_MAX_BYTES },
 	{ "mount_allowlist", K_MOUNTS, 0, 0, 0 },
+	{ "seccomp_profile", K_PATH_OR_EMPTY, F(seccomp_profile), 0, 0 },
 };
 
 const char *config_key_name(size_t i)
@@ -142,6 +143,12 @@ static int set_key(struct config *cfg, const struct key *k, const char *val, cha
 	uint64_t v;
 
 	switch (k->type) {
+	case K_PATH_OR_EMPTY:
+		if (!*val) {
+			*(char *)field = '\0';
+			return 0;
+		}
+		/* fall through */
 	case K_PATH:
 		if (val[0] != '/') {
 			snprintf(why, why_size, "%s must be an absolute path", k->name);

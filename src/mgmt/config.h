@@ -37,6 +37,7 @@ struct config {
 	uint64_t default_disk_bytes;            /* a workspace's size, when a request names none */
 	uint32_t n_mount_allowlist;
 	char mount_allowlist[CONFIG_MAX_ALLOWED_MOUNTS][CONFIG_STR_BYTES];
+	char seccomp_profile[CONFIG_STR_BYTES]; /* a profile file; empty: the built-in profile */
 };
 
 /* Fills cfg with the built-in defaults of DESIGN.md §5. */

@@ -18,6 +18,7 @@
 #include "http/http.h"
 #include "mgmt/config.h"
 #include "mgmt/policy.h"
+#include "mgmt/seccomp.h"
 
 /* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
 enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB,
@@ -293,6 +294,7 @@ struct daemon {
 	 * restarted daemon on the same root is the same owner. */
 	char owner[17];
 	char owner_label[32];         /* "agentic-daemon=<owner>", a Docker label filter */
+	char seccomp_opt[SECCOMP_OPT_BYTES]; /* SecurityOpt "seccomp=<profile>", set at start */
 	size_t budget;
 	uint64_t refused_agents, refused_admins;
 };

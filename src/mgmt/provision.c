@@ -182,7 +182,14 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	static const char *const entry[] = { "/sbin/agentic-init", NULL };
 	static const char *const cap_drop[] = { "ALL", NULL };
 	static const char *const cap_add[] = { "SETUID", "SETGID", NULL };
-	static const char *const secopt[] = { "no-new-privileges", NULL };
+	static const char *secopt[] = { "no-new-privileges", NULL, NULL };
+	/* The embedded resolver forwards names it does not know to the container's Dns servers;
+	 * given any, it dials them from the container's own network namespace (on every engine
+	 * version), and nothing answers on the container's loopback, so no name leaves the
+	 * sandbox. Without one it would use the host's resolvers, a loopback one from the host's
+	 * namespace (CVE-2024-29018). No search domain: the host's would be appended to names. */
+	static const char *const dns[] = { "127.0.0.1", NULL };
+	static const char *const dns_search[] = { ".", NULL };
 	static const struct docker_kv sysctls[] = {
 		{ "net.ipv6.conf.all.disable_ipv6", "1" }, { NULL, NULL }
 	};
@@ -252,7 +259,10 @@ static int begin_container_create(struct job *j, struct sandbox *sb)
 	spec.labels = labels;
 	spec.cap_drop = cap_drop;
 	spec.cap_add = cap_add;
+	secopt[1] = agenticd->seccomp_opt;
 	spec.security_opt = secopt;
+	spec.dns = dns;
+	spec.dns_search = dns_search;
 	spec.tmpfs = tmpfs;
 	spec.sysctls = sysctls;
 	spec.mounts = mounts;

@@ -15,7 +15,8 @@
 static void normalize(struct config *c)
 {
 	char *fields[] = { c->docker_host, c->agent_socket_dir, c->admin_socket, c->admin_group,
-			   c->agentshare_root, c->profiles_dir, c->default_image };
+			   c->agentshare_root, c->profiles_dir, c->default_image,
+			   c->seccomp_profile };
 
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		size_t n = strnlen(fields[i], CONFIG_STR_BYTES);

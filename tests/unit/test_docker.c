@@ -398,7 +398,8 @@ static void test_docker_container_create_sends_the_hardened_host_config(void **s
 		.labels = (const struct docker_kv[]){ { "agentic-sandbox", "true" }, { NULL, NULL } },
 		.cap_drop = (const char *[]){ "ALL", NULL },
 		.cap_add = (const char *[]){ "SETUID", "SETGID", NULL },
-		.security_opt = (const char *[]){ "no-new-privileges", NULL },
+		.security_opt = (const char *[]){ "no-new-privileges",
+						  "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}", NULL },
 		.tmpfs = (const struct docker_kv[]){
 			{ "/run/agentic", "rw,noexec,nosuid,nodev,mode=0700,uid=200000,gid=200000,size=64k" },
 			{ NULL, NULL } },
@@ -406,6 +407,8 @@ static void test_docker_container_create_sends_the_hardened_host_config(void **s
 						       { NULL, NULL } },
 		.mounts = (const struct docker_mount[]){ { "/run/agentic/agent", "/run/agentic-sandbox", true },
 							 { NULL, NULL, false } },
+		.dns = (const char *[]){ "127.0.0.1", NULL },
+		.dns_search = (const char *[]){ ".", NULL },
 		.network_mode = "agentic-net-0123456789ab",
 		.pids_limit = 512,
 		.memory = 1073741824,
@@ -424,11 +427,13 @@ static void test_docker_container_create_sends_the_hardened_host_config(void **s
 		"\"Entrypoint\":[\"/sbin/agentic-init\"],\"Env\":[\"AGENT_ID=sbx-1\"],"
 		"\"Labels\":{\"agentic-sandbox\":\"true\"},\"HostConfig\":{"
 		"\"CapDrop\":[\"ALL\"],\"CapAdd\":[\"SETUID\",\"SETGID\"],"
-		"\"SecurityOpt\":[\"no-new-privileges\"],"
+		"\"SecurityOpt\":[\"no-new-privileges\","
+		"\"seccomp={\\\"defaultAction\\\":\\\"SCMP_ACT_ERRNO\\\"}\"],"
 		"\"Tmpfs\":{\"/run/agentic\":\"rw,noexec,nosuid,nodev,mode=0700,uid=200000,gid=200000,size=64k\"},"
 		"\"Sysctls\":{\"net.ipv6.conf.all.disable_ipv6\":\"1\"},"
 		"\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"/run/agentic/agent\","
 		"\"Target\":\"/run/agentic-sandbox\",\"ReadOnly\":true}],"
+		"\"Dns\":[\"127.0.0.1\"],\"DnsSearch\":[\".\"],"
 		"\"NetworkMode\":\"agentic-net-0123456789ab\",\"PidsLimit\":512,"
 		"\"Memory\":1073741824,\"NanoCpus\":1000000000,\"RestartPolicy\":{\"Name\":\"no\"},"
 		"\"ReadonlyRootfs\":false,\"Init\":false,\"Privileged\":false}}");
@@ -546,8 +551,8 @@ static void test_docker_answer_over_the_limit_is_an_error_not_a_truncation(void 
 	char text[1024];
 
 	fake_start(&f, engine_141_routes());
-	negotiated(&dc, &f, 1, LIMIT_DOCKER_EVENT_BYTES);
-	f.big = LIMIT_DOCKER_EVENT_BYTES + 1;
+	negotiated(&dc, &f, 1, LIMIT_DOCKER_REQUEST_BYTES);
+	f.big = LIMIT_DOCKER_REQUEST_BYTES + 1;
 	assert_int_equal(docker_info(&dc, &info, &e), DOCKER_ERR_TOO_BIG);
 	docker_error_text(&e, text, sizeof(text));
 	assert_non_null(strstr(text, "response limit"));
