@@ -192,8 +192,8 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	x->started = clock_mono_ms();
 	sb->exec_running++;
 	exec_stats.started++;
-	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s", sb->name,
-		 x->id, req->argc, req->nenv, (int)req->timeout_seconds,
+	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s",
+		 log_q(sb->name), log_q(x->id), req->argc, req->nenv, (int)req->timeout_seconds,
 		 mode == EXEC_NDJSON ? "ndjson" : mode == EXEC_RAW ? "stream" :
 		 mode == EXEC_GRPC ? "grpc" : "none");
 	send_stdin(x, false);
@@ -276,8 +276,8 @@ bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 	if (x->conn >= 0)
 		admin_exec_done(x->conn, code, duration_ms, error,
 				sb->run.error ? strerror(-sb->run.error) : NULL);
-	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
-		 (int)code, (long long)duration_ms);
+	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", log_q(sb->name),
+		 log_q(id), (int)code, (long long)duration_ms);
 	release(x);
 	return true;
 }
