@@ -309,7 +309,9 @@ static void route_info(struct admin_conn *c)
 	json_key(&w, "cidr");
 	json_str_write(&w, pool);
 	json_key(&w, "used");
-	json_int_write(&w, agenticd->subnets.used);
+	json_int_write(&w, agenticd->subnets.used - agenticd->nforeign);
+	json_key(&w, "foreign");
+	json_int_write(&w, agenticd->nforeign);
 	json_obj_end(&w);
 	json_key(&w, "memory_budget_bytes");
 	json_int_write(&w, (int64_t)agenticd->budget);
