@@ -509,6 +509,9 @@ static inline bool exec_transcript_error(int x)
 size_t exec_stdin(int32_t x, const void *data, size_t len, bool eof);
 /* The client is gone: stdin ends, output goes on to the transcript only. */
 void exec_detach(int32_t x);
+/* A command id as agenticd writes it, "x<slot>.<gen>", read back exactly: each number decimal
+ * digits only (no sign, space or leading zero) and within 32 bits; 0 or -EINVAL. */
+int exec_id_parse(const char *id, uint32_t *slot, uint32_t *gen);
 /* The session table's size and slots (static; in the memory budget). */
 size_t exec_table_bytes(void);
 uint32_t exec_table_slots(void);

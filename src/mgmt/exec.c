@@ -60,18 +60,39 @@ uint32_t exec_table_slots(void)
 	return LIMIT_EXECS;
 }
 
+/* One number of an id: decimal digits only, no sign, space or leading zero. */
+static int id_number(const char *s, size_t len, uint32_t *out)
+{
+	char num[11];
+	uint64_t v;
+
+	if (len == 0 || len >= sizeof(num) || (s[0] == '0' && len > 1))
+		return -EINVAL;
+	memcpy(num, s, len);
+	num[len] = '\0';
+	if (parse_u64(num, UINT32_MAX, &v) != 0)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int exec_id_parse(const char *id, uint32_t *slot, uint32_t *gen)
+{
+	const char *dot = id && id[0] == 'x' ? strchr(id, '.') : NULL;
+
+	if (!dot || id_number(id + 1, (size_t)(dot - id - 1), slot) != 0 ||
+	    id_number(dot + 1, strlen(dot + 1), gen) != 0)
+		return -EINVAL;
+	return 0;
+}
+
 static struct exec *by_id(const struct sandbox *sb, const char *id)
 {
-	char *end;
-	unsigned long i, g;
+	uint32_t i, g;
 
-	if (id[0] != 'x')
+	if (exec_id_parse(id, &i, &g) != 0 || i >= LIMIT_EXECS)
 		return NULL;
-	i = strtoul(id + 1, &end, 10);
-	if (*end != '.' || i >= LIMIT_EXECS)
-		return NULL;
-	g = strtoul(end + 1, &end, 10);
-	if (*end || !execs[i].used || execs[i].gen != g ||
+	if (!execs[i].used || execs[i].gen != g ||
 	    execs[i].sb_index != (uint32_t)(sb - agenticd->sb) || execs[i].sb_gen != sb->gen)
 		return NULL;
 	return &execs[i];

@@ -59,6 +59,29 @@ static void test_subnet_index_refuses_what_is_not_a_pool_slot(void **state)
 	assert_int_equal(subnet_index(""), -1);
 }
 
+/* Only the form agenticd writes names a session: strtoul's leading space, sign and zeros,
+ * and anything around the numbers, do not. */
+static void test_exec_id_parse_takes_exactly_what_agenticd_writes(void **state)
+{
+	static const char *const bad[] = {
+		"x 1.2", "x+1.2", "x-1.2", "x1. 2", "x1.+2", "x1.-2", "x01.2", "x1.02", "x1.2 ",
+		"x1.2x", "x.2", "x1.", "x1", "1.2", "X1.2", "", "x1..2", "x1.2.3", "x\t1.2",
+		"x4294967296.1", "x1.4294967296", "x18446744073709551617.1", "x1.0x10",
+	};
+	uint32_t slot = 7, gen = 7;
+
+	assert_int_equal(exec_id_parse("x0.0", &slot, &gen), 0);
+	assert_int_equal(slot, 0);
+	assert_int_equal(gen, 0);
+	assert_int_equal(exec_id_parse("x12.4294967295", &slot, &gen), 0);
+	assert_int_equal(slot, 12);
+	assert_int_equal(gen, 4294967295u);
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++)
+		if (exec_id_parse(bad[i], &slot, &gen) != -EINVAL)
+			fail_msg("'%s' was taken as slot %u gen %u", bad[i], slot, gen);
+	assert_int_equal(exec_id_parse(NULL, &slot, &gen), -EINVAL);
+}
+
 static void test_sandbox_table_full_returns_null(void **state)
 {
 	for (int i = 0; i < NSB; i++)
@@ -234,6 +257,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_subnet_index_and_text_agree, setup),
 		cmocka_unit_test_setup(test_subnet_index_refuses_what_is_not_a_pool_slot, setup),
+		cmocka_unit_test(test_exec_id_parse_takes_exactly_what_agenticd_writes),
 		cmocka_unit_test_setup(test_sandbox_table_full_returns_null, setup),
 		cmocka_unit_test_setup(test_uids_are_next_fit_and_freed_with_the_sandbox, setup),
 		cmocka_unit_test_setup(test_conflicting_twin_keeps_the_uid_reserved, setup),
