@@ -188,11 +188,15 @@ static bool foreign_bit(uint32_t i)
 
 static void foreign_set(uint32_t i, bool on)
 {
-	if (on)
-		agenticd->foreign[i / 64] |= (uint64_t)1 << (i % 64);
-	else
-		agenticd->foreign[i / 64] &= ~((uint64_t)1 << (i % 64));
-	agenticd->nforeign += on ? 1 : (uint32_t)-1;
+	uint64_t bit = (uint64_t)1 << (i % 64);
+
+	if (on) {
+		agenticd->foreign[i / 64] |= bit;
+		agenticd->nforeign++;
+	} else {
+		agenticd->foreign[i / 64] &= ~bit;
+		agenticd->nforeign--;
+	}
 }
 
 void subnet_foreign_clear(void)
