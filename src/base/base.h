@@ -41,8 +41,9 @@ const char *log_quote(char *out, size_t out_size, const char *s);
 /* log_quote into a buffer of LIMIT_LOG_VALUE_BYTES that lives until the end of the enclosing
  * block: log_info("x", "name=%s", log_q(name)). */
 #define log_q(s) log_quote((char[LIMIT_LOG_VALUE_BYTES]){ 0 }, LIMIT_LOG_VALUE_BYTES, (s))
-/* For key=value reports on stdout (agentic-prune's): like log_quote, but a value that needs no
- * quotes (no space, control byte, `"`, `=` or `\`, not empty) is written bare. */
+/* For key=value text that is no log line (agentic-prune's report, a config error): like
+ * log_quote, but a value that needs no quotes (no space, control byte, `"`, `=` or `\`, not
+ * empty) is written bare. */
 const char *logfmt_value(char *out, size_t out_size, const char *s);
 
 #define log_error(msg, ...) log_emit(LOG_ERROR, msg, __VA_ARGS__)
