@@ -24,17 +24,27 @@ const char *err_str(int code);
 
 /* ---- logging ----
  * One line per event on stderr, logfmt: `ts=... level=... msg=... key=value ...`.
- * The caller formats its own key=value pairs; values that may hold spaces go through
- * log_quote. Never pass secrets, env values or transcript bytes. A line is written with a
- * single write(2), so concurrent writers do not interleave. */
+ * The caller formats its own key=value pairs. Every value that came from outside (a request,
+ * a sandbox, the engine, the disk, the config) goes through log_q, so that no such value can
+ * forge a key or a line; agenticd's own words and numbers are written bare. Never pass
+ * secrets, env values or transcript bytes. A line is written with a single write(2), so
+ * concurrent writers do not interleave. */
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_set_level(enum log_level level);
 void log_set_prog(const char *prog);
 void log_emit(enum log_level level, const char *msg, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Writes `s` as a logfmt value into out (quoted and escaped when needed); returns out. */
+/* Writes `s` (NULL: empty) into out as a logfmt value, always in double quotes, with `"` and
+ * `\` escaped and control bytes as \xHH; cut to fit out_size (>= 3). Returns out. */
 const char *log_quote(char *out, size_t out_size, const char *s);
+/* log_quote into a buffer of LIMIT_LOG_VALUE_BYTES that lives until the end of the enclosing
+ * block: log_info("x", "name=%s", log_q(name)). */
+#define log_q(s) log_quote((char[LIMIT_LOG_VALUE_BYTES]){ 0 }, LIMIT_LOG_VALUE_BYTES, (s))
+/* For key=value text that is no log line (agentic-prune's report, a config error): like
+ * log_quote, but a value that needs no quotes (no space, control byte, `"`, `=` or `\`, not
+ * empty) is written bare. */
+const char *logfmt_value(char *out, size_t out_size, const char *s);
 
 #define log_error(msg, ...) log_emit(LOG_ERROR, msg, __VA_ARGS__)
 #define log_warn(msg, ...) log_emit(LOG_WARN, msg, __VA_ARGS__)

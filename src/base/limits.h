@@ -7,6 +7,8 @@
 
 /* One log line, including its key=value fields; longer lines are cut and marked. */
 #define LIMIT_LOG_LINE_BYTES 2048
+/* One quoted value from outside (log_q): longer ones are cut. */
+#define LIMIT_LOG_VALUE_BYTES 512
 
 /* Memory served before the applet has computed its own budget (static build). */
 #define LIMIT_BOOT_HEAP_BYTES (256u * 1024u)
@@ -63,6 +65,9 @@
 #define LIMIT_SANDBOX_MOUNT_BYTES 2048u
 /* Managed networks created ahead of demand (a create then skips network create). */
 #define LIMIT_WARM_NETWORKS 4
+/* Times one create reads the engine's networks again after its /28 was refused as
+ * overlapping another network (each reading takes every foreign /28 out of the map). */
+#define LIMIT_SUBNET_SCANS 3
 /* Agent socket connections beyond one per sandbox: health checks and refused peers. */
 #define LIMIT_AGENT_SPARE_CONNECTIONS 16
 /* Log lines of a failed create's init kept in its error, and their bytes. */
@@ -160,6 +165,9 @@ _Static_assert(LIMIT_PRUNE_QUEUE + 16u < 1024u,
 	       "queued runs hold one fd each, far under the default limit of 1024");
 
 _Static_assert(LIMIT_LOG_LINE_BYTES >= 256, "log lines must hold a useful message");
+_Static_assert(LIMIT_LOG_VALUE_BYTES >= 16 && LIMIT_LOG_VALUE_BYTES <= LIMIT_LOG_LINE_BYTES / 2,
+	       "a quoted value is useful and leaves room for the rest of its line");
+_Static_assert(LIMIT_SUBNET_SCANS >= 1, "an overlap is read again at least once");
 _Static_assert(LIMIT_BOOT_HEAP_BYTES >= 64u * 1024u, "boot heap must hold libc start-up");
 _Static_assert(LIMIT_ALLOC_MAX_BYTES >= LIMIT_PATH_BYTES, "a path must be allocatable");
 _Static_assert(LIMIT_GRPC_MESSAGE_BYTES <= LIMIT_ALLOC_MAX_BYTES / 4,

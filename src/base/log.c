@@ -40,13 +40,15 @@ const char *log_quote(char *out, size_t out_size, const char *s)
 			out[0] = '\0';
 		return out;
 	}
-	if (!needs_quotes(s)) {
-		snprintf(out, out_size, "%s", s);
-		return out;
-	}
+	if (!s)
+		s = "";
 	out[n++] = '"';
-	for (; *s && n + 6 < out_size; s++) {
+	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
+		size_t k = c == '"' || c == '\\' ? 2 : c < ' ' || c == 0x7f ? 4 : 1;
+
+		if (n + k + 2 > out_size)
+			break; /* room for the closing quote and the NUL */
 		if (c == '"' || c == '\\') {
 			out[n++] = '\\';
 			out[n++] = (char)c;
@@ -59,6 +61,15 @@ const char *log_quote(char *out, size_t out_size, const char *s)
 	out[n++] = '"';
 	out[n] = '\0';
 	return out;
+}
+
+const char *logfmt_value(char *out, size_t out_size, const char *s)
+{
+	if (s && !needs_quotes(s) && out_size) {
+		snprintf(out, out_size, "%s", s);
+		return out;
+	}
+	return log_quote(out, out_size, s);
 }
 
 void log_emit(enum log_level level, const char *msg, const char *fmt, ...)
@@ -79,7 +90,7 @@ void log_emit(enum log_level level, const char *msg, const char *fmt, ...)
 		     "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ prog=%s level=%s msg=%s",
 		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 		     tm.tm_sec, ts.tv_nsec / 1000000L, log_prog, level_names[level],
-		     log_quote(qmsg, sizeof(qmsg), msg));
+		     needs_quotes(msg) ? log_quote(qmsg, sizeof(qmsg), msg) : msg);
 	n = r < 0 ? 0 : (size_t)r;
 	if (fmt && *fmt && n + 1 < sizeof(line)) {
 		line[n++] = ' ';

@@ -363,6 +363,12 @@ int docker_result_wait(struct docker_call *c, int64_t *status_code);
 /* Calls fn for each entry of a list result; stops at fn's first non-zero, returning it. */
 int docker_result_each(struct docker_call *c, int (*fn)(void *ctx, const struct docker_summary *s),
 		       void *ctx);
+/* Calls fn for each IPAM subnet of each network of a network list result, saying whether
+ * the network carries the label label_key=label_value; stops at fn's first non-zero, returning
+ * it. A subnet that is not a string shorter than 64 bytes is skipped. */
+int docker_result_each_subnet(struct docker_call *c, const char *label_key,
+			      const char *label_value,
+			      int (*fn)(void *ctx, const char *subnet, bool labelled), void *ctx);
 /* Looks up a label of an inspect result; NULL when absent. */
 const char *docker_kv_get(const struct docker_kv *kv, uint32_t n, const char *key);
 

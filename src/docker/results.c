@@ -277,6 +277,34 @@ int docker_result_each(struct docker_call *c, int (*fn)(void *ctx, const struct 
 	return 0;
 }
 
+int docker_result_each_subnet(struct docker_call *c, const char *label_key,
+			      const char *label_value,
+			      int (*fn)(void *ctx, const char *subnet, bool labelled), void *ctx)
+{
+	struct json_doc d;
+	int r = parse(c, &d, JSON_ARRAY);
+
+	if (r)
+		return r;
+	for (int i = json_first(&d, 0); i >= 0; i = json_next(&d, 0, i)) {
+		int cfg = json_obj_get(&d, json_obj_get(&d, i, "IPAM"), "Config");
+		int label = json_obj_get(&d, json_obj_get(&d, i, "Labels"), label_key);
+		bool labelled = label >= 0 && json_str_eq(&d, label, label_value);
+
+		if (cfg < 0 || d.tok[cfg].type != JSON_ARRAY)
+			continue;
+		for (int k = json_first(&d, cfg); k >= 0; k = json_next(&d, cfg, k)) {
+			char subnet[64];
+
+			if (json_str(&d, json_obj_get(&d, k, "Subnet"), subnet, sizeof(subnet)) < 0)
+				continue;
+			if ((r = fn(ctx, subnet, labelled)) != 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 const char *docker_kv_get(const struct docker_kv *kv, uint32_t n, const char *key)
 {
 	for (uint32_t i = 0; i < n; i++)

@@ -125,6 +125,22 @@ struct http_field {
 int http_request_write(struct buf *out, const char *method, const char *target, const char *host,
 		       const struct http_field *fields, const void *body, size_t body_len);
 
+/* Response framing for http_response_head_write: a length (>= 0), or one of these. */
+#define HTTP_CHUNKED (-1)  /* Transfer-Encoding: chunked */
+#define HTTP_NO_BODY (-2)  /* neither: an interim (1xx) response */
+/* The reason phrase written for a status; "Error" for one not listed. */
+const char *http_reason(int status);
+/* Appends a response head: status line and reason, the fields (as for requests), then
+ * Content-Length: length or Transfer-Encoding: chunked, `Connection: close` when close, and the
+ * blank line. Returns 0, ERR_LIMIT (out unchanged), or -EINVAL for a status outside 100..599,
+ * a field holding CR or LF, or a length below HTTP_NO_BODY. */
+int http_response_head_write(struct buf *out, int status, const struct http_field *fields,
+			     int64_t length, bool close);
+/* Appends a whole response: the head with Content-Length: body_len, then the body; the
+ * length is always the body's. Same returns. */
+int http_response_write(struct buf *out, int status, const struct http_field *fields, bool close,
+			const void *body, size_t body_len);
+
 /* ---- client connection over a Unix socket ---- */
 enum http_conn_state {
 	HTTP_CONN_IDLE,       /* no exchange; fd < 0, or an open socket kept for reuse */

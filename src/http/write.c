@@ -1,4 +1,5 @@
-/* write.c: serializes HTTP/1.1 requests, refusing anything that could split a header. */
+/* write.c: serializes HTTP/1.1 requests and responses, refusing anything that could split a
+ * header; a response's Content-Length is always its body's length. */
 #include <errno.h>
 #include <string.h>
 
@@ -32,6 +33,69 @@ int http_request_write(struct buf *out, const char *method, const char *target, 
 	if (r == 0)
 		r = buf_append(out, "\r\n", 2);
 	if (r == 0 && body)
+		r = buf_append(out, body, body_len);
+	if (r != 0)
+		out->len = start;
+	return r;
+}
+
+const char *http_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 101: return "UPGRADED"; /* Docker's word for its attach stream; clients read the code */
+	case 200: return "OK";
+	case 201: return "Created";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 413: return "Content Too Large";
+	case 422: return "Unprocessable Content";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 507: return "Insufficient Storage";
+	default: return "Error";
+	}
+}
+
+int http_response_head_write(struct buf *out, int status, const struct http_field *fields,
+			     int64_t length, bool close)
+{
+	size_t start = out->len;
+	int r;
+
+	if (status < 100 || status > 599 || length < HTTP_NO_BODY)
+		return -EINVAL;
+	for (const struct http_field *f = fields; f && f->name; f++)
+		if (!*f->name || !safe(f->name) || !safe(f->value) || strchr(f->name, ':'))
+			return -EINVAL;
+	r = buf_printf(out, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
+	for (const struct http_field *f = fields; r == 0 && f && f->name; f++)
+		r = buf_printf(out, "%s: %s\r\n", f->name, f->value);
+	if (r == 0 && length >= 0)
+		r = buf_printf(out, "Content-Length: %lld\r\n", (long long)length);
+	if (r == 0 && length == HTTP_CHUNKED)
+		r = buf_printf(out, "Transfer-Encoding: chunked\r\n");
+	if (r == 0 && close)
+		r = buf_printf(out, "Connection: close\r\n");
+	if (r == 0)
+		r = buf_append(out, "\r\n", 2);
+	if (r != 0)
+		out->len = start;
+	return r;
+}
+
+int http_response_write(struct buf *out, int status, const struct http_field *fields, bool close,
+			const void *body, size_t body_len)
+{
+	size_t start = out->len;
+	int r = http_response_head_write(out, status, fields, (int64_t)body_len, close);
+
+	if (r == 0 && body_len)
 		r = buf_append(out, body, body_len);
 	if (r != 0)
 		out->len = start;

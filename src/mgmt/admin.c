@@ -37,26 +37,11 @@
 static struct json_token tokens[4096];
 static char item[16384]; /* one sandbox rendered, for a streamed list */
 
-static const char *reason(int status)
-{
-	switch (status) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 413: return "Content Too Large";
-	case 422: return "Unprocessable Content";
-	case 500: return "Internal Server Error";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 507: return "Insufficient Storage";
-	default: return "Error";
-	}
-}
+/* The fields of every response that carries JSON; the writer adds its framing. */
+static const struct http_field json_fields[] = {
+	{ "Content-Type", "application/json" },
+	{ NULL, NULL },
+};
 
 static struct admin_conn *conn_at(int32_t i, uint32_t gen)
 {
@@ -97,38 +82,47 @@ static void watch(struct admin_conn *c, uint32_t events)
 
 /* ---- responses ---- */
 
-static int begin_response(struct admin_conn *c, int status, size_t body_len, bool chunked)
+/* Starts the output with a whole response (fields NULL: JSON); on failure, a bodiless 500. */
+static void respond_raw(struct admin_conn *c, int status, const struct http_field *fields,
+			const void *body, size_t body_len)
 {
 	struct buf b;
-	int r;
 
 	buf_init(&b, c->out, sizeof(c->out));
-	if (chunked)
-		r = buf_printf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-			       "Transfer-Encoding: chunked\r\n%s\r\n", status, reason(status),
-			       c->keep_alive ? "" : "Connection: close\r\n");
-	else
-		r = buf_printf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-			       "Content-Length: %zu\r\n%s\r\n", status, reason(status), body_len,
-			       c->keep_alive ? "" : "Connection: close\r\n");
+	if (http_response_write(&b, status, fields ? fields : json_fields, !c->keep_alive, body,
+				body_len) != 0) {
+		c->keep_alive = false;
+		http_response_write(&b, 500, json_fields, true, NULL, 0);
+	}
 	c->out_len = (uint32_t)b.len;
 	c->out_off = 0;
-	return r;
+	c->phase = AC_WRITE;
 }
 
-/* Sends a whole JSON body built into `body`. */
-static void respond(struct admin_conn *c, int status, const struct buf *body)
+/* A response sent at once, beside the connection's output: 100 Continue, or the refusal of a
+ * connection there is no slot for (it closes then). */
+static ssize_t send_now(int fd, int status, const struct http_field *fields, const void *body,
+			size_t len)
 {
-	if (begin_response(c, status, body->len + 1, false) != 0 ||
-	    body->len + 1 > sizeof(c->out) - c->out_len) {
+	char out[512];
+	struct buf b;
+
+	buf_init(&b, out, sizeof(out));
+	if ((status < 200 ? http_response_head_write(&b, status, NULL, HTTP_NO_BODY, false)
+			  : http_response_write(&b, status, fields, true, body, len)) != 0)
+		return -1;
+	return send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Sends a whole JSON body built into `body`, with a newline after it. */
+static void respond(struct admin_conn *c, int status, struct buf *body)
+{
+	if (buf_append(body, "\n", 1) != 0) {
 		c->keep_alive = false;
-		begin_response(c, 500, 0, false);
-	} else {
-		memcpy(c->out + c->out_len, body->data, body->len);
-		c->out_len += (uint32_t)body->len;
-		c->out[c->out_len++] = '\n';
+		respond_raw(c, 500, NULL, NULL, 0);
+		return;
 	}
-	c->phase = AC_WRITE;
+	respond_raw(c, status, NULL, body->data, body->len);
 }
 
 static void respond_error(struct admin_conn *c, int status, const char *code, const char *msg)
@@ -250,7 +244,12 @@ static void list_fill(struct admin_conn *c)
 
 static void route_list(struct admin_conn *c)
 {
-	begin_response(c, 200, 0, true);
+	struct buf b;
+
+	buf_init(&b, c->out, sizeof(c->out));
+	http_response_head_write(&b, 200, json_fields, HTTP_CHUNKED, !c->keep_alive);
+	c->out_len = (uint32_t)b.len;
+	c->out_off = 0;
 	chunk(c, "{\"containers\":[", 15);
 	c->list_cursor = 0;
 	c->list_first = true;
@@ -309,7 +308,9 @@ static void route_info(struct admin_conn *c)
 	json_key(&w, "cidr");
 	json_str_write(&w, pool);
 	json_key(&w, "used");
-	json_int_write(&w, agenticd->subnets.used);
+	json_int_write(&w, agenticd->subnets.used - agenticd->nforeign);
+	json_key(&w, "foreign");
+	json_int_write(&w, agenticd->nforeign);
 	json_obj_end(&w);
 	json_key(&w, "memory_budget_bytes");
 	json_int_write(&w, (int64_t)agenticd->budget);
@@ -1063,6 +1064,8 @@ static int exec_strings(struct create_req *req, const struct json_doc *doc, int 
 
 static void route_exec(struct admin_conn *c, struct sandbox *sb)
 {
+	char hstore[256];
+	struct buf head;
 	static struct exec_req er;
 	struct create_req *req = &c->req;
 	struct verdict v = { 0 };
@@ -1146,19 +1149,26 @@ static void route_exec(struct admin_conn *c, struct sandbox *sb)
 	c->exec = x;
 	c->fhdr_len = 0;
 	c->out_off = c->out_len = 0;
+	buf_init(&head, hstore, sizeof(hstore));
 	if (c->upgraded) {
-		static const char head[] = "HTTP/1.1 101 UPGRADED\r\n"
-			"Content-Type: application/vnd.agentic.multiplexed-stream\r\n"
-			"Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+		static const struct http_field fields[] = {
+			{ "Content-Type", "application/vnd.agentic.multiplexed-stream" },
+			{ "Connection", "Upgrade" },
+			{ "Upgrade", "tcp" },
+			{ NULL, NULL },
+		};
 
 		c->keep_alive = false;
-		queue(c, head, sizeof(head) - 1);
+		http_response_head_write(&head, 101, fields, HTTP_NO_BODY, false);
 	} else {
-		static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
-			"Transfer-Encoding: chunked\r\n\r\n";
+		static const struct http_field fields[] = {
+			{ "Content-Type", "application/x-ndjson" },
+			{ NULL, NULL },
+		};
 
-		queue(c, head, sizeof(head) - 1);
+		http_response_head_write(&head, 200, fields, HTTP_CHUNKED, false);
 	}
+	queue(c, head.data, head.len);
 	c->phase = AC_EXEC;
 	/* bytes after the request are the first stdin frames */
 	if (c->upgraded)
@@ -1189,8 +1199,13 @@ static void query_value(const char *query, const char *name, char *out, size_t s
 
 static void route_logs(struct admin_conn *c, struct sandbox *sb, const char *query)
 {
-	char run[64], stream[16], head[256];
+	static const struct http_field fields[] = {
+		{ "Content-Type", "application/octet-stream" },
+		{ NULL, NULL },
+	};
+	char run[64], stream[16];
 	struct stat st;
+	struct buf b;
 	int fd, r, s;
 
 	query_value(query, "run", run, sizeof(run));
@@ -1216,12 +1231,10 @@ static void route_logs(struct admin_conn *c, struct sandbox *sb, const char *que
 	}
 	c->file_fd = fd;
 	c->file_left = (uint64_t)st.st_size;
-	r = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
-		     "Content-Length: %llu\r\n%s\r\n", (unsigned long long)st.st_size,
-		     c->keep_alive ? "" : "Connection: close\r\n");
-	memcpy(c->out, head, (size_t)r);
+	buf_init(&b, c->out, sizeof(c->out));
+	http_response_head_write(&b, 200, fields, st.st_size, !c->keep_alive);
 	c->out_off = 0;
-	c->out_len = (uint32_t)r;
+	c->out_len = (uint32_t)b.len;
 	c->phase = AC_FILE;
 }
 
@@ -1271,6 +1284,10 @@ static void hist(struct buf *b, const char *name, const char *help, const int64_
 
 static void route_metrics(struct admin_conn *c)
 {
+	static const struct http_field text_fields[] = {
+		{ "Content-Type", "text/plain; version=0.0.4" },
+		{ NULL, NULL },
+	};
 	static char text[16384];
 	static const int64_t prov_le[] = { 250, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000 };
 	static const int64_t exec_le[] = { 1, 2, 5, 10, 20, 50, 100, 250, 500, 1000, 5000 };
@@ -1331,20 +1348,11 @@ static void route_metrics(struct admin_conn *c)
 		   "# HELP agentic_memory_resident_bytes Resident memory now (VmRSS).\n"
 		   "# TYPE agentic_memory_resident_bytes gauge\nagentic_memory_resident_bytes %zu\n",
 		   agenticd->budget, rss * 1024);
-	{
-		int h = snprintf((char *)c->out, sizeof(c->out), "HTTP/1.1 200 OK\r\nContent-Type: "
-				 "text/plain; version=0.0.4\r\nContent-Length: %zu\r\n%s\r\n", b.len,
-				 c->keep_alive ? "" : "Connection: close\r\n");
-
-		if (buf_printf(&b, "%s", "") != 0 || (size_t)h + b.len > sizeof(c->out)) {
-			respond_error(c, 500, "internal", "metrics do not fit the response buffer");
-			return;
-		}
-		memcpy(c->out + h, b.data, b.len);
-		c->out_off = 0;
-		c->out_len = (uint32_t)(h + b.len);
+	if (buf_printf(&b, "%s", "") != 0) {
+		respond_error(c, 500, "internal", "metrics do not fit the response buffer");
+		return;
 	}
-	c->phase = AC_WRITE;
+	respond_raw(c, 200, text_fields, b.data, b.len);
 }
 
 /* ---- dispatch ---- */
@@ -1779,7 +1787,7 @@ static void parse_buffered(struct admin_conn *c)
 			c->keep_alive = c->parser.keep_alive;
 			/* curl asks before sending a body over 1 KiB; say yes at once */
 			if (expect && strcasecmp(expect, "100-continue") == 0 && c->allowed &&
-			    send(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL) < 0)
+			    send_now(c->fd, 100, NULL, NULL, 0) < 0)
 				log_debug("100-continue not sent", "error=%s", strerror(errno));
 			if (c->parser.framing == HTTP_BODY_LENGTH &&
 			    c->parser.content_length > LIMIT_ADMIN_BODY_BYTES) {
@@ -1864,13 +1872,10 @@ void admin_accept(void)
 			if (agenticd->conns[i].phase == AC_FREE)
 				c = &agenticd->conns[i];
 		if (!c) {
-			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-				"Content-Type: application/json\r\nConnection: close\r\n"
-				"Content-Length: 97\r\n\r\n"
-				"{\"error\":{\"code\":\"capacity\",\"message\":\"too many admin connections "
-				"(max_admin_connections)\"}}\n";
+			static const char busy[] = "{\"error\":{\"code\":\"capacity\",\"message\":"
+				"\"too many admin connections (max_admin_connections)\"}}\n";
 
-			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			if (send_now(fd, 503, json_fields, busy, sizeof(busy) - 1) < 0)
 				log_debug("admin connection refused", "reason=%s", "capacity");
 			close(fd);
 			continue;

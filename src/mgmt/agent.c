@@ -101,8 +101,8 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 		return;
 	}
 	sb->agent_registered = true;
-	log_info("agent registered", "name=%s instance=%s uid=%u", sb->name, sb->instance_id,
-		 sb->uid);
+	log_info("agent registered", "name=%s instance=%s uid=%u", log_q(sb->name),
+		 log_q(sb->instance_id), sb->uid);
 }
 
 /* ---- output acks ---- */
@@ -211,7 +211,7 @@ static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChun
 		 * other gap is a slip: the init is asked to send again rather than bytes skipped.
 		 * Logged once per stream, so an init cannot flood the log. */
 		if (!sb->out_gap_logged)
-			log_warn("transcript gap", "name=%s stream=%s bytes=%llu accepted=%d", sb->name,
+			log_warn("transcript gap", "name=%s stream=%s bytes=%llu accepted=%d", log_q(sb->name),
 				 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next),
 				 next == 0);
 		sb->out_gap_logged = true;
@@ -263,8 +263,8 @@ static void agent_now_ready(struct sandbox *sb)
 			er.argv[er.argc++] = a;
 		x = exec_begin(sb, &er, -1, EXEC_DETACHED);
 		if (x < 0)
-			log_warn("the sandbox's cmd did not start", "name=%s error=%s", sb->name,
-				 err_str(x));
+			log_warn("the sandbox's cmd did not start", "name=%s error=%s", log_q(sb->name),
+				 log_q(err_str(x)));
 	}
 	provision_ready(sb);
 	exec_agent_writable(sb);
@@ -276,7 +276,8 @@ static void authed(struct sandbox *sb, bool reg_seen, bool ready_seen)
 	struct grpc_call *call = sb->agent;
 
 	sb->agent_authed = true;
-	log_info("agent connected", "name=%s instance=%s uid=%u", sb->name, sb->instance_id, sb->uid);
+	log_info("agent connected", "name=%s instance=%s uid=%u", log_q(sb->name),
+		 log_q(sb->instance_id), sb->uid);
 	if (reg_seen)
 		ack(call, sb);
 	if (ready_seen && sb->agent_registered)
@@ -419,7 +420,7 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			agent_now_ready(sb);
 		} else if (!ready && sb->agent_ready) {
 			sb->agent_ready = false;
-			log_info("agent not ready", "name=%s status=%d", sb->name, hb->status);
+			log_info("agent not ready", "name=%s status=%d", log_q(sb->name), hb->status);
 		}
 		return;
 	}
@@ -479,8 +480,8 @@ static void connect_done(struct grpc_call *call, int status, const char *message
 	sb->agent = NULL;
 	sb->agent_authed = sb->agent_registered = sb->agent_ready = false;
 	runlog_event(sb, "disconnect");
-	log_info("agent disconnected", "name=%s instance=%s uid=%u status=%s", sb->name,
-		 sb->instance_id, sb->uid, grpc_status_name(status));
+	log_info("agent disconnected", "name=%s instance=%s uid=%u status=%s", log_q(sb->name),
+		 log_q(sb->instance_id), sb->uid, grpc_status_name(status));
 }
 
 void agent_drop(struct sandbox *sb, const char *why)

@@ -114,7 +114,8 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 		return -EINVAL;
 	while (bits < cfg->control_uid_max - cfg->control_uid_min + 1)
 		bits += 64;
-	b->jobs += round64(bits / 8) + round64(((1u << (28 - cfg->subnet_pool_prefix)) + 64) / 8);
+	/* the uid map, the subnet map and its foreign bits */
+	b->jobs += round64(bits / 8) + 2 * round64(((1u << (28 - cfg->subnet_pool_prefix)) + 64) / 8);
 	b->docker = heap_block(docker_client_footprint(&b->dcfg));
 	b->scratch = 2 * heap_block(recover_scratch_bytes(cfg->max_sandboxes));
 	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc;
@@ -143,7 +144,7 @@ static size_t image_bytes(void)
 
 static int fail(const char *what, const char *detail)
 {
-	log_error(what, "error=\"%s\"", detail);
+	log_error(what, "error=%s", log_q(detail));
 	fprintf(stderr, "agenticd: %s: %s\n", what, detail);
 	return 1;
 }
@@ -168,8 +169,8 @@ static int engine_checks(struct daemon *d)
 		return fail("refusing to start", "the engine is Docker Desktop: its containers run in "
 			    "a VM and peer credentials do not cross it, so the agent socket cannot "
 			    "authenticate sandboxes. Use a Linux host's own dockerd");
-	log_info("engine", "version=%s api=%s os=\"%.100s\"", info.server_version, d->dc.version,
-		 info.operating_system);
+	log_info("engine", "version=%s api=%s os=%s", log_q(info.server_version),
+		 log_q(d->dc.version), log_q(info.operating_system));
 	return 0;
 }
 
@@ -218,6 +219,8 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	d->jobs = carve(&p, (d->nsb + 2) * sizeof(struct job *));
 	idalloc_init(&d->uids, carve(&p, ((nuid + 63) / 64) * 8), cfg->control_uid_min, nuid);
 	idalloc_init(&d->subnets, carve(&p, ((nsub + 63) / 64) * 8), 0, nsub);
+	d->foreign = carve(&p, ((nsub + 63) / 64) * 8);
+	memset(d->foreign, 0, ((nsub + 63) / 64) * 8);
 	for (uint32_t i = 0; i < d->nsb; i++) {
 		struct job *j = &d->sb[i].job;
 
@@ -423,9 +426,9 @@ int agenticd_main(int argc, char **argv)
 	if (geteuid() != 0)
 		return fail("refusing to start", "agenticd runs as root (it owns the sockets, the "
 			    "agentshare and the Docker engine's socket)");
-	log_info("starting", "version=%s config=%s", AGENTIC_VERSION, path);
+	log_info("starting", "version=%s config=%s", AGENTIC_VERSION, log_q(path));
 	log_info("seccomp profile", "source=%s bytes=%d",
-		 d->cfg.seccomp_profile[0] ? d->cfg.seccomp_profile : "builtin", profile_bytes);
+		 log_q(d->cfg.seccomp_profile[0] ? d->cfg.seccomp_profile : "builtin"), profile_bytes);
 	host_warn_subuid(&d->cfg, "/etc/subuid");
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
@@ -438,7 +441,7 @@ int agenticd_main(int argc, char **argv)
 	d->admin_gid = gr ? gr->gr_gid : 0;
 	if (!gr)
 		log_warn("admin group absent: the admin API is root only", "group=%s",
-			 d->cfg.admin_group);
+			 log_q(d->cfg.admin_group));
 
 	if (budget_compute(&d->cfg, &b) != 0)
 		return fail("configuration out of range", "max_sandboxes, max_streams_per_connection "
@@ -470,7 +473,8 @@ int agenticd_main(int argc, char **argv)
 	if ((r = host_owner(&d->cfg, d->owner, sizeof(d->owner))) != 0)
 		return fail("cannot resolve agentshare_root", err_str(r));
 	snprintf(d->owner_label, sizeof(d->owner_label), "agentic-daemon=%.16s", d->owner);
-	log_info("owner", "label=%s agentshare_root=%s", d->owner_label, d->cfg.agentshare_root);
+	log_info("owner", "label=%s agentshare_root=%s", d->owner_label,
+		 log_q(d->cfg.agentshare_root));
 	if (engine_checks(d) != 0)
 		return 1;
 	d->events_since = clock_wall_ms() / 1000;
@@ -485,8 +489,8 @@ int agenticd_main(int argc, char **argv)
 		log_warn("sd_notify failed", "error=%s", err_str(r));
 	if (provision_fault_init_env())
 		log_warn("test failpoint active: every create will fail", "fault=init-env");
-	log_info("ready", "agent_socket=%s/agent.sock admin_socket=%s sandboxes=%u",
-		 d->cfg.agent_socket_dir, d->cfg.admin_socket, d->live);
+	log_info("ready", "agent_socket_dir=%s admin_socket=%s sandboxes=%u",
+		 log_q(d->cfg.agent_socket_dir), log_q(d->cfg.admin_socket), d->live);
 	r = run_loop(d);
 	grpc_server_close(d->admin_grpc);
 	grpc_server_close(d->grpc);

@@ -268,7 +268,7 @@ int config_parse(struct config *cfg, const char *text, size_t len, char *err, si
 		if (!k) {
 			char q[96];
 			snprintf(err, err_size, "%u: unknown key %s (see config/agenticd.conf for the "
-				 "keys)", lineno, log_quote(q, sizeof(q), key));
+				 "keys)", lineno, logfmt_value(q, sizeof(q), key));
 			return ERR_PARSE;
 		}
 		if (set_key(&work, k, val, why, sizeof(why)) != 0) {

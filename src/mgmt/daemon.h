@@ -58,6 +58,7 @@ enum sb_state {
 enum sb_step {
 	STEP_IDLE = 0,
 	STEP_NET_CREATE,
+	STEP_NET_SCAN,      /* the engine said our /28 overlaps: read its networks again */
 	STEP_CT_CREATE,
 	STEP_CT_START,
 	STEP_CT_INSPECT,
@@ -114,6 +115,7 @@ struct sandbox {
 	char subnet_text[20];
 	uint32_t uid;
 	int32_t subnet;               /* index in sandbox_subnet_pool, -1 for none */
+	uint8_t net_scans;            /* engine networks read again for this create */
 	bool uid_taken;
 	bool net_managed;             /* our network, removed with the sandbox */
 	bool net_exists;
@@ -273,6 +275,11 @@ struct daemon {
 	uint32_t nsb;                 /* = max_sandboxes */
 	uint32_t live;                /* slots not SB_FREE */
 	struct idalloc uids, subnets;
+	/* The pool's /28s that a network agenticd did not make covers (another daemon's, an
+	 * operator's, a leftover): taken in `subnets` so that no create asks the engine for them,
+	 * given back when a later reading of the engine's networks no longer finds them. */
+	uint64_t *foreign;
+	uint32_t nforeign;
 	struct admin_conn *conns;
 	uint32_t nconns;
 	struct job pool_job, events_job;
@@ -370,6 +377,17 @@ int sandbox_take_subnet(struct sandbox *sb);
 void sandbox_release_ids(struct sandbox *sb);
 void subnet_text(int32_t index, char *out, size_t size);
 int32_t subnet_index(const char *cidr); /* -1 when not a /28 of the pool */
+/* The pool's /28s an IPv4 CIDR overlaps, as [*first, *first + *count); -ENOENT when none
+ * (another family, another range), -EINVAL when it is no CIDR. */
+int subnet_span(const char *cidr, uint32_t *first, uint32_t *count);
+/* Reading the engine's networks again: every foreign /28 is given back, then
+ * subnet_foreign_add (a docker_result_each_subnet callback) takes what each network not ours
+ * covers and no sandbox holds. */
+void subnet_foreign_clear(void);
+int subnet_foreign_add(void *ctx, const char *cidr, bool ours);
+/* The engine refused a /28 we hold as overlapping another network: it stays taken, as
+ * foreign. */
+void subnet_refused(uint32_t index);
 const char *sandbox_state_name(const struct sandbox *sb);
 void sandbox_json(struct json_writer *w, const struct sandbox *sb);
 /* Reads the pid namespace of the sandbox's container PID 1 (sb->pid) into sb->pid_ns, for the
@@ -514,6 +532,9 @@ static inline bool exec_transcript_error(int x)
 size_t exec_stdin(int32_t x, const void *data, size_t len, bool eof);
 /* The client is gone: stdin ends, output goes on to the transcript only. */
 void exec_detach(int32_t x);
+/* A command id as agenticd writes it, "x<slot>.<gen>", read back exactly: each number decimal
+ * digits only (no sign, space or leading zero) and within 32 bits; 0 or -EINVAL. */
+int exec_id_parse(const char *id, uint32_t *slot, uint32_t *gen);
 /* The session table's size and slots (static; in the memory budget). */
 size_t exec_table_bytes(void);
 uint32_t exec_table_slots(void);

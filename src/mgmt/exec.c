@@ -60,18 +60,39 @@ uint32_t exec_table_slots(void)
 	return LIMIT_EXECS;
 }
 
+/* One number of an id: decimal digits only, no sign, space or leading zero. */
+static int id_number(const char *s, size_t len, uint32_t *out)
+{
+	char num[11];
+	uint64_t v;
+
+	if (len == 0 || len >= sizeof(num) || (s[0] == '0' && len > 1))
+		return -EINVAL;
+	memcpy(num, s, len);
+	num[len] = '\0';
+	if (parse_u64(num, UINT32_MAX, &v) != 0)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int exec_id_parse(const char *id, uint32_t *slot, uint32_t *gen)
+{
+	const char *dot = id && id[0] == 'x' ? strchr(id, '.') : NULL;
+
+	if (!dot || id_number(id + 1, (size_t)(dot - id - 1), slot) != 0 ||
+	    id_number(dot + 1, strlen(dot + 1), gen) != 0)
+		return -EINVAL;
+	return 0;
+}
+
 static struct exec *by_id(const struct sandbox *sb, const char *id)
 {
-	char *end;
-	unsigned long i, g;
+	uint32_t i, g;
 
-	if (id[0] != 'x')
+	if (exec_id_parse(id, &i, &g) != 0 || i >= LIMIT_EXECS)
 		return NULL;
-	i = strtoul(id + 1, &end, 10);
-	if (*end != '.' || i >= LIMIT_EXECS)
-		return NULL;
-	g = strtoul(end + 1, &end, 10);
-	if (*end || !execs[i].used || execs[i].gen != g ||
+	if (!execs[i].used || execs[i].gen != g ||
 	    execs[i].sb_index != (uint32_t)(sb - agenticd->sb) || execs[i].sb_gen != sb->gen)
 		return NULL;
 	return &execs[i];
@@ -192,8 +213,8 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	x->started = clock_mono_ms();
 	sb->exec_running++;
 	exec_stats.started++;
-	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s", sb->name,
-		 x->id, req->argc, req->nenv, (int)req->timeout_seconds,
+	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s",
+		 log_q(sb->name), log_q(x->id), req->argc, req->nenv, (int)req->timeout_seconds,
 		 mode == EXEC_NDJSON ? "ndjson" : mode == EXEC_RAW ? "stream" :
 		 mode == EXEC_GRPC ? "grpc" : "none");
 	send_stdin(x, false);
@@ -276,8 +297,8 @@ bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 	if (x->conn >= 0)
 		admin_exec_done(x->conn, code, duration_ms, error,
 				sb->run.error ? strerror(-sb->run.error) : NULL);
-	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", sb->name, id,
-		 (int)code, (long long)duration_ms);
+	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", log_q(sb->name),
+		 log_q(id), (int)code, (long long)duration_ms);
 	release(x);
 	return true;
 }

@@ -184,7 +184,7 @@ int host_listen(const char *path, mode_t mode, gid_t gid, int *out, char *err, s
 				 strerror(errno));
 			return -errno;
 		}
-		log_info("stale socket removed", "path=%s", path);
+		log_info("stale socket removed", "path=%s", log_q(path));
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chown(path, 0, gid) != 0 ||
@@ -219,7 +219,7 @@ int host_warn_subuid(const struct config *cfg, const char *path)
 			*c1 = '\0';
 			overlaps++;
 			log_warn("control uid range overlaps /etc/subuid",
-				 "user=%s start=%lu count=%lu range=%u-%u note=%s", line, start, count,
+				 "user=%s start=%lu count=%lu range=%u-%u note=%s", log_q(line), start, count,
 				 cfg->control_uid_min, cfg->control_uid_max,
 				 "\"a host process under such a uid is still refused: the resolver checks the pid namespace\"");
 		}
@@ -428,7 +428,7 @@ void share_sweep_empty(const struct config *cfg)
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
 		if (rmdir(sub) == 0)
 			log_info("recovery: empty instance directory removed", "instance=%s",
-				 de->d_name);
+				 log_q(de->d_name));
 	}
 	closedir(d);
 }
@@ -719,7 +719,7 @@ void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_
 	}
 	close(dfd);
 	if (child < 0)
-		log_warn("workspace left behind", "instance=%s reason=%s", sb->instance_id,
+		log_warn("workspace left behind", "instance=%s reason=%s", log_q(sb->instance_id),
 			 "\"cannot fork a deleting child\"");
 }
 

@@ -333,6 +333,8 @@ static int sandbox_begin(struct job *j)
 	switch (sb->step) {
 	case STEP_NET_CREATE:
 		return begin_network_create(&j->call, sb->network, sb->subnet_text);
+	case STEP_NET_SCAN:
+		return docker_network_list_begin(&j->call, dc, NULL);
 	case STEP_CT_CREATE:
 		return begin_container_create(j, sb);
 	case STEP_CT_START:
@@ -395,11 +397,11 @@ static void finish_create(struct sandbox *sb)
 	sb->req = NULL;
 	metrics_provision(took);
 	if (share_write_record(&agenticd->cfg, sb) != 0)
-		log_warn("sandbox record not written", "name=%s instance=%s", sb->name,
-			 sb->instance_id);
+		log_warn("sandbox record not written", "name=%s instance=%s", log_q(sb->name),
+			 log_q(sb->instance_id));
 	log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s took_ms=%lld network_ms=%lld "
-		 "container_create_ms=%lld start_ms=%lld init_ms=%lld connect_ms=%lld", sb->name,
-		 sb->instance_id, sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-", (long long)took,
+		 "container_create_ms=%lld start_ms=%lld init_ms=%lld connect_ms=%lld", log_q(sb->name),
+		 log_q(sb->instance_id), sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-", (long long)took,
 		 (long long)(sb->t_net - sb->t_begin), (long long)(sb->t_ct - sb->t_net),
 		 (long long)(sb->t_start - sb->t_ct), (long long)(clock_mono_ms() - sb->t_start),
 		 (long long)(sb->t_auth - sb->t_ct));
@@ -421,16 +423,16 @@ static void finish_release(struct sandbox *sb)
 		share_retire(cfg, sb, sb->rollback || (removing && !sb->keep_workspace));
 	if (sb->gone) {
 		log_warn("sandbox gone: its container was removed outside agenticd",
-			 "name=%s instance=%s uid=%u subnet=%s workspace=kept", sb->name,
-			 sb->instance_id, sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-");
+			 "name=%s instance=%s uid=%u subnet=%s workspace=kept", log_q(sb->name),
+			 log_q(sb->instance_id), sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-");
 	} else if (removing) {
 		log_info("sandbox removed", "name=%s instance=%s uid=%u subnet=%s workspace=%s",
-			 sb->name, sb->instance_id, sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-",
+			 log_q(sb->name), log_q(sb->instance_id), sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-",
 			 sb->keep_workspace ? "kept" : "deleted");
 		admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 200);
 	} else {
-		log_info("create rolled back", "name=%s instance=%s uid=%u subnet=%s", sb->name,
-			 sb->instance_id, sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-");
+		log_info("create rolled back", "name=%s instance=%s uid=%u subnet=%s", log_q(sb->name),
+			 log_q(sb->instance_id), sb->uid, sb->subnet_text[0] ? sb->subnet_text : "-");
 		admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code,
 				   sb->error);
 	}
@@ -466,8 +468,8 @@ static void fail_create(struct sandbox *sb, int status, const char *code, const 
 	sb->rollback = true;
 	sb->deadline = 0;
 	sb->req = NULL; /* the request's connection may go away from here on */
-	log_warn("create failed", "name=%s instance=%s uid=%u status=%d code=%s", sb->name,
-		 sb->instance_id, sb->uid, status, code);
+	log_warn("create failed", "name=%s instance=%s uid=%u status=%d code=%s", log_q(sb->name),
+		 log_q(sb->instance_id), sb->uid, status, code);
 	if (sb->ct_exists) {
 		sb->step = STEP_RB_LOGS;
 		advance(sb);
@@ -511,6 +513,42 @@ static void docker_failed(struct sandbox *sb, const struct docker_call *c, const
 		fail_create(sb, 502, "engine", "%s failed: %s", what, text);
 }
 
+/* The engine refused a network create because its subnet overlaps a network agenticd does
+ * not know of. */
+static bool overlaps(const struct docker_call *c)
+{
+	return c->error.code == DOCKER_ERR_API && c->error.op == DOCKER_OP_NETWORK_CREATE &&
+	       strstr(c->error.message, "overlaps");
+}
+
+/* Every network on the engine read again: what is not ours is foreign; the create moves on to
+ * the next free /28. */
+static void scan_done(struct sandbox *sb, struct job *j, int r)
+{
+	if (r != 0) {
+		job_end(j);
+		docker_failed(sb, &j->call, "network list");
+		return;
+	}
+	subnet_foreign_clear();
+	r = docker_result_each_subnet(&j->call, "agentic-daemon", agenticd->owner,
+				      subnet_foreign_add, NULL);
+	job_end(j);
+	if (r != 0) {
+		fail_create(sb, 502, "engine", "network list unreadable: %s", err_str(r));
+		return;
+	}
+	if (sandbox_take_subnet(sb) != 0) {
+		fail_create(sb, 503, "capacity", "no free /28 left in sandbox_subnet_pool (%u taken "
+			    "by networks agenticd did not make)", agenticd->nforeign);
+		return;
+	}
+	log_info("subnet moved past other networks", "name=%s subnet=%s foreign_subnets=%u",
+		 log_q(sb->name), sb->subnet_text, agenticd->nforeign);
+	sb->step = STEP_NET_CREATE;
+	advance(sb);
+}
+
 static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 {
 	struct docker_call *c = &j->call;
@@ -521,6 +559,16 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 		if (r == 0)
 			r = docker_result_id(c, sb->network_id);
 		job_end(j);
+		if (r != 0 && overlaps(c) && sb->net_scans < LIMIT_SUBNET_SCANS) {
+			log_info("subnet overlaps another network; reading the engine's networks",
+				 "name=%s subnet=%s", log_q(sb->name), sb->subnet_text);
+			sb->net_scans++;
+			subnet_refused((uint32_t)sb->subnet);
+			sb->subnet = -1;
+			sb->subnet_text[0] = '\0';
+			sb->step = STEP_NET_SCAN;
+			break;
+		}
 		if (r != 0) {
 			docker_failed(sb, c, "network create");
 			return;
@@ -529,6 +577,9 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 		sb->t_net = clock_mono_ms();
 		sb->step = STEP_CT_CREATE;
 		break;
+	case STEP_NET_SCAN:
+		scan_done(sb, j, r);
+		return;
 	case STEP_CT_CREATE:
 		if (r == 0)
 			r = docker_result_id(c, sb->container_id);
@@ -608,8 +659,8 @@ static void sandbox_done(struct sandbox *sb, struct job *j, int r)
 		if (r != 0 && !gone_already(c, r)) {
 			docker_error_text(&c->error, text, sizeof(text));
 			log_error("teardown step failed; retrying", "name=%s step=%d error=%s",
-				  sb->name, sb->step, "\"see next line\"");
-			log_error("engine said", "name=%s message=\"%.400s\"", sb->name, text);
+				  log_q(sb->name), sb->step, "\"see next line\"");
+			log_error("engine said", "name=%s message=%s", log_q(sb->name), log_q(text));
 			sb->retry_at = clock_mono_ms() + RETRY_MS;
 			return;
 		}
@@ -645,7 +696,8 @@ static void advance(struct sandbox *sb)
 		fail_create(sb, 502, "engine", "cannot call the engine: %s", text);
 		return;
 	}
-	log_error("engine call not started; retrying", "name=%s step=%d", sb->name, sb->step);
+	log_error("engine call not started; retrying", "name=%s step=%d", log_q(sb->name),
+		  sb->step);
 	sb->retry_at = clock_mono_ms() + RETRY_MS;
 }
 
@@ -679,7 +731,9 @@ void provision_create(struct sandbox *sb, struct create_req *req)
 		subnet_text(sb->subnet, sb->subnet_text, sizeof(sb->subnet_text));
 		sb->net_managed = sb->net_exists = true;
 	} else {
-		if (sandbox_take_subnet(sb) != 0) {
+		/* with /28s taken as foreign, the engine's networks are read again first: some of
+		 * those networks may be gone */
+		if (sandbox_take_subnet(sb) != 0 && !agenticd->nforeign) {
 			fail_create(sb, 503, "capacity", "no free /28 left in sandbox_subnet_pool");
 			return;
 		}
@@ -688,8 +742,8 @@ void provision_create(struct sandbox *sb, struct create_req *req)
 		sb->net_managed = true;
 	}
 	log_info("create started", "name=%s instance=%s uid=%u network=%s subnet=%s warm=%d "
-		 "disk_bytes=%llu", sb->name, sb->instance_id, sb->uid, sb->network,
-		 sb->subnet_text[0] ? sb->subnet_text : "-", sb->net_exists,
+		 "disk_bytes=%llu", log_q(sb->name), log_q(sb->instance_id), sb->uid,
+		 log_q(sb->network), sb->subnet_text[0] ? sb->subnet_text : "-", sb->net_exists,
 		 (unsigned long long)sb->disk_bytes);
 	if ((r = share_make(cfg, sb, err, sizeof(err))) != 0) {
 		fail_create(sb, 500, "agentshare", "%s", err);
@@ -708,6 +762,10 @@ void provision_create(struct sandbox *sb, struct create_req *req)
 		return;
 	}
 	sb->step = sb->net_managed && !sb->net_exists ? STEP_NET_CREATE : STEP_CT_CREATE;
+	if (sb->step == STEP_NET_CREATE && sb->subnet < 0) {
+		sb->net_scans++;
+		sb->step = STEP_NET_SCAN;
+	}
 	advance(sb);
 }
 
@@ -720,8 +778,8 @@ int provision_remove(struct sandbox *sb, bool force, bool keep_workspace)
 	sb->keep_workspace = keep_workspace;
 	sb->rollback = false;
 	share_write_record(&agenticd->cfg, sb);
-	log_info("remove started", "name=%s instance=%s force=%d keep_workspace=%d", sb->name,
-		 sb->instance_id, force, keep_workspace);
+	log_info("remove started", "name=%s instance=%s force=%d keep_workspace=%d",
+		 log_q(sb->name), log_q(sb->instance_id), force, keep_workspace);
 	agent_drop(sb, "sandbox is being removed");
 	if (sb->job.active || sb->job.waiting)
 		return 0; /* a refresh is running; sandbox_poke picks the remove up after it */
@@ -739,8 +797,8 @@ void provision_ready(struct sandbox *sb)
 	if (sb->state == SB_CREATING && !sb->rollback && sb->step == STEP_WAIT_READY)
 		finish_create(sb);
 	else if (sb->state == SB_READY)
-		log_info("agent ready again", "name=%s instance=%s uid=%u", sb->name,
-			 sb->instance_id, sb->uid);
+		log_info("agent ready again", "name=%s instance=%s uid=%u", log_q(sb->name),
+			 log_q(sb->instance_id), sb->uid);
 }
 
 /* Acts on what the event stream saw, once the sandbox has no call of its own running. */
@@ -849,9 +907,13 @@ static void pool_done(struct job *j, int r)
 		r = docker_result_id(&j->call, p->id);
 	if (r != 0) {
 		docker_error_text(&j->call.error, text, sizeof(text));
-		log_warn("warm network not created", "name=%s error=\"%.300s\"", p->name, text);
-		idalloc_free(&agenticd->subnets, (uint32_t)p->subnet);
-		pool_retry_at = clock_mono_ms() + POOL_RETRY_MS;
+		log_warn("warm network not created", "name=%s error=%s", p->name, log_q(text));
+		if (overlaps(&j->call)) {
+			subnet_refused((uint32_t)p->subnet); /* the next fill takes the next /28 */
+		} else {
+			idalloc_free(&agenticd->subnets, (uint32_t)p->subnet);
+			pool_retry_at = clock_mono_ms() + POOL_RETRY_MS;
+		}
 	} else {
 		agenticd->warm[agenticd->nwarm++] = *p;
 	}
@@ -915,7 +977,7 @@ static void events_done(struct job *j, int r)
 	job_end(j);
 	if (agenticd->stopping)
 		return;
-	log_warn("event stream ended; reopening", "error=\"%.300s\"", r ? text : "end of stream");
+	log_warn("event stream ended; reopening", "error=%s", log_q(r ? text : "end of stream"));
 	agenticd->events_retry = clock_mono_ms() + EVENTS_RETRY_MS;
 }
 

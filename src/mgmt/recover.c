@@ -61,7 +61,7 @@ static int list_objects(bool networks, struct list *l, char *err, size_t err_siz
 
 static void say(const char *what, const char *err)
 {
-	log_error(what, "error=\"%.400s\"", err);
+	log_error(what, "error=%s", log_q(err));
 }
 
 static void remove_container(const char *id, const char *why)
@@ -74,7 +74,7 @@ static void remove_container(const char *id, const char *why)
 		say("recovery: container not removed", docker_error_text(&e, text, sizeof(text)));
 		return;
 	}
-	log_info("recovery: container removed", "id=%.12s reason=%s", id, why);
+	log_info("recovery: container removed", "id=%s reason=%s", log_q(id), why);
 }
 
 static void remove_network(const char *id, const char *why)
@@ -89,7 +89,7 @@ static void remove_network(const char *id, const char *why)
 		say("recovery: network not removed", docker_error_text(&e, text, sizeof(text)));
 		return;
 	}
-	log_info("recovery: network removed", "network=%s reason=%s", id, why);
+	log_info("recovery: network removed", "network=%s reason=%s", log_q(id), why);
 }
 
 /* The records on disk, by instance id. */
@@ -116,7 +116,7 @@ static int read_one(void *ctx, const char *id)
 	r->sb.subnet = -1;
 	if (share_read_record(&agenticd->cfg, id, &r->sb, r->state, sizeof(r->state)) != 0 ||
 	    strcmp(r->sb.instance_id, id) != 0) {
-		log_error("recovery: unreadable sandbox record left alone", "instance=%s", id);
+		log_error("recovery: unreadable sandbox record left alone", "instance=%s", log_q(id));
 		return 0;
 	}
 	rs->n++;
@@ -192,7 +192,7 @@ static void settle_container(const char *id, struct recs *rs)
 	sb = sandbox_new();
 	if (!sb) {
 		log_error("recovery: more sandboxes than max_sandboxes; one left untracked",
-			  "name=%s", ct.name);
+			  "name=%s", log_q(ct.name));
 		return;
 	}
 	memcpy(sb->name, rec->sb.name, sizeof(sb->name));
@@ -223,7 +223,7 @@ static void settle_container(const char *id, struct recs *rs)
 	sb->net_managed = net != NULL;
 	if (!uid_s || parse_u64(uid_s, UINT32_MAX, &uid) != 0 || uid != rec->sb.uid) {
 		log_error("recovery: container's uid label disagrees with its record; not trusted",
-			  "name=%s", sb->name);
+			  "name=%s", log_q(sb->name));
 		sb->state = SB_CONFLICT;
 	}
 	sb->uid = (uint32_t)uid;
@@ -255,7 +255,7 @@ static void flag_conflicts(void)
 				continue;
 			a->state = b->state = SB_CONFLICT;
 			log_error("recovery: two containers claim one control uid; neither is trusted",
-				  "uid=%u first=%s second=%s", a->uid, a->name, b->name);
+				  "uid=%u first=%s second=%s", a->uid, log_q(a->name), log_q(b->name));
 			if (!b->uid_taken && a->uid_taken) {
 				/* the map holds the uid once; both keep it reserved until removed */
 				b->uid_taken = false;
@@ -278,7 +278,7 @@ static void settle_records(struct recs *rs)
 				       "container-missing");
 		share_retire(&agenticd->cfg, &r->sb, !keep_ws);
 		log_info("recovery: record without a container settled", "name=%s instance=%s "
-			 "state=%s workspace=%s", r->sb.name, r->sb.instance_id, r->state,
+			 "state=%s workspace=%s", log_q(r->sb.name), log_q(r->sb.instance_id), log_q(r->state),
 			 keep_ws ? "kept" : "deleted");
 	}
 }
@@ -325,13 +325,31 @@ static int settle_networks(char *err, size_t err_size)
 			snprintf(w->name, sizeof(w->name), "%.63s", l.items[i].name);
 			memcpy(w->id, net.id, sizeof(w->id));
 			w->subnet = idx;
-			log_info("recovery: warm network kept", "network=%s subnet=%s", w->name,
-				 net.subnet);
+			log_info("recovery: warm network kept", "network=%s subnet=%s", log_q(w->name),
+				 log_q(net.subnet));
 			continue;
 		}
 		remove_network(l.items[i].id, "unused");
 	}
 	free(l.items);
+	return r;
+}
+
+/* Every network on the engine: the /28s of those agenticd did not make are foreign. */
+static int scan_foreign(char *err, size_t err_size)
+{
+	struct docker_call c;
+	int r = docker_network_list_begin(&c, &agenticd->dc, NULL);
+
+	if (r == 0)
+		r = docker_call_run(&c);
+	if (r == 0)
+		r = docker_result_each_subnet(&c, "agentic-daemon", agenticd->owner,
+					      subnet_foreign_add, NULL);
+	if (r != 0)
+		snprintf(err, err_size, "cannot read the engine's networks: %s",
+			 c.error.message[0] ? c.error.message : err_str(r));
+	docker_call_end(&c);
 	return r;
 }
 
@@ -367,10 +385,13 @@ int recover_state(char *err, size_t err_size)
 		share_sweep_empty(&agenticd->cfg);
 		r = settle_networks(err, err_size);
 	}
+	if (r == 0)
+		r = scan_foreign(err, err_size);
 	free(l.items);
 	free(rs.items);
 	if (r == 0)
-		log_info("recovered", "sandboxes=%u uids_used=%u subnets_used=%u warm_networks=%u",
-			 agenticd->live, agenticd->uids.used, agenticd->subnets.used, agenticd->nwarm);
+		log_info("recovered", "sandboxes=%u uids_used=%u subnets_used=%u warm_networks=%u "
+			 "foreign_subnets=%u", agenticd->live, agenticd->uids.used,
+			 agenticd->subnets.used, agenticd->nwarm, agenticd->nforeign);
 	return r;
 }

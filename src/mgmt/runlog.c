@@ -54,7 +54,8 @@ static void write_error(struct sandbox *sb, enum run_file f, int err)
 	sb->run.error = -err;
 	sb->run.error_file = (int)f;
 	log_error("transcript write failed", "name=%s instance=%s run=%s file=%s error=\"%s\"",
-		  sb->name, sb->instance_id, sb->run.name, file_names[f], strerror(err));
+		  log_q(sb->name), log_q(sb->instance_id), log_q(sb->run.name), file_names[f],
+		  strerror(err));
 }
 
 /* Writes what it can; returns how much that was. A failure is logged once until a later
@@ -79,8 +80,8 @@ static size_t put(struct sandbox *sb, enum run_file f, const void *data, size_t 
 		done += (size_t)n;
 	}
 	if (sb->run.error && (int)f == sb->run.error_file) {
-		log_info("transcript writes resumed", "name=%s run=%s file=%s", sb->name,
-			 sb->run.name, file_names[f]);
+		log_info("transcript writes resumed", "name=%s run=%s file=%s", log_q(sb->name),
+			 log_q(sb->run.name), file_names[f]);
 		sb->run.error = 0;
 	}
 	return done;
@@ -459,21 +460,21 @@ bool runlog_ready(struct sandbox *sb)
 		runlog_stop(sb, "restarted");
 	ifd = instance_fd(sb);
 	if (ifd < 0) {
-		log_error("no transcript", "name=%s instance=%s error=\"%s\"", sb->name,
-			  sb->instance_id, strerror(-ifd));
+		log_error("no transcript", "name=%s instance=%s error=\"%s\"", log_q(sb->name),
+			  log_q(sb->instance_id), strerror(-ifd));
 		return false;
 	}
 	if (sb->pid_ns[0] && adopt(sb, ifd, key)) {
 		close(ifd);
 		runlog_event(sb, "reconnected");
-		log_info("run continued", "name=%s run=%s", sb->name, sb->run.name);
+		log_info("run continued", "name=%s run=%s", log_q(sb->name), log_q(sb->run.name));
 		return false;
 	}
 	r = make_run(sb, ifd, key);
 	close(ifd);
 	if (r != 0) {
-		log_error("cannot start a run", "name=%s instance=%s error=\"%s\"", sb->name,
-			  sb->instance_id, strerror(-r));
+		log_error("cannot start a run", "name=%s instance=%s error=\"%s\"", log_q(sb->name),
+			  log_q(sb->instance_id), strerror(-r));
 		close_files(sb);
 		sb->run.error = r;
 		return false;
@@ -484,7 +485,7 @@ bool runlog_ready(struct sandbox *sb)
 	runlog_event(sb, "registered");
 	runlog_event(sb, "ready");
 	write_metrics(sb, false);
-	log_info("run started", "name=%s run=%s", sb->name, sb->run.name);
+	log_info("run started", "name=%s run=%s", log_q(sb->name), log_q(sb->run.name));
 	return true;
 }
 

@@ -155,6 +155,78 @@ int32_t subnet_index(const char *cidr)
 	return (int32_t)((addr - cfg->subnet_pool_base) >> 4);
 }
 
+int subnet_span(const char *cidr, uint32_t *first, uint32_t *count)
+{
+	const struct config *cfg = &agenticd->cfg;
+	uint64_t pool_end = (uint64_t)cfg->subnet_pool_base + (1ull << (32 - cfg->subnet_pool_prefix));
+	uint64_t lo, hi;
+	unsigned a, b, c, d, p;
+	char tail;
+
+	if (strchr(cidr, ':'))
+		return -ENOENT;
+	if (sscanf(cidr, "%3u.%3u.%3u.%3u/%2u%c", &a, &b, &c, &d, &p, &tail) != 5 || a > 255 ||
+	    b > 255 || c > 255 || d > 255 || p > 32)
+		return -EINVAL;
+	lo = ((uint64_t)a << 24 | b << 16 | c << 8 | d) & ~((1ull << (32 - p)) - 1);
+	hi = lo + (1ull << (32 - p));
+	if (lo < cfg->subnet_pool_base)
+		lo = cfg->subnet_pool_base;
+	if (hi > pool_end)
+		hi = pool_end;
+	if (lo >= hi)
+		return -ENOENT;
+	*first = (uint32_t)((lo - cfg->subnet_pool_base) >> 4);
+	*count = (uint32_t)(((hi - cfg->subnet_pool_base + 15) >> 4) - *first);
+	return 0;
+}
+
+static bool foreign_bit(uint32_t i)
+{
+	return (agenticd->foreign[i / 64] >> (i % 64)) & 1;
+}
+
+static void foreign_set(uint32_t i, bool on)
+{
+	uint64_t bit = (uint64_t)1 << (i % 64);
+
+	if (on) {
+		agenticd->foreign[i / 64] |= bit;
+		agenticd->nforeign++;
+	} else {
+		agenticd->foreign[i / 64] &= ~bit;
+		agenticd->nforeign--;
+	}
+}
+
+void subnet_foreign_clear(void)
+{
+	for (uint32_t i = 0; agenticd->nforeign && i < agenticd->subnets.count; i++)
+		if (foreign_bit(i)) {
+			foreign_set(i, false);
+			idalloc_free(&agenticd->subnets, i);
+		}
+}
+
+int subnet_foreign_add(void *ctx, const char *cidr, bool ours)
+{
+	uint32_t first, count;
+
+	(void)ctx;
+	if (ours || subnet_span(cidr, &first, &count) != 0)
+		return 0;
+	for (uint32_t i = first; i < first + count; i++)
+		if (idalloc_mark(&agenticd->subnets, i) == 0)
+			foreign_set(i, true);
+	return 0;
+}
+
+void subnet_refused(uint32_t index)
+{
+	if (!foreign_bit(index))
+		foreign_set(index, true);
+}
+
 const char *sandbox_state_name(const struct sandbox *sb)
 {
 	switch (sb->state) {

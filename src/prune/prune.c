@@ -503,7 +503,7 @@ static void job_run(struct pruner *p, struct worker *wk)
 
 	pthread_mutex_lock(&queue.lock);
 	if (r == 0) {
-		emit_run(p, log_quote(wk->quoted, sizeof(wk->quoted), j->rel), j->rel, j->age_days,
+		emit_run(p, logfmt_value(wk->quoted, sizeof(wk->quoted), j->rel), j->rel, j->age_days,
 			 w->bytes);
 		p->runs++;
 		p->bytes += w->bytes;
@@ -774,7 +774,7 @@ static void instance_remove(struct pruner *p, int ifd, const char *id, int idfd)
 		return;
 	}
 	pthread_mutex_lock(&queue.lock);
-	emit_instance(p, quote(p->rel), p->rel);
+	emit_instance(p, logfmt_value(quoted, sizeof(quoted), p->rel), p->rel);
 	pthread_mutex_unlock(&queue.lock);
 }
 

@@ -1,7 +1,7 @@
 # agenticd_lib.sh: runs a private agenticd for an integration test (sourced after lib.sh).
 # Everything lives under one temp dir; sandboxes carry the label test-run=$RUN_ID and the
-# daemon draws subnets from a /16 of its own, so the trap removes exactly what the test made,
-# however it ended.
+# daemon's networks its owner label, so the trap removes exactly what the test made, however it
+# ended. Each daemon draws subnets from a /16 of its own.
 DOCKER_SOCK=/var/run/docker.sock
 IMAGE=agentic/loadout:local
 PROBE_CONNECT=$AGENTIC_TOP/build/musl/probe/agent_connect
@@ -30,11 +30,13 @@ ad_setup() {
 	T=$(mktemp -d /tmp/agt-XXXXXX)
 	chmod 0755 "$T" # host users reach what the test loosens below it, nothing else
 	RUN_ID=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
-	# a /16 no network on the engine uses yet: daemons of other runs may share the engine, and
-	# ad_cleanup removes the managed networks of this pool
+	# a /16 no network on the engine uses yet, nor another test's daemon that has not made one
+	# yet: daemons of other runs may share the engine (agenticd skips what they take, but a
+	# pool of its own keeps each test's numbers its own)
 	local used i
 	used=" $(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' \
-		$(docker network ls -q) 2>/dev/null | tr '\n' ' ') "
+		$(docker network ls -q) 2>/dev/null | tr '\n' ' ') $(sed -n \
+		's/^sandbox_subnet_pool = //p' /tmp/agt-*/agenticd.conf 2>/dev/null | tr '\n' ' ') "
 	for i in $(seq 1 50); do
 		POOL_OCTET=$((200 + $(od -An -N1 -tu1 /dev/urandom | tr -d ' ') % 50))
 		case $used in *" 10.$POOL_OCTET."*) ;; *) break ;; esac
@@ -64,11 +66,7 @@ ad_cleanup() {
 	[ -z "$DPID" ] || kill -9 "$DPID" 2>/dev/null
 	ids=$(docker ps -aq --filter "label=test-run=$RUN_ID")
 	[ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1
-	for n in $(docker network ls -q --filter label=agentic-sandbox=true); do
-		case $(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' "$n" 2>/dev/null) in
-		10.$POOL_OCTET.*) docker network rm "$n" >/dev/null 2>&1 ;;
-		esac
-	done
+	# only this daemon's networks (by its owner label): a pool's octet may be another run's too
 	"$AGENTIC_TOP/tools/remove-daemon-networks" "$LOG"
 	for n in ${EXTRA_NETWORKS:-}; do docker network rm "$n" >/dev/null 2>&1; done
 	for n in ${EXTRA_CONTAINERS:-}; do docker rm -f "$n" >/dev/null 2>&1; done
@@ -90,14 +88,15 @@ ad_unmount_under() {
 	done
 }
 
-# ad_start: starts the daemon (allocation checking on) and waits for its ready line.
+# ad_start: starts the daemon (allocation checking on) and waits for its ready line (recovering
+# 40 sandboxes on a loaded machine has taken 30 s).
 ad_start() {
 	local i start
 	: >>"$LOG"
 	start=$(($(wc -l <"$LOG") + 1))
 	AGENTIC_ALLOC_CHECK=1 "$AGENTIC_BIN" agenticd -c "$CONF" >>"$LOG" 2>&1 &
 	DPID=$!
-	for i in $(seq 1 200); do
+	for i in $(seq 1 1200); do
 		if tail -n +"$start" "$LOG" | grep -q 'msg=ready '; then return 0; fi
 		if ! kill -0 "$DPID" 2>/dev/null; then DPID=; return 1; fi
 		sleep 0.1

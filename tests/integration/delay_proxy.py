@@ -1,12 +1,20 @@
 # delay_proxy.py: a Unix-socket proxy between agenticd and the Docker engine that holds every
-# request containing MARKER for DELAY seconds before passing it on (tests/integration/
-# test_agenticd_scale). Everything else flows at once, so one slow engine call can be shown
-# not to stall the others.
-#   python3 delay_proxy.py LISTEN_PATH ENGINE_PATH MARKER DELAY
+# request containing MARKER until the file RELEASE exists (at most 300 s) before passing it on
+# (tests/integration/test_agenticd_scale). Everything else flows at once, so one held engine
+# call can be shown not to stall the others, however slow the machine is.
+#   python3 delay_proxy.py LISTEN_PATH ENGINE_PATH MARKER RELEASE
 import asyncio
+import os
 import sys
 
-listen, engine, marker, delay = sys.argv[1], sys.argv[2], sys.argv[3].encode(), float(sys.argv[4])
+listen, engine, marker, release = sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4]
+
+
+async def hold_until_released():
+    for _ in range(6000):
+        if os.path.exists(release):
+            break
+        await asyncio.sleep(0.05)
 
 
 async def pipe(reader, writer, hold):
@@ -17,7 +25,8 @@ async def pipe(reader, writer, hold):
                 break
             if hold and marker in data:
                 print("held", flush=True)
-                await asyncio.sleep(delay)
+                await hold_until_released()
+                print("released", flush=True)
             writer.write(data)
             await writer.drain()
     except (ConnectionError, asyncio.CancelledError):

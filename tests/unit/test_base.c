@@ -89,11 +89,34 @@ static void test_log_quote_escapes_what_logfmt_needs(void **state)
 {
 	char out[64];
 
-	assert_string_equal(log_quote(out, sizeof(out), "plain"), "plain");
+	assert_string_equal(log_quote(out, sizeof(out), "plain"), "\"plain\"");
 	assert_string_equal(log_quote(out, sizeof(out), ""), "\"\"");
+	assert_string_equal(log_quote(out, sizeof(out), NULL), "\"\"");
 	assert_string_equal(log_quote(out, sizeof(out), "a b"), "\"a b\"");
 	assert_string_equal(log_quote(out, sizeof(out), "k=\"v\"\n"), "\"k=\\\"v\\\"\\x0a\"");
-	assert_string_equal(log_quote(out, 8, "0123456789 abc"), "\"0\"");
+	assert_string_equal(log_quote(out, 8, "0123456789 abc"), "\"01234\"");
+	assert_string_equal(log_quote(out, 8, "0123\\"), "\"0123\"");
+	assert_string_equal(log_quote(out, 3, "abc"), "\"\"");
+}
+
+/* A value from outside can neither forge a key nor end the line: every log_q value is one
+ * quoted logfmt value, whatever it holds, cut at LIMIT_LOG_VALUE_BYTES. */
+static void test_log_q_always_quotes_outside_values(void **state)
+{
+	char big[LIMIT_LOG_VALUE_BYTES * 2];
+	const char *q;
+
+	assert_string_equal(log_q("x1.2"), "\"x1.2\"");
+	assert_string_equal(log_q("sbx-1"), "\"sbx-1\"");
+	assert_string_equal(log_q("1 exit_code=0"), "\"1 exit_code=0\"");
+	assert_string_equal(log_q("a\" forged=1"), "\"a\\\" forged=1\"");
+	assert_string_equal(log_q("a\nts=x level=error"), "\"a\\x0ats=x level=error\"");
+	memset(big, 'v', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	q = log_q(big);
+	assert_int_equal(strlen(q), LIMIT_LOG_VALUE_BYTES - 1);
+	assert_int_equal(q[0], '"');
+	assert_int_equal(q[LIMIT_LOG_VALUE_BYTES - 2], '"');
 }
 
 static void test_err_str_covers_module_and_errno_codes(void **state)
@@ -130,6 +153,7 @@ int main(void)
 		cmocka_unit_test(test_pool_hands_out_each_slot_once_and_reuses_freed),
 		cmocka_unit_test(test_parse_u64_rejects_junk_and_overflow),
 		cmocka_unit_test(test_log_quote_escapes_what_logfmt_needs),
+		cmocka_unit_test(test_log_q_always_quotes_outside_values),
 		cmocka_unit_test(test_err_str_covers_module_and_errno_codes),
 		cmocka_unit_test(test_uuid7_has_version_variant_and_time_order),
 	};

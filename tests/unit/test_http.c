@@ -459,6 +459,68 @@ static void test_http_request_writer_output_is_exact(void **state)
 	assert_memory_equal(b.data, "GET /_ping HTTP/1.1\r\nHost: docker\r\n\r\n", b.len);
 }
 
+/* Parses what the response writer wrote with our own parser; the Content-Length it declares
+ * is the body's length, whatever the body. */
+static void test_http_response_writer_length_is_the_body_length(void **state)
+{
+	static const struct http_field f[] = { { "Content-Type", "application/json" }, { NULL, NULL } };
+	static const char *const bodies[] = {
+		"", "\n", "{\"error\":{\"code\":\"capacity\",\"message\":\"too many admin connections "
+		"(max_admin_connections)\"}}\n", "x\r\n\r\ny",
+	};
+	static const int statuses[] = { 200, 201, 400, 403, 404, 405, 409, 413, 422, 500, 502, 503,
+					504, 507 };
+	char store[1024];
+	struct buf b;
+
+	for (size_t i = 0; i < ARRAY_LEN(bodies); i++)
+		for (size_t k = 0; k < ARRAY_LEN(statuses); k++) {
+			static char head[LIMIT_HTTP_HEAD_BYTES];
+			struct http_parser p;
+			struct http_slice sl;
+			size_t off = 0, got = 0, used;
+			int e;
+
+			buf_init(&b, store, sizeof(store));
+			assert_int_equal(http_response_write(&b, statuses[k], f, k % 2, bodies[i],
+							     strlen(bodies[i])), 0);
+			http_parser_init(&p, HTTP_PARSE_RESPONSE, head, sizeof(head));
+			do {
+				e = http_parser_feed(&p, b.data + off, b.len - off, &used, &sl);
+				off += used;
+				if (e == HTTP_EV_BODY)
+					got += sl.len;
+			} while (e == HTTP_EV_HEAD || e == HTTP_EV_BODY);
+			assert_int_equal(e, HTTP_EV_DONE);
+			assert_int_equal(p.status, statuses[k]);
+			assert_int_equal(p.framing, HTTP_BODY_LENGTH);
+			assert_int_equal(p.content_length, strlen(bodies[i]));
+			assert_int_equal(got, strlen(bodies[i]));
+			assert_int_equal(off, b.len);
+			assert_int_equal(p.keep_alive, !(k % 2));
+		}
+}
+
+static void test_http_response_head_writer_frames_and_refuses(void **state)
+{
+	static const struct http_field bad[] = { { "X", "a\r\nSet-Cookie: y" }, { NULL, NULL } };
+	char store[256];
+	struct buf b;
+
+	buf_init(&b, store, sizeof(store));
+	assert_int_equal(http_response_head_write(&b, 200, NULL, HTTP_CHUNKED, false), 0);
+	assert_memory_equal(b.data, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b.len);
+	buf_init(&b, store, sizeof(store));
+	assert_int_equal(http_response_head_write(&b, 100, NULL, HTTP_NO_BODY, false), 0);
+	assert_memory_equal(b.data, "HTTP/1.1 100 Continue\r\n\r\n", b.len);
+	assert_int_equal(http_response_head_write(&b, 200, bad, 0, false), -EINVAL);
+	assert_int_equal(http_response_head_write(&b, 99, NULL, 0, false), -EINVAL);
+	assert_int_equal(http_response_head_write(&b, 200, NULL, -3, false), -EINVAL);
+	buf_init(&b, store, 40);
+	assert_int_equal(http_response_write(&b, 503, NULL, true, "0123456789", 10), ERR_LIMIT);
+	assert_int_equal(b.len, 0);
+}
+
 static void test_http_request_writer_refuses_header_injection(void **state)
 {
 	uint8_t storage[512];
@@ -742,6 +804,8 @@ int main(void)
 		cmocka_unit_test(test_http_body_over_limit_is_an_error_for_every_framing),
 		cmocka_unit_test(test_http_request_fields_are_parsed),
 		cmocka_unit_test(test_http_request_writer_output_is_exact),
+		cmocka_unit_test(test_http_response_writer_length_is_the_body_length),
+		cmocka_unit_test(test_http_response_head_writer_frames_and_refuses),
 		cmocka_unit_test(test_http_request_writer_refuses_header_injection),
 		cmocka_unit_test(test_http_conn_reuses_the_socket_for_the_next_request),
 		cmocka_unit_test(test_http_conn_resends_once_when_the_kept_socket_was_closed),

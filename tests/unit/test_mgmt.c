@@ -20,6 +20,7 @@
 static struct daemon d;
 static struct sandbox table[NSB];
 static uint64_t uid_bits[(600000 + 63) / 64], subnet_bits[(4096 + 63) / 64];
+static uint64_t foreign_bits[(4096 + 63) / 64];
 
 static int setup(void **state)
 {
@@ -31,6 +32,8 @@ static int setup(void **state)
 	idalloc_init(&d.uids, uid_bits, d.cfg.control_uid_min,
 		     d.cfg.control_uid_max - d.cfg.control_uid_min + 1);
 	idalloc_init(&d.subnets, subnet_bits, 0, 4096);
+	memset(foreign_bits, 0, sizeof(foreign_bits));
+	d.foreign = foreign_bits;
 	agenticd = &d;
 	return 0;
 }
@@ -57,6 +60,72 @@ static void test_subnet_index_refuses_what_is_not_a_pool_slot(void **state)
 	assert_int_equal(subnet_index("10.213.0.0/28x"), -1);
 	assert_int_equal(subnet_index(NULL), -1);
 	assert_int_equal(subnet_index(""), -1);
+}
+
+/* What another network covers, clipped to the pool (10.213.0.0/16): any prefix, IPv6 ignored. */
+static void test_subnet_span_clips_any_prefix_to_the_pool(void **state)
+{
+	uint32_t first, count;
+
+	assert_int_equal(subnet_span("10.213.0.16/28", &first, &count), 0);
+	assert_int_equal(first * 100 + count, 101);
+	assert_int_equal(subnet_span("10.213.1.0/24", &first, &count), 0);
+	assert_int_equal(first * 100 + count, 1616);
+	assert_int_equal(subnet_span("10.213.0.36/30", &first, &count), 0); /* inside slot 2 */
+	assert_int_equal(first * 100 + count, 201);
+	assert_int_equal(subnet_span("10.0.0.0/8", &first, &count), 0);    /* the whole pool */
+	assert_int_equal(first, 0);
+	assert_int_equal(count, 4096);
+	assert_int_equal(subnet_span("10.214.0.0/24", &first, &count), -ENOENT);
+	assert_int_equal(subnet_span("fd00::/64", &first, &count), -ENOENT);
+	assert_int_equal(subnet_span("10.213.0.0/33", &first, &count), -EINVAL);
+	assert_int_equal(subnet_span("bogus", &first, &count), -EINVAL);
+}
+
+/* Foreign /28s are taken, never ours; a new reading gives back what is gone; a /28 the engine
+ * refused stays taken as foreign. */
+static void test_foreign_subnets_are_skipped_and_given_back(void **state)
+{
+	struct sandbox *sb = sandbox_new();
+	uint32_t idx;
+
+	assert_non_null(sb);
+	assert_int_equal(sandbox_take_subnet(sb), 0);           /* ours: slot 0 */
+	assert_int_equal(subnet_foreign_add(NULL, "10.213.0.0/27", false), 0);
+	assert_int_equal(subnet_foreign_add(NULL, "10.213.0.64/28", true), 0); /* ours: skipped */
+	assert_int_equal(d.nforeign, 1);                        /* slot 1; slot 0 is ours */
+	assert_int_equal(idalloc_take(&d.subnets, &idx), 0);
+	assert_int_equal(idx, 2);
+	subnet_refused(idx);
+	assert_int_equal(d.nforeign, 2);
+	subnet_foreign_clear();
+	assert_int_equal(d.nforeign, 0);
+	assert_int_equal(d.subnets.used, 1);                    /* only the sandbox's */
+	assert_int_equal(idalloc_taken(&d.subnets, 1), 0);
+	assert_int_equal(idalloc_taken(&d.subnets, 0), 1);
+}
+
+/* Only the form agenticd writes names a session: strtoul's leading space, sign and zeros,
+ * and anything around the numbers, do not. */
+static void test_exec_id_parse_takes_exactly_what_agenticd_writes(void **state)
+{
+	static const char *const bad[] = {
+		"x 1.2", "x+1.2", "x-1.2", "x1. 2", "x1.+2", "x1.-2", "x01.2", "x1.02", "x1.2 ",
+		"x1.2x", "x.2", "x1.", "x1", "1.2", "X1.2", "", "x1..2", "x1.2.3", "x\t1.2",
+		"x4294967296.1", "x1.4294967296", "x18446744073709551617.1", "x1.0x10",
+	};
+	uint32_t slot = 7, gen = 7;
+
+	assert_int_equal(exec_id_parse("x0.0", &slot, &gen), 0);
+	assert_int_equal(slot, 0);
+	assert_int_equal(gen, 0);
+	assert_int_equal(exec_id_parse("x12.4294967295", &slot, &gen), 0);
+	assert_int_equal(slot, 12);
+	assert_int_equal(gen, 4294967295u);
+	for (size_t i = 0; i < ARRAY_LEN(bad); i++)
+		if (exec_id_parse(bad[i], &slot, &gen) != -EINVAL)
+			fail_msg("'%s' was taken as slot %u gen %u", bad[i], slot, gen);
+	assert_int_equal(exec_id_parse(NULL, &slot, &gen), -EINVAL);
 }
 
 static void test_sandbox_table_full_returns_null(void **state)
@@ -234,6 +303,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_subnet_index_and_text_agree, setup),
 		cmocka_unit_test_setup(test_subnet_index_refuses_what_is_not_a_pool_slot, setup),
+		cmocka_unit_test_setup(test_subnet_span_clips_any_prefix_to_the_pool, setup),
+		cmocka_unit_test_setup(test_foreign_subnets_are_skipped_and_given_back, setup),
+		cmocka_unit_test(test_exec_id_parse_takes_exactly_what_agenticd_writes),
 		cmocka_unit_test_setup(test_sandbox_table_full_returns_null, setup),
 		cmocka_unit_test_setup(test_uids_are_next_fit_and_freed_with_the_sandbox, setup),
 		cmocka_unit_test_setup(test_conflicting_twin_keeps_the_uid_reserved, setup),
