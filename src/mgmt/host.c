@@ -694,8 +694,8 @@ void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_
 	 * loop device goes with the mount. */
 	snprintf(p, sizeof(p), "%s/workspace", dir);
 	if (workspace_mounted(p) == 1 && (r = workspace_unmount(p)) != 0)
-		log_warn("workspace not unmounted", "instance=%s error=\"%s\"", sb->instance_id,
-			 strerror(-r));
+		log_warn("workspace not unmounted", "instance=%s error=%s", log_q(sb->instance_id),
+			 log_q(strerror(-r)));
 	if (!drop_workspace) {
 		rmdir(dir);
 		return;

@@ -232,12 +232,12 @@ static void settle_container(const char *id, struct recs *rs)
 	/* after a reboot its workspace image is there but not mounted */
 	r = share_mount_workspace(cfg, sb, text, sizeof(text));
 	if (r > 0)
-		log_info("recovery: workspace mounted again", "name=%s instance=%s", sb->name,
-			 sb->instance_id);
+		log_info("recovery: workspace mounted again", "name=%s instance=%s", log_q(sb->name),
+			 log_q(sb->instance_id));
 	else if (r < 0)
 		log_error("recovery: workspace not mounted; the sandbox cannot start again until "
-			  "it is", "name=%s instance=%s error=\"%.300s\"", sb->name,
-			  sb->instance_id, text);
+			  "it is", "name=%s instance=%s error=%s", log_q(sb->name),
+			  log_q(sb->instance_id), log_q(text));
 }
 
 /* Two containers claiming one uid: neither is trusted, both are reported. */
