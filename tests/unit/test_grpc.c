@@ -259,7 +259,9 @@ struct pair {
 
 static void pair_up(struct pair *p, uint32_t max_message, uint32_t large)
 {
-	struct grpc_server_config scfg = { 4, 16, max_message, 8, large, 0 };
+	struct grpc_server_config scfg = { .max_connections = 4, .max_streams_per_connection = 16,
+					    .max_message_bytes = max_message, .small_buffers = 8,
+					    .large_buffers = large };
 	struct grpc_client_config ccfg = { p->path, max_message, 8, 1 };
 	size_t sb, cb;
 
@@ -428,7 +430,9 @@ static void test_grpc_lost_connection_ends_calls_unavailable_and_redials(void **
 	assert_false(grpc_client_connected(p.c));
 	/* a new server on the same path: the next call dials again */
 	{
-		struct grpc_server_config scfg = { 4, 16, 65536, 8, 1, 0 };
+		struct grpc_server_config scfg = { .max_connections = 4,
+			.max_streams_per_connection = 16, .max_message_bytes = 65536,
+			.small_buffers = 8, .large_buffers = 1 };
 
 		assert_int_equal(grpc_server_init(&scfg, p.ss, grpc_server_storage_bytes(&scfg),
 						  &p.s), 0);
