@@ -208,7 +208,8 @@ void agent_forget(struct sandbox *sb)
 	sb->agent_authed = sb->agent_registered = sb->agent_ready = false;
 	peer_forget(sb);
 	sb->conn_verified = false;
-	grpc_server_drop_reserved(agenticd->grpc, (uint32_t)(sb - agenticd->sb));
+	if (agenticd->grpc)
+		grpc_server_drop_reserved(agenticd->grpc, (uint32_t)(sb - agenticd->sb));
 }
 
 static void ack(struct grpc_call *call, struct sandbox *sb)
