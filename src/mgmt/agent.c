@@ -182,7 +182,7 @@ int agent_admit(void *ctx, int fd, struct grpc_peer *p)
 	pfd = peer_pidfd(fd, p->pid);
 	if (pfd < 0)
 		return -1;
-	if (sb->init_pidfd >= 0 && sb->pid > 0) {
+	if (sb->init_pidfd >= 0 && sb->pid > 0 && sandbox_pidfd_pid(sb->init_pidfd) > 0) {
 		bool init = peer_is_init(sb, pfd);
 
 		close(pfd);
@@ -191,9 +191,10 @@ int agent_admit(void *ctx, int fd, struct grpc_peer *p)
 		peer_forget(sb);
 		sb->conn_verified = true;
 	} else {
-		/* The container's pid is not known yet (its inspect is on its way): the
-		 * connection waits in the sandbox's slot, its peer pinned, for agent_pid_known. A
-		 * newer one takes the slot: the init redials when it loses it. */
+		/* The container's pid is not known yet, or its init is gone (a restart whose
+		 * inspect is on its way): the connection waits in the sandbox's slot, its peer
+		 * pinned, for agent_pid_known. A newer one takes the slot: the init redials when
+		 * it loses it. */
 		peer_forget(sb);
 		sb->peer_pidfd = pfd;
 		sb->conn_verified = false;
