@@ -68,8 +68,25 @@
 /* Times one create reads the engine's networks again after its /28 was refused as
  * overlapping another network (each reading takes every foreign /28 out of the map). */
 #define LIMIT_SUBNET_SCANS 3
-/* Agent socket connections beyond one per sandbox: health checks and refused peers. */
-#define LIMIT_AGENT_SPARE_CONNECTIONS 16
+/* The agent socket: a connection slot and two small message buffers are reserved for each
+ * sandbox's init (admitted at accept, pinned by pidfd), plus spare buffers. Every other peer
+ * is a guest, served Health/Check only: at most LIMIT_AGENT_GUEST_CONNECTIONS at once,
+ * LIMIT_AGENT_GUEST_PER_UID of one uid, each closed LIMIT_AGENT_GUEST_IDLE_MS after its accept
+ * or its last Health/Check, with buffers of their own. */
+#define LIMIT_AGENT_GUEST_CONNECTIONS 16
+#define LIMIT_AGENT_GUEST_PER_UID 4
+#define LIMIT_AGENT_GUEST_IDLE_MS 5000
+#define LIMIT_AGENT_INIT_BUFFERS 2
+#define LIMIT_AGENT_SPARE_BUFFERS 16
+/* Refused agent calls: one log line per uid per interval (the rest counted on the next), for
+ * at most this many uids per interval. */
+#define LIMIT_AGENT_REFUSAL_LOG_MS 10000
+#define LIMIT_AGENT_REFUSAL_LOG_UIDS 32
+_Static_assert(LIMIT_AGENT_GUEST_PER_UID >= 1 &&
+	       LIMIT_AGENT_GUEST_PER_UID <= LIMIT_AGENT_GUEST_CONNECTIONS,
+	       "a uid's share of the guest connections fits in them");
+_Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
+	       "an init's Connect can receive a split message while an ack waits to be sent");
 /* Log lines of a failed create's init kept in its error, and their bytes. */
 #define LIMIT_CREATE_LOG_LINES 20
 #define LIMIT_CREATE_LOG_BYTES 1536u

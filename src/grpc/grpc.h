@@ -21,8 +21,10 @@
  * RESOURCE_EXHAUSTED before a byte of it is stored; when no message buffer is free the call
  * fails the same way; max_streams_per_connection is advertised as MAX_CONCURRENT_STREAMS and
  * enforced by h2; connections over max_connections evict the oldest one still in its preface
- * (a stalled half-open peer), or are closed at once; a peer that has not sent its preface
- * within preface_timeout_ms is closed.
+ * (a stalled half-open peer), or are closed at once (guests of an admitting server: see
+ * grpc_server_config); a peer that has not sent its preface within preface_timeout_ms is
+ * closed. Lines about refused or evicted connections are logged at most once a second, with
+ * the count of those not logged.
  *
  * Calls: a handler sees a call through struct grpc_handler callbacks. Received messages and
  * metadata live only for the duration of the callback that hands them over. A call pointer is
@@ -68,11 +70,14 @@ const char *grpc_status_name(int status);
 #define GRPC_MD_BYTES 4096                /* their encoded size, with the status message */
 #define GRPC_READ_BYTES 65536             /* the shared read buffer */
 
-/* Peer credentials taken with SO_PEERCRED when the connection was accepted. */
+/* Peer credentials taken with SO_PEERCRED when the connection was accepted, and what the
+ * server's admit hook settled about it then. */
 struct grpc_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
+	int32_t slot;   /* the reserved slot admit gave it, or -1: a guest (or no admit hook) */
+	uint32_t tag;   /* admit's own word for this connection */
 };
 
 /* One metadata entry. For keys ending in "-bin" the value is binary (base64 on the wire). */
@@ -160,6 +165,22 @@ struct grpc_server_config {
 	uint32_t small_buffers;
 	uint32_t large_buffers;
 	uint32_t preface_timeout_ms;          /* 0: 10000 */
+	/* Admission: with admit set, identity is settled when a connection is accepted, before
+	 * a byte of it is read. admit sees the peer (and the socket, to take SO_PEERPIDFD; it must
+	 * not keep it) and returns a slot below reserved_connections, which the connection takes
+	 * (ending the one there: a slot holds one connection), or -1. It may set peer->tag.
+	 * Reserved connections are served like any, from the buffers above. Every other peer is
+	 * a guest: one of the max_connections, at most guest_per_uid per uid (a new one ends
+	 * that uid's oldest; a new one beyond max_connections ends the oldest guest), one stream,
+	 * messages of at most GRPC_SMALL_MESSAGE, buffers of its own (two small and two meta
+	 * buffers per guest, never the shared ones above), closed guest_idle_ms after its
+	 * accept or its last finished Health/Check, and closed after a call to any other method
+	 * (whose handler must refuse it). */
+	int (*admit)(void *ctx, int fd, struct grpc_peer *peer);
+	void *admit_ctx;
+	uint32_t reserved_connections;
+	uint32_t guest_per_uid;               /* 0: max_connections */
+	uint32_t guest_idle_ms;               /* 0: preface_timeout_ms */
 };
 
 struct grpc_server;
@@ -192,9 +213,11 @@ int grpc_server_fd(const struct grpc_server *s);
 int grpc_server_timeout(const struct grpc_server *s);
 /* Waits up to timeout_ms (0: not at all) for events, handles them and expired deadlines. */
 int grpc_server_run(struct grpc_server *s, int timeout_ms);
+/* Ends the connection in reserved slot (its calls end with UNAVAILABLE); none there: nothing. */
+void grpc_server_drop_reserved(struct grpc_server *s, uint32_t slot);
 /* Counters, for tests and logs. */
 struct grpc_server_stats {
-	uint32_t connections, calls;
+	uint32_t connections, calls;   /* connections: guests and reserved ones together */
 	uint32_t small_free, large_free;
 	uint64_t accepted, evicted, refused;
 };

@@ -68,7 +68,9 @@ struct grpc_conn {
 	uint32_t events;    /* registered with epoll */
 	uint64_t tag;       /* epoll data */
 	int64_t born;
+	int64_t idle_from;  /* guests: accept or the last finished Health/Check */
 	uint8_t closing;
+	uint8_t guest;
 	uint32_t ncalls;
 };
 

@@ -1,6 +1,7 @@
 /* server.c: the gRPC server: listeners, a fixed connection pool with SO_PEERCRED taken at
- * accept, dispatch on :path, grpc.health.v1.Health/Check, deadlines and preface timeouts, all
- * on one epoll fd that an outer loop can watch. */
+ * accept, admission (reserved slots for known peers, a small guest allowance for the rest),
+ * dispatch on :path, grpc.health.v1.Health/Check, deadlines and preface timeouts, all on one
+ * epoll fd that an outer loop can watch. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,16 +23,41 @@ struct grpc_listener {
 	size_t n;
 };
 
+/* A line about refused or evicted connections, logged at most once a second. */
+struct lognote {
+	int64_t at;
+	uint32_t held;  /* lines not logged since the last one */
+};
+
 struct grpc_server {
 	struct grpc_server_config cfg;
 	struct grpc_env env;
+	struct grpc_env guest_env;  /* guests' own buffers and arena (admission only) */
 	struct pool conns;
-	struct grpc_conn *slots;
+	struct grpc_conn *slots;    /* max_connections pooled, then reserved_connections */
+	uint32_t nslots;
 	struct grpc_listener listeners[GRPC_MAX_LISTENERS];
 	uint32_t nlisteners;
 	uint64_t accepted, evicted, refused;
+	uint32_t reserved_used;
 	int64_t next_sweep;
+	struct lognote refused_note, evicted_note;
 };
+
+/* 1 when the line may be logged now; *held is then how many were not since the last one. */
+static int lognote_due(struct lognote *n, uint32_t *held)
+{
+	int64_t now = clock_mono_ms();
+
+	if (n->at && now - n->at < 1000) {
+		n->held++;
+		return 0;
+	}
+	n->at = now;
+	*held = n->held;
+	n->held = 0;
+	return 1;
+}
 
 /* ---- grpc.health.v1 ---- */
 
@@ -53,6 +79,7 @@ static void health_check(struct grpc_call *call, const ProtobufCMessage *msg)
 		return;
 	}
 	resp.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+	call->conn->idle_from = clock_mono_ms();
 	if (grpc_call_send(call, &resp.base) == 0)
 		grpc_call_finish(call, GRPC_OK, NULL, NULL, 0);
 	else
@@ -133,6 +160,10 @@ void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const str
 	}
 	call->method = m;
 	call->started = 1;
+	/* a guest gets Health/Check and nothing else: the handler refuses the call, then the
+	 * connection ends once the answer is out */
+	if (c->guest && m != &health_method)
+		c->closing = 1;
 	if (m->handler.on_start)
 		m->handler.on_start(call);
 	if (call->stream == s && (flags & H2_END_STREAM)) {
@@ -152,19 +183,32 @@ out:
 static int config_ok(const struct grpc_server_config *cfg)
 {
 	return cfg->max_connections >= 1 && cfg->max_connections <= 1000000 &&
+	       cfg->reserved_connections <= 1000000 && (cfg->admit || !cfg->reserved_connections) &&
 	       cfg->max_streams_per_connection >= 1 &&
 	       cfg->max_streams_per_connection <= H2_MAX_STREAMS &&
 	       cfg->max_message_bytes >= GRPC_SMALL_MESSAGE &&
 	       cfg->max_message_bytes <= LIMIT_ALLOC_MAX_BYTES / 4 && cfg->small_buffers >= 1;
 }
 
+/* Guests: a small and a meta buffer for what they receive and one each for what they send. */
+static uint32_t guest_buffers(const struct grpc_server_config *cfg)
+{
+	return cfg->admit ? 2 * cfg->max_connections : 0;
+}
+
 size_t grpc_server_storage_bytes(const struct grpc_server_config *cfg)
 {
+	size_t n;
+
 	if (!config_ok(cfg))
 		return 0;
-	return sizeof(struct grpc_server) + 64 +
-	       (size_t)cfg->max_connections * (sizeof(struct grpc_conn) + sizeof(uint32_t)) + 128 +
-	       grpc_env_bytes(cfg->max_message_bytes, cfg->small_buffers, cfg->large_buffers);
+	n = sizeof(struct grpc_server) + 64 +
+	    ((size_t)cfg->max_connections + cfg->reserved_connections) * sizeof(struct grpc_conn) +
+	    (size_t)cfg->max_connections * sizeof(uint32_t) + 128 +
+	    grpc_env_bytes(cfg->max_message_bytes, cfg->small_buffers, cfg->large_buffers);
+	if (cfg->admit)
+		n += grpc_env_bytes(GRPC_SMALL_MESSAGE, guest_buffers(cfg), 0);
+	return n;
 }
 
 int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t len,
@@ -181,27 +225,38 @@ int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t
 	memset(storage, 0, len);
 	arena_init(&carve, storage, len);
 	s = arena_alloc(&carve, sizeof(*s), 64);
-	s->slots = arena_alloc(&carve, (size_t)cfg->max_connections * sizeof(struct grpc_conn), 64);
+	s->nslots = cfg->max_connections + cfg->reserved_connections;
+	s->slots = arena_alloc(&carve, (size_t)s->nslots * sizeof(struct grpc_conn), 64);
 	links = arena_alloc(&carve, cfg->max_connections * sizeof(uint32_t), 4);
 	if (!s->slots || !links)
 		return ERR_LIMIT;
 	s->cfg = *cfg;
 	if (!s->cfg.preface_timeout_ms)
 		s->cfg.preface_timeout_ms = 10000;
+	if (!s->cfg.guest_per_uid)
+		s->cfg.guest_per_uid = cfg->max_connections;
+	if (!s->cfg.guest_idle_ms)
+		s->cfg.guest_idle_ms = s->cfg.preface_timeout_ms;
 	pool_init(&s->conns, s->slots, links, sizeof(struct grpc_conn), cfg->max_connections);
 	r = grpc_env_setup(&s->env, &carve, cfg->max_message_bytes, cfg->small_buffers,
 			   cfg->large_buffers);
+	if (r == 0 && cfg->admit)
+		r = grpc_env_setup(&s->guest_env, &carve, GRPC_SMALL_MESSAGE, guest_buffers(cfg), 0);
 	if (r < 0)
 		return r;
 	s->env.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->env.epfd < 0)
 		return -errno;
+	s->guest_env.epfd = s->env.epfd;
+	s->guest_env.next_deadline = INT64_MAX;
 	s->next_sweep = INT64_MAX;
-	log_info("grpc server ready", "max_connections=%u conn_bytes=%zu budget_bytes=%zu "
-		 "max_message_bytes=%u max_streams=%u small_buffers=%u large_buffers=%u",
-		 cfg->max_connections, sizeof(struct grpc_conn), grpc_server_storage_bytes(cfg),
-		 cfg->max_message_bytes, cfg->max_streams_per_connection, cfg->small_buffers,
-		 cfg->large_buffers);
+	log_info("grpc server ready", "max_connections=%u reserved_connections=%u conn_bytes=%zu "
+		 "budget_bytes=%zu max_message_bytes=%u max_streams=%u small_buffers=%u "
+		 "large_buffers=%u guest_buffers=%u", cfg->max_connections,
+		 cfg->reserved_connections, sizeof(struct grpc_conn),
+		 grpc_server_storage_bytes(cfg), cfg->max_message_bytes,
+		 cfg->max_streams_per_connection, cfg->small_buffers, cfg->large_buffers,
+		 guest_buffers(cfg));
 	*out = s;
 	return 0;
 }
@@ -265,14 +320,28 @@ int grpc_server_listen_unix(struct grpc_server *s, const char *path, mode_t mode
 
 /* ---- connections ---- */
 
+static int is_reserved(const struct grpc_server *s, const struct grpc_conn *c)
+{
+	return c >= s->slots + s->cfg.max_connections;
+}
+
+/* Gives back the slot of a connection already torn down. */
+static void conn_free(struct grpc_server *s, struct grpc_conn *c)
+{
+	c->env = NULL;
+	if (is_reserved(s, c))
+		s->reserved_used--;
+	else
+		pool_put(&s->conns, c);
+}
+
 static void conn_release(struct grpc_server *s, struct grpc_conn *c, int status)
 {
 	grpc_conn_teardown(c, status);
-	c->env = NULL;
-	pool_put(&s->conns, c);
+	conn_free(s, c);
 }
 
-/* The oldest connection that has not finished its preface, or NULL. */
+/* The oldest pooled connection that has not finished its preface, or NULL. */
 static struct grpc_conn *oldest_in_preface(struct grpc_server *s)
 {
 	struct grpc_conn *best = NULL;
@@ -286,10 +355,72 @@ static struct grpc_conn *oldest_in_preface(struct grpc_server *s)
 	return best;
 }
 
-/* Preface timeouts are checked this often: a tenth of the timeout, at most a second. */
+/* The oldest guest (of uid, or of anyone when all is set), and how many uid has. */
+static struct grpc_conn *oldest_guest(struct grpc_server *s, uid_t uid, int all, uint32_t *n)
+{
+	struct grpc_conn *best = NULL;
+
+	*n = 0;
+	for (uint32_t i = 0; i < s->cfg.max_connections; i++) {
+		struct grpc_conn *c = &s->slots[i];
+
+		if (!c->env || (!all && c->peer.uid != uid))
+			continue;
+		(*n)++;
+		if (!best || c->born < best->born)
+			best = c;
+	}
+	return best;
+}
+
+static void note_evicted(struct grpc_server *s, const char *reason, uid_t uid)
+{
+	uint32_t held;
+
+	s->evicted++;
+	if (lognote_due(&s->evicted_note, &held))
+		log_info("grpc connection evicted", "reason=%s uid=%u not_logged=%u", reason,
+			 (unsigned)uid, held);
+}
+
+static void note_refused(struct grpc_server *s, uid_t uid)
+{
+	uint32_t held;
+
+	s->refused++;
+	if (lognote_due(&s->refused_note, &held))
+		log_warn("grpc connection refused", "reason=connection_limit limit=%u uid=%u "
+			 "not_logged=%u", s->cfg.max_connections, (unsigned)uid, held);
+}
+
+/* A guest slot for a peer of uid: its own oldest goes when it has its share, else the
+ * oldest guest when all are taken. */
+static struct grpc_conn *guest_slot(struct grpc_server *s, uid_t uid)
+{
+	uint32_t n;
+	struct grpc_conn *victim = oldest_guest(s, uid, 0, &n);
+
+	if (n >= s->cfg.guest_per_uid) {
+		conn_release(s, victim, GRPC_CANCELLED);
+		note_evicted(s, "guest_per_uid", uid);
+	} else if (s->conns.used == s->cfg.max_connections) {
+		victim = oldest_guest(s, uid, 1, &n);
+		if (victim) {
+			note_evicted(s, "guest_limit", victim->peer.uid);
+			conn_release(s, victim, GRPC_CANCELLED);
+		}
+	}
+	return pool_get(&s->conns);
+}
+
+/* Preface and guest idle timeouts are checked this often: a tenth of the shorter, at most a
+ * second. */
 static int64_t sweep_interval(const struct grpc_server *s)
 {
-	uint32_t t = s->cfg.preface_timeout_ms / 10;
+	uint32_t t = s->cfg.preface_timeout_ms < s->cfg.guest_idle_ms ? s->cfg.preface_timeout_ms
+								       : s->cfg.guest_idle_ms;
+
+	t /= 10;
 
 	return t < 1 ? 1 : t > 1000 ? 1000 : t;
 }
@@ -298,25 +429,59 @@ static int64_t sweep_interval(const struct grpc_server *s)
  * engine and handles the readiness already known (events). The connection owns fd from here,
  * whatever becomes of it. */
 static void conn_begin(struct grpc_server *s, struct grpc_conn *c, struct grpc_listener *l,
-		       int fd, const struct ucred *cred, uint32_t events)
+		       int fd, const struct grpc_peer *peer, uint32_t events)
 {
+	int guest = s->cfg.admit && peer->slot < 0;
+
 	s->accepted++;
 	c->listener = l;
-	c->peer.pid = cred->pid;
-	c->peer.uid = cred->uid;
-	c->peer.gid = cred->gid;
-	grpc_conn_start(c, &s->env, H2_SERVER, fd, s->cfg.max_streams_per_connection,
-			pool_index(&s->conns, c));
+	c->peer = *peer;
+	grpc_conn_start(c, guest ? &s->guest_env : &s->env, H2_SERVER, fd,
+			guest ? 1 : s->cfg.max_streams_per_connection, (uint64_t)(c - s->slots));
+	c->guest = (uint8_t)guest;
+	c->idle_from = c->born;
 	if (c->closing) {
 		conn_release(s, c, GRPC_CANCELLED);
 		return;
 	}
 	if (s->next_sweep == INT64_MAX)
 		s->next_sweep = c->born + sweep_interval(s);
-	if (grpc_conn_io(c, events)) {
-		c->env = NULL;
-		pool_put(&s->conns, c);
+	if (grpc_conn_io(c, events))
+		conn_free(s, c);
+}
+
+/* Settles who the peer of an accepted connection is, and finds it a slot (NULL: none). */
+static struct grpc_conn *admit(struct grpc_server *s, int fd, struct grpc_peer *peer)
+{
+	struct grpc_conn *c;
+	int slot;
+
+	peer->slot = -1;
+	peer->tag = 0;
+	if (!s->cfg.admit) {
+		c = pool_get(&s->conns);
+		if (!c) {
+			struct grpc_conn *victim = oldest_in_preface(s);
+
+			if (victim) {
+				conn_release(s, victim, GRPC_CANCELLED);
+				note_evicted(s, "preface", victim->peer.uid);
+				c = pool_get(&s->conns);
+			}
+		}
+		return c;
 	}
+	slot = s->cfg.admit(s->cfg.admit_ctx, fd, peer);
+	if (slot < 0 || (uint32_t)slot >= s->cfg.reserved_connections) {
+		peer->slot = -1;
+		return guest_slot(s, peer->uid);
+	}
+	peer->slot = slot;
+	c = &s->slots[s->cfg.max_connections + (uint32_t)slot];
+	if (c->env)
+		conn_release(s, c, GRPC_CANCELLED);
+	s->reserved_used++;
+	return c;
 }
 static void accept_all(struct grpc_server *s, struct grpc_listener *l)
 {
@@ -324,6 +489,7 @@ static void accept_all(struct grpc_server *s, struct grpc_listener *l)
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct ucred cred;
 		socklen_t cl = sizeof(cred);
+		struct grpc_peer peer;
 		struct grpc_conn *c;
 
 		if (fd < 0) {
@@ -337,24 +503,14 @@ static void accept_all(struct grpc_server *s, struct grpc_listener *l)
 			close(fd);
 			continue;
 		}
-		c = pool_get(&s->conns);
+		peer = (struct grpc_peer){ .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };
+		c = admit(s, fd, &peer);
 		if (!c) {
-			struct grpc_conn *victim = oldest_in_preface(s);
-
-			if (victim) {
-				conn_release(s, victim, GRPC_CANCELLED);
-				s->evicted++;
-				c = pool_get(&s->conns);
-			}
-		}
-		if (!c) {
-			s->refused++;
-			log_warn("grpc connection refused", "reason=connection_limit limit=%u uid=%u",
-				 s->cfg.max_connections, (unsigned)cred.uid);
+			note_refused(s, cred.uid);
 			close(fd);
 			continue;
 		}
-		conn_begin(s, c, l, fd, &cred, 0);
+		conn_begin(s, c, l, fd, &peer, 0);
 	}
 }
 
@@ -385,14 +541,24 @@ int grpc_server_add_conn(struct grpc_server *s, int fd, const struct grpc_method
 		return -errno;
 	c = pool_get(&s->conns);
 	if (!c) {
-		s->refused++;
-		log_warn("grpc connection refused", "reason=connection_limit limit=%u uid=%u",
-			 s->cfg.max_connections, (unsigned)cred.uid);
+		note_refused(s, cred.uid);
 		return ERR_LIMIT;
 	}
 	/* the caller saw bytes already waiting (the preface it peeked at) */
-	conn_begin(s, c, l, fd, &cred, EPOLLIN);
+	conn_begin(s, c, l, fd, &(struct grpc_peer){ .pid = cred.pid, .uid = cred.uid,
+		   .gid = cred.gid, .slot = -1 }, EPOLLIN);
 	return 0;
+}
+
+void grpc_server_drop_reserved(struct grpc_server *s, uint32_t slot)
+{
+	struct grpc_conn *c;
+
+	if (slot >= s->cfg.reserved_connections)
+		return;
+	c = &s->slots[s->cfg.max_connections + slot];
+	if (c->env)
+		conn_release(s, c, GRPC_UNAVAILABLE);
 }
 
 static void sweep(struct grpc_server *s, int64_t now)
@@ -400,25 +566,29 @@ static void sweep(struct grpc_server *s, int64_t now)
 	int any = 0;
 
 	s->env.next_deadline = INT64_MAX;
-	for (uint32_t i = 0; i < s->cfg.max_connections; i++) {
+	s->guest_env.next_deadline = INT64_MAX;
+	for (uint32_t i = 0; i < s->nslots; i++) {
 		struct grpc_conn *c = &s->slots[i];
 
 		if (!c->env)
 			continue;
 		if (!c->h2.got_settings && now - c->born >= s->cfg.preface_timeout_ms) {
-			log_info("grpc connection closed", "reason=preface_timeout uid=%u",
-				 (unsigned)c->peer.uid);
+			note_evicted(s, "preface_timeout", c->peer.uid);
 			conn_release(s, c, GRPC_CANCELLED);
 			continue;
 		}
-		any |= !c->h2.got_settings;
-		if (c->ncalls && grpc_conn_expire(c, now)) {
-			c->env = NULL;
-			pool_put(&s->conns, c);
+		if (c->guest && now - c->idle_from >= s->cfg.guest_idle_ms) {
+			note_evicted(s, "guest_idle", c->peer.uid);
+			conn_release(s, c, GRPC_CANCELLED);
+			continue;
 		}
+		any |= !c->h2.got_settings || c->guest;
+		if (c->ncalls && grpc_conn_expire(c, now))
+			conn_free(s, c);
 	}
 	s->next_sweep = any ? now + sweep_interval(s) : INT64_MAX;
 }
+
 
 int grpc_server_fd(const struct grpc_server *s)
 {
@@ -430,6 +600,8 @@ int grpc_server_timeout(const struct grpc_server *s)
 	int64_t next = s->env.next_deadline < s->next_sweep ? s->env.next_deadline : s->next_sweep;
 	int64_t left;
 
+	if (s->guest_env.next_deadline < next)
+		next = s->guest_env.next_deadline;
 	if (next == INT64_MAX)
 		return -1;
 	left = next - clock_mono_ms();
@@ -456,21 +628,20 @@ int grpc_server_run(struct grpc_server *s, int timeout_ms)
 			continue;
 		}
 		c = &s->slots[tag];
-		if (c->env && grpc_conn_io(c, ev[i].events)) {
-			c->env = NULL;
-			pool_put(&s->conns, c);
-		}
+		if (c->env && grpc_conn_io(c, ev[i].events))
+			conn_free(s, c);
 	}
 	now = clock_mono_ms();
-	if (now >= s->env.next_deadline || now >= s->next_sweep)
+	if (now >= s->env.next_deadline || now >= s->guest_env.next_deadline ||
+	    now >= s->next_sweep)
 		sweep(s, now);
 	return 0;
 }
 
 void grpc_server_stats(const struct grpc_server *s, struct grpc_server_stats *out)
 {
-	out->connections = s->conns.used;
-	out->calls = s->env.calls;
+	out->connections = s->conns.used + s->reserved_used;
+	out->calls = s->env.calls + s->guest_env.calls;
 	out->small_free = s->env.pools[GRPC_BUF_SMALL].pool.cap -
 			  s->env.pools[GRPC_BUF_SMALL].pool.used;
 	out->large_free = s->env.pools[GRPC_BUF_LARGE].pool.cap -
@@ -482,7 +653,7 @@ void grpc_server_stats(const struct grpc_server *s, struct grpc_server_stats *ou
 
 void grpc_server_close(struct grpc_server *s)
 {
-	for (uint32_t i = 0; i < s->cfg.max_connections; i++)
+	for (uint32_t i = 0; i < s->nslots; i++)
 		if (s->slots[i].env)
 			conn_release(s, &s->slots[i], GRPC_UNAVAILABLE);
 	for (uint32_t i = 0; i < s->nlisteners; i++)

@@ -1,9 +1,15 @@
 /* agent.c: the agent socket's resolver (DESIGN.md §8) and the Connect stream up to READY.
- * Identity is the kernel's word only: SO_PEERCRED's uid must be a sandbox's control uid and
- * the peer must live in that sandbox's pid namespace; metadata must then name that sandbox. */
+ * Identity is the kernel's word only, settled when the connection is accepted: SO_PEERCRED's
+ * uid must be a sandbox's control uid and the peer must be that sandbox's init itself (the
+ * process that called connect(), as a pidfd, is the container's State.Pid, pinned as a pidfd);
+ * metadata must then name that sandbox. Any other peer is a guest of the gRPC server: it gets
+ * Health/Check and is refused anything else. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent.pb-c.h"
@@ -26,13 +32,18 @@ _Static_assert(OUT_ACK_BYTES * 4 <= LIMIT_INIT_REPLAY_BYTES,
 /* After a failed transcript write, the init is asked to send again this much later. */
 #define OUT_RETRY_MS 1000
 
+/* Linux 6.5: a pidfd of the process that called connect(), taken then by the kernel. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 enum refusal {
-	RF_WORKLOAD_UID, RF_UNKNOWN_UID, RF_CONFLICT, RF_REMOVING, RF_PID_NS, RF_AGENT_ID,
+	RF_WORKLOAD_UID, RF_UNKNOWN_UID, RF_CONFLICT, RF_REMOVING, RF_NOT_INIT, RF_AGENT_ID,
 	RF_INSTANCE_ID, RF_DUPLICATE, RF_REGISTRATION,
 };
 
 static const char *const refusal_names[AGENT_REFUSAL_REASONS] = {
-	"workload_uid", "unknown_uid", "uid_conflict", "removing", "pid_namespace",
+	"workload_uid", "unknown_uid", "uid_conflict", "removing", "not_init",
 	"agent_id", "instance_id", "duplicate_stream", "registration",
 };
 
@@ -41,15 +52,72 @@ const char *agent_refusal_name(int reason)
 	return reason >= 0 && reason < AGENT_REFUSAL_REASONS ? refusal_names[reason] : "other";
 }
 
-static void refuse_why(struct grpc_call *call, int why, const char *reason)
+/* ---- refusal lines: one per uid per LIMIT_AGENT_REFUSAL_LOG_MS ----
+ * A flood of refused calls must not bury other lines: a uid's refusals after its line are
+ * counted, and the count goes out with its next line (not_logged=N); at most
+ * LIMIT_AGENT_REFUSAL_LOG_UIDS uids get a line per interval, the rest are counted together
+ * (others_not_logged=N on the next line that goes out). Metrics count every refusal. */
+struct refusal_note {
+	uint32_t uid;
+	int64_t at;     /* monotonic ms of its last line; 0: free */
+	uint32_t held;
+};
+
+static struct refusal_note notes[LIMIT_AGENT_REFUSAL_LOG_UIDS];
+static uint32_t others_held;
+
+/* 1 when a refusal of uid is to be logged now, with *held of its own not logged before. */
+static int refusal_due(uint32_t uid, uint32_t *held)
 {
-	const struct grpc_peer *p = grpc_call_peer(call);
+	int64_t now = clock_mono_ms();
+	struct refusal_note *n = NULL, *spare = NULL;
+
+	for (uint32_t i = 0; i < LIMIT_AGENT_REFUSAL_LOG_UIDS && !n; i++) {
+		struct refusal_note *e = &notes[i];
+
+		if (e->at && e->uid == uid)
+			n = e;
+		else if (!spare && (!e->at || now - e->at >= LIMIT_AGENT_REFUSAL_LOG_MS))
+			spare = e;
+	}
+	if (n && now - n->at < LIMIT_AGENT_REFUSAL_LOG_MS) {
+		n->held++;
+		return 0;
+	}
+	if (!n) {
+		if (!spare) {
+			others_held++;
+			return 0;
+		}
+		/* an expired uid's count would wait for its next refusal: it joins the others' */
+		others_held += spare->held;
+		n = spare;
+		n->uid = uid;
+		n->held = 0;
+	}
+	n->at = now;
+	*held = n->held;
+	n->held = 0;
+	return 1;
+}
+
+static void refusal_log(const struct grpc_peer *p, const char *reason)
+{
+	uint32_t held;
 	char q[160];
 
+	if (!refusal_due(p->uid, &held))
+		return;
+	log_warn("agent refused", "uid=%u pid=%d reason=%s not_logged=%u others_not_logged=%u",
+		 (unsigned)p->uid, (int)p->pid, log_quote(q, sizeof(q), reason), held, others_held);
+	others_held = 0;
+}
+
+static void refuse_why(struct grpc_call *call, int why, const char *reason)
+{
 	metrics_refusal(why);
 	agenticd->refused_agents++;
-	log_warn("agent refused", "uid=%u pid=%d reason=%s", (unsigned)p->uid, (int)p->pid,
-		 log_quote(q, sizeof(q), reason));
+	refusal_log(grpc_call_peer(call), reason);
 	grpc_call_set_user(call, NULL);
 	grpc_call_finish(call, GRPC_UNAUTHENTICATED, reason, NULL, 0);
 }
@@ -63,17 +131,86 @@ static bool md_is(const struct grpc_call *call, const char *key, const char *wan
 	return v && len == strlen(want) && memcmp(v, want, len) == 0;
 }
 
-static bool same_pid_ns(const struct sandbox *sb, pid_t peer)
-{
-	char path[64], ns[sizeof(sb->pid_ns)];
-	ssize_t n;
+/* ---- admission: is the peer the sandbox's init itself? ---- */
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)peer);
-	n = readlink(path, ns, sizeof(ns) - 1);
-	if (n <= 0 || !sb->pid_ns[0])
+/* A pidfd of the process that called connect() on fd. Without SO_PEERPIDFD (before Linux
+ * 6.5) the pid SO_PEERCRED reported is opened instead, which a pid reused between that
+ * connect() and now would pass: the kernel's own pidfd leaves no such gap. */
+static int peer_pidfd(int fd, pid_t pid)
+{
+	int pfd = -1;
+	socklen_t len = sizeof(pfd);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) == 0 && pfd >= 0)
+		return pfd;
+	if (errno != ENOPROTOOPT)
+		return -1;
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* The peer behind pfd is the sandbox's init: both pidfds name the same live process (a pidfd
+ * of a process that exited shows no pid, whatever took its number since). */
+static bool peer_is_init(const struct sandbox *sb, int pfd)
+{
+	pid_t a, b;
+
+	if (sb->init_pidfd < 0 || sb->pid <= 0)
 		return false;
-	ns[n] = '\0';
-	return strcmp(ns, sb->pid_ns) == 0;
+	a = sandbox_pidfd_pid(pfd);
+	b = sandbox_pidfd_pid(sb->init_pidfd);
+	return a > 0 && a == b && a == sb->pid;
+}
+
+static void peer_forget(struct sandbox *sb)
+{
+	if (sb->peer_pidfd >= 0)
+		close(sb->peer_pidfd);
+	sb->peer_pidfd = -1;
+}
+
+int agent_admit(void *ctx, int fd, struct grpc_peer *p)
+{
+	struct sandbox *sb;
+	int pfd;
+
+	(void)ctx;
+	if (p->uid == agenticd->cfg.workload_uid)
+		return -1;
+	sb = sandbox_by_uid(p->uid);
+	if (!sb || sb->state == SB_CONFLICT || sb->state == SB_REMOVING || sb->rollback)
+		return -1;
+	pfd = peer_pidfd(fd, p->pid);
+	if (pfd < 0)
+		return -1;
+	if (sb->init_pidfd >= 0 && sb->pid > 0 && sandbox_pidfd_pid(sb->init_pidfd) > 0) {
+		bool init = peer_is_init(sb, pfd);
+
+		close(pfd);
+		if (!init)
+			return -1;
+		peer_forget(sb);
+		sb->conn_verified = true;
+	} else {
+		/* The container's pid is not known yet, or its init is gone (a restart whose
+		 * inspect is on its way): the connection waits in the sandbox's slot, its peer
+		 * pinned, for agent_pid_known. A newer one takes the slot: the init redials when
+		 * it loses it. */
+		peer_forget(sb);
+		sb->peer_pidfd = pfd;
+		sb->conn_verified = false;
+	}
+	p->tag = sb->gen;
+	return (int)(sb - agenticd->sb);
+}
+
+void agent_forget(struct sandbox *sb)
+{
+	sb->agent = NULL;
+	sb->agent_authed = sb->agent_registered = sb->agent_ready = false;
+	peer_forget(sb);
+	sb->conn_verified = false;
+	if (agenticd->grpc)
+		grpc_server_drop_reserved(agenticd->grpc, (uint32_t)(sb - agenticd->sb));
 }
 
 static void ack(struct grpc_call *call, struct sandbox *sb)
@@ -290,19 +427,36 @@ struct pending {
 	bool ready;
 };
 
+/* A guest's Connect: why its peer was not admitted (as things stand now). */
+static void refuse_guest(struct grpc_call *call, const struct grpc_peer *p)
+{
+	struct sandbox *sb = sandbox_by_uid(p->uid);
+
+	if (p->uid == agenticd->cfg.workload_uid)
+		refuse_why(call, RF_WORKLOAD_UID, "the workload uid never maps to a sandbox");
+	else if (!sb)
+		refuse_why(call, RF_UNKNOWN_UID, "unknown uid: no sandbox has it as its control uid");
+	else if (sb->state == SB_CONFLICT)
+		refuse_why(call, RF_CONFLICT, "two containers claim this uid: neither is trusted");
+	else if (sb->state == SB_REMOVING || sb->rollback)
+		refuse_why(call, RF_REMOVING, "the sandbox is being removed");
+	else
+		refuse_why(call, RF_NOT_INIT, "the peer is not the sandbox's init");
+}
+
 static void connect_start(struct grpc_call *call)
 {
 	const struct grpc_peer *p = grpc_call_peer(call);
 	struct sandbox *sb;
 
 	grpc_call_set_user(call, NULL);
-	if (p->uid == agenticd->cfg.workload_uid) {
-		refuse_why(call, RF_WORKLOAD_UID, "the workload uid never maps to a sandbox");
+	if (p->slot < 0 || (uint32_t)p->slot >= agenticd->nsb) {
+		refuse_guest(call, p);
 		return;
 	}
-	sb = sandbox_by_uid(p->uid);
-	if (!sb) {
-		refuse_why(call, RF_UNKNOWN_UID, "unknown uid: no sandbox has it as its control uid");
+	sb = &agenticd->sb[p->slot];
+	if (sb->state == SB_FREE || sb->gen != p->tag || sb->uid != p->uid) {
+		refuse_why(call, RF_REMOVING, "the sandbox is being removed");
 		return;
 	}
 	if (sb->state == SB_CONFLICT) {
@@ -311,10 +465,6 @@ static void connect_start(struct grpc_call *call)
 	}
 	if (sb->state == SB_REMOVING || sb->rollback) {
 		refuse_why(call, RF_REMOVING, "the sandbox is being removed");
-		return;
-	}
-	if (sb->pid_ns[0] && !same_pid_ns(sb, p->pid)) {
-		refuse_why(call, RF_PID_NS, "the peer is not in the sandbox's pid namespace");
 		return;
 	}
 	if (!md_is(call, "x-agent-id", sb->name)) {
@@ -340,23 +490,35 @@ static void connect_start(struct grpc_call *call)
 	grpc_call_set_user(call, sb);
 	/* Right after start the container's pid may not be known yet: the check then waits
 	 * for the inspect (agent_pid_known). */
-	if (sb->pid_ns[0])
+	if (sb->conn_verified)
 		authed(sb, false, false);
 }
 
 void agent_pid_known(struct sandbox *sb)
 {
-	struct grpc_call *call = sb->agent;
+	struct grpc_call *call;
 	struct pending *pend;
 
-	if (!call || sb->agent_authed)
+	if (sb->peer_pidfd >= 0) {
+		bool init = peer_is_init(sb, sb->peer_pidfd);
+
+		peer_forget(sb);
+		if (!init) {
+			struct grpc_peer p = sb->agent ? *grpc_call_peer(sb->agent)
+						       : (struct grpc_peer){ .uid = sb->uid };
+
+			metrics_refusal(RF_NOT_INIT);
+			agenticd->refused_agents++;
+			refusal_log(&p, "the peer is not the sandbox's init");
+			agent_forget(sb);
+			return;
+		}
+		sb->conn_verified = true;
+	}
+	call = sb->agent;
+	if (!call || sb->agent_authed || !sb->conn_verified)
 		return;
 	pend = grpc_call_app(call);
-	if (!same_pid_ns(sb, grpc_call_peer(call)->pid)) {
-		sb->agent = NULL;
-		refuse_why(call, RF_PID_NS, "the peer is not in the sandbox's pid namespace");
-		return;
-	}
 	authed(sb, pend->reg, pend->ready);
 }
 

@@ -77,14 +77,19 @@ static size_t heap_block(size_t n)
 
 static int budget_compute(const struct config *cfg, struct budget *b)
 {
-	uint32_t conns = cfg->max_sandboxes + LIMIT_AGENT_SPARE_CONNECTIONS;
 	uint32_t bits = 64;
 
 	memset(b, 0, sizeof(*b));
-	b->gcfg.max_connections = conns;
+	/* a slot and buffers of its own for every sandbox's init; guests get what is left */
+	b->gcfg.admit = agent_admit;
+	b->gcfg.reserved_connections = cfg->max_sandboxes;
+	b->gcfg.max_connections = LIMIT_AGENT_GUEST_CONNECTIONS;
+	b->gcfg.guest_per_uid = LIMIT_AGENT_GUEST_PER_UID;
+	b->gcfg.guest_idle_ms = LIMIT_AGENT_GUEST_IDLE_MS;
 	b->gcfg.max_streams_per_connection = cfg->max_streams_per_connection;
 	b->gcfg.max_message_bytes = (uint32_t)cfg->max_message_bytes;
-	b->gcfg.small_buffers = conns + 16;
+	b->gcfg.small_buffers = LIMIT_AGENT_INIT_BUFFERS * cfg->max_sandboxes +
+				LIMIT_AGENT_SPARE_BUFFERS;
 	b->gcfg.large_buffers = 2;
 	b->dcfg.docker_host = cfg->docker_host;
 	b->dcfg.connections = LIMIT_DOCKER_CONNS;
@@ -456,10 +461,11 @@ int agenticd_main(int argc, char **argv)
 	d->budget = b.total_region + b.total_heap + b.image + b.execs;
 	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
 		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
-		 "grpc_bytes=%zu admin_grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu "
+		 "agent_guest_connections=%u grpc_bytes=%zu admin_grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu "
 		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu", d->budget,
 		 d->cfg.max_sandboxes, b.sandboxes, sizeof(struct sandbox),
-		 d->cfg.max_admin_connections, b.admin, b.gcfg.max_connections, b.grpc, b.agrpc, b.docker,
+		 d->cfg.max_admin_connections, b.admin, b.gcfg.reserved_connections,
+		 b.gcfg.max_connections, b.grpc, b.agrpc, b.docker,
 		 b.scratch, exec_table_slots(), b.execs, b.image);
 	if ((r = docker_client_init(&d->dc, &b.dcfg)) != 0)
 		return fail("cannot set up the Docker client", err_str(r));

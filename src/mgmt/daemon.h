@@ -129,6 +129,9 @@ struct sandbox {
 	bool gone;                    /* the container was removed behind our back */
 	int64_t pid;                  /* State.Pid, 0 when not running */
 	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
+	int init_pidfd;               /* that process, pinned when pid was read; -1: none */
+	int peer_pidfd;               /* the peer of a connection waiting for pid; -1: none */
+	bool conn_verified;           /* the connection in the sandbox's slot is its init's */
 	int64_t created_ms, ready_ms; /* wall clock */
 	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
 	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
@@ -390,14 +393,18 @@ int subnet_foreign_add(void *ctx, const char *cidr, bool ours);
 void subnet_refused(uint32_t index);
 const char *sandbox_state_name(const struct sandbox *sb);
 void sandbox_json(struct json_writer *w, const struct sandbox *sb);
-/* Reads the pid namespace of the sandbox's container PID 1 (sb->pid) into sb->pid_ns, for the
- * resolver; empty when the container is not running. */
+/* Pins the sandbox's container PID 1 (sb->pid, State.Pid) as sb->init_pidfd, for the resolver,
+ * and reads its pid namespace into sb->pid_ns (the run's key); both empty when the container
+ * is not running or that process is already gone. */
 void sandbox_read_pid_ns(struct sandbox *sb);
 /* The request's binds, seen in the running container (sb->pid, sb->pid_ns), are the sources
  * that were checked (sb->mount_id): the engine resolved each path again when it started the
  * container. 0; -EPERM when one is something else, or -errno when it cannot be checked, with
  * the reason in why. */
 int sandbox_check_binds(const struct sandbox *sb, char *why, size_t why_size);
+/* The pid (in agenticd's namespace) of the process a pidfd names, 0 when it has exited, or -1
+ * when that cannot be read. */
+pid_t sandbox_pidfd_pid(int pidfd);
 
 /* provision.c: create, remove, warm pool, events */
 /* Starts a create; its answer reaches the sandbox's waiter through admin_finish_*(), possibly
@@ -428,8 +435,15 @@ void provision_shutdown(void);
 /* agent.c: the resolver and the Connect stream */
 extern const struct grpc_method agent_methods[];
 extern const size_t agent_nmethods;
-/* The container's pid is known (or changed): finish a Connect that waited for it. */
+/* The gRPC server's admit hook for the agent socket: the peer's sandbox slot when its uid is
+ * a live sandbox's control uid and it is that sandbox's init itself (or may be, while the
+ * container's pid is not known yet), else -1: a guest, refused all but Health/Check. */
+int agent_admit(void *ctx, int fd, struct grpc_peer *peer);
+/* The container's pid is known (or changed): a connection that waited for it is the init's
+ * (and its Connect goes on) or is closed. */
 void agent_pid_known(struct sandbox *sb);
+/* The sandbox's slot is given up: its connection closed, the pinned peer let go. */
+void agent_forget(struct sandbox *sb);
 /* Refusal reasons, as fixed words for /metrics. */
 #define AGENT_REFUSAL_REASONS 9
 const char *agent_refusal_name(int reason);

@@ -1,7 +1,10 @@
 /* sandbox.c: the sandbox table, the control-uid and subnet maps, and a sandbox as JSON. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +76,8 @@ struct sandbox *sandbox_new(void)
 		sb->gen = gen + 1;
 		sb->subnet = -1;
 		sb->waiter = -1;
+		sb->init_pidfd = -1;
+		sb->peer_pidfd = -1;
 		sb->state = SB_CREATING;
 		agenticd->live++;
 		return sb;
@@ -83,9 +88,12 @@ struct sandbox *sandbox_new(void)
 void sandbox_free(struct sandbox *sb)
 {
 	sandbox_release_ids(sb);
+	agent_forget(sb);
+	if (sb->init_pidfd >= 0)
+		close(sb->init_pidfd);
+	sb->init_pidfd = -1;
 	sb->state = SB_FREE;
 	sb->step = STEP_IDLE;
-	sb->agent = NULL;
 	agenticd->live--;
 }
 
@@ -357,17 +365,54 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	json_obj_end(w);
 }
 
+pid_t sandbox_pidfd_pid(int pidfd)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, "\nPid:\t");
+	if (!p)
+		return -1;
+	n = strtol(p + 6, NULL, 10);
+	return n > 0 ? (pid_t)n : 0;
+}
+
 void sandbox_read_pid_ns(struct sandbox *sb)
 {
 	char path[64];
 	ssize_t n;
+	int fd;
 
+	if (sb->init_pidfd >= 0)
+		close(sb->init_pidfd);
+	sb->init_pidfd = -1;
 	sb->pid_ns[0] = '\0';
 	if (sb->pid <= 0)
+		return;
+	fd = (int)syscall(SYS_pidfd_open, (pid_t)sb->pid, 0);
+	if (fd < 0)
 		return;
 	snprintf(path, sizeof(path), "/proc/%lld/ns/pid", (long long)sb->pid);
 	n = readlink(path, sb->pid_ns, sizeof(sb->pid_ns) - 1);
 	sb->pid_ns[n > 0 ? n : 0] = '\0';
+	/* still alive after the read: the namespace read was that process's */
+	if (sandbox_pidfd_pid(fd) != (pid_t)sb->pid) {
+		close(fd);
+		sb->pid_ns[0] = '\0';
+		return;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	sb->init_pidfd = fd;
 }
 
 int sandbox_check_binds(const struct sandbox *sb, char *why, size_t why_size)

@@ -264,7 +264,9 @@ struct pair {
 
 static void pair_up(struct pair *p, uint32_t max_message, uint32_t large)
 {
-	struct grpc_server_config scfg = { 4, 16, max_message, 8, large, 0 };
+	struct grpc_server_config scfg = { .max_connections = 4, .max_streams_per_connection = 16,
+					    .max_message_bytes = max_message, .small_buffers = 8,
+					    .large_buffers = large };
 	struct grpc_client_config ccfg = { p->path, max_message, 8, 1 };
 	size_t sb, cb;
 
@@ -433,7 +435,9 @@ static void test_grpc_lost_connection_ends_calls_unavailable_and_redials(void **
 	assert_false(grpc_client_connected(p.c));
 	/* a new server on the same path: the next call dials again */
 	{
-		struct grpc_server_config scfg = { 4, 16, 65536, 8, 1, 0 };
+		struct grpc_server_config scfg = { .max_connections = 4,
+			.max_streams_per_connection = 16, .max_message_bytes = 65536,
+			.small_buffers = 8, .large_buffers = 1 };
 
 		assert_int_equal(grpc_server_init(&scfg, p.ss, grpc_server_storage_bytes(&scfg),
 						  &p.s), 0);
@@ -838,6 +842,81 @@ static void test_grpc_deadline_mid_message_finishes_the_message_first(void **sta
 	pair_down(&p);
 }
 
+/* ---- admission ---- */
+
+static int admit_next = -1;
+
+static int test_admit(void *ctx, int fd, struct grpc_peer *peer)
+{
+	(void)ctx;
+	(void)fd;
+	peer->tag = 7;
+	return admit_next;
+}
+
+/* A guest past its preface: it sends the preface and an empty SETTINGS, then idles. */
+static int idle_guest(const char *path)
+{
+	static const char hello[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(send(fd, hello, sizeof(hello) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(hello) - 1);
+	return fd;
+}
+
+static void test_grpc_admitted_peer_keeps_its_slot_while_guests_flood(void **state)
+{
+	struct grpc_server_config scfg = {
+		.max_connections = 2, .max_streams_per_connection = 16, .max_message_bytes = 65536,
+		.small_buffers = 8, .large_buffers = 1, .admit = test_admit,
+		.reserved_connections = 1, .guest_per_uid = 2,
+	};
+	struct grpc_client_config ccfg = { NULL, 65536, 8, 1 };
+	struct grpc_server_stats st;
+	struct pair p;
+	struct seen o;
+	int guests[6];
+	size_t sb, cb;
+
+	snprintf(p.path, sizeof(p.path), "/tmp/agentic-test-grpc-%d.sock", (int)getpid());
+	ccfg.path = p.path;
+	sb = grpc_server_storage_bytes(&scfg);
+	cb = grpc_client_storage_bytes(&ccfg);
+	p.ss = malloc(sb);
+	p.cs = malloc(cb);
+	assert_int_equal(grpc_server_init(&scfg, p.ss, sb, &p.s), 0);
+	assert_int_equal(grpc_server_listen_unix(p.s, p.path, 0600, server_methods,
+						 ARRAY_LEN(server_methods)), 0);
+	assert_int_equal(grpc_client_init(&ccfg, p.cs, cb, &p.c), 0);
+	admit_next = 0;
+	assert_int_equal(grpc_client_connect(p.c), 0);
+	assert_int_equal(unary(&p, &client_unary, 100, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_OK);
+	assert_int_equal(server_seen.peer.slot, 0);
+	assert_int_equal(server_seen.peer.tag, 7);
+	/* six idle guests of one uid: two at a time are kept, the rest end the oldest */
+	admit_next = -1;
+	for (int i = 0; i < 6; i++) {
+		guests[i] = idle_guest(p.path);
+		for (int k = 0; k < 20; k++)
+			grpc_server_run(p.s, 1);
+	}
+	grpc_server_stats(p.s, &st);
+	assert_int_equal(st.connections, 3);
+	assert_true(st.evicted >= 4);
+	assert_int_equal(st.refused, 0);
+	/* the admitted connection was never theirs to take */
+	assert_int_equal(unary(&p, &client_unary, 100, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_OK);
+	assert_int_equal(server_seen.peer.slot, 0);
+	for (int i = 0; i < 6; i++)
+		close(guests[i]);
+	pair_down(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -857,6 +936,7 @@ int main(void)
 		cmocka_unit_test(test_grpc_bad_preface_gets_goaway_protocol_error),
 		cmocka_unit_test(test_grpc_unary_with_two_request_messages_is_internal),
 		cmocka_unit_test(test_grpc_deadline_mid_message_finishes_the_message_first),
+		cmocka_unit_test(test_grpc_admitted_peer_keeps_its_slot_while_guests_flood),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -116,7 +116,9 @@ struct rig {
 
 static void server_up(struct rig *r)
 {
-	struct grpc_server_config cfg = { 4, 16, 65536, 4, 1, 0 };
+	struct grpc_server_config cfg = { .max_connections = 4, .max_streams_per_connection = 16,
+					  .max_message_bytes = 65536, .small_buffers = 4,
+					  .large_buffers = 1 };
 	size_t n = grpc_server_storage_bytes(&cfg);
 
 	r->ss = malloc(n);
