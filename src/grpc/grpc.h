@@ -4,7 +4,7 @@
  * Single-threaded and non-blocking. All memory is taken once, at init, from storage the
  * caller hands in (grpc_server_storage_bytes / grpc_client_storage_bytes say how much):
  *   - connections: a fixed pool; each holds its h2 engine and one call slot per stream:
- *     sizeof(struct grpc_conn), 117,440 bytes on x86-64, logged at start as conn_bytes;
+ *     sizeof(struct grpc_conn), 117,456 bytes on x86-64, logged at start as conn_bytes;
  *   - message buffers: `small_buffers` of GRPC_SMALL_MESSAGE bytes and `large_buffers` of
  *     max_message_bytes, shared by every connection: a message being reassembled across DATA
  *     frames, or queued for sending, holds one; a message that arrives whole in one read is
