@@ -28,7 +28,7 @@
 #define LIMIT_HTTP_READ_BYTES (16u * 1024u)
 
 /* ---- docker (src/docker) ---- */
-/* Default cap of one buffered Engine API response (DESIGN max_message_bytes). */
+/* Default cap of one buffered Engine API response (the config's max_message_bytes). */
 #define LIMIT_DOCKER_RESPONSE_BYTES (4u * 1024u * 1024u)
 /* One request we send (container create with its env, labels, mounts and seccomp profile). */
 #define LIMIT_DOCKER_REQUEST_BYTES (96u * 1024u)
@@ -40,7 +40,7 @@
 #define LIMIT_DOCKER_CONNS 16
 
 /* ---- grpc (src/grpc) ---- */
-/* gRPC (DESIGN.md §5): defaults of max_message_bytes and max_streams_per_connection. A
+/* gRPC: defaults of max_message_bytes and max_streams_per_connection. A
  * connection's fixed memory is sizeof(struct grpc_conn) (src/grpc/grpc.h); the budget is that
  * times the connection cap, plus message buffers and one unpack arena of twice the largest
  * message. */

@@ -33,7 +33,7 @@
 #define DOCKER_ERR_REPLY (ERR_BASE - 303)   /* the answer is not what the API documents */
 #define DOCKER_ERR_TOO_BIG (ERR_BASE - 304) /* the answer is over response_limit */
 
-/* The API versions we speak (DESIGN.md 9): 1.MIN to 1.MAX. */
+/* The API versions we speak (README: Docker engine): 1.MIN to 1.MAX. */
 #define DOCKER_API_MINOR_MIN 41
 #define DOCKER_API_MINOR_MAX 47
 
@@ -209,7 +209,7 @@ struct docker_network_spec {
 	const struct docker_kv *options;  /* driver options, e.g. bridge.inhibit_ipv4 */
 };
 
-/* The container of DESIGN.md 6. String lists end with NULL; kv lists with a NULL key; NULL
+/* A sandbox's container (docs/ARCHITECTURE.md, the life of a create). String lists end with NULL; kv lists with a NULL key; NULL
  * lists are left out of the request (image defaults apply to Entrypoint and Cmd). */
 struct docker_container_spec {
 	const char *name;

@@ -17,7 +17,7 @@
  * So the budget is max_connections * conn_bytes plus the shared part, and nothing is
  * allocated after init: the static binary can seal its allocator.
  *
- * Limits (DESIGN.md §5): a length prefix over max_message_bytes fails the call with
+ * Limits (config: max_message_bytes): a length prefix over max_message_bytes fails the call with
  * RESOURCE_EXHAUSTED before a byte of it is stored; when no message buffer is free the call
  * fails the same way; max_streams_per_connection is advertised as MAX_CONCURRENT_STREAMS and
  * enforced by h2; connections over max_connections evict the oldest one still in its preface

@@ -1,4 +1,4 @@
-/* cmd.c: workload commands (DESIGN.md §7): each runs as the workload uid under its own
+/* cmd.c: workload commands (docs/SECURITY.md): each runs as the workload uid under its own
  * subreaper supervisor, which keeps the control uid; its output is kept in a bounded buffer
  * until the agent channel takes it, and the pipes are left unread while that buffer is full. */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* init.h: agentic-init below its applet file: the one-time setup checks and the agent
- * channel to agenticd (DESIGN.md §6-§8, /work/protocol-contract.md).
+ * channel to agenticd (proto/agent.proto; README: the agent socket, protocol notes).
  *
  * Single-threaded. The applet owns the event loop; these parts own no fds of their own but the
  * gRPC client's, and allocate nothing after setup: the channel runs over storage the caller
@@ -15,12 +15,12 @@
 #include "grpc/grpc.h"
 #include "init/env.h"
 
-/* Where the workload's files live (DESIGN.md §6): writable by the workload uid. */
+/* Where the workload's files live: writable by the workload uid. */
 #define INIT_WORKSPACE "/workspace"
 
 /* ---- setup (setup.c) ---- */
 
-/* Checks what the init starts with (DESIGN.md §6): uid and gid 0, bounding set exactly
+/* Checks what the init starts with: uid and gid 0, bounding set exactly
  * {SETUID, SETGID}, NoNewPrivs 1. 0, or a negative errno with what is wrong in *step. */
 int init_start_check(const char **step);
 /* Forks a child that takes the workload identity exactly as a workload does
@@ -108,7 +108,7 @@ int64_t init_agent_tick(struct init_agent *a, int64_t now);
 void init_agent_stop(struct init_agent *a, int timeout_ms);
 
 /* ---- workload commands (cmd.c) ----
- * CommandRequest, StdinChunk and PtyControl from agenticd (DESIGN.md §7, §8). Each command
+ * CommandRequest, StdinChunk and PtyControl from agenticd (proto/agent.proto). Each command
  * runs under its own supervisor: a child of the init that keeps the init's control identity,
  * so that nothing of the workload can signal, stop or ptrace it (spawn.c says why), becomes a
  * subreaper, starts the command, which alone takes the workload identity

@@ -1,4 +1,4 @@
-/* priv.h: the privilege model inside a sandbox (DESIGN.md §7): the control process's drop to
+/* priv.h: the privilege model inside a sandbox (docs/SECURITY.md): the control process's drop to
  * its own uid with only CAP_SETUID/CAP_SETGID, the workload child's drop to 10001 with no
  * capabilities, and reading back what the kernel says in /proc/<pid>/status. */
 #ifndef AGENTIC_INIT_PRIV_H
@@ -37,7 +37,7 @@ int priv_drop_to_control(uint32_t id, const char **step);
  * and _exit()s. */
 int priv_drop_to_workload(uint32_t uid, uint32_t gid);
 
-/* True when st is exactly what a workload must be (DESIGN.md §10 item 1). */
+/* True when st is exactly what a workload must be (docs/SECURITY.md, the first invariant). */
 bool priv_is_workload(const struct priv_status *st, uint32_t uid, uint32_t gid);
 /* True when st is exactly what the control process must be (§10 item 2). */
 bool priv_is_control(const struct priv_status *st, uint32_t id);

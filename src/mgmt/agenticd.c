@@ -50,7 +50,7 @@ void loop_unwatch(int fd)
 	epoll_ctl(agenticd->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
-/* ---- the budget (DESIGN.md §4) ---- */
+/* ---- the memory budget: computed from the config, taken once ---- */
 
 struct budget {
 	size_t sandboxes, admin, jobs, grpc, agrpc, docker, scratch, total_region, total_heap, image;

@@ -40,7 +40,7 @@ struct config {
 	char seccomp_profile[CONFIG_STR_BYTES]; /* a profile file; empty: the built-in profile */
 };
 
-/* Fills cfg with the built-in defaults of DESIGN.md §5. */
+/* Fills cfg with the built-in defaults (config/agenticd.conf documents each). */
 void config_defaults(struct config *cfg);
 
 /* Applies `key = value` lines from text[0..len) on top of cfg. Comments start with '#'; blank

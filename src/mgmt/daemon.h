@@ -77,7 +77,7 @@ enum sb_step {
 #define SB_NET_BYTES 64
 #define SB_ERROR_BYTES 2048
 
-/* ---- a run's transcript (DESIGN.md §5), written by runlog.c ---- */
+/* ---- a run's transcript (README: Transcripts), written by runlog.c ---- */
 enum run_file { RUN_STDOUT, RUN_STDERR, RUN_COMMANDS, RUN_EVENTS, RUN_FILES };
 #define RUN_NAME_BYTES 48
 #define RUN_CODES 16
@@ -259,7 +259,7 @@ struct admin_conn {
 	uint64_t file_left;
 };
 
-/* ---- warm networks (DESIGN.md §6: generic names make a small pool possible) ---- */
+/* ---- warm networks (generic names make a small pool possible) ---- */
 struct warm_net {
 	char name[SB_NET_BYTES];
 	char id[DOCKER_ID_SIZE];
@@ -322,7 +322,7 @@ int host_prepare_dirs(const struct config *cfg, bool admin_group_known, gid_t ad
 		      char *err, size_t err_size);
 /* flock on ADMIN_SOCKET.lock, held for the daemon's life: -EWOULDBLOCK when another owns it. */
 int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size);
-/* The daemon's owner id (DESIGN.md §6 labels; struct daemon.owner): 16 hex digits of a
+/* The daemon's owner id (the agentic-daemon label; struct daemon.owner): 16 hex digits of a
  * 64-bit FNV-1a hash of agentshare_root, resolved through symlinks when it exists. */
 int host_owner(const struct config *cfg, char *out, size_t size);
 /* A listening Unix socket at path with mode/owner; a live one answering means another agenticd. */

@@ -1,6 +1,6 @@
 /* recover.c: start-up: rebuilds the sandbox table, the uid map and the subnet map from
  * Docker (labels, IPAM) and the agentshare records, then settles what a crash left half done
- * (DESIGN.md §6): ready sandboxes are kept, creates are rolled back, removes finished,
+ * (README: agenticd, at start): ready sandboxes are kept, creates are rolled back, removes finished,
  * unrecorded containers rolled back. Blocking calls: it runs before the loop serves anyone. */
 #include <errno.h>
 #include <stdio.h>
