@@ -433,7 +433,7 @@ int agenticd_main(int argc, char **argv)
 			    "agentshare and the Docker engine's socket)");
 	log_info("starting", "version=%s config=%s", AGENTIC_VERSION, log_q(path));
 	log_info("seccomp profile", "source=%s bytes=%d",
-		 log_q(d->cfg.seccomp_profile[0] ? d->cfg.seccomp_profile : "builtin"), profile_bytes);
+		 d->cfg.seccomp_profile[0] ? log_q(d->cfg.seccomp_profile) : "builtin", profile_bytes);
 	host_warn_subuid(&d->cfg, "/etc/subuid");
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
