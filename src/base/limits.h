@@ -77,6 +77,9 @@
 #define LIMIT_AGENT_GUEST_PER_UID 4
 #define LIMIT_AGENT_GUEST_IDLE_MS 5000
 #define LIMIT_AGENT_INIT_BUFFERS 2
+/* An init's connection has one stream open at once (its Connect): with more, one init could
+ * hold a buffer per stream and leave the other inits none. */
+#define LIMIT_AGENT_INIT_STREAMS 1
 #define LIMIT_AGENT_SPARE_BUFFERS 16
 /* Refused agent calls: one log line per uid per interval (the rest counted on the next), for
  * at most this many uids per interval. */
@@ -85,6 +88,8 @@
 _Static_assert(LIMIT_AGENT_GUEST_PER_UID >= 1 &&
 	       LIMIT_AGENT_GUEST_PER_UID <= LIMIT_AGENT_GUEST_CONNECTIONS,
 	       "a uid's share of the guest connections fits in them");
+_Static_assert(LIMIT_AGENT_INIT_STREAMS * 2 <= LIMIT_AGENT_INIT_BUFFERS,
+	       "each of an init's streams has a receive and a send buffer of its share");
 _Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
 	       "an init's Connect can receive a split message while an ack waits to be sent");
 /* Log lines of a failed create's init kept in its error, and their bytes. */

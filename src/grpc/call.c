@@ -645,10 +645,12 @@ static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const
 {
 	struct grpc_call *call = s->user;
 	struct grpc_env *env;
+	uint32_t max;
 
 	if (!call)
 		return;
 	env = call->conn->env;
+	max = call->conn->max_rx ? call->conn->max_rx : env->max_message;
 	while (n && call->stream == s) {
 		const uint8_t *msg;
 		uint32_t len;
@@ -659,7 +661,7 @@ static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const
 				refuse_extra_request(call);
 			return; /* the answer is decided: what the client still sends is dropped */
 		}
-		switch (grpc_rx_feed(&call->rx, &p, &n, env->max_message, &msg, &len)) {
+		switch (grpc_rx_feed(&call->rx, &p, &n, max, &msg, &len)) {
 		case GRPC_RX_MORE:
 			break;
 		case GRPC_RX_NEED_BUF:
@@ -674,7 +676,7 @@ static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const
 			break;
 		case GRPC_RX_TOO_BIG:
 			snprintf(why, sizeof(why), "message of %u bytes is over the limit of %u",
-				 len, env->max_message);
+				 len, max);
 			grpc_call_fail(call, GRPC_RESOURCE_EXHAUSTED, why);
 			return;
 		case GRPC_RX_COMPRESSED:
@@ -849,6 +851,7 @@ void grpc_conn_start(struct grpc_conn *c, struct grpc_env *env, enum h2_role rol
 	c->born = clock_mono_ms();
 	c->closing = 0;
 	c->ncalls = 0;
+	c->max_rx = 0;
 	memset(c->calls, 0, sizeof(c->calls));
 	h2_conn_init(&c->h2, role, max_streams, &grpc_h2_callbacks, c, env->scratch);
 	c->events = ev.events;

@@ -179,6 +179,13 @@ struct grpc_server_config {
 	int (*admit)(void *ctx, int fd, struct grpc_peer *peer);
 	void *admit_ctx;
 	uint32_t reserved_connections;
+	/* Streams a reserved connection may have open at once (0: max_streams_per_connection).
+	 * The shared buffers are sized per reserved connection: each open stream can hold a
+	 * meta, a receive and a send buffer, so a peer with many streams would take the others'. */
+	uint32_t reserved_streams;
+	/* The largest message a reserved connection may send (0: max_message_bytes); at most
+	 * GRPC_SMALL_MESSAGE keeps its peers off the few large buffers. */
+	uint32_t reserved_message_bytes;
 	uint32_t guest_per_uid;               /* 0: max_connections */
 	uint32_t guest_idle_ms;               /* 0: preface_timeout_ms */
 };

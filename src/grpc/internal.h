@@ -72,6 +72,7 @@ struct grpc_conn {
 	uint8_t closing;
 	uint8_t guest;
 	uint32_t ncalls;
+	uint32_t max_rx;    /* the largest message received; 0: the env's max_message */
 };
 
 

@@ -184,6 +184,8 @@ static int config_ok(const struct grpc_server_config *cfg)
 {
 	return cfg->max_connections >= 1 && cfg->max_connections <= 1000000 &&
 	       cfg->reserved_connections <= 1000000 && (cfg->admit || !cfg->reserved_connections) &&
+	       cfg->reserved_streams <= H2_MAX_STREAMS &&
+	       cfg->reserved_message_bytes <= cfg->max_message_bytes &&
 	       cfg->max_streams_per_connection >= 1 &&
 	       cfg->max_streams_per_connection <= H2_MAX_STREAMS &&
 	       cfg->max_message_bytes >= GRPC_SMALL_MESSAGE &&
@@ -432,13 +434,17 @@ static void conn_begin(struct grpc_server *s, struct grpc_conn *c, struct grpc_l
 		       int fd, const struct grpc_peer *peer, uint32_t events)
 {
 	int guest = s->cfg.admit && peer->slot < 0;
+	uint32_t streams = guest ? 1 : is_reserved(s, c) && s->cfg.reserved_streams ?
+			   s->cfg.reserved_streams : s->cfg.max_streams_per_connection;
 
 	s->accepted++;
 	c->listener = l;
 	c->peer = *peer;
-	grpc_conn_start(c, guest ? &s->guest_env : &s->env, H2_SERVER, fd,
-			guest ? 1 : s->cfg.max_streams_per_connection, (uint64_t)(c - s->slots));
+	grpc_conn_start(c, guest ? &s->guest_env : &s->env, H2_SERVER, fd, streams,
+			(uint64_t)(c - s->slots));
 	c->guest = (uint8_t)guest;
+	if (!guest && is_reserved(s, c))
+		c->max_rx = s->cfg.reserved_message_bytes;
 	c->idle_from = c->born;
 	if (c->closing) {
 		conn_release(s, c, GRPC_CANCELLED);

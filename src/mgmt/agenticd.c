@@ -83,6 +83,10 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	/* a slot and buffers of its own for every sandbox's init; guests get what is left */
 	b->gcfg.admit = agent_admit;
 	b->gcfg.reserved_connections = cfg->max_sandboxes;
+	b->gcfg.reserved_streams = LIMIT_AGENT_INIT_STREAMS;
+	/* an init sends only small messages (INIT_CHUNK_BYTES of output at most): the two large
+	 * buffers are for what agenticd sends, and no init can hold one */
+	b->gcfg.reserved_message_bytes = GRPC_SMALL_MESSAGE;
 	b->gcfg.max_connections = LIMIT_AGENT_GUEST_CONNECTIONS;
 	b->gcfg.guest_per_uid = LIMIT_AGENT_GUEST_PER_UID;
 	b->gcfg.guest_idle_ms = LIMIT_AGENT_GUEST_IDLE_MS;

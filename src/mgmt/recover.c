@@ -229,8 +229,10 @@ static void settle_container(const char *id, struct recs *rs)
 	sb->uid = (uint32_t)uid;
 	sb->uid_taken = idalloc_mark(&agenticd->uids, sb->uid) == 0;
 	adopt_network(sb);
-	/* after a reboot its workspace image is there but not mounted */
-	r = share_mount_workspace(cfg, sb, text, sizeof(text));
+	/* after a reboot its workspace image is there but not mounted. A running container
+	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
+	 * the image would have two ext4 instances writing it. */
+	r = ct.running ? 0 : share_mount_workspace(cfg, sb, text, sizeof(text));
 	if (r > 0)
 		log_info("recovery: workspace mounted again", "name=%s instance=%s", log_q(sb->name),
 			 log_q(sb->instance_id));

@@ -37,6 +37,10 @@ const char seccomp_profile_help[] =
  * ptrace, and Debian 12 runs 6.1); socket is allowed except for AF_VSOCK (the host's vsock
  * services); personality only with the values programs use; clone only without namespace
  * flags; clone3 answers ENOSYS so that libc falls back to clone, whose flags can be checked.
+ * The i386 ABI is not in the architectures (the engine's default has it): on i386 libseccomp
+ * turns the socket rule into socketcall(SYS_SOCKET, args), whose family lies in memory no
+ * filter reads, so an int 0x80 socketcall got an AF_VSOCK socket; agents run 64-bit
+ * programs, and a 32-bit one is killed at its first syscall.
  * Names the engine's libseccomp does not know are skipped by runc, so the list may run ahead
  * of the host's kernel. agentic-init runs under the same profile: everything it calls
  * (clone with CLONE_VM|CLONE_VFORK, capset, prctl, setresuid, signalfd, epoll, timerfd,
@@ -155,7 +159,8 @@ static void rule_enosys(struct json_writer *w, const char *const *list, size_t n
 
 int seccomp_profile_builtin(char *out, size_t size)
 {
-	static const char *const arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32" };
+	/* no SCMP_ARCH_X86: a syscall through i386's int 0x80 kills the caller (SIGSYS) */
+	static const char *const arches[] = { "SCMP_ARCH_X86_64", "SCMP_ARCH_X32" };
 	static const char *const io_uring[] = { "io_uring_setup", "io_uring_enter",
 						"io_uring_register" };
 	static const char *const clone3[] = { "clone3" };

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -62,6 +64,47 @@ static long try_clone(int flags)
 	return pid;
 }
 
+/* i386's int 0x80 from this 64-bit process: syscall nr with up to three arguments. */
+static long int80(long nr, long a, long b, long c)
+{
+	long r;
+
+	__asm__ volatile("int $0x80" : "=a"(r) : "a"(nr), "b"(a), "c"(b), "d"(c) : "memory");
+	return r;
+}
+
+/* socketcall(SYS_SOCKET, {AF_VSOCK, SOCK_STREAM, 0}) through the i386 ABI, in a child that
+ * the filter may kill: `ok`, `SIGSYS`, or the errno's name. The arguments live below 4 GiB,
+ * where a 32-bit pointer reaches. */
+static void try_i386_socketcall_vsock(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		uint32_t *args = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+		long r;
+
+		if (args == MAP_FAILED)
+			_exit(100);
+		args[0] = AF_VSOCK;
+		args[1] = SOCK_STREAM;
+		args[2] = 0;
+		r = int80(102 /* i386 socketcall */, 1 /* SYS_SOCKET */, (long)(uintptr_t)args, 0);
+		_exit(r >= 0 ? 0 : r == -EPERM ? 1 : r == -ENOSYS ? 2 : r == -EAFNOSUPPORT ? 3 : 4);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		printf("i386_socketcall_vsock=nofork\n");
+		return;
+	}
+	if (WIFSIGNALED(status))
+		printf("i386_socketcall_vsock=%s\n", WTERMSIG(status) == SIGSYS ? "SIGSYS" : "signal");
+	else
+		printf("i386_socketcall_vsock=%s\n", (const char *[]){ "ok", "EPERM", "ENOSYS",
+			"EAFNOSUPPORT", "other" }[WEXITSTATUS(status) < 5 ? WEXITSTATUS(status) : 4]);
+}
+
 static void seccomp_mode(void)
 {
 	char line[256];
@@ -105,6 +148,7 @@ int main(void)
 	pattr.exclude_hv = 1;
 	report("perf_event_open", syscall(SYS_perf_event_open, &pattr, 0, -1, -1, 0));
 	report("socket_vsock", syscall(SYS_socket, AF_VSOCK, SOCK_STREAM, 0));
+	try_i386_socketcall_vsock();
 	/* what agentic-init and every shell need */
 	report("clone_vm_vfork", try_clone(CLONE_VM | CLONE_VFORK));
 	report("socket_inet", syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0));

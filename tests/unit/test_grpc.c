@@ -917,6 +917,142 @@ static void test_grpc_admitted_peer_keeps_its_slot_while_guests_flood(void **sta
 	pair_down(&p);
 }
 
+/* A compromised init (an admitted peer) opening many streams, each holding a message it never
+ * finishes: with reserved_streams its connection has one stream, so it holds one stream's
+ * buffers and the next init, admitted to the other slot, still gets its call through. */
+static void test_grpc_admitted_peer_cannot_take_the_other_peers_buffers(void **state)
+{
+	static const struct h2_field req[] = {
+		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
+		{ ":path", "/agentic.test.v1.Test/Unary", 5, 27 }, { ":authority", "x", 10, 1 },
+		{ "content-type", "application/grpc", 12, 16 }, { "te", "trailers", 2, 8 },
+	};
+	/* a 100-byte message's prefix and its first byte */
+	static const uint8_t part[] = { 0, 0, 0, 0, 100, 0x0a };
+	struct grpc_server_config scfg = {
+		.max_connections = 2, .max_streams_per_connection = 16, .max_message_bytes = 65536,
+		.small_buffers = 4, .large_buffers = 1, .admit = test_admit,
+		.reserved_connections = 2, .reserved_streams = 1, .guest_per_uid = 2,
+	};
+	struct grpc_client_config ccfg = { NULL, 65536, 8, 1 };
+	static struct h2_conn h2;
+	static struct h2_scratch scratch;
+	static struct kept k;
+	struct pair p;
+	struct seen o;
+	size_t sb, cb;
+	int fd, opened = 0;
+
+	snprintf(p.path, sizeof(p.path), "/tmp/agentic-test-grpc-%d.sock", (int)getpid());
+	ccfg.path = p.path;
+	sb = grpc_server_storage_bytes(&scfg);
+	cb = grpc_client_storage_bytes(&ccfg);
+	p.ss = malloc(sb);
+	p.cs = malloc(cb);
+	assert_int_equal(grpc_server_init(&scfg, p.ss, sb, &p.s), 0);
+	assert_int_equal(grpc_server_listen_unix(p.s, p.path, 0600, server_methods,
+						 ARRAY_LEN(server_methods)), 0);
+	assert_int_equal(grpc_client_init(&ccfg, p.cs, cb, &p.c), 0);
+	/* the compromised init, in slot 0: eight streams, each a message begun */
+	admit_next = 0;
+	memset(&k, 0, sizeof(k));
+	fd = raw_dial(&p);
+	h2_conn_init(&h2, H2_CLIENT, 16, &kept_cb, &k, &scratch);
+	for (int i = 0; i < 50; i++) {
+		uint8_t in[4096];
+		struct h2_stream *s;
+		ssize_t n;
+
+		if (opened < 8 && h2_stream_open(&h2, req, ARRAY_LEN(req), 0, NULL, &s) == 0 &&
+		    h2_stream_send_data(&h2, s, part, sizeof(part), 0) == (long)sizeof(part))
+			opened++;
+		if (h2.out.len && (n = write(fd, h2.out.data, h2.out.len)) > 0)
+			h2_conn_sent(&h2, (size_t)n);
+		grpc_server_run(p.s, 1);
+		n = read(fd, in, sizeof(in));
+		if (n > 0)
+			h2_conn_feed(&h2, in, (size_t)n);
+	}
+	assert_true(opened >= 1);
+	/* the next init, in slot 1 */
+	admit_next = 1;
+	assert_int_equal(grpc_client_connect(p.c), 0);
+	assert_int_equal(unary(&p, &client_unary, 100, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_OK);
+	assert_int_equal(server_seen.peer.slot, 1);
+	admit_next = -1;
+	close(fd);
+	pair_down(&p);
+}
+
+/* A compromised init beginning a message larger than a small buffer: with
+ * reserved_message_bytes at GRPC_SMALL_MESSAGE its call is refused at the prefix, so it never
+ * holds one of the few large buffers (those are for what the server sends: an init sends only
+ * small messages), and a small call of the next init still goes through. */
+static void test_grpc_admitted_peer_cannot_hold_a_large_buffer(void **state)
+{
+	static const struct h2_field req[] = {
+		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
+		{ ":path", "/agentic.test.v1.Test/Unary", 5, 27 }, { ":authority", "x", 10, 1 },
+		{ "content-type", "application/grpc", 12, 16 }, { "te", "trailers", 2, 8 },
+	};
+	/* a 40000-byte message's prefix and its first byte */
+	static const uint8_t part[] = { 0, 0, 0, 0x9c, 0x40, 0x0a };
+	struct grpc_server_config scfg = {
+		.max_connections = 2, .max_streams_per_connection = 16, .max_message_bytes = 65536,
+		.small_buffers = 4, .large_buffers = 2, .admit = test_admit,
+		.reserved_connections = 2, .reserved_streams = 1,
+		.reserved_message_bytes = GRPC_SMALL_MESSAGE, .guest_per_uid = 2,
+	};
+	struct grpc_client_config ccfg = { NULL, 65536, 8, 2 };
+	struct grpc_server_stats st;
+	static struct h2_conn h2;
+	static struct h2_scratch scratch;
+	static struct kept k;
+	struct h2_stream *s;
+	struct pair p;
+	struct seen o;
+	size_t sb, cb;
+	int fd;
+
+	snprintf(p.path, sizeof(p.path), "/tmp/agentic-test-grpc-%d.sock", (int)getpid());
+	ccfg.path = p.path;
+	sb = grpc_server_storage_bytes(&scfg);
+	cb = grpc_client_storage_bytes(&ccfg);
+	p.ss = malloc(sb);
+	p.cs = malloc(cb);
+	assert_int_equal(grpc_server_init(&scfg, p.ss, sb, &p.s), 0);
+	assert_int_equal(grpc_server_listen_unix(p.s, p.path, 0600, server_methods,
+						 ARRAY_LEN(server_methods)), 0);
+	assert_int_equal(grpc_client_init(&ccfg, p.cs, cb, &p.c), 0);
+	admit_next = 0;
+	memset(&k, 0, sizeof(k));
+	fd = raw_dial(&p);
+	h2_conn_init(&h2, H2_CLIENT, 16, &kept_cb, &k, &scratch);
+	assert_int_equal(h2_stream_open(&h2, req, ARRAY_LEN(req), 0, NULL, &s), 0);
+	assert_int_equal(h2_stream_send_data(&h2, s, part, sizeof(part), 0), (long)sizeof(part));
+	for (int i = 0; i < 50; i++) {
+		uint8_t in[4096];
+		ssize_t n;
+
+		if (h2.out.len && (n = write(fd, h2.out.data, h2.out.len)) > 0)
+			h2_conn_sent(&h2, (size_t)n);
+		grpc_server_run(p.s, 1);
+		n = read(fd, in, sizeof(in));
+		if (n > 0)
+			h2_conn_feed(&h2, in, (size_t)n);
+	}
+	grpc_server_stats(p.s, &st);
+	assert_int_equal(st.large_free, 2);
+	admit_next = 1;
+	assert_int_equal(grpc_client_connect(p.c), 0);
+	assert_int_equal(unary(&p, &client_unary, 100, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_OK);
+	admit_next = -1;
+	close(fd);
+	pair_down(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -937,6 +1073,8 @@ int main(void)
 		cmocka_unit_test(test_grpc_unary_with_two_request_messages_is_internal),
 		cmocka_unit_test(test_grpc_deadline_mid_message_finishes_the_message_first),
 		cmocka_unit_test(test_grpc_admitted_peer_keeps_its_slot_while_guests_flood),
+		cmocka_unit_test(test_grpc_admitted_peer_cannot_take_the_other_peers_buffers),
+		cmocka_unit_test(test_grpc_admitted_peer_cannot_hold_a_large_buffer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
