@@ -441,7 +441,8 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 	p[4] = (uint8_t)size;
 	protobuf_c_message_pack(msg, p + 5);
 	call->tx_len += (uint32_t)(size + 5);
-	call->want_writable = 0;
+	/* want_writable stays: a send that fits does not settle one refused before it (agenticd's
+	 * output acks share the Connect stream with an exec's stdin chunks) */
 	pump(call, 0);
 	grpc_conn_kick(call->conn);
 	return 0;

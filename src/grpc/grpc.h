@@ -97,8 +97,9 @@ struct grpc_handler {
 	void (*on_message)(struct grpc_call *call, const ProtobufCMessage *msg);
 	/* Server: the client has sent its last message. */
 	void (*on_half_close)(struct grpc_call *call);
-	/* After grpc_call_send returned -EAGAIN: the queue has drained, send again. Never called
-	 * from inside the handler's own grpc_call_* calls. */
+	/* After grpc_call_send returned -EAGAIN: the queue has drained, send again. Owed until it
+	 * is called, however many sends succeed in between; never called from inside the
+	 * handler's own grpc_call_* calls. */
 	void (*on_writable)(struct grpc_call *call);
 	/* The call is over, with status as seen from this side (the server's trailers on a client;
 	 * CANCELLED when the peer reset it; DEADLINE_EXCEEDED; UNAVAILABLE when the connection was

@@ -1720,7 +1720,10 @@ static void flush(struct admin_conn *c)
 			break;
 		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-			watch(c, EPOLLOUT);
+			/* an exec reads stdin on while its output waits: a client blocked writing
+			 * stdin reads no output, and both would wait for each other forever */
+			watch(c, EPOLLOUT | (c->phase == AC_EXEC && c->exec >= 0 && c->roff == c->rlen
+						     ? EPOLLIN : 0));
 			return;
 		}
 		if (n <= 0) {

@@ -3,6 +3,7 @@
  * ASan/UBSan too). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -175,6 +176,8 @@ static void s_done(struct grpc_call *call, int status, const char *message)
  * them, going on from on_writable after -EAGAIN. */
 static struct {
 	uint32_t left, size, writable;
+	bool interject;        /* after each -EAGAIN, queue a small message that fits */
+	uint32_t interjected;  /* how many of those the queue took */
 } streamer;
 
 static void s_stream_more(struct grpc_call *call)
@@ -187,8 +190,16 @@ static void s_stream_more(struct grpc_call *call)
 	m.data.len = streamer.size;
 	while (streamer.left) {
 		r = grpc_call_send(call, &m.base);
-		if (r == -EAGAIN)
+		if (r == -EAGAIN) {
+			/* another sender of the same call (agenticd's output acks beside an exec's
+			 * stdin) whose message still fits: the one waiting must still be woken */
+			if (streamer.interject) {
+				m.data.len = 1;
+				if (grpc_call_send(call, &m.base) == 0)
+					streamer.interjected++;
+			}
 			return;
+		}
 		assert_int_equal(r, 0);
 		streamer.left--;
 	}
@@ -548,7 +559,7 @@ static void counted_close(void *ctx, struct h2_conn *c, struct h2_stream *s, uin
  * WINDOW_UPDATE; that must move the call's queue again and call on_writable for the rest, to
  * the last message and the trailers. The admin socket's gRPC Exec relies on this for a client
  * that pauses. */
-static void test_grpc_stream_held_by_the_window_resumes_on_window_update(void **state)
+static void stream_held_by_the_window(bool interject)
 {
 	static const struct h2_callbacks cb = { counted_headers, counted_data, counted_close };
 	static const struct h2_field req[] = {
@@ -561,7 +572,7 @@ static void test_grpc_stream_held_by_the_window_resumes_on_window_update(void **
 	static struct h2_conn h2;
 	static struct h2_scratch scratch;
 	static uint8_t held[2u << 20];
-	const size_t each = 5 + 3 + 4000, total = 512 * each;
+	const size_t each = 5 + 3 + 4000, small = 5 + 2 + 1;
 	struct counted r = { 0, 0 };
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct h2_stream *s;
@@ -572,6 +583,7 @@ static void test_grpc_stream_held_by_the_window_resumes_on_window_update(void **
 
 	pair_up(&p, 65536, 1);
 	memset(&streamer, 0, sizeof(streamer));
+	streamer.interject = interject;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p.path);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -607,14 +619,30 @@ static void test_grpc_stream_held_by_the_window_resumes_on_window_update(void **
 		if (k > 0)
 			assert_int_equal(h2_conn_feed(&h2, in, (size_t)k), 0);
 	}
-	assert_true(r.trailers);
-	assert_int_equal(r.data, total);
+	if (interject)
+		assert_true(streamer.interjected > 0);
 	assert_int_equal(streamer.left, 0);
+	assert_true(r.trailers);
+	assert_int_equal(r.data, 512 * each + streamer.interjected * small);
 	assert_true(streamer.writable > writable);
 	spin(&p, &server_seen.done, 1000);
 	assert_int_equal(server_seen.status, GRPC_OK);
 	close(fd);
 	pair_down(&p);
+}
+
+static void test_grpc_stream_held_by_the_window_resumes_on_window_update(void **state)
+{
+	stream_held_by_the_window(false);
+}
+
+/* The same, but after each -EAGAIN the handler queues a small message that fits (agenticd's
+ * Connect stream carries output acks beside an exec's stdin chunks): that successful send
+ * must not swallow the wake-up owed for the refused one. It did, and a 1 MiB stdin exec hung
+ * with its next chunk held and nothing left to call on_writable. */
+static void test_grpc_send_that_fits_after_eagain_keeps_on_writable_owed(void **state)
+{
+	stream_held_by_the_window(true);
 }
 
 /* A raw h2 client that keeps the DATA it is fed and the grpc-status of the trailers. */
@@ -1069,6 +1097,7 @@ int main(void)
 		cmocka_unit_test(test_grpc_lost_connection_ends_calls_unavailable_and_redials),
 		cmocka_unit_test(test_grpc_non_grpc_content_type_gets_http_415),
 		cmocka_unit_test(test_grpc_stream_held_by_the_window_resumes_on_window_update),
+		cmocka_unit_test(test_grpc_send_that_fits_after_eagain_keeps_on_writable_owed),
 		cmocka_unit_test(test_grpc_bad_preface_gets_goaway_protocol_error),
 		cmocka_unit_test(test_grpc_unary_with_two_request_messages_is_internal),
 		cmocka_unit_test(test_grpc_deadline_mid_message_finishes_the_message_first),
