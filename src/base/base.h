@@ -153,4 +153,9 @@ int hex_value(int c);
 /* Parses a non-negative decimal integer that fits `max`; 0 or -EINVAL/-ERANGE. */
 int parse_u64(const char *s, uint64_t max, uint64_t *out);
 
+/* Reads fd to its end into buf, at most cap bytes: 0 with *len the file's size; ERR_LIMIT when
+ * the file fills all of buf (size buf one byte over the largest file you accept); -errno when a
+ * read fails. The caller opens and closes fd. */
+int fd_read_all(int fd, void *buf, size_t cap, size_t *len);
+
 #endif

@@ -295,16 +295,15 @@ int config_load(struct config *cfg, const char *path, int explicit_path, char *e
 		snprintf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
 		return -errno;
 	}
-	while ((r = read(fd, text + len, sizeof(text) - len)) > 0)
-		len += (size_t)r;
+	r = fd_read_all(fd, text, sizeof(text), &len);
 	close(fd);
-	if (r < 0) {
-		snprintf(err, err_size, "%s: cannot read: %s", path, strerror(errno));
-		return -EIO;
-	}
-	if (len == sizeof(text)) {
+	if (r == ERR_LIMIT) {
 		snprintf(err, err_size, "%s: larger than %u bytes", path, CONFIG_FILE_MAX_BYTES - 1);
 		return ERR_LIMIT;
+	}
+	if (r < 0) {
+		snprintf(err, err_size, "%s: cannot read: %s", path, strerror((int)-r));
+		return -EIO;
 	}
 	if (config_parse(cfg, text, len, why, sizeof(why)) != 0) {
 		snprintf(err, err_size, "%s:%s", path, why);

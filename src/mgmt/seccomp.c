@@ -266,16 +266,15 @@ int seccomp_profile_load(const char *path, char *out, size_t size, char *err, si
 		snprintf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
 		return (int)r;
 	}
-	while ((r = read(fd, text + len, sizeof(text) - len)) > 0)
-		len += (size_t)r;
+	r = fd_read_all(fd, text, sizeof(text), &len);
 	close(fd);
-	if (r < 0) {
-		snprintf(err, err_size, "%s: cannot read: %s", path, strerror(errno));
-		return -EIO;
-	}
-	if (len > LIMIT_SECCOMP_FILE_BYTES) {
+	if (r == ERR_LIMIT) {
 		snprintf(err, err_size, "%s: larger than %u bytes", path, LIMIT_SECCOMP_FILE_BYTES);
 		return ERR_LIMIT;
+	}
+	if (r < 0) {
+		snprintf(err, err_size, "%s: cannot read: %s", path, strerror((int)-r));
+		return -EIO;
 	}
 	if ((r = json_parse(&doc, text, len, tok, LIMIT_SECCOMP_TOKENS)) != 0) {
 		where(text, doc.err_offset, at, sizeof(at));

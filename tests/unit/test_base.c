@@ -5,6 +5,10 @@
 #include <stdint.h>
 #include <string.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "base/base.h"
@@ -145,6 +149,32 @@ static void test_uuid7_has_version_variant_and_time_order(void **state)
 	assert_int_equal(random_hex(hex, 65), ERR_LIMIT);
 }
 
+/* fd_read_all: a file one byte under the buffer is read whole; one that fills the buffer is
+ * ERR_LIMIT (too large to know it ended); a read that fails is its -errno. */
+static void test_fd_read_all_reads_whole_files_and_refuses_full_buffers(void **state)
+{
+	char path[] = "/tmp/agentic-test-fd-XXXXXX", buf[8];
+	size_t len = 99;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "1234567", 7), 7);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(fd_read_all(fd, buf, sizeof(buf), &len), 0);
+	assert_int_equal(len, 7);
+	assert_memory_equal(buf, "1234567", 7);
+	assert_int_equal(write(fd, "8", 1), 1);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(fd_read_all(fd, buf, sizeof(buf), &len), ERR_LIMIT);
+	assert_int_equal(len, 8);
+	close(fd);
+	unlink(path);
+	fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	assert_int_equal(fd_read_all(fd, buf, sizeof(buf), &len), -EISDIR);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -156,6 +186,7 @@ int main(void)
 		cmocka_unit_test(test_log_q_always_quotes_outside_values),
 		cmocka_unit_test(test_err_str_covers_module_and_errno_codes),
 		cmocka_unit_test(test_uuid7_has_version_variant_and_time_order),
+		cmocka_unit_test(test_fd_read_all_reads_whole_files_and_refuses_full_buffers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
