@@ -4,7 +4,7 @@
 #   make check    unit tests (glibc + ASan/UBSan), fuzz corpus replay, integration tests
 #   make bench    benchmarks, printed as ratios against their peers
 #   make fuzz     libFuzzer builds of every tests/fuzz/fuzz_*.c (clang)
-#   make install  PREFIX=/usr/local: the binary and its applet links
+#   make install  PREFIX=/usr/local: the binary and its applet links (never a test program)
 #   make clean
 
 MUSL_CC  ?= musl-gcc
@@ -33,7 +33,9 @@ PROTOS   := $(sort $(wildcard proto/*.proto))
 GEN_SRCS := $(PROTOS:proto/%.proto=$(GEN)/%.pb-c.c)
 GEN_HDRS := $(GEN_SRCS:.c=.h)
 SRCS     := $(sort $(wildcard src/*/*.c)) $(GEN_SRCS)
-LIB_OBJS := $(SRCS:%.c=$(BUILD)/musl/%.o)
+# Messages only test programs speak (proto/grpctest.proto): built, never linked into agentic.
+TEST_GEN_SRCS := $(GEN)/grpctest.pb-c.c
+LIB_OBJS := $(patsubst %.c,$(BUILD)/musl/%.o,$(filter-out $(TEST_GEN_SRCS),$(SRCS)))
 MAIN_OBJ := $(BUILD)/musl/src/main.o
 TEST_OBJS := $(SRCS:%.c=$(BUILD)/asan/%.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/asan/unit/%,$(wildcard tests/unit/test_*.c))
@@ -106,8 +108,17 @@ $(BUILD)/musl/bench/%: tools/bench/%.c $(LIB_OBJS) $(TP_PBC)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC)
 
+# agentic-grpctest: the gRPC test service, interop client and `make bench` load generator. A
+# test program over the product's musl objects, like tests/static: never an applet, never
+# installed (tests/integration/test_applets fails if it re-enters the applet table).
+GRPCTEST := $(BUILD)/musl/agentic-grpctest
+TEST_GEN_OBJS := $(TEST_GEN_SRCS:%.c=$(BUILD)/musl/%.o)
+$(GRPCTEST): tests/grpctest/grpctest.c $(LIB_OBJS) $(TEST_GEN_OBJS) $(TP_PBC)
+	@mkdir -p $(@D)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TEST_GEN_OBJS) $(TP_PBC)
+
 PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
-test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS)
+test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS) $(GRPCTEST)
 
 check: bootstrap
 	$(MAKE) all third_party test-build
@@ -130,7 +141,7 @@ demo: bootstrap
 	tools/build-images
 	tools/demo
 
-bench: all $(BENCH_PROGS)
+bench: all $(BENCH_PROGS) $(GRPCTEST)
 	tools/bench/run
 
 # ---- libFuzzer builds (clang) ----

@@ -3,7 +3,6 @@
  * argv[0] basename, by `agentic NAME`, or by `agentic SHORT` (NAME without "agentic-"). */
 
 APPLET("agentic-probe", probe_main, probe_help)
-APPLET("agentic-grpctest", grpctest_main, grpctest_help)
 APPLET("agenticd", agenticd_main, agenticd_help)
 APPLET("agentic-init", init_main, init_help)
 APPLET("agentic-prune", prune_main, prune_help)

@@ -33,3 +33,4 @@ finish() {
 
 : "${AGENTIC_BIN:?run through tests/run or set AGENTIC_BIN}"
 : "${AGENTIC_TOP:?run through tests/run or set AGENTIC_TOP}"
+: "${AGENTIC_GRPCTEST:=$AGENTIC_TOP/build/musl/agentic-grpctest}"

@@ -1,5 +1,5 @@
 // grpc_go_peer.go: a grpc-go client (Debian's golang-google-grpc-dev) against agentic's gRPC
-// server (`agentic grpctest serve`), for tests/integration/test_grpc_interop_go. grpc-go is a
+// server (`agentic-grpctest serve`), for tests/integration/test_grpc_interop_go. grpc-go is a
 // second independent peer beside python3-grpcio: it Huffman-codes its headers and keeps its
 // own flow control. Messages are coded by hand with protowire and sent through a raw codec,
 // so no generated code is needed for the Test service. Prints TAP.

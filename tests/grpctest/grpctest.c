@@ -1,6 +1,7 @@
-/* grpctest.c: agentic-grpctest, a test-only applet: hosts the agentic.test.v1.Test service on
- * the production gRPC server code, drives any server with our client (interop scenarios), and
- * is the load generator of `make bench`. */
+/* grpctest.c: agentic-grpctest, a test program, never part of the product: hosts the
+ * agentic.test.v1.Test service on the production gRPC server code, drives any server with our
+ * client (interop scenarios), and is the load generator of `make bench`. The Makefile links it
+ * from the product's own musl objects (build/musl/agentic-grpctest), as it does tests/static. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,15 +15,16 @@
 #include "grpc/grpc.h"
 #include "grpctest.pb-c.h"
 #include "health.pb-c.h"
+#include "version.h"
 
-const char grpctest_help[] =
+static const char grpctest_help[] =
 	"usage: agentic-grpctest serve SOCKET [OPTIONS]\n"
 	"       agentic-grpctest client SOCKET SCENARIO\n"
 	"       agentic-grpctest bench SOCKET unary CALLS DEPTH | stream MIB\n"
 	"\n"
-	"TEST-ONLY: not part of a deployment. Exercises agentic's gRPC server and client with\n"
-	"the agentic.test.v1.Test service (proto/grpctest.proto) for the interop tests and\n"
-	"`make bench`.\n"
+	"TEST-ONLY: a test program, not an applet of agentic, never installed. Exercises agentic's\n"
+	"gRPC server and client with the agentic.test.v1.Test service (proto/grpctest.proto) for\n"
+	"the interop tests and `make bench`.\n"
 	"\n"
 	"serve: serves Test and grpc.health.v1 on a new Unix socket until SIGTERM or SIGINT;\n"
 	"prints `ready budget=BYTES` once listening. The memory budget is taken at start and the\n"
@@ -964,8 +966,17 @@ static int bench(int argc, char **argv)
 	return 2;
 }
 
-int grpctest_main(int argc, char **argv)
+int main(int argc, char **argv)
 {
+	log_set_prog("agentic-grpctest");
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(grpctest_help, stdout);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+		printf("agentic-grpctest %s\n", AGENTIC_VERSION);
+		return 0;
+	}
 	if (argc >= 3 && strcmp(argv[1], "serve") == 0)
 		return serve(argc, argv);
 	if (argc >= 3 && strcmp(argv[1], "client") == 0)
