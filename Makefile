@@ -5,6 +5,7 @@
 #   make bench    benchmarks, printed as ratios against their peers
 #   make fuzz     libFuzzer builds of every tests/fuzz/fuzz_*.c (clang)
 #   make install  PREFIX=/usr/local: the binary and its applet links (never a test program)
+#   make uninstall  the same PREFIX (and DESTDIR): the binary and every link to it
 #   make clean
 
 MUSL_CC  ?= musl-gcc
@@ -48,7 +49,7 @@ INTEG_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/asan/integration/%,$(wi
 # Benchmark drivers: tools/bench/X.c builds against the production (musl, -O2) objects.
 BENCH_PROGS := $(patsubst tools/bench/%.c,$(BUILD)/musl/bench/%,$(wildcard tools/bench/*.c))
 
-.PHONY: all check bench fuzz demo images install clean third_party bootstrap test-build
+.PHONY: all check bench fuzz demo images install uninstall clean third_party bootstrap test-build
 all: agentic
 
 $(KINC):
@@ -152,10 +153,21 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(SRCS)
 
 fuzz: $(FUZZERS)
 
+# The links point at `agentic` beside them (relative), so a DESTDIR staging tree moves intact;
+# --force also removes links to the binary named after an applet it no longer has.
 install: agentic
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 agentic $(DESTDIR)$(PREFIX)/bin/agentic
 	$(DESTDIR)$(PREFIX)/bin/agentic --install $(DESTDIR)$(PREFIX)/bin --force
+
+# Removes the installed binary and every agentic* symlink beside it that resolves to it;
+# anything else (a regular file, a link elsewhere) stays.
+uninstall:
+	@bin='$(DESTDIR)$(PREFIX)/bin'; \
+	for l in "$$bin"/agentic?*; do \
+		if [ -L "$$l" ] && [ "$$l" -ef "$$bin/agentic" ]; then rm -f "$$l" && echo "removed $$l"; fi; \
+	done; \
+	if [ -f "$$bin/agentic" ]; then rm -f "$$bin/agentic" && echo "removed $$bin/agentic"; fi
 
 clean:
 	rm -rf $(BUILD) agentic

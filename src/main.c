@@ -1,6 +1,8 @@
 /* main.c: finds the applet by name and runs it; installs the applet links. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,13 +68,72 @@ static int run_applet(const struct applet *a, int argc, char **argv)
 	return a->main(argc, argv);
 }
 
+static int is_applet_name(const char *name)
+{
+	for (size_t i = 0; i < APPLET_COUNT; i++)
+		if (strcmp(name, applets[i].name) == 0)
+			return 1;
+	return 0;
+}
+
+/* What a link in DIR points at: the binary's own name when the binary lives in DIR (a tree
+ * staged under make install's DESTDIR keeps working once moved), else its absolute path. */
+static const char *link_target(const char *dir, const char *self)
+{
+	const char *slash = strrchr(self, '/');
+	char real[PATH_MAX];
+	size_t len;
+
+	if (!slash || !realpath(dir, real))
+		return self;
+	len = (size_t)(slash - self);
+	return strlen(real) == len && strncmp(real, self, len) == 0 ? slash + 1 : self;
+}
+
+/* With --force: a link in DIR named agentic* that resolves to this very binary but names no
+ * applet of it (left by an older version, e.g. the test program agentic-grpctest once an
+ * applet) is removed, since it can only fail. Nothing else is touched. */
+static int remove_stale_links(const char *dir, const struct stat *self_st)
+{
+	char path[PATH_MAX];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+	int failed = 0;
+
+	if (!d) {
+		fprintf(stderr, "agentic: --install: cannot read %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "agentic", 7) != 0 || strcmp(e->d_name, "agentic") == 0 ||
+		    is_applet_name(e->d_name))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) || stat(path, &st) != 0 ||
+		    st.st_dev != self_st->st_dev || st.st_ino != self_st->st_ino)
+			continue;
+		if (unlink(path) != 0) {
+			fprintf(stderr, "agentic: --install: cannot remove the stale link %s: %s\n",
+				path, strerror(errno));
+			failed = 1;
+			continue;
+		}
+		printf("%s removed: no applet of this binary\n", path);
+	}
+	closedir(d);
+	return failed;
+}
+
 /* Creates DIR/NAME -> the running binary for every applet. An existing symlink is replaced
  * only with --force; anything that is not a symlink is never replaced. */
 static int install_links(const char *dir, int force)
 {
 	char self[PATH_MAX], link_path[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	struct stat st;
+	struct stat st, self_st;
+	const char *target;
 	int failed = 0;
 
 	if (n < 0) {
@@ -84,6 +145,11 @@ static int install_links(const char *dir, int force)
 		fprintf(stderr, "agentic: --install: %s is not a directory\n", dir);
 		return 2;
 	}
+	if (stat(self, &self_st) != 0) {
+		fprintf(stderr, "agentic: cannot stat own binary %s: %s\n", self, strerror(errno));
+		return 1;
+	}
+	target = link_target(dir, self);
 	for (size_t i = 0; i < APPLET_COUNT; i++) {
 		snprintf(link_path, sizeof(link_path), "%s/%s", dir, applets[i].name);
 		if (lstat(link_path, &st) == 0) {
@@ -106,14 +172,16 @@ static int install_links(const char *dir, int force)
 				continue;
 			}
 		}
-		if (symlink(self, link_path) != 0) {
+		if (symlink(target, link_path) != 0) {
 			fprintf(stderr, "agentic: --install: cannot create %s: %s\n", link_path,
 				strerror(errno));
 			failed = 1;
 			continue;
 		}
-		printf("%s -> %s\n", link_path, self);
+		printf("%s -> %s\n", link_path, target);
 	}
+	if (force && remove_stale_links(dir, &self_st) != 0)
+		failed = 1;
 	return failed;
 }
 
@@ -132,6 +200,12 @@ int main(int argc, char **argv)
 	}
 	if (argc < 2) {
 		fputs(usage, stderr);
+		return 2;
+	}
+	if (argc > 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+			 strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "--list") == 0)) {
+		fprintf(stderr, "agentic: %s takes no argument, got '%s' (see agentic --help)\n",
+			argv[1], argv[2]);
 		return 2;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {

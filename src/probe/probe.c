@@ -99,6 +99,15 @@ static int probe_agent_socket(const char *path, const char *agent_id, const char
 	return 0;
 }
 
+/* A usage error names what is wrong and where the usage is; it never reprints the whole help. */
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("agentic-probe: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\n(see agentic-probe --help)\n", stderr);
+	return 2;
+}
+
 int probe_main(int argc, char **argv)
 {
 	struct priv_status st;
@@ -113,9 +122,11 @@ int probe_main(int argc, char **argv)
 				id = argv[i + 1];
 			} else if (i + 1 < argc && strcmp(argv[i], "--instance-id") == 0) {
 				instance = argv[i + 1];
+			} else if (strcmp(argv[i], "--agent-id") == 0 ||
+				   strcmp(argv[i], "--instance-id") == 0) {
+				return usage_error("%s needs a value", argv[i]);
 			} else {
-				fputs(probe_help, stderr);
-				return 2;
+				return usage_error("unknown argument '%s'", argv[i]);
 			}
 		}
 		return probe_agent_socket(argv[2], id, instance);
@@ -125,9 +136,13 @@ int probe_main(int argc, char **argv)
 			fprintf(stderr, "agentic-probe: --pid takes a process id, got '%s'\n", argv[2]);
 			return 2;
 		}
+	} else if (argc == 2 && (strcmp(argv[1], "--pid") == 0 ||
+				 strcmp(argv[1], "--agent-socket") == 0)) {
+		return usage_error("%s needs a value", argv[1]);
+	} else if (argc > 3 && strcmp(argv[1], "--pid") == 0) {
+		return usage_error("unexpected argument '%s'", argv[3]);
 	} else if (argc != 1) {
-		fputs(probe_help, stderr);
-		return 2;
+		return usage_error("unknown argument '%s'", argv[1]);
 	}
 	r = priv_status_read((pid_t)pid, &st);
 	if (r) {
