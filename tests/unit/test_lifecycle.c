@@ -1,7 +1,8 @@
 /* test_lifecycle.c: a sandbox's state machine against a fake runtime: every state × event
  * (the refused ones change nothing), every failed create rolled back to nothing held (no
  * uid, no subnet, no call, no network or container left in the fake engine, no record),
- * retries, deferred container events, and the invariants' checking switch. */
+ * retries, deferred container events, the warm pool, a restart rebuilt by recovery, and the
+ * invariant checker. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +39,9 @@ static struct fake {
 	int ws_made, ws_retired;
 	bool running;                 /* what an inspect says */
 	uint32_t calls;
+	/* the last container and network made, for recovery's synchronous reads */
+	char ct_id[RT_ID_BYTES], ct_name[SB_NAME_BYTES], inst[SB_ID_BYTES], uid[16];
+	char net_id[RT_ID_BYTES], net_name[SB_NET_BYTES], subnet[20];
 } fk;
 
 static int64_t now_ms = 1000000;
@@ -112,9 +116,93 @@ static void fake_retire(void *self, const struct sandbox *sb, bool drop)
 	share_retire(&d.cfg, sb, false); /* the record and the (empty) directory */
 }
 
+/* Recovery's synchronous reads of the fake engine: at most one container and one network. */
+static int fake_containers(void *self, int (*fn)(void *, const char *), void *ctx, char *err,
+			   size_t n)
+{
+	(void)self;
+	(void)err;
+	(void)n;
+	if (fk.cts)
+		fn(ctx, fk.ct_id);
+	return 0;
+}
+
+static int fake_inspect(void *self, const char *id, struct rt_container *out, char *err,
+			size_t n)
+{
+	(void)self;
+	if (!fk.cts || strcmp(id, fk.ct_id) != 0) {
+		snprintf(err, n, "no such container");
+		return -ENOENT;
+	}
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", fk.ct_id);
+	out->name = fk.ct_name;
+	out->running = fk.running;
+	out->instance_id = fk.inst;
+	out->control_uid = fk.uid;
+	out->managed_network = fk.nets ? fk.net_name : NULL;
+	return 0;
+}
+
+static int fake_networks(void *self, int (*fn)(void *, const char *, const char *), void *ctx,
+			 char *err, size_t n)
+{
+	(void)self;
+	(void)err;
+	(void)n;
+	if (fk.nets)
+		fn(ctx, fk.net_id, fk.net_name);
+	return 0;
+}
+
+static int fake_net_inspect(void *self, const char *id, struct rt_network *out, char *err,
+			    size_t n)
+{
+	(void)self;
+	if (!fk.nets || (strcmp(id, fk.net_id) != 0 && strcmp(id, fk.net_name) != 0)) {
+		snprintf(err, n, "no such network");
+		return -ENOENT;
+	}
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", fk.net_id);
+	out->name = fk.net_name;
+	out->subnet = fk.subnet;
+	out->internal = true;
+	return 0;
+}
+
+static int fake_remove_now(void *self, bool network, const char *id, char *err, size_t n)
+{
+	(void)self;
+	(void)id;
+	(void)err;
+	(void)n;
+	if (network && fk.nets)
+		fk.nets--;
+	else if (!network && fk.cts)
+		fk.cts--;
+	return 0;
+}
+
+static int fake_scan_now(void *self, int (*each)(void *, const char *, bool), void *ctx,
+			 char *err, size_t n)
+{
+	(void)self;
+	(void)err;
+	(void)n;
+	each(ctx, NULL, false);
+	if (fk.nets)
+		each(ctx, fk.subnet, true);
+	return 0;
+}
+
 static const struct runtime_ops fake_ops = {
 	.call = fake_call, .tick = fake_tick, .next_deadline = fake_next, .start = fake_nop,
-	.stop = fake_nop, .workspace_make = fake_make, .workspace_mount = fake_mount,
+	.stop = fake_nop, .containers = fake_containers, .inspect = fake_inspect,
+	.networks = fake_networks, .net_inspect = fake_net_inspect, .remove_now = fake_remove_now,
+	.scan_now = fake_scan_now, .workspace_make = fake_make, .workspace_mount = fake_mount,
 	.workspace_retire = fake_retire,
 };
 static struct runtime fake_rt = { .ops = &fake_ops, .name = "fake" };
@@ -134,10 +222,17 @@ static void answer(uint32_t slot, enum rt_outcome o)
 		case RT_NET_CREATE:
 			fk.nets++;
 			snprintf(c->res.id, sizeof(c->res.id), "net%u", fk.calls);
+			snprintf(fk.net_id, sizeof(fk.net_id), "%s", c->res.id);
+			snprintf(fk.net_name, sizeof(fk.net_name), "%s", c->name);
+			snprintf(fk.subnet, sizeof(fk.subnet), "%s", c->subnet);
 			break;
 		case RT_CT_CREATE:
 			fk.cts++;
 			snprintf(c->res.id, sizeof(c->res.id), "ct%02u%s", fk.calls, "0123456789abcdef");
+			snprintf(fk.ct_id, sizeof(fk.ct_id), "%s", c->res.id);
+			snprintf(fk.ct_name, sizeof(fk.ct_name), "%s", c->sb->name);
+			snprintf(fk.inst, sizeof(fk.inst), "%s", c->sb->instance_id);
+			snprintf(fk.uid, sizeof(fk.uid), "%u", c->sb->uid);
 			break;
 		case RT_CT_INSPECT:
 			c->res.running = fk.running;
@@ -765,6 +860,44 @@ static void test_recovery_events(void **state)
 	assert_ptr_equal(sandbox_by_container("abc"), sb);
 }
 
+/* A restart: the in-memory table dropped, rebuilt from the records and the runtime. A ready
+ * sandbox comes back ready with its uid and subnet; a create cut short is rolled back. */
+static void test_a_reset_table_is_rebuilt_by_recovery(void **state)
+{
+	struct sandbox *sb = drive(LC_READY);
+	char name[SB_NAME_BYTES], err[256];
+	uint32_t uid = sb->uid;
+	int32_t subnet = sb->subnet;
+
+	snprintf(name, sizeof(name), "%s", sb->name);
+	sandbox_table_reset();
+	assert_int_equal(d.uids.used, 0);
+	assert_int_equal(d.live, 0);
+	start(false);
+	assert_int_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
+	sb = sandbox_by_name(name);
+	assert_non_null(sb);
+	assert_int_equal(sb->lc, LC_READY);
+	assert_int_equal(sb->uid, uid);
+	assert_true(sb->uid_taken);
+	assert_int_equal(sb->subnet, subnet);
+	assert_int_equal(d.uids.used, 1);
+	assert_int_equal(d.subnets.used, 1);
+	assert_true(lifecycle_check(sb));
+
+	/* a create cut short by the restart: its container and network go, its record too */
+	assert_int_equal(lifecycle_remove(sb, true, false), 0);
+	finish_rollback(sb);
+	sb = drive(LC_CT_INSPECT);
+	sandbox_table_reset();
+	start(false);
+	assert_int_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
+	assert_null(sandbox_by_name(sb->name));
+	for (uint32_t i = 0; i <= NSB; i++)
+		fk.pending[i] = NULL; /* the call that was running died with the old daemon */
+	assert_nothing_held();
+}
+
 /* The checker itself: a sandbox READY without a container is caught. */
 static void test_the_invariant_check_catches_a_broken_sandbox(void **state)
 {
@@ -799,6 +932,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_an_overlapping_subnet_moves_on, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_warm_pool_fills_between_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_reset_table_is_rebuilt_by_recovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_invariant_check_catches_a_broken_sandbox, setup, teardown),
 	};
 
