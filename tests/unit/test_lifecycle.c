@@ -785,6 +785,26 @@ static void test_events_during_a_call_wait_for_it(void **state)
 	assert_nothing_held();
 }
 
+/* A refresh waiting for its retry when the container is destroyed: the retry goes with it. */
+static void test_a_destroy_drops_a_pending_refresh_retry(void **state)
+{
+	struct sandbox *sb;
+
+	fk.begin_error = 0;
+	sb = drive(LC_READY);
+	fk.begin_error = -ECONNREFUSED;
+	assert_int_equal(signal_(sb, LC_EV_CT_START), 0);
+	assert_int_equal(sb->lc, LC_READY_REFRESH);
+	assert_false(sb->call_active);
+	assert_true(sb->retry_at != 0);
+	fk.cts--;
+	assert_int_equal(signal_(sb, LC_EV_CT_DESTROY), 0);
+	assert_int_equal(sb->lc, LC_GONE_NET_REMOVE);
+	assert_int_equal(sb->retry_at, 0);
+	answer(slot_of(sb), RT_OK);
+	assert_nothing_held();
+}
+
 /* The engine's container events arrive through the runtime's sink and are acted on at the
  * loop's tick. */
 static void test_runtime_events_are_acted_on_at_the_tick(void **state)
@@ -928,6 +948,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_ready_before_the_inspect_finishes_the_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_failed_teardown_step_is_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_during_a_call_wait_for_it, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_destroy_drops_a_pending_refresh_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runtime_events_are_acted_on_at_the_tick, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_an_overlapping_subnet_moves_on, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_warm_pool_fills_between_creates, setup, teardown),
