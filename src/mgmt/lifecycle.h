@@ -62,7 +62,9 @@
  *
  * Time comes from the hooks' clocks (mono_ms, wall_ms), so a simulator controls it. The
  * lifecycle keeps no state outside the sandbox table and the struct lifecycle_config it was
- * started with: lifecycle_start again (after clearing the table) is a fresh daemon.
+ * started with. A restarted daemon, in a simulator: the fake runtime drops its calls in
+ * flight, then sandbox_table_reset(), netpool_init(), lifecycle_start() and
+ * recover_state(rt) rebuild everything from the records and the runtime's objects.
  */
 #ifndef AGENTIC_MGMT_LIFECYCLE_H
 #define AGENTIC_MGMT_LIFECYCLE_H
