@@ -166,7 +166,10 @@ static inline int lifecycle_signal(struct sandbox *sb, enum lc_event_kind kind)
 	return lifecycle_on(sb, &ev);
 }
 
-/* The loop's turn: the runtime's tick, deadlines and retries due at now, the warm pool. */
+/* The loop's turn: the runtime's tick (its answers reach lifecycle_on as CALL_DONE), the
+ * container events the runtime reported since the last turn (acted on now, for sandboxes
+ * with no call running; the others when theirs ends), deadlines and retries due at now, the
+ * warm pool. */
 void lifecycle_tick(int64_t now);
 /* The next time lifecycle_tick must run (monotonic ms), or INT64_MAX. */
 int64_t lifecycle_next_deadline(int64_t now);
