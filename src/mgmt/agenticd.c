@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mgmt/admin.h"
 #include "mgmt/daemon.h"
 #include "version.h"
 

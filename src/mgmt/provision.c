@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "mgmt/admin.h"
 #include "mgmt/daemon.h"
 #include "mgmt/policy.h"
 

@@ -14,6 +14,7 @@
 
 #include "json/json.h"
 #include "mgmt/daemon.h"
+#include "mgmt/runlog.h"
 
 static const char *const file_names[RUN_FILES] = {
 	"stdout.log", "stderr.log", "commands.log", "trace/events.jsonl",
