@@ -1100,6 +1100,7 @@ int admin_route_find(const char *method, const char *path, const struct admin_ro
 			continue;
 		if (strcmp(routes[i].method, method) == 0) {
 			*route = &routes[i];
+			allow[0] = '\0';
 			return 0;
 		}
 		if (!strstr(allow, routes[i].method))
