@@ -13,10 +13,10 @@
  *   GET    /metrics                    Prometheus text
  *
  * Errors are {"error": {"code": ..., "message": ...}}; a path no route has is 404, a path
- * with other methods 405 with Allow. A connection that opens with the HTTP/2 preface goes to
- * the admin gRPC service (admin_grpc.c). */
+ * with other methods 405 with Allow. The exec route and its sinks are admin_exec.c's; a
+ * connection that opens with the HTTP/2 preface goes to the admin gRPC service
+ * (admin_grpc.c). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,6 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "json/json.h"
@@ -104,7 +103,7 @@ void admin_conn_close(struct admin_conn *c)
 	c->phase = c->phase == AC_WAIT ? AC_ZOMBIE : AC_FREE;
 }
 
-static void watch(struct admin_conn *c, uint32_t events)
+void admin_watch(struct admin_conn *c, uint32_t events)
 {
 	struct epoll_event ev = { .events = events | EPOLLRDHUP };
 
@@ -193,7 +192,7 @@ static void respond_error_fields(struct admin_conn *c, int status, const char *c
 	respond_raw(c, status, fields, b.data, b.len);
 }
 
-static void respond_error(struct admin_conn *c, int status, const char *code, const char *msg)
+void admin_respond_error(struct admin_conn *c, int status, const char *code, const char *msg)
 {
 	respond_error_fields(c, status, code, msg, NULL);
 }
@@ -207,7 +206,7 @@ static void respond_sandbox(struct admin_conn *c, int status, const struct sandb
 	json_writer_init(&w, &b);
 	sandbox_json(&w, sb);
 	if (json_writer_finish(&w) != 0) {
-		respond_error(c, 500, "internal", "the sandbox does not fit the response buffer");
+		admin_respond_error(c, 500, "internal", "the sandbox does not fit the response buffer");
 		return;
 	}
 	respond(c, status, &b);
@@ -243,7 +242,7 @@ void admin_finish_error(int32_t i, uint32_t gen, int status, const char *code,
 
 	if (!c)
 		return;
-	respond_error(c, status, code, message);
+	admin_respond_error(c, status, code, message);
 	admin_flush(c);
 }
 
@@ -378,7 +377,7 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 	json_int_write(&w, (int64_t)d->refused_admins);
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0) {
-		respond_error(c, 500, "internal", "info does not fit its buffer");
+		admin_respond_error(c, 500, "internal", "info does not fit its buffer");
 		return;
 	}
 	respond(c, 200, &b);
@@ -423,15 +422,15 @@ static void route_create(struct admin_conn *c, struct sandbox *unused, const cha
 	char hex[16];
 
 	if (agenticd->stopping) {
-		respond_error(c, 503, "shutting_down", "agenticd is shutting down");
+		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
 		return;
 	}
 	if (request_create_parse(req, cfg, c->body, c->body_len, &e) != 0) {
-		respond_error(c, e.status, e.code, e.message);
+		admin_respond_error(c, e.status, e.code, e.message);
 		return;
 	}
 	if (req->name && sandbox_by_name(req->name)) {
-		respond_error(c, 409, "name_taken", "a sandbox with that name exists");
+		admin_respond_error(c, 409, "name_taken", "a sandbox with that name exists");
 		return;
 	}
 	sb = sandbox_new();
@@ -441,7 +440,7 @@ static void route_create(struct admin_conn *c, struct sandbox *unused, const cha
 		snprintf(m, sizeof(m), "at capacity: %u sandboxes exist (max_sandboxes)",
 			 cfg->max_sandboxes);
 		log_warn("create refused", "reason=capacity max_sandboxes=%u", cfg->max_sandboxes);
-		respond_error(c, 503, "capacity", m);
+		admin_respond_error(c, 503, "capacity", m);
 		return;
 	}
 	if (req->name) {
@@ -454,7 +453,7 @@ static void route_create(struct admin_conn *c, struct sandbox *unused, const cha
 	}
 	if (keep_request(sb, req) != 0) {
 		sandbox_free(sb);
-		respond_error(c, 400, "bad_request", "cmd, labels or mounts too long to keep");
+		admin_respond_error(c, 400, "bad_request", "cmd, labels or mounts too long to keep");
 		return;
 	}
 	sb->waiter = (int32_t)conn_index(c);
@@ -487,481 +486,17 @@ static bool query_flag(const char *query, const char *name)
 static void route_remove(struct admin_conn *c, struct sandbox *sb, const char *query)
 {
 	if (sb->state == SB_CREATING) {
-		respond_error(c, 409, "busy", "the sandbox is still being created");
+		admin_respond_error(c, 409, "busy", "the sandbox is still being created");
 		return;
 	}
 	if (sb->state == SB_REMOVING) {
-		respond_error(c, 409, "busy", "the sandbox is already being removed");
+		admin_respond_error(c, 409, "busy", "the sandbox is already being removed");
 		return;
 	}
 	sb->waiter = (int32_t)conn_index(c);
 	sb->waiter_gen = c->gen;
 	c->phase = AC_WAIT;
 	provision_remove(sb, query_flag(query, "force"), query_flag(query, "keep_workspace"));
-}
-
-/* ---- exec output: queued in `out`, then in a spill file ---- */
-
-/* Output beyond `out` goes to an unlinked file next to the transcripts, read back as the
- * client drains: a slow client costs disk, never memory, and never blocks the sandbox. The
- * disk is bounded too, so that a client that stops reading never takes the transcripts' room:
- * -EFBIG once the client would be more than exec_spill_max_bytes behind, -EDQUOT once the
- * spill would leave less than 1/LIMIT_EXEC_SPILL_FREE_DIV of the filesystem available. */
-static int spill_room(const struct admin_conn *c, size_t len)
-{
-	struct statvfs st;
-
-	if (c->spill_w - c->spill_r + len > agenticd->cfg.exec_spill_max_bytes)
-		return -EFBIG;
-	if ((c->spill_w == 0 || c->spill_w / LIMIT_EXEC_SPILL_CHECK_BYTES !=
-				(c->spill_w + len) / LIMIT_EXEC_SPILL_CHECK_BYTES) &&
-	    fstatvfs(c->spill_fd, &st) == 0 && st.f_bavail < st.f_blocks / LIMIT_EXEC_SPILL_FREE_DIV)
-		return -EDQUOT;
-	return 0;
-}
-
-int admin_out_queue(struct admin_conn *c, const void *data, size_t len)
-{
-	int r;
-
-	if (c->spill_fd < 0) {
-		if (c->out_off && c->out_off == c->out_len)
-			c->out_off = c->out_len = 0;
-		if (len > sizeof(c->out) - c->out_len && c->out_off) {
-			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-			c->out_len -= c->out_off;
-			c->out_off = 0;
-		}
-		if (len <= sizeof(c->out) - c->out_len) {
-			memcpy(c->out + c->out_len, data, len);
-			c->out_len += (uint32_t)len;
-			return 0;
-		}
-		c->spill_fd = open(agenticd->cfg.agentshare_root, O_TMPFILE | O_RDWR | O_CLOEXEC,
-				   0600);
-		if (c->spill_fd < 0)
-			return -errno;
-		c->spill_w = c->spill_r = 0;
-	}
-	r = spill_room(c, len);
-	if (r != 0)
-		return r;
-	for (const uint8_t *p = data; len;) {
-		ssize_t n = pwrite(c->spill_fd, p, len, (off_t)c->spill_w);
-
-		if (n <= 0)
-			return n < 0 ? -errno : -ENOSPC;
-		p += n;
-		len -= (size_t)n;
-		c->spill_w += (uint64_t)n;
-	}
-	return 0;
-}
-
-/* The session stops feeding c (why: admin_out_queue's error): the command runs on into its
- * transcript, and the client gets what is queued, then the end of its answer without the final
- * frame (HTTP) or the call's end with RESOURCE_EXHAUSTED and c->error (gRPC): never a short
- * answer that looks whole. */
-static void drop(struct admin_conn *c, int why)
-{
-	unsigned long long behind = c->out_len - c->out_off + c->spill_w - c->spill_r;
-
-	if (why == -EFBIG || why == -EDQUOT) {
-		log_warn("exec client dropped", "reason=%s behind_bytes=%llu",
-			 why == -EFBIG ? "spill_limit" : "disk_reserve", behind);
-		snprintf(c->error, sizeof(c->error), "output delivery stopped: %s; the command "
-			 "runs on and its transcript keeps every byte", why == -EFBIG
-			 ? "this client fell further behind than exec_spill_max_bytes"
-			 : "holding more for this client would take the disk room kept for "
-			   "transcripts");
-	} else {
-		log_warn("exec client dropped", "reason=spill_error behind_bytes=%llu error=\"%s\"",
-			 behind, strerror(-why));
-		snprintf(c->error, sizeof(c->error), "output delivery stopped: the spill file "
-			 "failed (%s); the command runs on and its transcript keeps every byte",
-			 strerror(-why));
-	}
-	if (c->exec >= 0)
-		exec_detach(c->exec);
-	c->exec = -1;
-	c->dropped = true;
-	c->keep_alive = false;
-}
-
-void admin_out_refill(struct admin_conn *c)
-{
-	ssize_t n;
-
-	c->out_off = c->out_len = 0;
-	if (c->phase == AC_FILE && c->file_fd >= 0 && c->file_left) {
-		n = read(c->file_fd, c->out, c->file_left < sizeof(c->out) ? c->file_left
-									   : sizeof(c->out));
-		if (n <= 0) {
-			c->file_left = 0; /* the size was promised: the connection closes short */
-			c->keep_alive = false;
-			return;
-		}
-		c->out_len = (uint32_t)n;
-		c->file_left -= (uint64_t)n;
-		return;
-	}
-	if (c->spill_fd < 0 || c->spill_r == c->spill_w)
-		return;
-	n = pread(c->spill_fd, c->out, sizeof(c->out), (off_t)c->spill_r);
-	if (n <= 0) {
-		drop(c, n < 0 ? -errno : -EIO);
-		close(c->spill_fd);
-		c->spill_fd = -1;
-		c->spill_r = c->spill_w;
-		return;
-	}
-	c->out_len = (uint32_t)n;
-	c->spill_r += (uint64_t)n;
-	if (c->spill_r == c->spill_w) {
-		close(c->spill_fd);
-		c->spill_fd = -1;
-	} else if (c->spill_r / LIMIT_EXEC_SPILL_CHECK_BYTES !=
-		   (c->spill_r - (uint64_t)n) / LIMIT_EXEC_SPILL_CHECK_BYTES) {
-		/* gives back the disk of what the client has taken; a filesystem without holes
-		 * keeps it until the file closes, and spill_room still guards the transcripts */
-		(void)fallocate(c->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-				(off_t)(c->spill_r - c->spill_r % LIMIT_EXEC_SPILL_CHECK_BYTES));
-	}
-}
-
-/* ---- exec sinks: the upgraded stream and NDJSON (README: "the exec stream") ---- */
-
-static char line[LIMIT_ADMIN_OUT_BYTES]; /* one NDJSON line or exit object being built */
-static char wire[LIMIT_ADMIN_OUT_BYTES + 32]; /* ... as the chunk that carries it */
-
-/* A sink's connection: still in its exec (a connection that left detached its session). */
-static struct admin_conn *sink_conn(void *ctx)
-{
-	struct admin_conn *c = ctx;
-
-	return c && c->phase == AC_EXEC ? c : NULL;
-}
-
-static size_t base64(const uint8_t *in, size_t len, char *out)
-{
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t o = 0, i = 0;
-
-	for (; i + 2 < len; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-
-		out[o++] = tab[v >> 18];
-		out[o++] = tab[(v >> 12) & 63];
-		out[o++] = tab[(v >> 6) & 63];
-		out[o++] = tab[v & 63];
-	}
-	if (i < len) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
-
-		out[o++] = tab[v >> 18];
-		out[o++] = tab[(v >> 12) & 63];
-		out[o++] = i + 1 < len ? tab[(v >> 6) & 63] : '=';
-		out[o++] = '=';
-	}
-	return o;
-}
-
-/* The command's end as a JSON object (the exit frame's payload, NDJSON's last line). */
-static void exit_json(struct buf *b, int32_t exit_code, int64_t duration_ms, const char *error,
-		      const char *transcript_error)
-{
-	struct json_writer w;
-
-	json_writer_init(&w, b);
-	json_obj_begin(&w);
-	json_key(&w, "exit_code");
-	json_int_write(&w, exit_code);
-	json_key(&w, "duration_ms");
-	json_int_write(&w, duration_ms);
-	if (error && *error) {
-		json_key(&w, "error");
-		json_str_write(&w, error);
-	}
-	if (transcript_error) {
-		json_key(&w, "transcript_error");
-		json_str_write(&w, transcript_error);
-	}
-	json_obj_end(&w);
-	json_writer_finish(&w);
-}
-
-/* A frame's head and payload queued, as both the stream and a gRPC call carry output. */
-static int queue_frame(struct admin_conn *c, enum frame_type type, const void *data, size_t len)
-{
-	uint8_t h[FRAME_HEAD_BYTES];
-	int r;
-
-	frame_head_put(h, type, (uint32_t)len);
-	r = admin_out_queue(c, h, sizeof(h));
-	if (r == 0)
-		r = admin_out_queue(c, data, len);
-	return r;
-}
-
-/* One chunk of an NDJSON answer queued. */
-static int queue_chunk(struct admin_conn *c, const void *data, size_t len, bool last)
-{
-	struct buf b;
-
-	buf_init(&b, wire, sizeof(wire));
-	if (http_chunk_write(&b, data, len) != 0 || (last && http_chunk_end(&b) != 0))
-		return ERR_LIMIT;
-	return admin_out_queue(c, b.data, b.len);
-}
-
-int admin_frame_output(void *ctx, int stream, const void *data, size_t len)
-{
-	struct admin_conn *c = sink_conn(ctx);
-	int r;
-
-	if (!c)
-		return -ENOTCONN;
-	r = queue_frame(c, stream ? FRAME_STDERR : FRAME_STDOUT, data, len);
-	if (r != 0)
-		drop(c, r);
-	admin_flush(c);
-	return r;
-}
-
-static int ndjson_output(void *ctx, int stream, const void *data, size_t len)
-{
-	struct admin_conn *c = sink_conn(ctx);
-	const uint8_t *p = data;
-	int r = 0;
-
-	if (!c)
-		return -ENOTCONN;
-	/* one line per piece, each small enough for `line` */
-	while (len && r == 0) {
-		size_t take = len < 6144 ? len : 6144, n;
-
-		n = (size_t)snprintf(line, sizeof(line), "{\"stream\":\"%s\",\"data\":\"",
-				     stream ? "stderr" : "stdout");
-		n += base64(p, take, line + n);
-		memcpy(line + n, "\"}\n", 3);
-		r = queue_chunk(c, line, n + 3, false);
-		p += take;
-		len -= take;
-	}
-	if (r != 0)
-		drop(c, r);
-	admin_flush(c);
-	return r;
-}
-
-static void stream_done(void *ctx, int32_t exit_code, int64_t duration_ms, const char *error,
-			const char *transcript_error)
-{
-	struct admin_conn *c = sink_conn(ctx);
-	struct buf b;
-
-	if (!c)
-		return;
-	buf_init(&b, line, sizeof(line));
-	exit_json(&b, exit_code, duration_ms, error, transcript_error);
-	c->exec = -1;
-	if (queue_frame(c, FRAME_EXIT, b.data, b.len) != 0)
-		c->keep_alive = false;
-	admin_flush(c);
-}
-
-static void ndjson_done(void *ctx, int32_t exit_code, int64_t duration_ms, const char *error,
-			const char *transcript_error)
-{
-	struct admin_conn *c = sink_conn(ctx);
-	struct buf b;
-
-	if (!c)
-		return;
-	buf_init(&b, line, sizeof(line) - 1);
-	exit_json(&b, exit_code, duration_ms, error, transcript_error);
-	line[b.len] = '\n';
-	c->exec = -1;
-	if (queue_chunk(c, line, b.len + 1, true) != 0)
-		c->keep_alive = false;
-	admin_flush(c);
-}
-
-/* Upgraded: stdin frames from the client, handed on as the session takes them; frames of
- * other types are skipped, so clients may add some. */
-static void exec_read_stdin(struct admin_conn *c)
-{
-	while (c->exec >= 0 && c->roff < c->rlen) {
-		uint32_t avail = c->rlen - c->roff, n;
-		size_t took;
-		bool in;
-
-		if (!frame_reader_open(&c->fr)) {
-			c->roff += (uint32_t)frame_reader_head(&c->fr, c->rbuf + c->roff, avail);
-			if (!frame_reader_open(&c->fr))
-				break;
-			if (c->fr.left == 0) {
-				if (frame_reader_type(&c->fr) == FRAME_STDIN)
-					exec_stdin(c->exec, "", 0, true); /* stdin ends */
-				frame_reader_take(&c->fr, 0);
-			}
-			continue;
-		}
-		in = frame_reader_type(&c->fr) == FRAME_STDIN;
-		n = c->fr.left < avail ? c->fr.left : avail;
-		took = in ? exec_stdin(c->exec, c->rbuf + c->roff, n, false) : n;
-		if (took == 0)
-			return; /* a chunk is in flight: the sink's stdin_taken comes back */
-		c->roff += (uint32_t)took;
-		frame_reader_take(&c->fr, (uint32_t)took);
-	}
-	if (c->roff == c->rlen)
-		c->roff = c->rlen = 0;
-}
-
-static void stream_stdin_taken(void *ctx)
-{
-	struct admin_conn *c = sink_conn(ctx);
-
-	if (!c || !c->upgraded)
-		return;
-	exec_read_stdin(c);
-	if (c->roff == c->rlen)
-		watch(c, EPOLLIN | (c->out_off < c->out_len ? EPOLLOUT : 0));
-}
-
-const struct exec_sink_ops admin_stream_sink_ops = {
-	.client = "stream",
-	.output = admin_frame_output,
-	.done = stream_done,
-	.stdin_taken = stream_stdin_taken,
-};
-
-const struct exec_sink_ops admin_ndjson_sink_ops = {
-	.client = "ndjson",
-	.output = ndjson_output,
-	.done = ndjson_done,
-	.stdin_taken = NULL,
-};
-
-static void exec_event(struct admin_conn *c, uint32_t events)
-{
-	if (events & EPOLLOUT)
-		admin_flush(c);
-	if (c->phase != AC_EXEC || c->fd < 0)
-		return;
-	if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
-		return;
-	if (c->upgraded && c->roff < c->rlen)
-		return; /* stdin waits for the session */
-	for (;;) {
-		ssize_t n = recv(c->fd, c->rbuf, sizeof(c->rbuf), 0);
-
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n == 0 && c->upgraded && c->exec >= 0 && !(events & (EPOLLHUP | EPOLLERR))) {
-			/* half-close: stdin ends, output goes on */
-			exec_stdin(c->exec, "", 0, true);
-			watch(c, c->out_off < c->out_len ? EPOLLOUT : 0);
-			return;
-		}
-		if (n <= 0 || !c->upgraded) {
-			if (n > 0)
-				continue; /* nothing more is read on an NDJSON exec */
-			admin_conn_close(c);
-			return;
-		}
-		c->roff = 0;
-		c->rlen = (uint32_t)n;
-		exec_read_stdin(c);
-		if (c->roff < c->rlen) {
-			watch(c, c->out_off < c->out_len ? EPOLLOUT : 0);
-			return;
-		}
-	}
-}
-
-/* ---- exec: the route ---- */
-
-int admin_exec_refused(const struct sandbox *sb, int x, struct request_error *e)
-{
-	e->status = 409;
-	e->code = "not_ready";
-	if (x == 0 && sb->state == SB_READY && sb->agent_ready)
-		return 0;
-	if (x == 0) {
-		snprintf(e->message, sizeof(e->message), "%s", sb->state == SB_READY
-			 ? "the sandbox's agent is not connected (yet)" : "the sandbox is not ready");
-	} else if (exec_transcript_error(x)) {
-		e->status = 507;
-		e->code = "transcript_unwritable";
-		snprintf(e->message, sizeof(e->message), "the sandbox's transcript cannot be written "
-			 "(%s); no command was started", strerror(-x));
-	} else if (x == ERR_STATE) {
-		snprintf(e->message, sizeof(e->message), "the sandbox's agent is not connected");
-	} else {
-		e->status = 503;
-		e->code = "busy";
-		snprintf(e->message, sizeof(e->message), "the sandbox runs as many commands as it "
-			 "may, or its agent cannot take more now");
-	}
-	return -1;
-}
-
-static void route_exec(struct admin_conn *c, struct sandbox *sb, const char *query)
-{
-	static const struct http_field stream_fields[] = {
-		{ "Content-Type", "application/vnd.agentic.multiplexed-stream" },
-		{ "Connection", "Upgrade" },
-		{ "Upgrade", "tcp" },
-		{ NULL, NULL },
-	};
-	static const struct http_field ndjson_fields[] = {
-		{ "Content-Type", "application/x-ndjson" },
-		{ NULL, NULL },
-	};
-	static struct exec_req er;
-	struct request_text t = { c->req.text, 0, sizeof(c->req.text) };
-	struct request_error e = { 0 };
-	const char *up = http_parser_header(&c->parser, "upgrade");
-	const char *conn = http_parser_header(&c->parser, "connection");
-	struct exec_sink sink = { &admin_ndjson_sink_ops, c };
-	char hstore[256];
-	struct buf head;
-	int x;
-
-	if (request_exec_parse(&er, &t, c->body, c->body_len, &e) != 0 ||
-	    admin_exec_refused(sb, 0, &e) != 0) {
-		respond_error(c, e.status, e.code, e.message);
-		return;
-	}
-	c->upgraded = up && strcasecmp(up, "tcp") == 0 && conn && strcasestr(conn, "upgrade");
-	if (c->upgraded)
-		sink.ops = &admin_stream_sink_ops;
-	x = exec_begin(sb, &er, &sink);
-	if (x < 0) {
-		admin_exec_refused(sb, x, &e);
-		respond_error(c, e.status, e.code, e.message);
-		return;
-	}
-	c->exec = x;
-	frame_reader_init(&c->fr);
-	c->out_off = c->out_len = 0;
-	buf_init(&head, hstore, sizeof(hstore));
-	if (c->upgraded) {
-		c->keep_alive = false;
-		http_response_head_write(&head, 101, stream_fields, HTTP_NO_BODY, false);
-	} else {
-		http_response_head_write(&head, 200, ndjson_fields, HTTP_CHUNKED, false);
-	}
-	admin_out_queue(c, head.data, head.len);
-	c->phase = AC_EXEC;
-	/* bytes after the request are the first stdin frames */
-	if (c->upgraded)
-		exec_read_stdin(c);
-	else
-		c->roff = c->rlen = 0;
 }
 
 /* ---- logs: a run's stdout.log or stderr.log, as it is now ---- */
@@ -984,6 +519,24 @@ static void query_value(const char *query, const char *name, char *out, size_t s
 	}
 }
 
+/* Refills an empty `out` from the transcript file of a logs answer. */
+static void file_refill(struct admin_conn *c)
+{
+	ssize_t n;
+
+	c->out_off = c->out_len = 0;
+	if (c->file_fd < 0 || !c->file_left)
+		return;
+	n = read(c->file_fd, c->out, c->file_left < sizeof(c->out) ? c->file_left : sizeof(c->out));
+	if (n <= 0) {
+		c->file_left = 0; /* the size was promised: the connection closes short */
+		c->keep_alive = false;
+		return;
+	}
+	c->out_len = (uint32_t)n;
+	c->file_left -= (uint64_t)n;
+}
+
 static void route_logs(struct admin_conn *c, struct sandbox *sb, const char *query)
 {
 	static const struct http_field fields[] = {
@@ -998,22 +551,22 @@ static void route_logs(struct admin_conn *c, struct sandbox *sb, const char *que
 	query_value(query, "run", run, sizeof(run));
 	query_value(query, "stream", stream, sizeof(stream));
 	if (stream[0] && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
-		respond_error(c, 400, "bad_request", "stream is stdout or stderr");
+		admin_respond_error(c, 400, "bad_request", "stream is stdout or stderr");
 		return;
 	}
 	s = strcmp(stream, "stderr") == 0;
 	r = runlog_open(sb, run, s, &fd);
 	if (r == -EINVAL) {
-		respond_error(c, 400, "bad_request", "run names a directory under runs/ (run-...)");
+		admin_respond_error(c, 400, "bad_request", "run names a directory under runs/ (run-...)");
 		return;
 	}
 	if (r != 0) {
-		respond_error(c, 404, "not_found", run[0] ? "no such run" : "the sandbox has no run yet");
+		admin_respond_error(c, 404, "not_found", run[0] ? "no such run" : "the sandbox has no run yet");
 		return;
 	}
 	if (fstat(fd, &st) != 0) {
 		close(fd);
-		respond_error(c, 500, "internal", "cannot read the transcript");
+		admin_respond_error(c, 500, "internal", "cannot read the transcript");
 		return;
 	}
 	c->file_fd = fd;
@@ -1046,7 +599,7 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	v.resident = metrics_resident_bytes();
 	buf_init(&b, text, sizeof(text));
 	if (metrics_render(&b, &v) != 0) {
-		respond_error(c, 500, "internal", "metrics do not fit the response buffer");
+		admin_respond_error(c, 500, "internal", "metrics do not fit the response buffer");
 		return;
 	}
 	respond_raw(c, 200, text_fields, b.data, b.len);
@@ -1062,7 +615,7 @@ static const struct admin_route routes[] = {
 	{ "POST", API "/containers/", route_create },
 	{ "GET", API "/containers/*", route_inspect },
 	{ "DELETE", API "/containers/*", route_remove },
-	{ "POST", API "/containers/*/exec", route_exec },
+	{ "POST", API "/containers/*/exec", admin_exec_route },
 	{ "GET", API "/containers/*/logs", route_logs },
 	{ "GET", API "/info", route_info },
 	{ "GET", "/metrics", route_metrics },
@@ -1146,14 +699,14 @@ static void dispatch(struct admin_conn *c)
 	if (query)
 		*query++ = '\0';
 	if (!c->allowed) {
-		respond_error(c, 403, "forbidden", "the admin API is for root and members of the "
+		admin_respond_error(c, 403, "forbidden", "the admin API is for root and members of the "
 			      "admin group");
 		return;
 	}
 	if (c->body_too_big) {
 		c->keep_alive = false;
 		snprintf(m, sizeof(m), "request body over %u bytes", LIMIT_ADMIN_BODY_BYTES);
-		respond_error(c, 413, "too_large", m);
+		admin_respond_error(c, 413, "too_large", m);
 		return;
 	}
 	switch (admin_route_find(method, target, &route, name, sizeof(name), allow, sizeof(allow))) {
@@ -1165,12 +718,12 @@ static void dispatch(struct admin_conn *c)
 	default:
 		snprintf(m, sizeof(m), "no route %.16s %.200s (see README: admin API)", method,
 			 target);
-		respond_error(c, 404, "not_found", m);
+		admin_respond_error(c, 404, "not_found", m);
 		return;
 	}
 	if (name[0] && !(sb = sandbox_by_name(name))) {
 		snprintf(m, sizeof(m), "no sandbox is named %.64s", name);
-		respond_error(c, 404, "not_found", m);
+		admin_respond_error(c, 404, "not_found", m);
 		return;
 	}
 	route->handler(c, sb, query);
@@ -1198,7 +751,7 @@ static bool sniff_http2(struct admin_conn *c)
 		return false;
 	}
 	if ((size_t)n < sizeof(p)) {
-		watch(c, EPOLLIN | EPOLLET);
+		admin_watch(c, EPOLLIN | EPOLLET);
 		return true;
 	}
 	fd = c->fd;
@@ -1229,15 +782,17 @@ void admin_flush(struct admin_conn *c)
 			c->out_off = c->out_len = 0;
 			list_fill(c);
 		}
-		if ((c->phase == AC_EXEC || c->phase == AC_FILE) && c->out_off == c->out_len)
-			admin_out_refill(c);
+		if (c->phase == AC_EXEC && c->out_off == c->out_len)
+			admin_exec_refill(c);
+		if (c->phase == AC_FILE && c->out_off == c->out_len)
+			file_refill(c);
 		if (c->out_off == c->out_len)
 			break;
 		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 			/* an exec reads stdin on while its output waits: a client blocked writing
 			 * stdin reads no output, and both would wait for each other forever */
-			watch(c, EPOLLOUT | (c->phase == AC_EXEC && c->exec >= 0 && c->roff == c->rlen
+			admin_watch(c, EPOLLOUT | (c->phase == AC_EXEC && c->exec >= 0 && c->roff == c->rlen
 						     ? EPOLLIN : 0));
 			return;
 		}
@@ -1250,7 +805,7 @@ void admin_flush(struct admin_conn *c)
 	if (c->phase == AC_EXEC && c->exec >= 0) {
 		/* all sent: read stdin (or notice a hang-up) while the command runs */
 		if (c->roff == c->rlen)
-			watch(c, EPOLLIN);
+			admin_watch(c, EPOLLIN);
 		return;
 	}
 	if (c->phase == AC_EXEC || (c->phase == AC_FILE && !c->file_left)) {
@@ -1273,7 +828,7 @@ void admin_flush(struct admin_conn *c)
 	c->phase = AC_READ;
 	c->upgraded = false;
 	c->idle_since = clock_mono_ms();
-	watch(c, EPOLLIN);
+	admin_watch(c, EPOLLIN);
 	admin_event(conn_index(c), 0);
 }
 
@@ -1300,7 +855,7 @@ static void parse_buffered(struct admin_conn *c)
 		}
 		if (ev < 0) {
 			c->keep_alive = false;
-			respond_error(c, ev == HTTP_ERR_HEAD_TOO_BIG ? 413 : 400, "bad_http",
+			admin_respond_error(c, ev == HTTP_ERR_HEAD_TOO_BIG ? 413 : 400, "bad_http",
 				      ev == HTTP_ERR_HEAD_TOO_BIG ? "request head too large"
 								  : "malformed HTTP request");
 			break;
@@ -1347,7 +902,7 @@ void admin_event(uint32_t index, uint32_t events)
 		return;
 	}
 	if (c->phase == AC_EXEC) {
-		exec_event(c, events);
+		admin_exec_event(c, events);
 		return;
 	}
 	if (c->phase == AC_WAIT) {
@@ -1376,7 +931,7 @@ void admin_event(uint32_t index, uint32_t events)
 	    c->phase == AC_FILE)
 		admin_flush(c);
 	else if (c->phase == AC_WAIT)
-		watch(c, 0);
+		admin_watch(c, 0);
 }
 
 /* A connection there is no slot for: a 503 sent at once, and closed. */

@@ -1,6 +1,6 @@
-/* admin.h: the admin socket's front ends: the HTTP/1.1 + JSON API (admin.c, a route table)
- * and the admin gRPC service (admin_grpc.c: AgentService/Exec for connections that open with
- * the HTTP/2 preface). They turn requests into calls on the parts below them (the sandbox
+/* admin.h: the admin socket's front ends: the HTTP/1.1 + JSON API (admin.c, a route table;
+ * its exec route in admin_exec.c) and the admin gRPC service (admin_grpc.c: AgentService/Exec
+ * for connections that open with the HTTP/2 preface). They turn requests into calls on the parts below them (the sandbox
  * table, provision, exec) and are told of the results only through what those calls return,
  * a create's or remove's end (admin_finish_*) and an exec session's sink. */
 #ifndef AGENTIC_MGMT_ADMIN_H
@@ -94,36 +94,47 @@ struct admin_route {
 int admin_route_find(const char *method, const char *path, const struct admin_route **route,
 		     char *name, size_t name_size, char *allow, size_t allow_size);
 
-/* ---- exec sinks: the client's side of an exec session ---- */
-/* The upgraded stream (frames both ways) and the chunked NDJSON answer; ctx is the
- * admin_conn in AC_EXEC. */
-extern const struct exec_sink_ops admin_stream_sink_ops, admin_ndjson_sink_ops;
-/* gRPC Exec (admin_grpc.c): output framed in the connection's out/spill as on the stream,
- * sent on as ExecOutput messages. */
-extern const struct exec_sink_ops admin_grpc_sink_ops;
+/* ---- shared by admin.c and the front ends beside it ---- */
+/* A free connection slot (gen bumped, buffers empty, no fd), or NULL; it stays free until the
+ * caller gives it a phase. */
+struct admin_conn *admin_conn_take(void);
+/* Ends the connection: its fd closed, its exec session detached, its spill gone. */
+void admin_conn_close(struct admin_conn *c);
+/* The epoll events the connection waits for (EPOLLRDHUP always). */
+void admin_watch(struct admin_conn *c, uint32_t events);
+/* Starts the output with an error answer ({"error": {"code", "message"}}). */
+void admin_respond_error(struct admin_conn *c, int status, const char *code, const char *msg);
+/* Sends what is queued (a gRPC call: admin_grpc_pump); a whole answer ends the exchange. */
+void admin_flush(struct admin_conn *c);
 
-/* ---- shared by admin.c and admin_grpc.c ---- */
+/* ---- admin_exec.c: the exec route and the client side of its sessions ---- */
+/* The route's handler (POST /api/v1/containers/NAME/exec), and the connection's events while
+ * its exec runs. */
+void admin_exec_route(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_exec_event(struct admin_conn *c, uint32_t events);
 /* Why an exec on sb cannot start (x: exec_begin's error; 0: before it, is sb ready for one?):
  * 0 when nothing stands in the way, else -1 with e (409 not_ready, 503 busy, 507
  * transcript_unwritable), in the words both front ends give. */
 int admin_exec_refused(const struct sandbox *sb, int x, struct request_error *e);
-/* A free connection slot (gen bumped, buffers empty, no fd), or NULL. */
-struct admin_conn *admin_conn_take(void);
-/* Ends the connection: its fd closed, its exec session detached, its spill gone. */
-void admin_conn_close(struct admin_conn *c);
+/* The sinks of the upgraded stream (frames both ways) and the chunked NDJSON answer; ctx is
+ * the admin_conn in AC_EXEC. */
+extern const struct exec_sink_ops admin_exec_stream_ops, admin_exec_ndjson_ops;
 /* Output for the client: in `out`, beyond it in the spill file; 0 or -errno (the spill is over
  * its limit or failed). */
-int admin_out_queue(struct admin_conn *c, const void *data, size_t len);
-/* Refills an empty `out` from the spill (or the transcript file of a logs answer). */
-void admin_out_refill(struct admin_conn *c);
-/* Sends what is queued (a gRPC call: admin_grpc_pump). */
-void admin_flush(struct admin_conn *c);
-/* An output frame (type, payload) queued; on failure the client is dropped. */
-int admin_frame_output(void *ctx, int stream, const void *data, size_t len);
-/* The admin gRPC service's methods (connections handed over by admin_event), and the pump
- * that turns a call's queued frames into messages as its send buffer frees. */
+int admin_exec_queue(struct admin_conn *c, const void *data, size_t len);
+/* Refills an empty `out` from the spill. */
+void admin_exec_refill(struct admin_conn *c);
+/* The sinks' output as frames (stdout or stderr, then the bytes) queued; on a queue failure
+ * the client is dropped and the error returned. */
+int admin_exec_frame_output(void *ctx, int stream, const void *data, size_t len);
+
+/* ---- admin_grpc.c: gRPC Exec on the admin socket ---- */
+/* The service's methods (connections handed over by admin_event), its sink (output framed in
+ * the connection's out/spill as on the stream) and the pump that turns a call's queued frames
+ * into ExecOutput messages as its send buffer frees. */
 extern const struct grpc_method admin_grpc_methods[];
 extern const size_t admin_grpc_nmethods;
+extern const struct exec_sink_ops admin_grpc_sink_ops;
 void admin_grpc_pump(struct admin_conn *c);
 
 #endif

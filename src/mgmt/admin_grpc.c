@@ -64,7 +64,7 @@ void admin_grpc_pump(struct admin_conn *c)
 		int r;
 
 		if (c->out_off == c->out_len)
-			admin_out_refill(c);
+			admin_exec_refill(c);
 		avail = c->out_len - c->out_off;
 		if (!avail) {
 			if (c->exec < 0)
@@ -116,7 +116,7 @@ static void sink_done(void *ctx, int32_t exit_code, int64_t duration_ms, const c
 
 const struct exec_sink_ops admin_grpc_sink_ops = {
 	.client = "grpc",
-	.output = admin_frame_output,
+	.output = admin_exec_frame_output,
 	.done = sink_done,
 	.stdin_taken = NULL,
 };

@@ -226,7 +226,7 @@ static void test_stream_sink_frames_output_then_the_exit_frame_last(void **state
 {
 	static uint8_t got[65536];
 	struct admin_conn *c = exec_conn(true, false);
-	const struct exec_sink_ops *ops = &admin_stream_sink_ops;
+	const struct exec_sink_ops *ops = &admin_exec_stream_ops;
 	struct frame_reader r;
 	size_t n, at = 0;
 	int seen = 0;
@@ -295,7 +295,7 @@ static void test_stream_sink_hands_stdin_on_in_order_at_the_sessions_pace(void *
 	assert_true(c->roff < c->rlen);
 	admin_event((uint32_t)(c - conns), EPOLLIN);
 	assert_int_equal(stdin_len, 0);   /* more input does not jump the queue */
-	admin_stream_sink_ops.stdin_taken(c);
+	admin_exec_stream_ops.stdin_taken(c);
 	admin_event((uint32_t)(c - conns), EPOLLIN);
 	assert_int_equal(stdin_len, 8);
 	assert_memory_equal(stdin_got, "abcdefgh", 8);
@@ -313,7 +313,7 @@ static void test_ndjson_sink_writes_base64_lines_in_chunks_then_the_end(void **s
 {
 	static uint8_t got[65536];
 	struct admin_conn *c = exec_conn(false, false);
-	const struct exec_sink_ops *ops = &admin_ndjson_sink_ops;
+	const struct exec_sink_ops *ops = &admin_exec_ndjson_ops;
 	static const char want[] =
 		"22\r\n{\"stream\":\"stdout\",\"data\":\"aGk=\"}\n\r\n"
 		"26\r\n{\"stream\":\"stderr\",\"data\":\"AP8KYQ==\"}\n\r\n"
@@ -338,8 +338,8 @@ static void test_ndjson_sink_splits_large_output_into_lines(void **state)
 	int lines = 0;
 
 	memset(big, 'x', sizeof(big));
-	assert_int_equal(admin_ndjson_sink_ops.output(c, 0, big, sizeof(big)), 0);
-	admin_ndjson_sink_ops.done(c, 0, 1, NULL, NULL);
+	assert_int_equal(admin_exec_ndjson_ops.output(c, 0, big, sizeof(big)), 0);
+	admin_exec_ndjson_ops.done(c, 0, 1, NULL, NULL);
 	n = read_all(peer, got, sizeof(got));
 	for (size_t i = 0; i + 1 < n; i++)
 		lines += got[i] == '}' && got[i + 1] == '\n';
