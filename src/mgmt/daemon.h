@@ -1,6 +1,8 @@
 /* daemon.h: the parts of agenticd and what they share: the sandbox table with its uid and
- * subnet maps, Docker calls driven by the one event loop, the agent resolver (gRPC), the admin
- * API (HTTP/1.1 + JSON), the host layout (sockets, agentshare) and start-up recovery.
+ * subnet maps, Docker calls driven by the one event loop, the agent resolver (gRPC), the host
+ * layout (sockets, agentshare) and start-up recovery. The admin front ends are admin.h's;
+ * exec sessions, transcripts, metrics and requests have headers of their own (exec.h,
+ * runlog.h, metrics.h, request.h), included here so the rest still builds.
  *
  * One process, one thread, one epoll loop. Every table is sized from the config and taken once
  * at start from one region (daemon_budget says how much); nothing grows after. Docker calls
@@ -81,7 +83,6 @@ enum sb_step {
 #define SB_NET_BYTES 64
 #define SB_ERROR_BYTES 2048
 _Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
-
 
 struct sandbox {
 	enum sb_state state;
@@ -171,8 +172,6 @@ struct sandbox {
 int strrun_add(char *run, uint32_t *len, uint32_t cap, const char *s);
 /* The string after p in a run (p == NULL: the first). */
 const char *strrun_next(const char *run, uint32_t len, const char *p);
-
-
 
 /* ---- warm networks (generic names make a small pool possible) ---- */
 struct warm_net {
@@ -369,9 +368,6 @@ void agent_drop(struct sandbox *sb, const char *why);
 void agent_tick(int64_t now);
 /* The earliest such retry (monotonic ms), or INT64_MAX. */
 int64_t agent_next_deadline(void);
-
-
-
 
 /* recover.c: 0, or an error (err says which) that stops the start. */
 int recover_state(char *err, size_t err_size);
