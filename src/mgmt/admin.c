@@ -647,8 +647,8 @@ int admin_route_find(const char *method, const char *path, const struct admin_ro
 
 	buf_init(&b, allow, allow_size);
 	allow[0] = '\0';
-	name[0] = '\0';
 	for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
+		name[0] = '\0'; /* what a route that did not match wrote is no name */
 		if (!path_match(routes[i].path, path, name, name_size))
 			continue;
 		if (strcmp(routes[i].method, method) == 0) {
