@@ -990,6 +990,17 @@ void admin_tick(int64_t now)
 	}
 }
 
+bool admin_answering(void)
+{
+	for (uint32_t i = 0; i < agenticd->nconns; i++) {
+		enum admin_phase ph = agenticd->conns[i].phase;
+
+		if (ph == AC_WAIT || ph == AC_WRITE || ph == AC_LIST)
+			return true;
+	}
+	return false;
+}
+
 void admin_shutdown(void)
 {
 	if (agenticd->admin_fd >= 0) {

@@ -74,6 +74,9 @@ void admin_event(uint32_t index, uint32_t events);
 void admin_tick(int64_t now);
 /* Stops accepting (closes the listener); open exchanges finish. */
 void admin_shutdown(void);
+/* A client still waits for an answer or is being sent one (a create or remove, a response,
+ * a list): shutdown waits for it (a while). */
+bool admin_answering(void);
 
 /* ---- what a create or remove calls at its end ---- */
 /* The create or remove this connection waited for has finished: the sandbox with status, or
