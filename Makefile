@@ -88,9 +88,13 @@ $(BUILD)/asan/libagentic.a: $(TEST_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+# A unit test that stands in for a layer below the one it tests names the functions it wraps.
+UNIT_WRAP_test_exec_sink := -Wl,--wrap=exec_stdin,--wrap=exec_detach,--wrap=grpc_call_send \
+	-Wl,--wrap=grpc_call_flush,--wrap=grpc_call_finish,--wrap=grpc_call_set_user
 $(BUILD)/asan/unit/%: tests/unit/%.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS) -lcmocka
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS) -lcmocka \
+		$(UNIT_WRAP_$*)
 
 $(BUILD)/asan/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)

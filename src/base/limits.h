@@ -58,6 +58,7 @@
 /* What one create may ask for. */
 #define LIMIT_SANDBOX_ENV 128
 #define LIMIT_SANDBOX_CMD_ARGS 64
+#define LIMIT_EXEC_TIMEOUT_S (86400 * 365) /* an exec's timeout_seconds, at most */
 #define LIMIT_SANDBOX_CMD_BYTES 2048u
 #define LIMIT_SANDBOX_LABELS 16
 #define LIMIT_SANDBOX_LABEL_BYTES 1024u

@@ -13,6 +13,7 @@
 
 #include "base/base.h"
 #include "cli/cli.h"
+#include "http/frame.h"
 #include "http/http.h"
 #include "json/json.h"
 
@@ -499,10 +500,10 @@ static int write_all(int fd, const void *data, size_t len)
 
 static int send_frame(int fd, int type, const void *data, size_t len)
 {
-	uint8_t h[8] = { (uint8_t)type, 0, 0, 0, (uint8_t)(len >> 24), (uint8_t)(len >> 16),
-			 (uint8_t)(len >> 8), (uint8_t)len };
+	uint8_t h[FRAME_HEAD_BYTES];
 
-	return write_all(fd, h, 8) == 0 && write_all(fd, data, len) == 0 ? 0 : -1;
+	frame_head_put(h, type, (uint32_t)len);
+	return write_all(fd, h, sizeof(h)) == 0 && write_all(fd, data, len) == 0 ? 0 : -1;
 }
 
 /* The exit frame's JSON: prints its error, returns the exit status. */
@@ -545,25 +546,28 @@ static int exec_stream(int fd, const uint8_t *pre, size_t pre_len)
 		int n;
 
 		/* every complete frame in fr */
-		while (have >= 8) {
-			uint32_t len = (uint32_t)fr[4] << 24 | (uint32_t)fr[5] << 16 |
-				       (uint32_t)fr[6] << 8 | fr[7];
+		while (have >= FRAME_HEAD_BYTES) {
+			uint32_t len = frame_head_len(fr);
+			int type = frame_head_type(fr);
+			size_t whole = FRAME_HEAD_BYTES + (size_t)len;
 
-			if (len > sizeof(fr) - 8) {
+			if (len > sizeof(fr) - FRAME_HEAD_BYTES) {
 				fprintf(stderr, "agentic exec: frame too large\n");
 				return 125;
 			}
-			if (have < 8 + (size_t)len)
+			if (have < whole)
 				break;
-			if (fr[0] == 3)
-				return exec_exit(fr + 8, len);
-			if ((fr[0] == 1 || fr[0] == 2) && write_all(fr[0], fr + 8, len) != 0 &&
+			if (type == FRAME_EXIT)
+				return exec_exit(fr + FRAME_HEAD_BYTES, len);
+			/* stdout frames to fd 1, stderr frames to fd 2 */
+			if ((type == FRAME_STDOUT || type == FRAME_STDERR) &&
+			    write_all(type == FRAME_STDOUT ? 1 : 2, fr + FRAME_HEAD_BYTES, len) != 0 &&
 			    errno != EPIPE) {
 				fprintf(stderr, "agentic exec: cannot write output: %s\n", strerror(errno));
 				return 125;
 			}
-			memmove(fr, fr + 8 + len, have - 8 - len);
-			have -= 8 + (size_t)len;
+			memmove(fr, fr + whole, have - whole);
+			have -= whole;
 		}
 		n = poll(p, stdin_open ? 2 : 1, -1);
 		if (n < 0 && errno == EINTR)
@@ -589,9 +593,9 @@ static int exec_stream(int fd, const uint8_t *pre, size_t pre_len)
 				continue;
 			if (r <= 0) {
 				stdin_open = false;
-				if (send_frame(fd, 0, "", 0) != 0)
+				if (send_frame(fd, FRAME_STDIN, "", 0) != 0)
 					return 125;
-			} else if (send_frame(fd, 0, in, (size_t)r) != 0) {
+			} else if (send_frame(fd, FRAME_STDIN, in, (size_t)r) != 0) {
 				stdin_open = false; /* the command ended; its status follows */
 			}
 		}

@@ -140,6 +140,11 @@ int http_response_head_write(struct buf *out, int status, const struct http_fiel
  * length is always the body's. Same returns. */
 int http_response_write(struct buf *out, int status, const struct http_field *fields, bool close,
 			const void *body, size_t body_len);
+/* A chunked body, after a head written with HTTP_CHUNKED: one chunk (its size line, the len
+ * bytes, CRLF; -EINVAL for len 0, which would end the body), then the end (the empty chunk).
+ * Both return 0 or ERR_LIMIT with out unchanged. */
+int http_chunk_write(struct buf *out, const void *data, size_t len);
+int http_chunk_end(struct buf *out);
 
 /* ---- client connection over a Unix socket ---- */
 enum http_conn_state {

@@ -101,3 +101,25 @@ int http_response_write(struct buf *out, int status, const struct http_field *fi
 		out->len = start;
 	return r;
 }
+
+int http_chunk_write(struct buf *out, const void *data, size_t len)
+{
+	size_t start = out->len;
+	int r;
+
+	if (len == 0)
+		return -EINVAL; /* an empty chunk is the end: http_chunk_end */
+	r = buf_printf(out, "%zx\r\n", len);
+	if (r == 0)
+		r = buf_append(out, data, len);
+	if (r == 0)
+		r = buf_append(out, "\r\n", 2);
+	if (r != 0)
+		out->len = start;
+	return r;
+}
+
+int http_chunk_end(struct buf *out)
+{
+	return buf_append(out, "0\r\n\r\n", 5);
+}

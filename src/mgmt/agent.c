@@ -400,7 +400,7 @@ static void agent_now_ready(struct sandbox *sb)
 
 		while ((a = strrun_next(sb->cmd, sb->cmd_len, a)) && er.argc < LIMIT_SANDBOX_CMD_ARGS)
 			er.argv[er.argc++] = a;
-		x = exec_begin(sb, &er, -1, EXEC_DETACHED);
+		x = exec_begin(sb, &er, NULL); /* detached: the transcript only */
 		if (x < 0)
 			log_warn("the sandbox's cmd did not start", "name=%s error=%s", log_q(sb->name),
 				 log_q(err_str(x)));

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mgmt/admin.h"
 #include "mgmt/agent.h"
 #include "mgmt/daemon.h"
 #include "mgmt/engine.h"
@@ -412,15 +413,6 @@ static void on_signal(struct daemon *d)
 	}
 }
 
-static bool admin_waiting(const struct daemon *d)
-{
-	for (uint32_t i = 0; i < d->nconns; i++)
-		if (d->conns[i].phase == AC_WAIT || d->conns[i].phase == AC_WRITE ||
-		    d->conns[i].phase == AC_LIST)
-			return true;
-	return false;
-}
-
 static int run_loop(struct daemon *d)
 {
 	struct epoll_event evs[64];
@@ -474,7 +466,7 @@ static int run_loop(struct daemon *d)
 			if (!stop_started)
 				stop_started = clock_mono_ms();
 			/* answers to the clients of rolled-back creates get a moment to leave */
-			if (!lifecycle_busy() && (!admin_waiting(d) || clock_mono_ms() - stop_started > 5000)) {
+			if (!lifecycle_busy() && (!admin_answering() || clock_mono_ms() - stop_started > 5000)) {
 				/* the runs go on without us: their metrics as they are now */
 				runlog_tick(INT64_MAX);
 				return 0;

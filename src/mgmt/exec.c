@@ -1,8 +1,8 @@
-/* exec.c: the exec engine. A session is one CommandRequest sent on the sandbox's Connect
- * stream; output and the result come back on it. Every byte goes to the run's transcript
- * first (runlog.c) and then, when a client is attached, to it (admin.c frames it as NDJSON or
- * as the upgraded stream's frames). A client that is slow costs disk in its spill file, one
- * that vanishes costs nothing: the command runs on and its transcript stays complete.
+/* exec.c: the exec engine (exec.h). A session is one CommandRequest sent on the sandbox's
+ * Connect stream; output and the result come back on it. Every byte goes to the run's
+ * transcript first (runlog.c) and then, when a client is attached, to its sink, which frames
+ * it for that client. A client that vanishes costs nothing: the command runs on and its
+ * transcript stays complete.
  *
  * Command ids are "x<session>.<gen>", so output finds its session without a search; output
  * for an id no session holds (a command started before agenticd restarted) still lands in the
@@ -14,6 +14,9 @@
 
 #include "agent.pb-c.h"
 #include "mgmt/daemon.h"
+#include "mgmt/exec.h"
+#include "mgmt/metrics.h"
+#include "mgmt/runlog.h"
 
 /* stdio's stdin macro hides ManagementMessage's field of that name; no stdio stream is used */
 #undef stdin
@@ -27,9 +30,9 @@
 struct exec {
 	bool used;
 	uint32_t gen;
-	uint32_t sb_index, sb_gen;
-	int32_t conn;              /* admin connection, or -1 */
-	int mode;
+	struct sandbox *sb;        /* its slot in the sandbox table, while sb->gen == sb_gen */
+	uint32_t sb_gen;
+	struct exec_sink sink;     /* the client's; ops NULL: none (detached) */
 	char id[24];
 	int64_t started;           /* monotonic ms */
 	bool eof_sent;
@@ -41,11 +44,10 @@ struct exec {
 
 static struct exec execs[LIMIT_EXECS];
 static uint32_t exec_gen_next;
-struct exec_stats exec_stats;
 
 static struct sandbox *exec_sandbox(const struct exec *x)
 {
-	struct sandbox *sb = &agenticd->sb[x->sb_index];
+	struct sandbox *sb = x->sb;
 
 	return sb->state != SB_FREE && sb->gen == x->sb_gen ? sb : NULL;
 }
@@ -93,7 +95,7 @@ static struct exec *by_id(const struct sandbox *sb, const char *id)
 	if (exec_id_parse(id, &i, &g) != 0 || i >= LIMIT_EXECS)
 		return NULL;
 	if (!execs[i].used || execs[i].gen != g ||
-	    execs[i].sb_index != (uint32_t)(sb - agenticd->sb) || execs[i].sb_gen != sb->gen)
+	    execs[i].sb != sb || execs[i].sb_gen != sb->gen)
 		return NULL;
 	return &execs[i];
 }
@@ -136,12 +138,12 @@ static bool send_stdin(struct exec *x, bool notify)
 	x->stdin_len = 0;
 	if (x->eof_wanted)
 		x->eof_sent = true;
-	if (notify && x->conn >= 0)
-		admin_exec_stdin_taken(x->conn);
+	if (notify && x->sink.ops && x->sink.ops->stdin_taken)
+		x->sink.ops->stdin_taken(x->sink.ctx);
 	return true;
 }
 
-int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int mode)
+int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec_sink *sink)
 {
 	Agentic__Sandbox__V1__CommandRequest cr = AGENTIC__SANDBOX__V1__COMMAND_REQUEST__INIT;
 	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
@@ -164,11 +166,12 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 		return ERR_LIMIT;
 	memset(x, 0, offsetof(struct exec, stdin_buf));
 	x->gen = ++exec_gen_next;
-	x->sb_index = (uint32_t)(sb - agenticd->sb);
+	x->sb = sb;
 	x->sb_gen = sb->gen;
-	x->conn = conn;
-	x->mode = mode;
-	x->eof_wanted = mode != EXEC_RAW; /* nothing will come: the command sees EOF at once */
+	if (sink)
+		x->sink = *sink;
+	/* a client that sends no stdin: the command sees EOF at once */
+	x->eof_wanted = !x->sink.ops || !x->sink.ops->stdin_taken;
 	snprintf(x->id, sizeof(x->id), "x%u.%u", (unsigned)(x - execs), x->gen);
 	for (i = 0; i < req->nenv; i++) {
 		const char *eq = strchr(req->env[i], '=');
@@ -212,11 +215,10 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, int32_t conn, int
 	x->used = true;
 	x->started = clock_mono_ms();
 	sb->exec_running++;
-	exec_stats.started++;
+	metrics_exec_started();
 	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s",
 		 log_q(sb->name), log_q(x->id), req->argc, req->nenv, (int)req->timeout_seconds,
-		 mode == EXEC_NDJSON ? "ndjson" : mode == EXEC_RAW ? "stream" :
-		 mode == EXEC_GRPC ? "grpc" : "none");
+		 x->sink.ops ? x->sink.ops->client : "none");
 	send_stdin(x, false);
 	return (int)(x - execs);
 }
@@ -252,7 +254,8 @@ void exec_detach(int32_t xi)
 
 	if (!x->used)
 		return;
-	x->conn = -1;
+	x->sink.ops = NULL;
+	x->sink.ctx = NULL;
 	x->eof_wanted = true;
 	send_stdin(x, false);
 }
@@ -263,24 +266,12 @@ size_t exec_output(struct sandbox *sb, const char *id, int stream, const void *d
 	struct exec *x = by_id(sb, id);
 	size_t n = runlog_output(sb, stream, data, len), give = exact ? n : len;
 
-	exec_stats.bytes[stream] += give;
-	if (!x || x->conn < 0 || !give)
+	metrics_exec_bytes(stream, give);
+	if (!x || !x->sink.ops || !give)
 		return n;
-	if (admin_exec_output(x->conn, stream, data, give) != 0)
+	if (x->sink.ops->output(x->sink.ctx, stream, data, give) != 0)
 		exec_detach((int32_t)(x - execs));
 	return n;
-}
-
-static void observe(int64_t ms)
-{
-	static const int64_t le[] = { 1, 2, 5, 10, 20, 50, 100, 250, 500, 1000, 5000 };
-	size_t i = 0;
-
-	while (i < ARRAY_LEN(le) && ms > le[i])
-		i++;
-	exec_stats.latency_bucket[i]++;
-	exec_stats.latency_sum_ms += (uint64_t)(ms < 0 ? 0 : ms);
-	exec_stats.latency_count++;
 }
 
 bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
@@ -292,11 +283,11 @@ bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 		return false;
 	if (!x)
 		return true;
-	observe(clock_mono_ms() - x->started);
+	metrics_exec_latency(clock_mono_ms() - x->started);
 	/* the client first: the log line is a write agenticd's log may make wait */
-	if (x->conn >= 0)
-		admin_exec_done(x->conn, code, duration_ms, error,
-				sb->run.error ? strerror(-sb->run.error) : NULL);
+	if (x->sink.ops)
+		x->sink.ops->done(x->sink.ctx, code, duration_ms, error,
+				  sb->run.error ? strerror(-sb->run.error) : NULL);
 	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", log_q(sb->name),
 		 log_q(id), (int)code, (long long)duration_ms);
 	release(x);
@@ -331,8 +322,8 @@ void exec_sandbox_gone(struct sandbox *sb, const char *why)
 		if (!x->used || exec_sandbox(x) != sb)
 			continue;
 		runlog_command_end(sb, x->id, -1, clock_mono_ms() - x->started, 0);
-		if (x->conn >= 0)
-			admin_exec_done(x->conn, -1, clock_mono_ms() - x->started, why, NULL);
+		if (x->sink.ops)
+			x->sink.ops->done(x->sink.ctx, -1, clock_mono_ms() - x->started, why, NULL);
 		release(x);
 	}
 	sb->exec_running = 0;

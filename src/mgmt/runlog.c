@@ -14,6 +14,7 @@
 
 #include "json/json.h"
 #include "mgmt/daemon.h"
+#include "mgmt/runlog.h"
 
 static const char *const file_names[RUN_FILES] = {
 	"stdout.log", "stderr.log", "commands.log", "trace/events.jsonl",
@@ -159,16 +160,16 @@ void runlog_event(struct sandbox *sb, const char *event)
 #define RUN_METRICS_DELAY_MS 100
 
 /* the earliest metrics_due of any sandbox, or INT64_MAX: spares the loop a scan per turn */
-static int64_t metrics_next = INT64_MAX;
+static int64_t run_metrics_next = INT64_MAX;
 
-static void metrics_stale(struct sandbox *sb, int64_t delay_ms)
+static void run_metrics_stale(struct sandbox *sb, int64_t delay_ms)
 {
 	int64_t due = clock_mono_ms() + delay_ms;
 
 	if (!sb->run.metrics_due || due < sb->run.metrics_due)
 		sb->run.metrics_due = due;
-	if (due < metrics_next)
-		metrics_next = due;
+	if (due < run_metrics_next)
+		run_metrics_next = due;
 }
 
 static void write_metrics(struct sandbox *sb, bool final)
@@ -532,7 +533,7 @@ bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 	json_key(&w, "id");
 	json_str_write(&w, id);
 	line_end(sb, RUN_EVENTS, &w, &b);
-	metrics_stale(sb, RUN_METRICS_DELAY_MS);
+	run_metrics_stale(sb, RUN_METRICS_DELAY_MS);
 	return true;
 }
 
@@ -578,7 +579,7 @@ bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	json_key(&w, "exit_code");
 	json_int_write(&w, code);
 	line_end(sb, RUN_EVENTS, &w, &b);
-	metrics_stale(sb, 0);
+	run_metrics_stale(sb, 0);
 	return done;
 }
 
@@ -607,9 +608,9 @@ int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd)
 
 void runlog_tick(int64_t now)
 {
-	if (now < metrics_next)
+	if (now < run_metrics_next)
 		return;
-	metrics_next = INT64_MAX;
+	run_metrics_next = INT64_MAX;
 	for (uint32_t i = 0; i < agenticd->nsb; i++) {
 		struct sandbox *sb = &agenticd->sb[i];
 
@@ -617,12 +618,12 @@ void runlog_tick(int64_t now)
 			continue;
 		if (now >= sb->run.metrics_due)
 			write_metrics(sb, false);
-		else if (sb->run.metrics_due < metrics_next)
-			metrics_next = sb->run.metrics_due;
+		else if (sb->run.metrics_due < run_metrics_next)
+			run_metrics_next = sb->run.metrics_due;
 	}
 }
 
 int64_t runlog_next_deadline(void)
 {
-	return metrics_next;
+	return run_metrics_next;
 }

@@ -13,6 +13,8 @@
 #include "json/json.h"
 #include "mgmt/config.h"
 #include "mgmt/policy.h"
+#include "mgmt/request.h"
+#include "mgmt/runlog.h"
 #include "mgmt/runtime.h"
 
 enum sb_state {
@@ -58,50 +60,7 @@ enum lc_state {
 #define SB_NET_BYTES 64
 #define SB_ERROR_BYTES 2048
 
-/* ---- a parsed create request (lives in its admin connection) ---- */
-struct create_req {
-	const char *name;             /* NULL: sbx-<8 hex> */
-	const char *image;            /* NULL: default_image */
-	const char *network;          /* NULL: a managed network */
-	const char *env[LIMIT_SANDBOX_ENV + 1];
-	uint32_t nenv;
-	const char *cmd[LIMIT_SANDBOX_CMD_ARGS + 1];
-	uint32_t ncmd;
-	struct docker_kv labels[LIMIT_SANDBOX_LABELS + 1];
-	uint32_t nlabels;
-	struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 1];
-	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS];
-	uint32_t nmounts;
-	uint64_t disk_bytes;          /* 0: default_disk_bytes */
-	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
-	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
-	uint32_t text_len;
-};
-
-/* ---- a run's transcript (README: Transcripts), written by runlog.c ---- */
-enum run_file { RUN_STDOUT, RUN_STDERR, RUN_COMMANDS, RUN_EVENTS, RUN_FILES };
-#define RUN_NAME_BYTES 48
-#define RUN_CODES 16
-
-struct run {
-	bool open;
-	int dirfd;                    /* runs/<name>/ */
-	int fd[RUN_FILES];
-	char name[RUN_NAME_BYTES];    /* run-<UTC timestamp>-<n> */
-	char key[96];                 /* pid namespace/host pid/start time of the init: same
-				       * key, same run */
-	int64_t started_ms;           /* wall clock */
-	uint64_t bytes[2];            /* stdout, stderr */
-	uint32_t commands, running;
-	int32_t codes[RUN_CODES];     /* exit codes seen, with their counts */
-	uint32_t code_count[RUN_CODES];
-	uint32_t ncodes;
-	int error;                    /* the first write error (-errno), or 0 until that file is
-				       * written again */
-	int error_file;               /* the file it happened to (enum run_file) */
-	int64_t metrics_due;          /* monotonic ms: metrics.json is stale and is written
-				       * then (runlog_tick); 0 when it is up to date */
-};
+_Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
 
 struct sandbox {
 	enum sb_state state;          /* the phase, set from lc (lifecycle.c) */

@@ -521,6 +521,29 @@ static void test_http_response_head_writer_frames_and_refuses(void **state)
 	assert_int_equal(b.len, 0);
 }
 
+/* A chunk's size line is its length in hex; an empty chunk is refused (it would end the body);
+ * a chunk that does not fit leaves the buffer as it was. */
+static void test_http_chunk_writer_sizes_each_chunk_and_ends_the_body(void **state)
+{
+	char store[64], big[300];
+	struct buf b;
+
+	buf_init(&b, store, sizeof(store));
+	assert_int_equal(http_chunk_write(&b, "hello", 5), 0);
+	memset(big, 'x', 26);
+	assert_int_equal(http_chunk_write(&b, big, 26), 0);
+	assert_int_equal(http_chunk_write(&b, "", 0), -EINVAL);
+	assert_int_equal(http_chunk_end(&b), 0);
+	assert_memory_equal(b.data, "5\r\nhello\r\n1a\r\nxxxxxxxxxxxxxxxxxxxxxxxxxx\r\n0\r\n\r\n", b.len);
+	assert_int_equal(b.len, 10 + 32 + 5);
+	buf_init(&b, store, sizeof(store));
+	assert_int_equal(http_chunk_write(&b, big, sizeof(big)), ERR_LIMIT);
+	assert_int_equal(b.len, 0);
+	buf_init(&b, store, 4);
+	assert_int_equal(http_chunk_end(&b), ERR_LIMIT);
+	assert_int_equal(b.len, 0);
+}
+
 static void test_http_request_writer_refuses_header_injection(void **state)
 {
 	uint8_t storage[512];
@@ -813,6 +836,7 @@ int main(void)
 		cmocka_unit_test(test_http_conn_step_times_out_without_blocking),
 		cmocka_unit_test(test_http_conn_large_response_over_limit_is_an_error),
 		cmocka_unit_test(test_http_conn_missing_socket_is_a_connect_error),
+		cmocka_unit_test(test_http_chunk_writer_sizes_each_chunk_and_ends_the_body),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,80 @@
+/* request.h: what a client asks of agenticd, read and checked before anything acts on it: a
+ * create's JSON body, and an exec however it came (the HTTP API's JSON body, or the admin gRPC
+ * service's ExecRequest). One set of rules, one wording: a refusal says the same whichever
+ * front end carried the request, and the front end only maps it to its own status. */
+#ifndef AGENTIC_MGMT_REQUEST_H
+#define AGENTIC_MGMT_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "docker/docker.h"
+#include "mgmt/config.h"
+#include "mgmt/policy.h"
+
+/* Why a request was refused: an HTTP status (400 malformed, 422 refused by policy), the API's
+ * error code (bad_json, bad_request, bad_name, refused) and a message for the user. */
+struct request_error {
+	int status;
+	const char *code;
+	char message[512];
+};
+
+/* Where a request's strings live once unescaped or joined: caller storage, filled in order. */
+struct request_text {
+	char *buf;
+	uint32_t len, cap;
+};
+
+/* ---- a parsed create request (lives in its admin connection) ---- */
+#define REQUEST_NETWORK_BYTES 64      /* a network name, with its NUL: a sandbox keeps it */
+
+struct create_req {
+	const char *name;             /* NULL: sbx-<8 hex> */
+	const char *image;            /* NULL: default_image */
+	const char *network;          /* NULL: a managed network */
+	const char *env[LIMIT_SANDBOX_ENV + 1];
+	uint32_t nenv;
+	const char *cmd[LIMIT_SANDBOX_CMD_ARGS + 1];
+	uint32_t ncmd;
+	struct docker_kv labels[LIMIT_SANDBOX_LABELS + 1];
+	uint32_t nlabels;
+	struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 1];
+	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS];
+	uint32_t nmounts;
+	uint64_t disk_bytes;          /* 0: default_disk_bytes */
+	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
+	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
+	uint32_t text_len;
+};
+
+/* A create's body (JSON; empty: every default) into req. Mount sources are resolved and
+ * checked against cfg's mount policy (they must exist). 0, or -1 with e filled. */
+int request_create_parse(struct create_req *req, const struct config *cfg, const void *body,
+			 size_t len, struct request_error *e);
+
+/* ---- an exec request ---- */
+struct exec_req {
+	const char *argv[LIMIT_SANDBOX_CMD_ARGS + 1];
+	uint32_t argc;
+	const char *env[LIMIT_SANDBOX_ENV + 1];   /* "K=V" */
+	uint32_t nenv;
+	const char *working_dir;
+	int32_t timeout_seconds;
+};
+
+/* An exec's JSON body, {"cmd": [...], "env", "working_dir", "timeout_seconds"}, into er (its
+ * strings in t), then request_exec_check. 0, or -1 with e. */
+int request_exec_parse(struct exec_req *er, struct request_text *t, const void *body,
+		       size_t len, struct request_error *e);
+/* For a front end that carries the parts apart: one more argument (the program first); one
+ * more env entry, joined as "key=value" in t. 0, or -1 with e. */
+int request_exec_arg(struct exec_req *er, const char *arg, struct request_error *e);
+int request_exec_env(struct exec_req *er, struct request_text *t, const char *key,
+		     const char *value, struct request_error *e);
+/* The rules every exec passes once its parts are in: a program, an absolute working_dir (or
+ * none), timeout_seconds from 0 (none) to LIMIT_EXEC_TIMEOUT_S. 0, or -1 with e. */
+int request_exec_check(const struct exec_req *er, struct request_error *e);
+
+#endif

@@ -1,0 +1,69 @@
+/* runlog.h: a sandbox's transcript, written by runlog.c (README: Transcripts). */
+#ifndef AGENTIC_MGMT_RUNLOG_H
+#define AGENTIC_MGMT_RUNLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sandbox;
+
+/* ---- a run: the open transcript of one life of the sandbox's init ---- */
+enum run_file { RUN_STDOUT, RUN_STDERR, RUN_COMMANDS, RUN_EVENTS, RUN_FILES };
+#define RUN_NAME_BYTES 48
+#define RUN_CODES 16
+
+struct run {
+	bool open;
+	int dirfd;                    /* runs/<name>/ */
+	int fd[RUN_FILES];
+	char name[RUN_NAME_BYTES];    /* run-<UTC timestamp>-<n> */
+	char key[96];                 /* pid namespace/host pid/start time of the init: same
+				       * key, same run */
+	int64_t started_ms;           /* wall clock */
+	uint64_t bytes[2];            /* stdout, stderr */
+	uint32_t commands, running;
+	int32_t codes[RUN_CODES];     /* exit codes seen, with their counts */
+	uint32_t code_count[RUN_CODES];
+	uint32_t ncodes;
+	int error;                    /* the first write error (-errno), or 0 until that file is
+				       * written again */
+	int error_file;               /* the file it happened to (enum run_file) */
+	int64_t metrics_due;          /* monotonic ms: metrics.json is stale and is written
+				       * then (runlog_tick); 0 when it is up to date */
+};
+
+/* runs/run-<UTC>-<n>/ with stdout.log, stderr.log, commands.log, metrics.json and
+ * trace/events.jsonl, 0700/0600 from creation; `current` points at the open run. Every write
+ * is a plain write(2) to a local file; a failure (ENOSPC) is logged once, kept in run.error
+ * until a write succeeds again, and the daemon goes on. A new run sets the sandbox's out_next
+ * and out_results to 0, an adopted one to its file sizes and last result seq. */
+/* The agent is READY: continues the open run when its pid namespace is the run's (a
+ * reconnect, or agenticd restarted), else starts a new one. Returns true when a run began. */
+bool runlog_ready(struct sandbox *sb);
+/* The container stopped or the sandbox is going: a stop event, final metrics, files closed. */
+void runlog_stop(struct sandbox *sb, const char *why);
+/* One line in trace/events.jsonl: {"ts":..,"event":event} plus the sandbox's ids. */
+void runlog_event(struct sandbox *sb, const char *event);
+/* Appends to stdout.log (stream 0) or stderr.log; returns how much was written (all of it
+ * when no run is open: there is nowhere to write). */
+size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
+/* The command's start line (and event); false, and nothing counted, when the line could not
+ * be written: the command is then not to be started. */
+bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n);
+/* The command's end line in commands.log (with "seq" when seq > 0: the init's numbering,
+ * which an adopted run reads back), then its event and the metrics; false when the line
+ * could not be written, and then, for an init's result (seq > 0, sent again later), nothing
+ * is counted. */
+bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
+			uint64_t seq);
+/* Opens the transcript file of a run (NULL: current) for reading: 0, -ENOENT, -EINVAL. */
+int runlog_open(const struct sandbox *sb, const char *run, int stream, int *fd);
+/* metrics.json is rewritten from the loop, not inline: a command's start within
+ * RUN_METRICS_DELAY_MS, its end at the end of the loop's turn (after the exit status went to
+ * the client), a run's stop at once. runlog_tick writes those due at now;
+ * runlog_next_deadline says when the next one is due (monotonic ms), or INT64_MAX. */
+void runlog_tick(int64_t now);
+int64_t runlog_next_deadline(void);
+
+#endif
