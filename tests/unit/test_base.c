@@ -1,4 +1,4 @@
-/* test_base.c: buffers, arenas, pools, integer parsing and logfmt quoting. */
+/* test_base.c: buffers, arenas, pools, integer parsing, big-endian codecs and logfmt quoting. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "base/base.h"
+#include "base/be.h"
 
 static void test_buf_append_refuses_overflow_and_keeps_contents(void **state)
 {
@@ -123,6 +124,37 @@ static void test_log_q_always_quotes_outside_values(void **state)
 	assert_int_equal(q[LIMIT_LOG_VALUE_BYTES - 2], '"');
 }
 
+/* Each width writes the most significant byte first, touches only its own bytes, needs no
+ * alignment and reads back what it wrote, high bits included. */
+static void test_be_puts_network_order_and_gets_it_back_unaligned(void **state)
+{
+	uint8_t b[10];
+
+	memset(b, 0xaa, sizeof(b));
+	be16_put(b + 1, 0x1234);
+	assert_memory_equal(b, "\xaa\x12\x34\xaa", 4);
+	assert_int_equal(be16_get(b + 1), 0x1234);
+	memset(b, 0xaa, sizeof(b));
+	be24_put(b + 1, 0xfedcba);
+	assert_memory_equal(b, "\xaa\xfe\xdc\xba\xaa", 5);
+	assert_int_equal(be24_get(b + 1), 0xfedcba);
+	memset(b, 0xaa, sizeof(b));
+	be32_put(b + 1, 0x80000001u);
+	assert_memory_equal(b, "\xaa\x80\x00\x00\x01\xaa", 6);
+	assert_int_equal(be32_get(b + 1), 0x80000001u);
+	memset(b, 0xaa, sizeof(b));
+	be64_put(b + 1, 0x0102030405060708ull);
+	assert_memory_equal(b, "\xaa\x01\x02\x03\x04\x05\x06\x07\x08\xaa", 10);
+	assert_true(be64_get(b + 1) == 0x0102030405060708ull);
+	be64_put(b, UINT64_MAX);
+	assert_true(be64_get(b) == UINT64_MAX);
+	assert_int_equal(be32_get(b), UINT32_MAX);
+	assert_int_equal(be16_get(b), 0xffff);
+	/* be24_put keeps the low 24 bits */
+	be24_put(b, 0x12345678u);
+	assert_int_equal(be24_get(b), 0x345678);
+}
+
 static void test_err_str_covers_module_and_errno_codes(void **state)
 {
 	assert_string_equal(err_str(ERR_LIMIT), "a fixed limit was reached");
@@ -184,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_parse_u64_rejects_junk_and_overflow),
 		cmocka_unit_test(test_log_quote_escapes_what_logfmt_needs),
 		cmocka_unit_test(test_log_q_always_quotes_outside_values),
+		cmocka_unit_test(test_be_puts_network_order_and_gets_it_back_unaligned),
 		cmocka_unit_test(test_err_str_covers_module_and_errno_codes),
 		cmocka_unit_test(test_uuid7_has_version_variant_and_time_order),
 		cmocka_unit_test(test_fd_read_all_reads_whole_files_and_refuses_full_buffers),
