@@ -53,7 +53,7 @@ static struct json_token tok[65536];
  * (NUL-terminated, at most BODY_MAX bytes; the parser refuses more), except that a 200 body is
  * written to out_fd instead when out_fd >= 0. Returns the last http_conn_wait event:
  * HTTP_EV_DONE, HTTP_EV_UPGRADE, or an error (ANSWER_OUT_FAILED when out_fd could not be written). */
-#define ANSWER_OUT_FAILED (ERR_BASE - 1000)
+#define ANSWER_OUT_FAILED (ERR_RANGE_CLI - 1)
 static int write_all(int fd, const void *data, size_t len);
 
 static int read_answer(int out_fd)
@@ -115,7 +115,7 @@ static int request(const struct opts *o, const char *method, const char *target,
 				strerror(conn.sys_errno));
 		else
 			fprintf(stderr, "agentic: no complete answer from agenticd at %s: %s\n",
-				o->socket, http_strerror(r));
+				o->socket, err_str(r));
 		http_conn_close(&conn);
 		return -1;
 	}
@@ -681,7 +681,7 @@ static int verb_exec(int argc, char **argv, struct opts *o)
 	}
 	if (r != HTTP_EV_DONE) {
 		fprintf(stderr, "agentic exec: cannot reach agenticd at %s: %s\n", o->socket,
-			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : http_strerror(r));
+			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : err_str(r));
 		return 125;
 	}
 	api_error(conn.parser.status);
@@ -739,7 +739,7 @@ static int verb_logs(int argc, char **argv, struct opts *o)
 		return 1; /* stdout went away */
 	if (r != HTTP_EV_DONE) {
 		fprintf(stderr, "agentic logs: cannot read from agenticd at %s: %s\n", o->socket,
-			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : http_strerror(r));
+			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : err_str(r));
 		return 1;
 	}
 	return conn.parser.status == 200 ? 0 : api_error(conn.parser.status);

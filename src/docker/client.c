@@ -283,7 +283,7 @@ static void transport_message(struct docker_call *c, int code)
 	else if (code == DOCKER_ERR_TOO_BIG)
 		snprintf(m, cap, "answer over the %u-byte response limit", c->dc->response_limit);
 	else
-		snprintf(m, cap, "%s", docker_strerror(code));
+		snprintf(m, cap, "%s", err_str(code));
 }
 
 static int drive(struct docker_call *c, bool block)
@@ -473,23 +473,6 @@ static const char *noun(enum docker_op op)
 	return "engine";
 }
 
-const char *docker_strerror(int code)
-{
-	switch (code) {
-	case DOCKER_ERR_API:
-		return "the Docker engine refused the request";
-	case DOCKER_ERR_VERSION:
-		return "no Docker API version both sides accept";
-	case DOCKER_ERR_BUSY:
-		return "all connections to the Docker engine are in use";
-	case DOCKER_ERR_REPLY:
-		return "the Docker engine's answer is malformed";
-	case DOCKER_ERR_TOO_BIG:
-		return "the Docker engine's answer is over the response limit";
-	}
-	return http_strerror(code);
-}
-
 const char *docker_error_text(const struct docker_error *e, char *out, size_t size)
 {
 	const char *op = op_names[e->op];
@@ -517,6 +500,6 @@ const char *docker_error_text(const struct docker_error *e, char *out, size_t si
 		snprintf(out, size, "%s", e->message);
 	else
 		snprintf(out, size, "%s %s: %s", op, e->object, e->message[0] ? e->message
-							: docker_strerror(e->code));
+							: err_str(e->code));
 	return out;
 }

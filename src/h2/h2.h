@@ -81,9 +81,9 @@ enum h2_error {
 	H2_HTTP_1_1_REQUIRED = 0xd,
 };
 
-/* Return codes beyond base.h's */
-#define H2_ERR_CONN (ERR_BASE - 200)    /* connection error: GOAWAY queued, close after output */
-#define H2_ERR_PREFACE (ERR_BASE - 201) /* server: the peer did not open with the h2 preface */
+/* Return codes beyond base.h's, in ERR_RANGE_H2; err_str() gives their text. */
+#define H2_ERR_CONN (ERR_RANGE_H2 - 1)    /* connection error: GOAWAY queued, close after output */
+#define H2_ERR_PREFACE (ERR_RANGE_H2 - 2) /* server: the peer did not open with the h2 preface */
 
 enum h2_role { H2_SERVER, H2_CLIENT };
 

@@ -99,19 +99,6 @@ static char resolved[LIMIT_PATH_BYTES];
 
 enum { LIST_ROOT, LIST_INSTANCES, LIST_INSTANCE, LIST_RUNS };
 
-const char *prune_err_str(int code)
-{
-	switch (code) {
-	case PRUNE_OUTSIDE:
-		return "outside the agentshare root";
-	case PRUNE_MOUNT:
-		return "mount point or other filesystem inside the run";
-	case PRUNE_MOVED:
-		return "directory moved or replaced during the walk";
-	}
-	return err_str(code);
-}
-
 /* ---- the lexical reading of a link ---- */
 
 /* Appends the components of s to the absolute path out[0..*n), folding "." and "..". */
@@ -521,7 +508,7 @@ static void job_run(struct pruner *p, struct worker *wk)
 			  log_quote(qat, sizeof(qat), at),
 			  log_quote(qerr, sizeof(qerr),
 				    r == ERR_LIMIT ? "deeper than LIMIT_PRUNE_DEPTH levels" :
-						     prune_err_str(r)));
+						     err_str(r)));
 		mark_failed(p);
 	}
 	pthread_mutex_unlock(&queue.lock);
@@ -651,7 +638,7 @@ static void run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 		char qerr[256];
 
 		log_error("cannot stat run", "run=%s error=%s", quote(p->rel),
-			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
+			  log_quote(qerr, sizeof(qerr), err_str(r)));
 		mark_failed(p);
 		return;
 	}
@@ -933,7 +920,7 @@ static int mounts_load(struct pruner *p)
 		return usage_error("more mount points below the root than the pruner can hold "
 				   "(LIMIT_PRUNE_MOUNTS, LIMIT_PRUNE_MOUNT_BYTES)%s", "");
 	if (r < 0)
-		return usage_error("cannot use /proc/self/mountinfo: %s", prune_err_str(r));
+		return usage_error("cannot use /proc/self/mountinfo: %s", err_str(r));
 	return 0;
 }
 
