@@ -46,6 +46,10 @@ const char *err_str(int code);
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_set_level(enum log_level level);
+/* The level a name (error, warn, info, debug) stands for: 0, or -EINVAL for any other text. */
+int log_level_parse(const char *name, enum log_level *out);
+/* The name of a level ("error" ... "debug"). */
+const char *log_level_name(enum log_level level);
 void log_set_prog(const char *prog);
 void log_emit(enum log_level level, const char *msg, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

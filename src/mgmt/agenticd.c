@@ -426,6 +426,7 @@ int agenticd_main(int argc, char **argv)
 		fprintf(stderr, "agenticd: %s: %s\n", path, err);
 		return 2;
 	}
+	config_log_apply(&d->cfg);
 	profile_bytes = seccomp_opt_for(&d->cfg, d->seccomp_opt, sizeof(d->seccomp_opt), err,
 					sizeof(err));
 	if (profile_bytes < 0) {

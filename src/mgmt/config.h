@@ -38,6 +38,7 @@ struct config {
 	uint32_t n_mount_allowlist;
 	char mount_allowlist[CONFIG_MAX_ALLOWED_MOUNTS][CONFIG_STR_BYTES];
 	char seccomp_profile[CONFIG_STR_BYTES]; /* a profile file; empty: the built-in profile */
+	enum log_level log_level;               /* lines above it are not written */
 };
 
 /* Fills cfg with the built-in defaults (config/agenticd.conf documents each). */
@@ -58,6 +59,9 @@ const char *config_key_name(size_t i);
 
 /* Environment overrides named in the docs (AGENTSHARE_ROOT). */
 void config_apply_env(struct config *cfg);
+
+/* Sets the log level of cfg and logs, at debug, every key's value in force (one line each). */
+void config_log_apply(const struct config *cfg);
 
 /* Cross-field checks (uid range excludes 0 and the workload ids, pool can hold /28s, ...).
  * ERR_PARSE with the reason in err. */
