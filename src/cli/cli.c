@@ -17,10 +17,10 @@
 #include "json/json.h"
 
 #define DEFAULT_SOCKET "/run/agentic/admin.sock"
-#define BODY_MAX (4u * 1024u * 1024u)
-#define MAX_ENV 128
-#define MAX_MOUNTS 8
-#define MAX_CMD 64
+#define BODY_MAX LIMIT_CLI_BODY_BYTES
+#define MAX_ENV LIMIT_SANDBOX_ENV
+#define MAX_MOUNTS LIMIT_SANDBOX_MOUNTS
+#define MAX_CMD LIMIT_SANDBOX_CMD_ARGS
 
 const char cli_usage[] =
 	"verbs (agentic VERB --help for each):\n"

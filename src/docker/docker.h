@@ -286,7 +286,6 @@ struct docker_info {
 	bool userns_remap;      /* refused by agenticd: it changes host uids */
 };
 
-#define DOCKER_LIST_MAX 64  /* entries of each list kept from an inspect */
 
 struct docker_network {
 	char id[DOCKER_ID_SIZE];
@@ -298,7 +297,7 @@ struct docker_network {
 	uint32_t nlabels;
 	struct docker_kv options[DOCKER_LIST_MAX];
 	uint32_t noptions;
-	char text[8192];        /* the strings above */
+	char text[DOCKER_NETWORK_TEXT_BYTES]; /* the strings above */
 	uint32_t text_len;
 };
 

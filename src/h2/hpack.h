@@ -15,8 +15,7 @@
 
 #include "base/base.h"
 
-#define HPACK_TABLE_BYTES 4096       /* SETTINGS_HEADER_TABLE_SIZE we advertise (default) */
-#define HPACK_MAX_FIELD_BYTES 16384  /* one decoded name or value (after Huffman) */
+/* HPACK_TABLE_BYTES and HPACK_MAX_FIELD_BYTES are in base/limits.h. */
 
 /* Codes in ERR_RANGE_HPACK (base.h); err_str() gives their text. */
 #define HPACK_ERR_COMPRESSION (ERR_RANGE_HPACK - 1) /* malformed block: COMPRESSION_ERROR */

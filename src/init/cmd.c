@@ -18,7 +18,6 @@
 #define REC_HDR 5                 /* an output record: kind byte, 32-bit length, data */
 #define REC_STDOUT 1
 #define REC_STDERR 2
-#define LINGER_MS 1000            /* pipes still open this long after the supervisor: cut */
 
 static const char *const stage_names[] = {
 	[INIT_STAGE_DROP] = "taking the workload identity",
@@ -665,7 +664,7 @@ int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
 			due = k->deadline_ms;
 		if (k->sup_reaped && (k->fd[INIT_FD_OUT] >= 0 || k->fd[INIT_FD_ERR] >= 0 ||
 				      k->fd[INIT_FD_CTL] >= 0)) {
-			if (now >= k->reaped_ms + LINGER_MS) {
+			if (now >= k->reaped_ms + LIMIT_INIT_LINGER_MS) {
 				/* the tree is gone but a process outside it holds the pipes (another
 				 * command's, which took them through /proc/<pid>/fd or a socket):
 				 * the command is over, its output ends here */
@@ -683,8 +682,8 @@ int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
 					}
 				}
 				fd_close(c, k, INIT_FD_CTL);
-			} else if (k->reaped_ms + LINGER_MS < due) {
-				due = k->reaped_ms + LINGER_MS;
+			} else if (k->reaped_ms + LIMIT_INIT_LINGER_MS < due) {
+				due = k->reaped_ms + LIMIT_INIT_LINGER_MS;
 			}
 		}
 	}

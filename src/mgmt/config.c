@@ -235,7 +235,7 @@ static char *trim(char *s)
 int config_parse(struct config *cfg, const char *text, size_t len, char *err, size_t err_size)
 {
 	static struct config work; /* applied to a copy, so a bad line changes nothing */
-	char line[1024], why[256];
+	char line[CONFIG_LINE_BYTES], why[256];
 	size_t pos = 0;
 	unsigned lineno = 0;
 

@@ -9,9 +9,8 @@
 #include "base/base.h"
 
 #define CONFIG_PATH_DEFAULT "/etc/agentic/agenticd.conf"
-#define CONFIG_MAX_ALLOWED_MOUNTS 16
-#define CONFIG_STR_BYTES 256
-#define CONFIG_FILE_MAX_BYTES (64u * 1024u)
+/* CONFIG_MAX_ALLOWED_MOUNTS, CONFIG_STR_BYTES, CONFIG_LINE_BYTES and CONFIG_FILE_MAX_BYTES
+ * are in base/limits.h. */
 
 struct config {
 	char docker_host[CONFIG_STR_BYTES];     /* unix:///PATH */

@@ -72,15 +72,10 @@ enum sb_step {
 	STEP_REFRESH,       /* re-read State.Pid after the container (re)started */
 };
 
-#define SB_NAME_BYTES 64
 #define SB_ID_BYTES 37
-#define SB_NET_BYTES 64
-#define SB_ERROR_BYTES 2048
 
 /* ---- a run's transcript (README: Transcripts), written by runlog.c ---- */
 enum run_file { RUN_STDOUT, RUN_STDERR, RUN_COMMANDS, RUN_EVENTS, RUN_FILES };
-#define RUN_NAME_BYTES 48
-#define RUN_CODES 16
 
 struct run {
 	bool open;

@@ -13,9 +13,6 @@
 #include "mgmt/policy.h"
 
 #define SANDBOX_SOCKET_DIR "/run/agentic-sandbox"
-#define RETRY_MS 2000
-#define POOL_RETRY_MS 5000
-#define EVENTS_RETRY_MS 1000
 
 static int64_t pool_retry_at;
 static bool events_dirty;  /* an event set flags on a sandbox; act on them after the step */

@@ -156,7 +156,6 @@ void runlog_event(struct sandbox *sb, const char *event)
  * (auto_da_alloc), measured at 0.3 to 5 ms with other disk traffic. A command's start is in
  * it within RUN_METRICS_DELAY_MS; its end right after its client has its exit status, at the
  * end of the same turn of the loop, so whoever saw a command end finds it counted. */
-#define RUN_METRICS_DELAY_MS 100
 
 /* the earliest metrics_due of any sandbox, or INT64_MAX: spares the loop a scan per turn */
 static int64_t metrics_next = INT64_MAX;

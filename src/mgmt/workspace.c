@@ -30,7 +30,6 @@
 #define JOURNAL_INO 8u
 #define LF_INO 11u              /* lost+found, the first non-reserved inode */
 #define EXTRA_ISIZE 32u
-#define LOOP_ATTEMPTS 8
 
 /* feature bits (ext4 superblock) */
 #define COMPAT_HAS_JOURNAL 0x4u
@@ -374,7 +373,7 @@ static int loop_attach(int img, const char *image, char *dev, size_t dev_size, i
 	lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
 	snprintf((char *)lc.info.lo_file_name, sizeof(lc.info.lo_file_name), "%s", image);
 	/* another process may take the free device between the two calls: ask again */
-	for (int i = 0; i < LOOP_ATTEMPTS && r == -EBUSY; i++) {
+	for (int i = 0; i < LIMIT_WORKSPACE_LOOP_ATTEMPTS && r == -EBUSY; i++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE), fd;
 
 		if (n < 0) {
