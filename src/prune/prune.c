@@ -656,7 +656,7 @@ static void run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 	j->runs_fd = runs_fd_dup(rfd);
 	if (j->runs_fd < 0) {
 		log_error("cannot hand the run over", "run=%s error=%s", quote(p->rel),
-			  strerror(errno));
+			  log_q(strerror(errno)));
 		mark_failed(p);
 		return;
 	}
@@ -688,7 +688,7 @@ static long runs_scan(struct pruner *p, int pfd, bool counted)
 			log_warn("runs is not a directory; skipped", "dir=%s", quote(p->rel));
 		else if (errno != ENOENT)
 			log_error("cannot open runs", "dir=%s error=%s", quote(p->rel),
-				  strerror(errno));
+				  log_q(strerror(errno)));
 		return -1;
 	}
 	active_read(p, pfd, &active);
@@ -716,7 +716,7 @@ static long runs_scan(struct pruner *p, int pfd, bool counted)
 		rel_pop(p, o2);
 	}
 	if (r < 0) {
-		log_error("cannot list runs", "dir=%s error=%s", quote(p->rel), strerror(-r));
+		log_error("cannot list runs", "dir=%s error=%s", quote(p->rel), log_q(strerror(-r)));
 		mark_failed(p);
 		stay++;
 	}
@@ -757,7 +757,7 @@ static void instance_remove(struct pruner *p, int ifd, const char *id, int idfd)
 		/* Not empty after all: something was created meanwhile, leave it. */
 		if (errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
 			log_warn("cannot remove empty instance", "instance=%s error=%s",
-				 quote(p->rel), strerror(errno));
+				 quote(p->rel), log_q(strerror(errno)));
 		return;
 	}
 	pthread_mutex_lock(&queue.lock);
@@ -803,7 +803,7 @@ static void instances_scan(struct pruner *p, int ifd)
 		rel_pop(p, old);
 	}
 	if (r < 0) {
-		log_error("cannot list instances", "error=%s", strerror(-r));
+		log_error("cannot list instances", "error=%s", log_q(strerror(-r)));
 		mark_failed(p);
 	}
 }
@@ -835,7 +835,7 @@ static void root_scan(struct pruner *p)
 		close(fd);
 	}
 	if (r < 0) {
-		log_error("cannot list the root", "error=%s", strerror(-r));
+		log_error("cannot list the root", "error=%s", log_q(strerror(-r)));
 		mark_failed(p);
 	}
 }
@@ -978,7 +978,7 @@ int prune_main(int argc, char **argv)
 	workers_stop();
 	emit_summary(p);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		log_error("cannot write the report", "error=%s", strerror(errno));
+		log_error("cannot write the report", "error=%s", log_q(strerror(errno)));
 		return 1;
 	}
 	return p->failed ? 1 : 0;
