@@ -26,6 +26,8 @@
 #define LIMIT_HTTP_HEADERS 64
 /* Read buffer of one client connection: the most bytes taken from the socket at once. */
 #define LIMIT_HTTP_READ_BYTES (16u * 1024u)
+/* A client connection's connect, unless its owner sets another. */
+#define LIMIT_HTTP_CONNECT_TIMEOUT_MS 5000
 
 /* ---- json (src/json) ---- */
 /* Nesting of arrays and objects the parser and writer follow. */
@@ -77,8 +79,11 @@ _Static_assert(HPACK_MAX_FIELD_BYTES >= HPACK_TABLE_BYTES,
 #define LIMIT_DOCKER_EVENT_BYTES (64u * 1024u)
 /* JSON tokens of one parsed response. */
 #define LIMIT_DOCKER_JSON_TOKENS (64u * 1024u)
-/* Connections (calls in flight at once) of one client. */
+/* Connections (calls in flight at once) of one client, and how many when its config names
+ * none; an answer's wait when its config names none. */
 #define LIMIT_DOCKER_CONNS 16
+#define LIMIT_DOCKER_DEFAULT_CONNS 4
+#define LIMIT_DOCKER_READ_TIMEOUT_MS 60000
 /* Entries of each list kept from an inspect (labels, options, cmd, env), and the bytes of a
  * network inspect's strings. */
 #define DOCKER_LIST_MAX 64
@@ -99,6 +104,8 @@ _Static_assert(HPACK_MAX_FIELD_BYTES >= HPACK_TABLE_BYTES,
 #define GRPC_MD_BYTES 4096               /* their encoded size, with the status message */
 #define GRPC_READ_BYTES 65536            /* the shared read buffer */
 #define GRPC_APP_BYTES 32                /* a call's room for its application's state */
+#define GRPC_ARENA_SLACK_BYTES 65536     /* an unpack arena beyond twice the largest message */
+#define GRPC_PREFACE_TIMEOUT_MS 10000    /* a connection's preface, unless the config sets one */
 _Static_assert(H2_MAX_STREAMS >= LIMIT_GRPC_STREAMS, "a connection holds the streams allowed");
 _Static_assert(GRPC_SMALL_MESSAGE >= 1024u && GRPC_SMALL_MESSAGE <= LIMIT_GRPC_MESSAGE_BYTES,
 	       "a small buffer holds a control message and is no larger than the largest");
@@ -107,6 +114,8 @@ _Static_assert(GRPC_MD_BYTES <= H2_HEADER_LIST_BYTES / 2,
 _Static_assert(GRPC_READ_BYTES >= H2_FRAME_MAX + 9, "one read can take a whole frame");
 _Static_assert(GRPC_APP_BYTES % 8 == 0 && GRPC_MAX_MD >= 4 && GRPC_MAX_LISTENERS >= 1,
 	       "app state is whole words; a few metadata entries and a listener fit");
+_Static_assert(GRPC_ARENA_SLACK_BYTES >= 4096 && GRPC_PREFACE_TIMEOUT_MS >= 1000,
+	       "an unpack has room beyond its message's bytes; a slow peer gets a second");
 
 /* ---- agenticd (src/mgmt) ---- */
 /* One admin API request body (create: env, mounts, cmd, labels), its read buffer, and the
@@ -371,6 +380,11 @@ _Static_assert(LIMIT_DOCKER_EVENT_BYTES <= LIMIT_DOCKER_RESPONSE_BYTES,
 	       "an event is buffered in a response buffer");
 _Static_assert(LIMIT_DOCKER_REQUEST_BYTES >= LIMIT_HTTP_HEAD_BYTES,
 	       "a request holds at least a full head");
+_Static_assert(LIMIT_DOCKER_DEFAULT_CONNS >= 1 && LIMIT_DOCKER_DEFAULT_CONNS <= LIMIT_DOCKER_CONNS,
+	       "the default pool is one the client accepts");
+_Static_assert(LIMIT_HTTP_CONNECT_TIMEOUT_MS >= 100 &&
+	       LIMIT_DOCKER_READ_TIMEOUT_MS >= 4 * LIMIT_HTTP_CONNECT_TIMEOUT_MS,
+	       "a loaded engine gets time to accept, and more to answer");
 _Static_assert(LIMIT_DOCKER_TARGET_BYTES >= 256 + LIMIT_PATH_BYTES / 4 &&
 	       LIMIT_DOCKER_TARGET_BYTES <= LIMIT_HTTP_HEAD_BYTES / 2,
 	       "a target holds a name or id and a filter, and fits a head with its headers");

@@ -16,13 +16,13 @@ static int config_norm(const struct docker_client_config *in, struct docker_clie
 	if (!out->docker_host)
 		out->docker_host = "unix:///var/run/docker.sock";
 	if (!out->connections)
-		out->connections = 4;
+		out->connections = LIMIT_DOCKER_DEFAULT_CONNS;
 	if (!out->response_limit)
 		out->response_limit = LIMIT_DOCKER_RESPONSE_BYTES;
 	if (!out->connect_timeout_ms)
-		out->connect_timeout_ms = 5000;
+		out->connect_timeout_ms = LIMIT_HTTP_CONNECT_TIMEOUT_MS;
 	if (!out->read_timeout_ms)
-		out->read_timeout_ms = 60000;
+		out->read_timeout_ms = LIMIT_DOCKER_READ_TIMEOUT_MS;
 	/* a request body is built in the response buffer, and an event is held there */
 	if (out->connections > LIMIT_DOCKER_CONNS || out->response_limit < LIMIT_DOCKER_EVENT_BYTES ||
 	    out->response_limit < LIMIT_DOCKER_REQUEST_BYTES)

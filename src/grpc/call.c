@@ -31,7 +31,7 @@ static void arena_pb_free(void *data, void *p)
 
 static size_t arena_bytes(uint32_t max_message)
 {
-	return 2 * (size_t)max_message + 65536;
+	return 2 * (size_t)max_message + GRPC_ARENA_SLACK_BYTES;
 }
 
 static const uint32_t meta_size = GRPC_MD_BYTES;
