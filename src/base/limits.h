@@ -206,11 +206,11 @@ _Static_assert(RETRY_MS >= 100 && POOL_RETRY_MS >= RETRY_MS && EVENTS_RETRY_MS >
 _Static_assert(OUT_RETRY_MS >= 100 && RUN_METRICS_DELAY_MS >= 10 && RUN_METRICS_DELAY_MS < 1000,
 	       "retries do not spin; metrics are fresh within a second");
 _Static_assert(SB_NAME_BYTES >= 1 + 62 + 1, "a name of ^[a-z][a-z0-9-]{1,62}$ and its NUL fit");
-_Static_assert(SB_NET_BYTES >= 24, "agentic-net-<12 hex> fits");
+_Static_assert(SB_NET_BYTES >= 12 + 12 + 1, "agentic-net-<12 hex> and its NUL fit");
 _Static_assert(SB_ERROR_BYTES >= LIMIT_CREATE_LOG_BYTES + 256,
 	       "a failed create's error holds its sentence and the init's last log lines");
-_Static_assert(RUN_NAME_BYTES >= 4 + 24 + 12 && RUN_CODES >= 2,
-	       "run-<stamp>-<n> fits; a run counts success and a failure");
+_Static_assert(RUN_NAME_BYTES >= 4 + 23 + 1 + 11 + 1 && RUN_CODES >= 2,
+	       "run-<stamp>-<int> and its NUL fit; a run counts success and a failure");
 _Static_assert(LIMIT_EXECS >= 1 && LIMIT_WORKSPACE_LOOP_ATTEMPTS >= 1, "at least one");
 _Static_assert(CONFIG_STR_BYTES < CONFIG_LINE_BYTES && CONFIG_LINE_BYTES <= CONFIG_FILE_MAX_BYTES,
 	       "a line holds a key and its longest value; the file holds a line");
