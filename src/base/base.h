@@ -13,13 +13,27 @@
 
 /* ---- errors ----
  * Functions return 0 on success or a negative errno value. Module-specific codes live below
- * ERR_BASE so they never collide with errno. */
+ * ERR_BASE so they never collide with errno, each module in its own range: its codes are
+ * ERR_RANGE_<MODULE> - 1 down to ERR_RANGE_<MODULE> - (ERR_RANGE_SPAN - 1), defined in its
+ * header from the range constant, and their text is in err.c's one table (test_base checks
+ * that every code is in its range, unique and has a text). */
 #define ERR_BASE (-4096)
-#define ERR_LIMIT (ERR_BASE - 1)   /* a fixed limit was reached */
-#define ERR_PARSE (ERR_BASE - 2)   /* malformed input */
-#define ERR_STATE (ERR_BASE - 3)   /* call not valid in the current state */
+#define ERR_RANGE_SPAN 100
+#define ERR_RANGE_BASE ERR_BASE                          /* the three codes below */
+#define ERR_RANGE_HTTP (ERR_BASE - 1 * ERR_RANGE_SPAN)   /* http.h: HTTP_ERR_* */
+#define ERR_RANGE_HPACK (ERR_BASE - 2 * ERR_RANGE_SPAN)  /* hpack.h: HPACK_ERR_* */
+#define ERR_RANGE_H2 (ERR_BASE - 3 * ERR_RANGE_SPAN)     /* h2.h: H2_ERR_* */
+#define ERR_RANGE_DOCKER (ERR_BASE - 4 * ERR_RANGE_SPAN) /* docker.h: DOCKER_ERR_* */
+#define ERR_RANGE_PRUNE (ERR_BASE - 5 * ERR_RANGE_SPAN)  /* prune.h: PRUNE_* */
+#define ERR_RANGE_CLI (ERR_BASE - 6 * ERR_RANGE_SPAN)    /* cli.c's own */
+#define ERR_RANGE_END (ERR_BASE - 7 * ERR_RANGE_SPAN)    /* below every range */
 
-/* Human text for a negative code from any module; never NULL. */
+#define ERR_LIMIT (ERR_RANGE_BASE - 1) /* a fixed limit was reached */
+#define ERR_PARSE (ERR_RANGE_BASE - 2) /* malformed input */
+#define ERR_STATE (ERR_RANGE_BASE - 3) /* call not valid in the current state */
+
+/* Human text for a negative code from any module (strerror for an errno value); never NULL:
+ * "unknown error" for a code no module defines. */
 const char *err_str(int code);
 
 /* ---- logging ----
@@ -32,6 +46,10 @@ const char *err_str(int code);
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_set_level(enum log_level level);
+/* The level a name (error, warn, info, debug) stands for: 0, or -EINVAL for any other text. */
+int log_level_parse(const char *name, enum log_level *out);
+/* The name of a level ("error" ... "debug"). */
+const char *log_level_name(enum log_level level);
 void log_set_prog(const char *prog);
 void log_emit(enum log_level level, const char *msg, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -26,6 +26,49 @@
 #define LIMIT_HTTP_HEADERS 64
 /* Read buffer of one client connection: the most bytes taken from the socket at once. */
 #define LIMIT_HTTP_READ_BYTES (16u * 1024u)
+/* A client connection's connect, unless its owner sets another. */
+#define LIMIT_HTTP_CONNECT_TIMEOUT_MS 5000
+
+/* ---- json (src/json) ---- */
+/* Nesting of arrays and objects the parser and writer follow. */
+#define JSON_MAX_DEPTH 64
+_Static_assert(JSON_MAX_DEPTH >= 8 && JSON_MAX_DEPTH <= 1024,
+	       "real documents fit; the parser's per-level stack stays small");
+
+/* ---- h2 and hpack (src/h2; the reset limits are explained in h2.h's top comment) ---- */
+#define H2_MAX_STREAMS 128           /* stream table slots: the most MAX_CONCURRENT_STREAMS */
+#define H2_FRAME_MAX 16384           /* largest frame we accept (the default we advertise) */
+#define H2_HEADER_BLOCK_BYTES 16384  /* one encoded header block, HEADERS + CONTINUATIONs */
+#define H2_HEADER_LIST_BYTES 16384   /* one decoded header list (SETTINGS_MAX_HEADER_LIST_SIZE) */
+#define H2_MAX_FIELDS 64             /* fields of one header list */
+#define H2_MAX_CONTINUATIONS 64      /* CONTINUATION frames of one header block */
+#define H2_OUT_BYTES 32768           /* output buffer */
+#define H2_OUT_RESERVE 256           /* output room kept for control frames */
+#define H2_STREAM_WINDOW (1u << 20)  /* SETTINGS_INITIAL_WINDOW_SIZE we advertise */
+#define H2_CONN_WINDOW (1u << 24)    /* connection receive window we open at start */
+#define H2_RESET_BUDGET 200          /* peer resets tolerated in a burst */
+#define H2_RESET_RATE 100            /* peer resets a second tolerated beyond the burst */
+#define H2_RESET_MEMORY 128          /* ids of the streams we reset last */
+#define H2_PENDING_RESETS 16         /* RST_STREAMs owed on streams without a slot */
+#define HPACK_TABLE_BYTES 4096       /* SETTINGS_HEADER_TABLE_SIZE we advertise (default) */
+#define HPACK_MAX_FIELD_BYTES 16384  /* one decoded name or value (after Huffman) */
+_Static_assert(H2_RESET_MEMORY >= H2_MAX_STREAMS, "a table reset at once is remembered");
+_Static_assert(1000 % H2_RESET_RATE == 0, "the refill is a whole number of ms a reset");
+_Static_assert(H2_RESET_BUDGET >= H2_MAX_STREAMS, "a client may cancel a full table at once");
+_Static_assert(H2_FRAME_MAX >= 16384 && H2_FRAME_MAX <= 16777215,
+	       "RFC 9113 4.2: SETTINGS_MAX_FRAME_SIZE's range");
+_Static_assert(H2_OUT_BYTES >= 2 * (H2_FRAME_MAX / 2 + 9), "output holds two DATA frames");
+_Static_assert(H2_OUT_RESERVE >= 9 + 8 + 9 + 8 && H2_OUT_RESERVE < H2_OUT_BYTES / 4,
+	       "the reserve holds a GOAWAY and a PING ack, and leaves room for data");
+_Static_assert(H2_HEADER_BLOCK_BYTES >= HPACK_MAX_FIELD_BYTES, "a block holds a field");
+_Static_assert(H2_MAX_CONTINUATIONS >= 1 && H2_MAX_FIELDS >= 16 && H2_PENDING_RESETS >= 1,
+	       "a header block may be split, a gRPC request's fields fit, a reset can be owed");
+_Static_assert(H2_STREAM_WINDOW >= 65535 && H2_STREAM_WINDOW <= H2_CONN_WINDOW &&
+	       H2_CONN_WINDOW <= 0x7fffffffu,
+	       "windows at least the default, a stream's within the connection's, 31 bits");
+_Static_assert(HPACK_TABLE_BYTES <= 65535, "entry offsets and lengths are 16-bit");
+_Static_assert(HPACK_MAX_FIELD_BYTES >= HPACK_TABLE_BYTES,
+	       "a string kept in the table must fit in a scratch buffer");
 
 /* ---- docker (src/docker) ---- */
 /* Default cap of one buffered Engine API response (the config's max_message_bytes). */
@@ -36,8 +79,17 @@
 #define LIMIT_DOCKER_EVENT_BYTES (64u * 1024u)
 /* JSON tokens of one parsed response. */
 #define LIMIT_DOCKER_JSON_TOKENS (64u * 1024u)
-/* Connections (calls in flight at once) of one client. */
+/* Connections (calls in flight at once) of one client, and how many when its config names
+ * none; an answer's wait when its config names none. */
 #define LIMIT_DOCKER_CONNS 16
+#define LIMIT_DOCKER_DEFAULT_CONNS 4
+#define LIMIT_DOCKER_READ_TIMEOUT_MS 60000
+/* Entries of each list kept from an inspect (labels, options, cmd, env), and the bytes of a
+ * network inspect's strings. */
+#define DOCKER_LIST_MAX 64
+#define DOCKER_NETWORK_TEXT_BYTES 8192
+/* One request target: the versioned path and its query. */
+#define LIMIT_DOCKER_TARGET_BYTES 2048
 
 /* ---- grpc (src/grpc) ---- */
 /* gRPC: defaults of max_message_bytes and max_streams_per_connection. A
@@ -46,6 +98,24 @@
  * message. */
 #define LIMIT_GRPC_MESSAGE_BYTES (4u * 1024u * 1024u)
 #define LIMIT_GRPC_STREAMS 128
+#define GRPC_SMALL_MESSAGE (16u * 1024u) /* one small message buffer, prefix included */
+#define GRPC_MAX_LISTENERS 4             /* sockets one server listens on */
+#define GRPC_MAX_MD 16                   /* metadata entries sent with headers or trailers */
+#define GRPC_MD_BYTES 4096               /* their encoded size, with the status message */
+#define GRPC_READ_BYTES 65536            /* the shared read buffer */
+#define GRPC_APP_BYTES 32                /* a call's room for its application's state */
+#define GRPC_ARENA_SLACK_BYTES 65536     /* an unpack arena beyond twice the largest message */
+#define GRPC_PREFACE_TIMEOUT_MS 10000    /* a connection's preface, unless the config sets one */
+_Static_assert(H2_MAX_STREAMS >= LIMIT_GRPC_STREAMS, "a connection holds the streams allowed");
+_Static_assert(GRPC_SMALL_MESSAGE >= 1024u && GRPC_SMALL_MESSAGE <= LIMIT_GRPC_MESSAGE_BYTES,
+	       "a small buffer holds a control message and is no larger than the largest");
+_Static_assert(GRPC_MD_BYTES <= H2_HEADER_LIST_BYTES / 2,
+	       "sent metadata leaves room for the fixed fields in one header list");
+_Static_assert(GRPC_READ_BYTES >= H2_FRAME_MAX + 9, "one read can take a whole frame");
+_Static_assert(GRPC_APP_BYTES % 8 == 0 && GRPC_MAX_MD >= 4 && GRPC_MAX_LISTENERS >= 1,
+	       "app state is whole words; a few metadata entries and a listener fit");
+_Static_assert(GRPC_ARENA_SLACK_BYTES >= 4096 && GRPC_PREFACE_TIMEOUT_MS >= 1000,
+	       "an unpack has room beyond its message's bytes; a slow peer gets a second");
 
 /* ---- agenticd (src/mgmt) ---- */
 /* One admin API request body (create: env, mounts, cmd, labels), its read buffer, and the
@@ -100,6 +170,53 @@ _Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
 #define LIMIT_RMTREE_DEPTH 256
 /* agenticd's budget beyond its tables: static buffers first touched by a request, the stack. */
 #define LIMIT_DAEMON_SLACK_BYTES (1024u * 1024u)
+/* The heartbeat interval agenticd asks of each init (seconds); output acks at least every
+ * OUT_ACK_BYTES of the init's replay ring, counting OUT_RECORD_BYTES of ring per chunk
+ * beyond its data; a failed transcript write asks the init again OUT_RETRY_MS later. */
+#define HEARTBEAT_INTERVAL_S 5
+#define OUT_ACK_BYTES (128u * 1024u)
+#define OUT_RECORD_BYTES 192u
+#define OUT_RETRY_MS 1000
+/* Engine calls: a failed teardown step is tried again after RETRY_MS, the warm network pool
+ * after POOL_RETRY_MS, the event stream after EVENTS_RETRY_MS. */
+#define RETRY_MS 2000
+#define POOL_RETRY_MS 5000
+#define EVENTS_RETRY_MS 1000
+/* A command's start is in the run's metrics within this long. */
+#define RUN_METRICS_DELAY_MS 100
+/* Exec sessions at once, and the stdin one StdinChunk carries. */
+#define LIMIT_EXECS 512
+#define STDIN_CHUNK 8192
+/* A sandbox's name, its network's name, its error text; a run's directory name; the exit
+ * codes a run counts. */
+#define SB_NAME_BYTES 64
+#define SB_NET_BYTES 64
+#define SB_ERROR_BYTES 2048
+#define RUN_NAME_BYTES 48
+#define RUN_CODES 16
+/* Times a workspace's loop device is asked for again when another took it first. */
+#define LIMIT_WORKSPACE_LOOP_ATTEMPTS 8
+/* agenticd.conf: mount_allowlist entries, one string value, one line, the whole file. */
+#define CONFIG_MAX_ALLOWED_MOUNTS 16
+#define CONFIG_STR_BYTES 256
+#define CONFIG_LINE_BYTES 1024
+#define CONFIG_FILE_MAX_BYTES (64u * 1024u)
+_Static_assert(RETRY_MS >= 100 && POOL_RETRY_MS >= RETRY_MS && EVENTS_RETRY_MS >= 100 &&
+	       POOL_RETRY_MS <= LIMIT_ADMIN_IDLE_MS,
+	       "retries neither spin nor wait longer than a client stays");
+_Static_assert(OUT_RETRY_MS >= 100 && RUN_METRICS_DELAY_MS >= 10 && RUN_METRICS_DELAY_MS < 1000,
+	       "retries do not spin; metrics are fresh within a second");
+_Static_assert(SB_NAME_BYTES >= 1 + 62 + 1, "a name of ^[a-z][a-z0-9-]{1,62}$ and its NUL fit");
+_Static_assert(SB_NET_BYTES >= 12 + 12 + 1, "agentic-net-<12 hex> and its NUL fit");
+_Static_assert(SB_ERROR_BYTES >= LIMIT_CREATE_LOG_BYTES + 256,
+	       "a failed create's error holds its sentence and the init's last log lines");
+_Static_assert(RUN_NAME_BYTES >= 4 + 23 + 1 + 11 + 1 && RUN_CODES >= 2,
+	       "run-<stamp>-<int> and its NUL fit; a run counts success and a failure");
+_Static_assert(LIMIT_EXECS >= 1 && LIMIT_WORKSPACE_LOOP_ATTEMPTS >= 1, "at least one");
+_Static_assert(CONFIG_STR_BYTES < CONFIG_LINE_BYTES && CONFIG_LINE_BYTES <= CONFIG_FILE_MAX_BYTES,
+	       "a line holds a key and its longest value; the file holds a line");
+_Static_assert(CONFIG_MAX_ALLOWED_MOUNTS >= LIMIT_SANDBOX_MOUNTS,
+	       "each of a create's mounts can come from a root of its own");
 
 /* The seccomp profile every sandbox gets (src/mgmt/seccomp.c): a profile file may be this
  * large, and once compacted and escaped into the create request's SecurityOpt string it must
@@ -162,6 +279,56 @@ _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create 
  * output until an ack comes, so the commands' buffers fill and the commands block. agenticd
  * acks at least every 128 KiB, so this is also the most in flight. */
 #define LIMIT_INIT_REPLAY_BYTES (1024u * 1024u)
+/* The agent channel: redial backoff doubling from MIN to MAX, a registration unanswered
+ * this long is redialled, the heartbeat interval before an ack names one and the longest an
+ * ack may name (seconds). */
+#define INIT_BACKOFF_MIN_MS 100
+#define INIT_BACKOFF_MAX_MS 5000
+#define INIT_ACK_TIMEOUT_MS 10000
+#define INIT_HEARTBEAT_DEFAULT_S 5
+#define INIT_HEARTBEAT_MAX_S 300
+/* The most output one OutputChunk carries; stdin acknowledged every this many bytes; a
+ * result's error text, NUL included; one string agenticd passes in the environment. */
+#define INIT_CHUNK_BYTES 8192
+#define INIT_STDIN_ACK_BYTES (16u * 1024u)
+#define INIT_ERROR_BYTES 192
+#define INIT_ENV_STR 256
+/* A command's pipes still open this long after its supervisor ended are cut; the supervisor
+ * rescans this often (ns) while killing; the command's own stack from its clone to its
+ * execve (command_exec's frame, a PATH buffer of LIMIT_PATH_BYTES, and the libc calls it
+ * makes, with room to spare). */
+#define LIMIT_INIT_LINGER_MS 1000
+#define LIMIT_INIT_KILL_POLL_NS 50000000L
+#define LIMIT_INIT_COMMAND_STACK_BYTES (LIMIT_PATH_BYTES + 28672)
+/* On the way out: SIGTERM first, the trees still alive after TERM_MS are killed; killed
+ * commands may take until GRACE_MS to report their end, and the goodbye to agenticd may
+ * then hold up the exit FLUSH_MS (within docker stop's default 10 s). */
+#define LIMIT_INIT_STOP_TERM_MS 1500
+#define LIMIT_INIT_STOP_GRACE_MS 3000
+#define LIMIT_INIT_STOP_FLUSH_MS 1000
+_Static_assert(INIT_BACKOFF_MIN_MS >= 10 && INIT_BACKOFF_MIN_MS <= INIT_BACKOFF_MAX_MS &&
+	       INIT_BACKOFF_MAX_MS < INIT_ACK_TIMEOUT_MS,
+	       "the backoff does not spin, grows, and redials sooner than an ack is given up on");
+_Static_assert(INIT_HEARTBEAT_DEFAULT_S >= 1 && INIT_HEARTBEAT_DEFAULT_S <= INIT_HEARTBEAT_MAX_S &&
+	       HEARTBEAT_INTERVAL_S >= 1 && HEARTBEAT_INTERVAL_S <= INIT_HEARTBEAT_MAX_S,
+	       "the default and agenticd's interval are ones an init takes");
+_Static_assert(INIT_CHUNK_BYTES + LIMIT_INIT_COMMAND_ID + 64 <= GRPC_SMALL_MESSAGE,
+	       "an OutputChunk fits a small gRPC buffer");
+_Static_assert(STDIN_CHUNK + LIMIT_INIT_COMMAND_ID + 64 <= GRPC_SMALL_MESSAGE &&
+	       STDIN_CHUNK < LIMIT_INIT_STDIN_BYTES,
+	       "a StdinChunk fits a small gRPC buffer and leaves agenticd a stdin window");
+_Static_assert(INIT_STDIN_ACK_BYTES <= LIMIT_INIT_STDIN_BYTES / 2,
+	       "stdin is acknowledged before the command's buffer is half full");
+_Static_assert(OUT_RECORD_BYTES >= 32 + LIMIT_INIT_COMMAND_ID + 32,
+	       "a chunk's header, command id and alignment fit what agenticd counts");
+_Static_assert(INIT_ERROR_BYTES >= 64 && INIT_ENV_STR >= 108,
+	       "an error says something; a socket path (sun_path) fits");
+_Static_assert(LIMIT_INIT_STOP_TERM_MS < LIMIT_INIT_STOP_GRACE_MS &&
+	       LIMIT_INIT_STOP_GRACE_MS + LIMIT_INIT_STOP_FLUSH_MS < 10000,
+	       "killing starts before the grace ends, and all of it is within docker stop's 10 s");
+_Static_assert(LIMIT_INIT_KILL_POLL_NS > 0 && LIMIT_INIT_KILL_POLL_NS < 1000000000L &&
+	       LIMIT_INIT_LINGER_MS >= 100,
+	       "the rescan period is a timespec's nanoseconds; lingering pipes get a moment");
 
 /* ---- prune (agentic-prune) ---- */
 /* Pruner: getdents64 buffer of each directory listing it holds open: four for the scan,
@@ -179,6 +346,14 @@ _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create 
 
 /* Pruner: largest retention period, in days (keeps now - N*86400 far from overflow). */
 #define LIMIT_PRUNE_DAYS 1000000u
+
+/* agentic-probe-agent: how long it waits for the agent socket's answer. */
+#define LIMIT_PROBE_WAIT_MS 2000
+/* The CLI: the answer body it keeps (a list of every sandbox). */
+#define LIMIT_CLI_BODY_BYTES (4u * 1024u * 1024u)
+_Static_assert(LIMIT_PROBE_WAIT_MS >= 100, "a loaded machine answers in time");
+_Static_assert(LIMIT_CLI_BODY_BYTES >= LIMIT_ADMIN_OUT_BYTES,
+	       "the CLI keeps at least one response buffer of agenticd's");
 
 _Static_assert(LIMIT_PRUNE_DENTS_BYTES >= 2u * 280u, "a listing holds at least one entry");
 _Static_assert(LIMIT_PRUNE_MOUNT_BYTES >= LIMIT_PATH_BYTES, "a mount path must fit");
@@ -206,5 +381,16 @@ _Static_assert(LIMIT_DOCKER_EVENT_BYTES <= LIMIT_DOCKER_RESPONSE_BYTES,
 	       "an event is buffered in a response buffer");
 _Static_assert(LIMIT_DOCKER_REQUEST_BYTES >= LIMIT_HTTP_HEAD_BYTES,
 	       "a request holds at least a full head");
+_Static_assert(LIMIT_DOCKER_DEFAULT_CONNS >= 1 && LIMIT_DOCKER_DEFAULT_CONNS <= LIMIT_DOCKER_CONNS,
+	       "the default pool is one the client accepts");
+_Static_assert(LIMIT_HTTP_CONNECT_TIMEOUT_MS >= 100 &&
+	       LIMIT_DOCKER_READ_TIMEOUT_MS >= 4 * LIMIT_HTTP_CONNECT_TIMEOUT_MS,
+	       "a loaded engine gets time to accept, and more to answer");
+_Static_assert(LIMIT_DOCKER_TARGET_BYTES >= 256 + LIMIT_PATH_BYTES / 4 &&
+	       LIMIT_DOCKER_TARGET_BYTES <= LIMIT_HTTP_HEAD_BYTES / 2,
+	       "a target holds a name or id and a filter, and fits a head with its headers");
+_Static_assert(DOCKER_LIST_MAX >= LIMIT_SANDBOX_CMD_ARGS &&
+	       DOCKER_LIST_MAX >= 2 * LIMIT_SANDBOX_LABELS && DOCKER_LIST_MAX >= LIMIT_SANDBOX_MOUNTS,
+	       "an inspect keeps a create's command, its labels beside agentic's own, its mounts");
 
 #endif

@@ -1,4 +1,5 @@
 /* log.c: logfmt lines on stderr, one write(2) per event. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,22 @@ static const char *const level_names[] = { "error", "warn", "info", "debug" };
 void log_set_level(enum log_level level)
 {
 	log_threshold = level;
+}
+
+int log_level_parse(const char *name, enum log_level *out)
+{
+	for (size_t i = 0; i < ARRAY_LEN(level_names); i++) {
+		if (strcmp(name, level_names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *log_level_name(enum log_level level)
+{
+	return level_names[level];
 }
 
 void log_set_prog(const char *prog)

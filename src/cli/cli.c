@@ -18,10 +18,10 @@
 #include "json/json.h"
 
 #define DEFAULT_SOCKET "/run/agentic/admin.sock"
-#define BODY_MAX (4u * 1024u * 1024u)
-#define MAX_ENV 128
-#define MAX_MOUNTS 8
-#define MAX_CMD 64
+#define BODY_MAX LIMIT_CLI_BODY_BYTES
+#define MAX_ENV LIMIT_SANDBOX_ENV
+#define MAX_MOUNTS LIMIT_SANDBOX_MOUNTS
+#define MAX_CMD LIMIT_SANDBOX_CMD_ARGS
 
 const char cli_usage[] =
 	"verbs (agentic VERB --help for each):\n"
@@ -54,7 +54,7 @@ static struct json_token tok[65536];
  * (NUL-terminated, at most BODY_MAX bytes; the parser refuses more), except that a 200 body is
  * written to out_fd instead when out_fd >= 0. Returns the last http_conn_wait event:
  * HTTP_EV_DONE, HTTP_EV_UPGRADE, or an error (ANSWER_OUT_FAILED when out_fd could not be written). */
-#define ANSWER_OUT_FAILED (ERR_BASE - 1000)
+#define ANSWER_OUT_FAILED (ERR_RANGE_CLI - 1)
 static int write_all(int fd, const void *data, size_t len);
 
 static int read_answer(int out_fd)
@@ -116,7 +116,7 @@ static int request(const struct opts *o, const char *method, const char *target,
 				strerror(conn.sys_errno));
 		else
 			fprintf(stderr, "agentic: no complete answer from agenticd at %s: %s\n",
-				o->socket, http_strerror(r));
+				o->socket, err_str(r));
 		http_conn_close(&conn);
 		return -1;
 	}
@@ -685,7 +685,7 @@ static int verb_exec(int argc, char **argv, struct opts *o)
 	}
 	if (r != HTTP_EV_DONE) {
 		fprintf(stderr, "agentic exec: cannot reach agenticd at %s: %s\n", o->socket,
-			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : http_strerror(r));
+			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : err_str(r));
 		return 125;
 	}
 	api_error(conn.parser.status);
@@ -743,7 +743,7 @@ static int verb_logs(int argc, char **argv, struct opts *o)
 		return 1; /* stdout went away */
 	if (r != HTTP_EV_DONE) {
 		fprintf(stderr, "agentic logs: cannot read from agenticd at %s: %s\n", o->socket,
-			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : http_strerror(r));
+			r == HTTP_ERR_CONNECT ? strerror(conn.sys_errno) : err_str(r));
 		return 1;
 	}
 	return conn.parser.status == 200 ? 0 : api_error(conn.parser.status);

@@ -16,13 +16,13 @@ static int config_norm(const struct docker_client_config *in, struct docker_clie
 	if (!out->docker_host)
 		out->docker_host = "unix:///var/run/docker.sock";
 	if (!out->connections)
-		out->connections = 4;
+		out->connections = LIMIT_DOCKER_DEFAULT_CONNS;
 	if (!out->response_limit)
 		out->response_limit = LIMIT_DOCKER_RESPONSE_BYTES;
 	if (!out->connect_timeout_ms)
-		out->connect_timeout_ms = 5000;
+		out->connect_timeout_ms = LIMIT_HTTP_CONNECT_TIMEOUT_MS;
 	if (!out->read_timeout_ms)
-		out->read_timeout_ms = 60000;
+		out->read_timeout_ms = LIMIT_DOCKER_READ_TIMEOUT_MS;
 	/* a request body is built in the response buffer, and an event is held there */
 	if (out->connections > LIMIT_DOCKER_CONNS || out->response_limit < LIMIT_DOCKER_EVENT_BYTES ||
 	    out->response_limit < LIMIT_DOCKER_REQUEST_BYTES)
@@ -283,7 +283,7 @@ static void transport_message(struct docker_call *c, int code)
 	else if (code == DOCKER_ERR_TOO_BIG)
 		snprintf(m, cap, "answer over the %u-byte response limit", c->dc->response_limit);
 	else
-		snprintf(m, cap, "%s", docker_strerror(code));
+		snprintf(m, cap, "%s", err_str(code));
 }
 
 static int drive(struct docker_call *c, bool block)
@@ -473,23 +473,6 @@ static const char *noun(enum docker_op op)
 	return "engine";
 }
 
-const char *docker_strerror(int code)
-{
-	switch (code) {
-	case DOCKER_ERR_API:
-		return "the Docker engine refused the request";
-	case DOCKER_ERR_VERSION:
-		return "no Docker API version both sides accept";
-	case DOCKER_ERR_BUSY:
-		return "all connections to the Docker engine are in use";
-	case DOCKER_ERR_REPLY:
-		return "the Docker engine's answer is malformed";
-	case DOCKER_ERR_TOO_BIG:
-		return "the Docker engine's answer is over the response limit";
-	}
-	return http_strerror(code);
-}
-
 const char *docker_error_text(const struct docker_error *e, char *out, size_t size)
 {
 	const char *op = op_names[e->op];
@@ -517,6 +500,6 @@ const char *docker_error_text(const struct docker_error *e, char *out, size_t si
 		snprintf(out, size, "%s", e->message);
 	else
 		snprintf(out, size, "%s %s: %s", op, e->object, e->message[0] ? e->message
-							: docker_strerror(e->code));
+							: err_str(e->code));
 	return out;
 }

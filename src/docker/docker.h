@@ -27,11 +27,12 @@
 #include "http/http.h"
 #include "json/json.h"
 
-#define DOCKER_ERR_API (ERR_BASE - 300)     /* the engine answered an error status */
-#define DOCKER_ERR_VERSION (ERR_BASE - 301) /* no API version both sides accept */
-#define DOCKER_ERR_BUSY (ERR_BASE - 302)    /* every connection of the pool is in use */
-#define DOCKER_ERR_REPLY (ERR_BASE - 303)   /* the answer is not what the API documents */
-#define DOCKER_ERR_TOO_BIG (ERR_BASE - 304) /* the answer is over response_limit */
+/* Codes in ERR_RANGE_DOCKER (base.h); err_str() gives their text. */
+#define DOCKER_ERR_API (ERR_RANGE_DOCKER - 1)     /* the engine answered an error status */
+#define DOCKER_ERR_VERSION (ERR_RANGE_DOCKER - 2) /* no API version both sides accept */
+#define DOCKER_ERR_BUSY (ERR_RANGE_DOCKER - 3)    /* every connection of the pool is in use */
+#define DOCKER_ERR_REPLY (ERR_RANGE_DOCKER - 4)   /* the answer is not what the API documents */
+#define DOCKER_ERR_TOO_BIG (ERR_RANGE_DOCKER - 5) /* the answer is over response_limit */
 
 /* The API versions we speak (README: Docker engine): 1.MIN to 1.MAX. */
 #define DOCKER_API_MINOR_MIN 41
@@ -185,8 +186,6 @@ void docker_call_end(struct docker_call *call);
 
 /* An actionable sentence for a failed call. Returns out. */
 const char *docker_error_text(const struct docker_error *e, char *out, size_t size);
-/* Text for the DOCKER_ERR_* codes, then http_strerror(). */
-const char *docker_strerror(int code);
 
 /* ---- request specs ---- */
 struct docker_kv {
@@ -287,7 +286,6 @@ struct docker_info {
 	bool userns_remap;      /* refused by agenticd: it changes host uids */
 };
 
-#define DOCKER_LIST_MAX 64  /* entries of each list kept from an inspect */
 
 struct docker_network {
 	char id[DOCKER_ID_SIZE];
@@ -299,7 +297,7 @@ struct docker_network {
 	uint32_t nlabels;
 	struct docker_kv options[DOCKER_LIST_MAX];
 	uint32_t noptions;
-	char text[8192];        /* the strings above */
+	char text[DOCKER_NETWORK_TEXT_BYTES]; /* the strings above */
 	uint32_t text_len;
 };
 

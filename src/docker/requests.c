@@ -6,12 +6,11 @@
 
 #include "internal.h"
 
-#define TARGET_BYTES 2048
 
 /* The path, prefixed with the negotiated version. */
 static int target_begin(struct buf *t, char *storage, struct docker_client *dc, const char *path)
 {
-	buf_init(t, storage, TARGET_BYTES);
+	buf_init(t, storage, LIMIT_DOCKER_TARGET_BYTES);
 	if (dc->version[0] && buf_printf(t, "/v%s", dc->version) != 0)
 		return ERR_LIMIT;
 	return buf_printf(t, "%s", path);
@@ -56,7 +55,7 @@ static int check(struct docker_call *c, const char *id)
 static int start_on(struct docker_call *c, const char *method, const char *prefix, const char *id,
 		    const char *suffix, bool stream, int timeout)
 {
-	char storage[TARGET_BYTES];
+	char storage[LIMIT_DOCKER_TARGET_BYTES];
 	struct buf t;
 	int r = check(c, id);
 
@@ -177,7 +176,7 @@ static void write_network(struct json_writer *w, const void *spec, int minor)
 int docker_network_create_begin(struct docker_call *c, struct docker_client *dc,
 				const struct docker_network_spec *spec)
 {
-	char storage[TARGET_BYTES];
+	char storage[LIMIT_DOCKER_TARGET_BYTES];
 	struct buf t;
 	int r;
 
@@ -271,7 +270,7 @@ static void write_container(struct json_writer *w, const void *spec, int minor)
 int docker_container_create_begin(struct docker_call *c, struct docker_client *dc,
 				  const struct docker_container_spec *spec)
 {
-	char storage[TARGET_BYTES];
+	char storage[LIMIT_DOCKER_TARGET_BYTES];
 	struct buf t;
 	int r;
 
@@ -376,7 +375,7 @@ int docker_container_remove_begin(struct docker_call *c, struct docker_client *d
 /* path + "filters=" + the escaped {"label":[label]} */
 static int start_list(struct docker_call *c, const char *path, const char *label)
 {
-	char storage[TARGET_BYTES], fstore[1024];
+	char storage[LIMIT_DOCKER_TARGET_BYTES], fstore[1024];
 	struct buf t, f;
 	struct json_writer w;
 	int r;
@@ -421,7 +420,7 @@ int docker_container_list_begin(struct docker_call *c, struct docker_client *dc,
 int docker_events_begin(struct docker_call *c, struct docker_client *dc, const char *filters,
 			int64_t since, docker_event_fn fn, void *ctx)
 {
-	char storage[TARGET_BYTES];
+	char storage[LIMIT_DOCKER_TARGET_BYTES];
 	struct buf t;
 	int r;
 

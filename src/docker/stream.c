@@ -1,6 +1,7 @@
 /* stream.c: resumable decoders for Docker's streams: multiplexed logs and the event stream. */
 #include <string.h>
 
+#include "base/be.h"
 #include "docker.h"
 
 int docker_demux_feed(struct docker_demux *d, const uint8_t *in, size_t len, docker_log_fn fn,
@@ -23,8 +24,7 @@ int docker_demux_feed(struct docker_demux *d, const uint8_t *in, size_t len, doc
 			if (d->hdr[0] > 2 || d->hdr[1] || d->hdr[2] || d->hdr[3])
 				return ERR_PARSE;
 			d->stream = d->hdr[0];
-			d->remaining = (uint32_t)d->hdr[4] << 24 | (uint32_t)d->hdr[5] << 16 |
-				       (uint32_t)d->hdr[6] << 8 | d->hdr[7];
+			d->remaining = be32_get(d->hdr + 4);
 			continue;
 		}
 		size_t n = len < d->remaining ? len : d->remaining;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/be.h"
 #include "internal.h"
 
 /* ---- the shared memory: buffer pools and the unpack arena ---- */
@@ -30,7 +31,7 @@ static void arena_pb_free(void *data, void *p)
 
 static size_t arena_bytes(uint32_t max_message)
 {
-	return 2 * (size_t)max_message + 65536;
+	return 2 * (size_t)max_message + GRPC_ARENA_SLACK_BYTES;
 }
 
 static const uint32_t meta_size = GRPC_MD_BYTES;
@@ -149,10 +150,8 @@ static int meta_add(struct grpc_call *call, int kind, const char *key, size_t kl
 		return ERR_LIMIT;
 	p = call->meta->data + call->meta_len;
 	p[0] = (uint8_t)kind;
-	p[1] = (uint8_t)(klen >> 8);
-	p[2] = (uint8_t)klen;
-	p[3] = (uint8_t)(vlen >> 8);
-	p[4] = (uint8_t)vlen;
+	be16_put(p + 1, (uint16_t)klen);
+	be16_put(p + 3, (uint16_t)vlen);
 	memcpy(p + 5, key, klen);
 	memcpy(p + 5 + klen, val, vlen);
 	call->meta_len += (uint32_t)(5 + klen + vlen);
@@ -166,7 +165,7 @@ static void meta_drop(struct grpc_call *call, int kind)
 
 	while (call->meta && off < call->meta_len) {
 		uint8_t *p = call->meta->data + off;
-		uint32_t n = 5 + ((uint32_t)p[1] << 8 | p[2]) + ((uint32_t)p[3] << 8 | p[4]);
+		uint32_t n = 5 + (uint32_t)be16_get(p + 1) + be16_get(p + 3);
 
 		if (p[0] != kind) {
 			memmove(call->meta->data + keep, p, n);
@@ -208,7 +207,7 @@ static size_t meta_fields(const struct grpc_call *call, int kind, struct h2_fiel
 
 	while (call->meta && off < call->meta_len && n < max) {
 		const uint8_t *p = call->meta->data + off;
-		uint32_t klen = (uint32_t)p[1] << 8 | p[2], vlen = (uint32_t)p[3] << 8 | p[4];
+		uint32_t klen = be16_get(p + 1), vlen = be16_get(p + 3);
 
 		if (p[0] == kind) {
 			f[n].name = (const char *)p + 5;
@@ -320,7 +319,7 @@ static void send_end(struct grpc_call *call)
 
 static uint32_t prefix_len(const uint8_t *p)
 {
-	return (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+	return be32_get(p + 1);
 }
 
 /* Moves tx_head to the last message boundary at or before tx_off: the queue from tx_head on
@@ -435,10 +434,7 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 	}
 	p = call->txb->data + call->tx_len;
 	p[0] = 0;
-	p[1] = (uint8_t)(size >> 24);
-	p[2] = (uint8_t)(size >> 16);
-	p[3] = (uint8_t)(size >> 8);
-	p[4] = (uint8_t)size;
+	be32_put(p + 1, (uint32_t)size);
 	protobuf_c_message_pack(msg, p + 5);
 	call->tx_len += (uint32_t)(size + 5);
 	/* want_writable stays: a send that fits does not settle one refused before it (agenticd's

@@ -64,11 +64,8 @@ enum grpc_status {
 /* "OK", "CANCELLED" ... ; "UNKNOWN_STATUS" for codes outside 0..16. */
 const char *grpc_status_name(int status);
 
-#define GRPC_SMALL_MESSAGE (16u * 1024u)  /* one small message buffer, prefix included */
-#define GRPC_MAX_LISTENERS 4
-#define GRPC_MAX_MD 16                    /* metadata entries sent with headers or trailers */
-#define GRPC_MD_BYTES 4096                /* their encoded size, with the status message */
-#define GRPC_READ_BYTES 65536             /* the shared read buffer */
+/* GRPC_SMALL_MESSAGE, GRPC_MAX_LISTENERS, GRPC_MAX_MD, GRPC_MD_BYTES, GRPC_READ_BYTES are in
+ * base/limits.h. */
 
 /* Peer credentials taken with SO_PEERCRED when the connection was accepted, and what the
  * server's admit hook settled about it then. */

@@ -5,7 +5,6 @@
 
 #include "grpc.h"
 
-#define GRPC_APP_BYTES 32
 
 /* One class of fixed message buffers. */
 struct grpc_bufpool {

@@ -234,7 +234,7 @@ int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t
 		return ERR_LIMIT;
 	s->cfg = *cfg;
 	if (!s->cfg.preface_timeout_ms)
-		s->cfg.preface_timeout_ms = 10000;
+		s->cfg.preface_timeout_ms = GRPC_PREFACE_TIMEOUT_MS;
 	if (!s->cfg.guest_per_uid)
 		s->cfg.guest_per_uid = cfg->max_connections;
 	if (!s->cfg.guest_idle_ms)

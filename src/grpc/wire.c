@@ -2,6 +2,7 @@
  * base64 metadata, and length-prefixed message reassembly. */
 #include <string.h>
 
+#include "base/be.h"
 #include "grpc.h"
 
 static const char *const status_names[] = {
@@ -179,8 +180,7 @@ enum grpc_rx_event grpc_rx_feed(struct grpc_rx *rx, const uint8_t **p, size_t *n
 			*n -= take;
 			if (rx->hdr_len < 5)
 				return GRPC_RX_MORE;
-			rx->len = (uint32_t)rx->hdr[1] << 24 | (uint32_t)rx->hdr[2] << 16 |
-				  (uint32_t)rx->hdr[3] << 8 | rx->hdr[4];
+			rx->len = be32_get(rx->hdr + 1);
 			*len = rx->len;
 			if (rx->hdr[0] & 1)
 				return GRPC_RX_COMPRESSED;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/be.h"
 #include "h2.h"
 
 enum {
@@ -33,19 +34,6 @@ enum { RX_PREFACE, RX_HEAD, RX_PADLEN, RX_PRIO, RX_BODY, RX_PAD, RX_DEAD };
 
 static const uint8_t preface[24] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static size_t out_room(const struct h2_conn *c)
 {
 	return c->out.cap - c->out.len;
@@ -56,12 +44,10 @@ static void put_head(struct h2_conn *c, uint32_t len, uint8_t type, uint8_t flag
 {
 	uint8_t *p = c->out.data + c->out.len;
 
-	p[0] = (uint8_t)(len >> 16);
-	p[1] = (uint8_t)(len >> 8);
-	p[2] = (uint8_t)len;
+	be24_put(p, len);
 	p[3] = type;
 	p[4] = flags;
-	put32(p + 5, sid & WINDOW_MAX);
+	be32_put(p + 5, sid & WINDOW_MAX);
 	c->out.len += 9;
 }
 
@@ -76,7 +62,7 @@ static void put_u32_frame(struct h2_conn *c, uint8_t type, uint32_t sid, uint32_
 	uint8_t b[4];
 
 	put_head(c, 4, type, 0, sid);
-	put32(b, v);
+	be32_put(b, v);
 	put_bytes(c, b, 4);
 }
 
@@ -238,8 +224,8 @@ static void flush_owed(struct h2_conn *c)
 		uint8_t b[8];
 
 		put_head(c, 8, F_GOAWAY, 0, 0);
-		put32(b, c->last_peer_sid);
-		put32(b + 4, c->goaway_code);
+		be32_put(b, c->last_peer_sid);
+		be32_put(b + 4, c->goaway_code);
 		put_bytes(c, b, 8);
 		c->goaway_pending = 0;
 	}
@@ -289,9 +275,10 @@ static void stream_error(struct h2_conn *c, struct h2_stream *s, uint32_t sid, u
 
 static void put_setting(struct h2_conn *c, uint16_t id, uint32_t v)
 {
-	uint8_t b[6] = { (uint8_t)(id >> 8), (uint8_t)id };
+	uint8_t b[6];
 
-	put32(b + 2, v);
+	be16_put(b, id);
+	be32_put(b + 2, v);
 	put_bytes(c, b, 6);
 }
 
@@ -557,9 +544,9 @@ static int apply_setting(struct h2_conn *c, uint16_t id, uint32_t v)
 static int frame_begin(struct h2_conn *c)
 {
 	const uint8_t *h = c->head;
-	uint32_t len = (uint32_t)h[0] << 16 | (uint32_t)h[1] << 8 | h[2];
+	uint32_t len = be24_get(h);
 	uint8_t type = h[3], flags = h[4];
-	uint32_t sid = get32(h + 5) & WINDOW_MAX;
+	uint32_t sid = be32_get(h + 5) & WINDOW_MAX;
 	uint32_t min_len = 0;
 
 	c->f_len = c->f_left = len;
@@ -726,7 +713,7 @@ static int frame_end_dispatch(struct h2_conn *c)
 		c->ping_ack_pending = 1;
 		break;
 	case F_GOAWAY: {
-		uint32_t last = get32(c->fld) & WINDOW_MAX;
+		uint32_t last = be32_get(c->fld) & WINDOW_MAX;
 
 		c->goaway_received = 1;
 		for (uint32_t i = 0; i < H2_MAX_STREAMS; i++) {
@@ -750,10 +737,10 @@ static int frame_end_dispatch(struct h2_conn *c)
 			return conn_error(c, H2_ENHANCE_YOUR_CALM);
 		c->reset_budget--;
 		s->rst_pending = 0;
-		stream_close(c, s, get32(c->fld), H2_REMOTE);
+		stream_close(c, s, be32_get(c->fld), H2_REMOTE);
 		break;
 	case F_WINDOW_UPDATE: {
-		uint32_t inc = get32(c->fld) & WINDOW_MAX;
+		uint32_t inc = be32_get(c->fld) & WINDOW_MAX;
 
 		if (sid == 0) {
 			if (inc == 0)
@@ -803,8 +790,7 @@ static int body_control(struct h2_conn *c, const uint8_t *p, size_t n)
 			c->fld[c->fld_len++] = p[i];
 			if (c->fld_len == 6) {
 				c->fld_len = 0;
-				if (apply_setting(c, (uint16_t)(c->fld[0] << 8 | c->fld[1]),
-						  get32(c->fld + 2)) < 0)
+				if (apply_setting(c, be16_get(c->fld), be32_get(c->fld + 2)) < 0)
 					return H2_ERR_CONN;
 			}
 			break;

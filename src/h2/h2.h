@@ -42,26 +42,7 @@
 #include "base/base.h"
 #include "h2/hpack.h"
 
-#define H2_MAX_STREAMS 128           /* stream table slots: the most MAX_CONCURRENT_STREAMS */
-_Static_assert(H2_MAX_STREAMS >= LIMIT_GRPC_STREAMS, "a connection holds the streams allowed");
-#define H2_FRAME_MAX 16384           /* largest frame we accept (the default we advertise) */
-#define H2_HEADER_BLOCK_BYTES 16384  /* one encoded header block, HEADERS + CONTINUATIONs */
-#define H2_HEADER_LIST_BYTES 16384   /* one decoded header list (SETTINGS_MAX_HEADER_LIST_SIZE) */
-#define H2_MAX_FIELDS 64             /* fields of one header list */
-#define H2_MAX_CONTINUATIONS 64      /* CONTINUATION frames of one header block */
-#define H2_OUT_BYTES 32768           /* output buffer */
-#define H2_OUT_RESERVE 256           /* output room kept for control frames */
-#define H2_STREAM_WINDOW (1u << 20)  /* SETTINGS_INITIAL_WINDOW_SIZE we advertise */
-#define H2_CONN_WINDOW (1u << 24)    /* connection receive window we open at start */
-#define H2_RESET_BUDGET 200          /* peer resets tolerated in a burst, see above */
-#define H2_RESET_RATE 100            /* peer resets a second tolerated beyond the burst */
-#define H2_RESET_MEMORY 128          /* ids of the streams we reset last, see above */
-_Static_assert(H2_RESET_MEMORY >= H2_MAX_STREAMS, "a table reset at once is remembered");
-_Static_assert(1000 % H2_RESET_RATE == 0, "the refill is a whole number of ms a reset");
-#define H2_PENDING_RESETS 16         /* RST_STREAMs owed on streams without a slot */
-
-_Static_assert(H2_OUT_BYTES >= 2 * (H2_FRAME_MAX / 2 + 9), "output holds two DATA frames");
-_Static_assert(H2_HEADER_BLOCK_BYTES >= HPACK_MAX_FIELD_BYTES, "a block holds a field");
+/* The engine's limits (H2_MAX_STREAMS ... H2_PENDING_RESETS) are in base/limits.h. */
 
 /* RFC 9113 §7 error codes */
 enum h2_error {
@@ -81,9 +62,9 @@ enum h2_error {
 	H2_HTTP_1_1_REQUIRED = 0xd,
 };
 
-/* Return codes beyond base.h's */
-#define H2_ERR_CONN (ERR_BASE - 200)    /* connection error: GOAWAY queued, close after output */
-#define H2_ERR_PREFACE (ERR_BASE - 201) /* server: the peer did not open with the h2 preface */
+/* Return codes beyond base.h's, in ERR_RANGE_H2; err_str() gives their text. */
+#define H2_ERR_CONN (ERR_RANGE_H2 - 1)    /* connection error: GOAWAY queued, close after output */
+#define H2_ERR_PREFACE (ERR_RANGE_H2 - 2) /* server: the peer did not open with the h2 preface */
 
 enum h2_role { H2_SERVER, H2_CLIENT };
 

@@ -4,9 +4,6 @@
 
 #include "hpack.h"
 
-_Static_assert(HPACK_TABLE_BYTES <= 65535, "entry offsets and lengths are 16-bit");
-_Static_assert(HPACK_MAX_FIELD_BYTES >= HPACK_TABLE_BYTES,
-	       "a string kept in the table must fit in a scratch buffer");
 _Static_assert(sizeof(struct hpack_dec) <= 38u * 1024u, "hpack.h states the decoder's size");
 
 /* RFC 7541 4.1: what an entry costs beyond its name and value. */

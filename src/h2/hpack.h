@@ -15,11 +15,11 @@
 
 #include "base/base.h"
 
-#define HPACK_TABLE_BYTES 4096       /* SETTINGS_HEADER_TABLE_SIZE we advertise (default) */
-#define HPACK_MAX_FIELD_BYTES 16384  /* one decoded name or value (after Huffman) */
+/* HPACK_TABLE_BYTES and HPACK_MAX_FIELD_BYTES are in base/limits.h. */
 
-#define HPACK_ERR_COMPRESSION (ERR_BASE - 100) /* malformed block: COMPRESSION_ERROR */
-#define HPACK_ERR_TOO_BIG (ERR_BASE - 101)     /* a field over HPACK_MAX_FIELD_BYTES */
+/* Codes in ERR_RANGE_HPACK (base.h); err_str() gives their text. */
+#define HPACK_ERR_COMPRESSION (ERR_RANGE_HPACK - 1) /* malformed block: COMPRESSION_ERROR */
+#define HPACK_ERR_TOO_BIG (ERR_RANGE_HPACK - 2)     /* a field over HPACK_MAX_FIELD_BYTES */
 
 /* Returns 0 to go on; any negative value stops decoding and is returned by hpack_decode. */
 typedef int (*hpack_field_fn)(void *ctx, const char *name, size_t name_len,

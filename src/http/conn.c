@@ -14,7 +14,7 @@ int http_conn_init(struct http_conn *c, const char *path)
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->state = HTTP_CONN_IDLE;
-	c->connect_timeout_ms = 5000;
+	c->connect_timeout_ms = LIMIT_HTTP_CONNECT_TIMEOUT_MS;
 	c->read_timeout_ms = -1;
 	if (strlen(path) >= sizeof(c->path))
 		return -ENAMETOOLONG;

@@ -19,13 +19,11 @@
 
 #include "base/base.h"
 
-#define HTTP_ERR_HEAD_TOO_BIG (ERR_BASE - 200) /* head over its storage or LIMIT_HTTP_HEADERS */
-#define HTTP_ERR_BODY_TOO_BIG (ERR_BASE - 201) /* body over the parser's body_limit */
-#define HTTP_ERR_TRUNCATED (ERR_BASE - 202)    /* peer closed before the message was complete */
-#define HTTP_ERR_CONNECT (ERR_BASE - 203)      /* could not connect; conn->sys_errno says why */
-
-/* Text for the HTTP_ERR_* codes, and err_str() for any other. */
-const char *http_strerror(int code);
+/* Codes in ERR_RANGE_HTTP (base.h); err_str() gives their text. */
+#define HTTP_ERR_HEAD_TOO_BIG (ERR_RANGE_HTTP - 1) /* head over its storage or LIMIT_HTTP_HEADERS */
+#define HTTP_ERR_BODY_TOO_BIG (ERR_RANGE_HTTP - 2) /* body over the parser's body_limit */
+#define HTTP_ERR_TRUNCATED (ERR_RANGE_HTTP - 3)    /* peer closed before the message was complete */
+#define HTTP_ERR_CONNECT (ERR_RANGE_HTTP - 4)      /* could not connect; conn->sys_errno says why */
 
 enum http_event {
 	HTTP_EV_NEED_MORE = 0, /* all input consumed; nothing to report */

@@ -25,21 +25,6 @@ enum {
 	ST_ERROR,
 };
 
-const char *http_strerror(int code)
-{
-	switch (code) {
-	case HTTP_ERR_HEAD_TOO_BIG:
-		return "HTTP head over its size limit";
-	case HTTP_ERR_BODY_TOO_BIG:
-		return "HTTP body over its size limit";
-	case HTTP_ERR_TRUNCATED:
-		return "connection closed before the HTTP message was complete";
-	case HTTP_ERR_CONNECT:
-		return "cannot connect to the socket";
-	}
-	return err_str(code);
-}
-
 static uint32_t head_limit(const struct http_parser *p)
 {
 	return p->head_cap < LIMIT_HTTP_HEAD_BYTES ? p->head_cap : LIMIT_HTTP_HEAD_BYTES;

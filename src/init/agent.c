@@ -153,7 +153,7 @@ static void dial(struct init_agent *a, int64_t now)
 	r = grpc_client_start(a->client, &connect_method, md, ARRAY_LEN(md), 0, a, &call);
 	if (r < 0) {
 		if (a->failures == 0)
-			log_warn("agent socket unreachable, retrying", "err=%s", err_str(r));
+			log_warn("agent socket unreachable, retrying", "err=%s", log_q(err_str(r)));
 		schedule_redial(a, now);
 		return;
 	}
@@ -162,7 +162,7 @@ static void dial(struct init_agent *a, int64_t now)
 	a->due_ms = now + INIT_ACK_TIMEOUT_MS;
 	r = send_registration(a);
 	if (r < 0) {
-		log_error("cannot send the registration", "err=%s", err_str(r));
+		log_error("cannot send the registration", "err=%s", log_q(err_str(r)));
 		grpc_call_finish(call, GRPC_CANCELLED, NULL, NULL, 0);
 	}
 }
@@ -297,7 +297,7 @@ static int send_failed(struct init_agent *a, int r)
 	if (r == -EAGAIN)
 		return 1;
 	if (r < 0) {
-		log_error("cannot send command output", "err=%s", err_str(r));
+		log_error("cannot send command output", "err=%s", log_q(err_str(r)));
 		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
 		return 1;
 	}

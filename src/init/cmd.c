@@ -18,7 +18,6 @@
 #define REC_HDR 5                 /* an output record: kind byte, 32-bit length, data */
 #define REC_STDOUT 1
 #define REC_STDERR 2
-#define LINGER_MS 1000            /* pipes still open this long after the supervisor: cut */
 
 static const char *const stage_names[] = {
 	[INIT_STAGE_DROP] = "taking the workload identity",
@@ -201,7 +200,7 @@ static void watch(struct init_cmds *c, struct init_cmd *k, int which, int on)
 	if (epoll_ctl(c->cfg.epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, k->fd[which], &ev) == 0)
 		k->watched[which] = on;
 	else
-		log_error("cannot watch a command pipe", "err=%s", err_str(-errno));
+		log_error("cannot watch a command pipe", "err=%s", log_q(err_str(-errno)));
 }
 
 static void fd_close(struct init_cmds *c, struct init_cmd *k, int which)
@@ -278,7 +277,7 @@ static int kill_as_workload(const struct init_cmds *c, pid_t pid, int sig)
 	r = kill(pid, sig) == 0 ? 0 : -errno;
 	if (syscall(SYS_setresuid, -1, c->cfg.control_uid, -1) != 0) {
 		/* the init cannot go on with a borrowed identity */
-		log_error("cannot return to the control uid", "err=%s", err_str(-errno));
+		log_error("cannot return to the control uid", "err=%s", log_q(err_str(-errno)));
 		_exit(1);
 	}
 	return r;
@@ -294,7 +293,7 @@ static void stop_command(struct init_cmds *c, struct init_cmd *k)
 		return;
 	r = kill(k->sup, SIGTERM) == 0 ? 0 : -errno;
 	if (r)
-		log_error("cannot signal a command's supervisor", "err=%s", err_str(r));
+		log_error("cannot signal a command's supervisor", "err=%s", log_q(err_str(r)));
 	k->stopped = 1;
 }
 
@@ -545,7 +544,7 @@ void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyContro
 		return;
 	r = kill_as_workload(c, -k->pgid, sig);
 	if (r && r != -ESRCH)
-		log_warn("cannot signal a command", "signal=%d err=%s", sig, err_str(r));
+		log_warn("cannot signal a command", "signal=%d err=%s", sig, log_q(err_str(r)));
 }
 
 static void read_output(struct init_cmds *c, struct init_cmd *k, int which)
@@ -665,7 +664,7 @@ int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
 			due = k->deadline_ms;
 		if (k->sup_reaped && (k->fd[INIT_FD_OUT] >= 0 || k->fd[INIT_FD_ERR] >= 0 ||
 				      k->fd[INIT_FD_CTL] >= 0)) {
-			if (now >= k->reaped_ms + LINGER_MS) {
+			if (now >= k->reaped_ms + LIMIT_INIT_LINGER_MS) {
 				/* the tree is gone but a process outside it holds the pipes (another
 				 * command's, which took them through /proc/<pid>/fd or a socket):
 				 * the command is over, its output ends here */
@@ -683,8 +682,8 @@ int64_t init_cmds_tick(struct init_cmds *c, int64_t now)
 					}
 				}
 				fd_close(c, k, INIT_FD_CTL);
-			} else if (k->reaped_ms + LINGER_MS < due) {
-				due = k->reaped_ms + LINGER_MS;
+			} else if (k->reaped_ms + LIMIT_INIT_LINGER_MS < due) {
+				due = k->reaped_ms + LIMIT_INIT_LINGER_MS;
 			}
 		}
 	}
@@ -703,7 +702,7 @@ void init_cmds_stop_all(struct init_cmds *c, int64_t kill_at)
 		k->shutdown = 1;
 		/* asked first; the supervisor kills what is left at kill_at */
 		if (k->pgid > 0 && (r = kill_as_workload(c, -k->pgid, SIGTERM)) != 0 && r != -ESRCH)
-			log_warn("cannot signal a command", "signal=%d err=%s", SIGTERM, err_str(r));
+			log_warn("cannot signal a command", "signal=%d err=%s", SIGTERM, log_q(err_str(r)));
 	}
 }
 

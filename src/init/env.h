@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define INIT_ENV_STR 256
+#include "base/limits.h"
 
 struct init_env {
 	char agent_id[64];

@@ -37,11 +37,6 @@ const char init_help[] =
 	"its whole tree killed 1.5 s later, their ends reported; then it exits 0.\n"
 	"Exit status: 0 stopped cleanly, 1 setup failed, 2 refused its environment or arguments.\n";
 
-/* On the way out: how long killed commands may take to report their end, and how long the
- * goodbye to agenticd may then hold up the exit (within docker stop's default 10 s). */
-#define STOP_TERM_MS 1500         /* SIGTERM first; the trees still alive then are killed */
-#define STOP_GRACE_MS 3000
-#define STOP_FLUSH_MS 1000
 
 static int fail(const char *what, const char *step, int err)
 {
@@ -132,8 +127,8 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 		if (!stop_by && agent->shutdown_requested)
 			stop = 1;
 		if (stop && !stop_by) {
-			stop_by = now + STOP_GRACE_MS;
-			init_cmds_stop_all(cmds, now + STOP_TERM_MS);
+			stop_by = now + LIMIT_INIT_STOP_GRACE_MS;
+			init_cmds_stop_all(cmds, now + LIMIT_INIT_STOP_TERM_MS);
 		}
 		/* stopping: the commands' trees are being killed; their ends are reported until
 		 * they are all out or the grace is over */
@@ -166,7 +161,7 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 		}
 		init_agent_flush(agent);
 	}
-	init_agent_stop(agent, STOP_FLUSH_MS);
+	init_agent_stop(agent, LIMIT_INIT_STOP_FLUSH_MS);
 	log_info("stopped", "registrations=%llu unfinished_commands=%d",
 		 (unsigned long long)agent->registrations, init_cmds_busy(cmds));
 	return 0;

@@ -47,11 +47,7 @@ void init_sysinfo_read(struct init_sysinfo *si);
  * interval the ack names, answers to pings; redialled with backoff (INIT_BACKOFF_MIN_MS
  * doubling to INIT_BACKOFF_MAX_MS) whenever the stream ends, registering and sending READY
  * again each time. */
-#define INIT_BACKOFF_MIN_MS 100
-#define INIT_BACKOFF_MAX_MS 5000
-#define INIT_ACK_TIMEOUT_MS 10000          /* a registration unanswered this long is redialled */
-#define INIT_HEARTBEAT_DEFAULT_S 5
-#define INIT_HEARTBEAT_MAX_S 300
+/* INIT_BACKOFF_*, INIT_ACK_TIMEOUT_MS and INIT_HEARTBEAT_* are in base/limits.h. */
 
 enum init_agent_state {
 	INIT_AGENT_WAITING,      /* no stream: dialling again at due_ms */
@@ -134,9 +130,6 @@ void init_agent_stop(struct init_agent *a, int timeout_ms);
  *     working_dir, more than LIMIT_INIT_COMMANDS at once, arguments over the exec limits,
  *     any command once the sandbox is stopping.
  *   - capture_output is not consulted: every byte is streamed, for the transcript. */
-#define INIT_CHUNK_BYTES 8192      /* the most output one OutputChunk carries */
-_Static_assert(INIT_CHUNK_BYTES + LIMIT_INIT_COMMAND_ID + 64 <= GRPC_SMALL_MESSAGE,
-	       "an OutputChunk fits a small gRPC buffer");
 
 /* ---- the supervisor (spawn.c): what runs between fork and exec ---- */
 enum { INIT_FD_IN, INIT_FD_OUT, INIT_FD_ERR, INIT_FD_CTL, INIT_FD_COUNT };
@@ -223,7 +216,6 @@ enum init_out_kind { INIT_OUT_STDOUT = 1, INIT_OUT_STDERR, INIT_OUT_RESULT, INIT
  * announces it with the registration label agentic-stdin-ack=1) every INIT_STDIN_ACK_BYTES
  * written to the command and whenever its buffer drains, so agenticd never sends more than
  * the buffer holds. */
-#define INIT_STDIN_ACK_BYTES (16u * 1024u)
 struct init_out {
 	enum init_out_kind kind;
 	const char *command_id;
@@ -240,7 +232,6 @@ struct init_out {
  * (valid until the next call), or 0. init_cmds_consume marks it sent. */
 int init_cmds_peek(struct init_cmds *c, struct init_out *o);
 void init_cmds_consume(struct init_cmds *c);
-#define INIT_ERROR_BYTES 192      /* a result's error text, NUL included */
 
 /* ---- the replay ring (replay.c) ----
  * Output chunks and results the init has sent and agenticd has not yet acknowledged writing

@@ -35,10 +35,6 @@
 #include "init/init.h"
 #include "init/priv.h"
 
-#define KILL_POLL_NS 50000000L    /* the supervisor's rescan period while killing */
-/* The command's own stack from its clone to its execve: command_exec's frame (a PATH buffer
- * of LIMIT_PATH_BYTES) and the libc calls it makes, with room to spare. */
-#define COMMAND_STACK_BYTES (LIMIT_PATH_BYTES + 28672)
 
 size_t init_dec(uint32_t v, char *out)
 {
@@ -167,11 +163,11 @@ static int lift(int fd)
 
 _Noreturn void init_spawn_supervise(const struct init_spawn *sp)
 {
-	struct timespec poll_ts = { 0, KILL_POLL_NS };
+	struct timespec poll_ts = { 0, LIMIT_INIT_KILL_POLL_NS };
 	int hi[INIT_FD_COUNT], main_status = 0, main_done = 0, killing = 0;
 	pid_t self = getpid(), pid;
 	sigset_t wait_set;
-	_Alignas(16) char stack[COMMAND_STACK_BYTES];
+	_Alignas(16) char stack[LIMIT_INIT_COMMAND_STACK_BYTES];
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
 		ctl_send(sp->fd[INIT_FD_CTL], INIT_CTL_FAIL, INIT_STAGE_SUBREAPER, errno);

@@ -15,7 +15,6 @@
 
 #include "base/base.h"
 
-#define JSON_MAX_DEPTH 64
 
 enum json_type {
 	JSON_OBJECT,

@@ -761,7 +761,7 @@ static bool sniff_http2(struct admin_conn *c)
 	r = grpc_server_add_conn(agenticd->admin_grpc, fd, admin_grpc_methods,
 				 admin_grpc_nmethods);
 	if (r < 0) {
-		log_warn("admin grpc connection refused", "error=\"%s\"", err_str(r));
+		log_warn("admin grpc connection refused", "error=%s", log_q(err_str(r)));
 		close(fd);
 	}
 	return true;
@@ -867,7 +867,7 @@ static void parse_buffered(struct admin_conn *c)
 			/* curl asks before sending a body over 1 KiB; say yes at once */
 			if (expect && strcasecmp(expect, "100-continue") == 0 && c->allowed &&
 			    send_now(c->fd, 100, NULL, NULL, 0) < 0)
-				log_debug("100-continue not sent", "error=%s", strerror(errno));
+				log_debug("100-continue not sent", "error=%s", log_q(strerror(errno)));
 			if (c->parser.framing == HTTP_BODY_LENGTH &&
 			    c->parser.content_length > LIMIT_ADMIN_BODY_BYTES) {
 				too_big(c);

@@ -92,8 +92,8 @@ static void drop(struct admin_conn *c, int why)
 			 : "holding more for this client would take the disk room kept for "
 			   "transcripts");
 	} else {
-		log_warn("exec client dropped", "reason=spill_error behind_bytes=%llu error=\"%s\"",
-			 behind, strerror(-why));
+		log_warn("exec client dropped", "reason=spill_error behind_bytes=%llu error=%s",
+			 behind, log_q(strerror(-why)));
 		snprintf(c->error, sizeof(c->error), "output delivery stopped: the spill file "
 			 "failed (%s); the command runs on and its transcript keeps every byte",
 			 strerror(-why));

@@ -22,17 +22,13 @@
 #undef stdout
 #undef stderr
 
-#define HEARTBEAT_INTERVAL_S 5
 /* Output acks: one at least every OUT_ACK_BYTES of the init's replay ring, and one per
  * result. A chunk takes its data plus at most OUT_RECORD_BYTES there (replay.c: a 32-byte
  * header, a command id of up to 128 bytes, 32-byte alignment), so even a stream of 1-byte
  * writes is acked long before the ring (LIMIT_INIT_REPLAY_BYTES) fills. */
-#define OUT_ACK_BYTES (128u * 1024u)
-#define OUT_RECORD_BYTES 192u
 _Static_assert(OUT_ACK_BYTES * 4 <= LIMIT_INIT_REPLAY_BYTES,
 	       "acks come well before the ring fills");
 /* After a failed transcript write, the init is asked to send again this much later. */
-#define OUT_RETRY_MS 1000
 
 /* Linux 6.5: a pidfd of the process that called connect(), taken then by the kernel. */
 #ifndef SO_PEERPIDFD

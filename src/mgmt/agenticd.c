@@ -51,7 +51,7 @@ void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
 
 	ev.data.u64 = ((uint64_t)kind << 32) | index;
 	if (epoll_ctl(agenticd->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
-		log_error("cannot watch a descriptor", "fd=%d error=%s", fd, strerror(errno));
+		log_error("cannot watch a descriptor", "fd=%d error=%s", fd, log_q(strerror(errno)));
 }
 
 void loop_unwatch(int fd)
@@ -508,6 +508,7 @@ int agenticd_main(int argc, char **argv)
 		fprintf(stderr, "agenticd: %s: %s\n", path, err);
 		return 2;
 	}
+	config_log_apply(&d->cfg);
 	profile_bytes = seccomp_opt_for(&d->cfg, d->seccomp_opt, sizeof(d->seccomp_opt), err,
 					sizeof(err));
 	if (profile_bytes < 0) {
@@ -579,7 +580,7 @@ int agenticd_main(int argc, char **argv)
 	d->rt->ops->start(d->rt->self);
 	lifecycle_tick(clock_mono_ms());
 	if ((r = host_notify_ready()) != 0)
-		log_warn("sd_notify failed", "error=%s", err_str(r));
+		log_warn("sd_notify failed", "error=%s", log_q(err_str(r)));
 	if (runtime_docker_fault_init_env())
 		log_warn("test failpoint active: every create will fail", "fault=init-env");
 	log_info("ready", "agent_socket_dir=%s admin_socket=%s sandboxes=%u",

@@ -8,7 +8,7 @@
 
 #include "mgmt/config.h"
 
-enum key_type { K_STR, K_PATH, K_PATH_OR_EMPTY, K_U32, K_BYTES, K_CIDR, K_MOUNTS };
+enum key_type { K_STR, K_PATH, K_PATH_OR_EMPTY, K_U32, K_BYTES, K_CIDR, K_MOUNTS, K_LEVEL };
 
 struct key {
 	const char *name;
@@ -46,6 +46,7 @@ static const struct key keys[] = {
 	  LIMIT_DISK_MAX_BYTES },
 	{ "mount_allowlist", K_MOUNTS, 0, 0, 0 },
 	{ "seccomp_profile", K_PATH_OR_EMPTY, F(seccomp_profile), 0, 0 },
+	{ "log_level", K_LEVEL, F(log_level), 0, 0 },
 };
 
 const char *config_key_name(size_t i)
@@ -85,6 +86,7 @@ void config_defaults(struct config *cfg)
 	cfg->default_pids_limit = 512;
 	cfg->default_nano_cpus = 1000000000;
 	cfg->default_disk_bytes = 1u << 30;
+	cfg->log_level = LOG_INFO;
 }
 
 /* Decimal with an optional binary suffix (k, m, g, t; "KiB" spellings accepted). */
@@ -208,6 +210,12 @@ static int set_key(struct config *cfg, const struct key *k, const char *val, cha
 				val++;
 		}
 		return 0;
+	case K_LEVEL:
+		if (log_level_parse(val, (enum log_level *)field) != 0) {
+			snprintf(why, why_size, "%s must be error, warn, info or debug", k->name);
+			return ERR_PARSE;
+		}
+		return 0;
 	}
 	return ERR_STATE;
 }
@@ -227,7 +235,7 @@ static char *trim(char *s)
 int config_parse(struct config *cfg, const char *text, size_t len, char *err, size_t err_size)
 {
 	static struct config work; /* applied to a copy, so a bad line changes nothing */
-	char line[1024], why[256];
+	char line[CONFIG_LINE_BYTES], why[256];
 	size_t pos = 0;
 	unsigned lineno = 0;
 
@@ -318,6 +326,58 @@ void config_apply_env(struct config *cfg)
 
 	if (v && v[0] == '/' && strlen(v) < CONFIG_STR_BYTES)
 		set_str(cfg->agentshare_root, v);
+}
+
+/* A key's value as the file would spell it. Returns out. */
+static const char *key_text(const struct config *cfg, const struct key *k, char *out,
+			    size_t size)
+{
+	const uint8_t *field = (const uint8_t *)cfg + k->offset;
+	uint32_t a = cfg->subnet_pool_base;
+	size_t n = 0;
+
+	out[0] = '\0';
+	switch (k->type) {
+	case K_STR:
+	case K_PATH:
+	case K_PATH_OR_EMPTY:
+		snprintf(out, size, "%s", (const char *)field);
+		break;
+	case K_U32:
+		snprintf(out, size, "%u", *(const uint32_t *)field);
+		break;
+	case K_BYTES:
+		snprintf(out, size, "%llu", (unsigned long long)*(const uint64_t *)field);
+		break;
+	case K_CIDR:
+		snprintf(out, size, "%u.%u.%u.%u/%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
+			 a & 255, cfg->subnet_pool_prefix);
+		break;
+	case K_MOUNTS:
+		for (uint32_t i = 0; i < cfg->n_mount_allowlist && n < size; i++) {
+			int r = snprintf(out + n, size - n, "%s%s", i ? "," : "",
+					 cfg->mount_allowlist[i]);
+
+			n += r > 0 ? (size_t)r : 0;
+		}
+		break;
+	case K_LEVEL:
+		snprintf(out, size, "%s", log_level_name(*(const enum log_level *)field));
+		break;
+	}
+	return out;
+}
+
+void config_log_apply(const struct config *cfg)
+{
+	char text[CONFIG_MAX_ALLOWED_MOUNTS * CONFIG_STR_BYTES];
+
+	log_set_level(cfg->log_level);
+	if (cfg->log_level < LOG_DEBUG)
+		return;
+	for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+		log_debug("config", "key=%s value=%s", keys[i].name,
+			  log_q(key_text(cfg, &keys[i], text, sizeof(text))));
 }
 
 int config_validate(const struct config *cfg, char *err, size_t err_size)

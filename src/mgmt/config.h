@@ -9,9 +9,8 @@
 #include "base/base.h"
 
 #define CONFIG_PATH_DEFAULT "/etc/agentic/agenticd.conf"
-#define CONFIG_MAX_ALLOWED_MOUNTS 16
-#define CONFIG_STR_BYTES 256
-#define CONFIG_FILE_MAX_BYTES (64u * 1024u)
+/* CONFIG_MAX_ALLOWED_MOUNTS, CONFIG_STR_BYTES, CONFIG_LINE_BYTES and CONFIG_FILE_MAX_BYTES
+ * are in base/limits.h. */
 
 struct config {
 	char docker_host[CONFIG_STR_BYTES];     /* unix:///PATH */
@@ -38,6 +37,7 @@ struct config {
 	uint32_t n_mount_allowlist;
 	char mount_allowlist[CONFIG_MAX_ALLOWED_MOUNTS][CONFIG_STR_BYTES];
 	char seccomp_profile[CONFIG_STR_BYTES]; /* a profile file; empty: the built-in profile */
+	enum log_level log_level;               /* lines above it are not written */
 };
 
 /* Fills cfg with the built-in defaults (config/agenticd.conf documents each). */
@@ -58,6 +58,9 @@ const char *config_key_name(size_t i);
 
 /* Environment overrides named in the docs (AGENTSHARE_ROOT). */
 void config_apply_env(struct config *cfg);
+
+/* Sets the log level of cfg and logs, at debug, every key's value in force (one line each). */
+void config_log_apply(const struct config *cfg);
 
 /* Cross-field checks (uid range excludes 0 and the workload ids, pool can hold /28s, ...).
  * ERR_PARSE with the reason in err. */

@@ -21,8 +21,6 @@
 /* stdio's stdin macro hides ManagementMessage's field of that name; no stdio stream is used */
 #undef stdin
 
-#define LIMIT_EXECS 512
-#define STDIN_CHUNK 8192  /* a StdinChunk fits one small gRPC buffer */
 /* Unacknowledged stdin per command, for agents that acknowledge it: below the init's buffer
  * (LIMIT_INIT_STDIN_BYTES), which closes stdin when more arrives than it holds. */
 #define STDIN_WINDOW (LIMIT_INIT_STDIN_BYTES - STDIN_CHUNK)

@@ -11,8 +11,6 @@
 #include "mgmt/policy.h"
 #include "mgmt/share.h"
 
-#define RETRY_MS 2000
-
 /* What a state belongs to: decides which events it takes and where a teardown goes next. */
 enum family { F_NONE, F_CREATE, F_READY, F_CONFLICT, F_ROLLBACK, F_REMOVE, F_GONE };
 

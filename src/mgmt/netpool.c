@@ -5,8 +5,6 @@
 #include "mgmt/netpool.h"
 #include "mgmt/sandbox.h"
 
-#define POOL_RETRY_MS 5000
-
 void netpool_init(struct netpool *p, struct runtime *rt, uint32_t slot, struct idalloc *subnets)
 {
 	memset(p, 0, sizeof(*p));

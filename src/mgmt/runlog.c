@@ -54,9 +54,9 @@ static void write_error(struct sandbox *sb, enum run_file f, int err)
 		return;
 	sb->run.error = -err;
 	sb->run.error_file = (int)f;
-	log_error("transcript write failed", "name=%s instance=%s run=%s file=%s error=\"%s\"",
+	log_error("transcript write failed", "name=%s instance=%s run=%s file=%s error=%s",
 		  log_q(sb->name), log_q(sb->instance_id), log_q(sb->run.name), file_names[f],
-		  strerror(err));
+		  log_q(strerror(err)));
 }
 
 /* Writes what it can; returns how much that was. A failure is logged once until a later
@@ -157,7 +157,6 @@ void runlog_event(struct sandbox *sb, const char *event)
  * (auto_da_alloc), measured at 0.3 to 5 ms with other disk traffic. A command's start is in
  * it within RUN_METRICS_DELAY_MS; its end right after its client has its exit status, at the
  * end of the same turn of the loop, so whoever saw a command end finds it counted. */
-#define RUN_METRICS_DELAY_MS 100
 
 /* the earliest metrics_due of any sandbox, or INT64_MAX: spares the loop a scan per turn */
 static int64_t run_metrics_next = INT64_MAX;
@@ -461,8 +460,8 @@ bool runlog_ready(struct sandbox *sb)
 		runlog_stop(sb, "restarted");
 	ifd = instance_fd(sb);
 	if (ifd < 0) {
-		log_error("no transcript", "name=%s instance=%s error=\"%s\"", log_q(sb->name),
-			  log_q(sb->instance_id), strerror(-ifd));
+		log_error("no transcript", "name=%s instance=%s error=%s", log_q(sb->name),
+			  log_q(sb->instance_id), log_q(strerror(-ifd)));
 		return false;
 	}
 	if (sb->pid_ns[0] && adopt(sb, ifd, key)) {
@@ -474,8 +473,8 @@ bool runlog_ready(struct sandbox *sb)
 	r = make_run(sb, ifd, key);
 	close(ifd);
 	if (r != 0) {
-		log_error("cannot start a run", "name=%s instance=%s error=\"%s\"", log_q(sb->name),
-			  log_q(sb->instance_id), strerror(-r));
+		log_error("cannot start a run", "name=%s instance=%s error=%s", log_q(sb->name),
+			  log_q(sb->instance_id), log_q(strerror(-r)));
 		close_files(sb);
 		sb->run.error = r;
 		return false;

@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/limits.h"
+
 struct sandbox;
 
 /* ---- a run: the open transcript of one life of the sandbox's init ---- */
 enum run_file { RUN_STDOUT, RUN_STDERR, RUN_COMMANDS, RUN_EVENTS, RUN_FILES };
-#define RUN_NAME_BYTES 48
-#define RUN_CODES 16
 
 struct run {
 	bool open;

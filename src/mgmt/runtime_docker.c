@@ -12,7 +12,6 @@
 #include "mgmt/share.h"
 
 #define SANDBOX_SOCKET_DIR "/run/agentic-sandbox"
-#define EVENTS_RETRY_MS 1000
 
 struct rd_slot {
 	struct engine_job job;
@@ -377,7 +376,7 @@ static void rd_start(void *self)
 		return;
 	r = engine_start(&d->eng, &d->events);
 	if (r != 0) {
-		log_warn("event stream not opened; retrying", "error=%s", err_str(r));
+		log_warn("event stream not opened; retrying", "error=%s", log_q(err_str(r)));
 		d->events_retry = clock_mono_ms() + EVENTS_RETRY_MS;
 	}
 }

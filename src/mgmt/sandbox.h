@@ -55,10 +55,7 @@ enum lc_state {
 #define LC_PEND_DIE 2
 #define LC_PEND_DESTROY 4
 
-#define SB_NAME_BYTES 64
 #define SB_ID_BYTES 37
-#define SB_NET_BYTES 64
-#define SB_ERROR_BYTES 2048
 
 _Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "base/be.h"
 #include "mgmt/workspace.h"
 
 #define BS 4096u                /* block size */
@@ -30,7 +31,6 @@
 #define JOURNAL_INO 8u
 #define LF_INO 11u              /* lost+found, the first non-reserved inode */
 #define EXTRA_ISIZE 32u
-#define LOOP_ATTEMPTS 8
 
 /* feature bits (ext4 superblock) */
 #define COMPAT_HAS_JOURNAL 0x4u
@@ -65,14 +65,6 @@ static void le32(uint8_t *p, uint32_t v)
 {
 	le16(p, v & 0xffff);
 	le16(p + 2, v >> 16);
-}
-
-static void be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
 }
 
 /* sparse_super: groups 0 and 1 and the powers of 3, 5 and 7 carry a superblock copy */
@@ -272,14 +264,14 @@ static uint32_t dirent(uint8_t *p, uint32_t ino, uint32_t rec_len, const char *n
 static void journal_super(const struct layout *l, const uint8_t uuid[16])
 {
 	memset(blk, 0, BS);
-	be32(blk + 0x00, 0xc03b3998u);  /* h_magic */
-	be32(blk + 0x04, 4);            /* h_blocktype: superblock v2 */
-	be32(blk + 0x0c, BS);           /* s_blocksize */
-	be32(blk + 0x10, l->jblocks);   /* s_maxlen */
-	be32(blk + 0x14, 1);            /* s_first */
-	be32(blk + 0x18, 1);            /* s_sequence */
-	memcpy(blk + 0x30, uuid, 16);   /* s_uuid */
-	be32(blk + 0x40, 1);            /* s_nr_users */
+	be32_put(blk + 0x00, 0xc03b3998u); /* h_magic */
+	be32_put(blk + 0x04, 4);           /* h_blocktype: superblock v2 */
+	be32_put(blk + 0x0c, BS);          /* s_blocksize */
+	be32_put(blk + 0x10, l->jblocks);  /* s_maxlen */
+	be32_put(blk + 0x14, 1);           /* s_first */
+	be32_put(blk + 0x18, 1);           /* s_sequence */
+	memcpy(blk + 0x30, uuid, 16);      /* s_uuid */
+	be32_put(blk + 0x40, 1);           /* s_nr_users */
 }
 
 int workspace_format(int fd, uint64_t size, uint32_t uid, uint32_t gid)
@@ -374,7 +366,7 @@ static int loop_attach(int img, const char *image, char *dev, size_t dev_size, i
 	lc.info.lo_flags = LO_FLAGS_AUTOCLEAR;
 	snprintf((char *)lc.info.lo_file_name, sizeof(lc.info.lo_file_name), "%s", image);
 	/* another process may take the free device between the two calls: ask again */
-	for (int i = 0; i < LOOP_ATTEMPTS && r == -EBUSY; i++) {
+	for (int i = 0; i < LIMIT_WORKSPACE_LOOP_ATTEMPTS && r == -EBUSY; i++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE), fd;
 
 		if (n < 0) {

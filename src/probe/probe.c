@@ -29,7 +29,6 @@ const char probe_help[] =
 	"Exit status: 0 printed, 1 the status could not be read or the socket not reached,\n"
 	"2 usage.\n";
 
-#define PROBE_WAIT_MS 2000
 
 struct agent_probe {
 	int done, status;
@@ -81,7 +80,7 @@ static int probe_agent_socket(const char *path, const char *agent_id, const char
 		printf("agent_socket=unreachable err=%s\n", err_str(r));
 		return 1;
 	}
-	end = clock_mono_ms() + PROBE_WAIT_MS;
+	end = clock_mono_ms() + LIMIT_PROBE_WAIT_MS;
 	while (!p.done && grpc_client_connected(c) && clock_mono_ms() < end)
 		grpc_client_run(c, (int)(end - clock_mono_ms()));
 	if (!p.done) {

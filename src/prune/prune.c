@@ -99,19 +99,6 @@ static char resolved[LIMIT_PATH_BYTES];
 
 enum { LIST_ROOT, LIST_INSTANCES, LIST_INSTANCE, LIST_RUNS };
 
-const char *prune_err_str(int code)
-{
-	switch (code) {
-	case PRUNE_OUTSIDE:
-		return "outside the agentshare root";
-	case PRUNE_MOUNT:
-		return "mount point or other filesystem inside the run";
-	case PRUNE_MOVED:
-		return "directory moved or replaced during the walk";
-	}
-	return err_str(code);
-}
-
 /* ---- the lexical reading of a link ---- */
 
 /* Appends the components of s to the absolute path out[0..*n), folding "." and "..". */
@@ -521,7 +508,7 @@ static void job_run(struct pruner *p, struct worker *wk)
 			  log_quote(qat, sizeof(qat), at),
 			  log_quote(qerr, sizeof(qerr),
 				    r == ERR_LIMIT ? "deeper than LIMIT_PRUNE_DEPTH levels" :
-						     prune_err_str(r)));
+						     err_str(r)));
 		mark_failed(p);
 	}
 	pthread_mutex_unlock(&queue.lock);
@@ -651,7 +638,7 @@ static void run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 		char qerr[256];
 
 		log_error("cannot stat run", "run=%s error=%s", quote(p->rel),
-			  log_quote(qerr, sizeof(qerr), prune_err_str(r)));
+			  log_quote(qerr, sizeof(qerr), err_str(r)));
 		mark_failed(p);
 		return;
 	}
@@ -669,7 +656,7 @@ static void run_consider(struct pruner *p, int rfd, const struct prune_dirent *e
 	j->runs_fd = runs_fd_dup(rfd);
 	if (j->runs_fd < 0) {
 		log_error("cannot hand the run over", "run=%s error=%s", quote(p->rel),
-			  strerror(errno));
+			  log_q(strerror(errno)));
 		mark_failed(p);
 		return;
 	}
@@ -701,7 +688,7 @@ static long runs_scan(struct pruner *p, int pfd, bool counted)
 			log_warn("runs is not a directory; skipped", "dir=%s", quote(p->rel));
 		else if (errno != ENOENT)
 			log_error("cannot open runs", "dir=%s error=%s", quote(p->rel),
-				  strerror(errno));
+				  log_q(strerror(errno)));
 		return -1;
 	}
 	active_read(p, pfd, &active);
@@ -729,7 +716,7 @@ static long runs_scan(struct pruner *p, int pfd, bool counted)
 		rel_pop(p, o2);
 	}
 	if (r < 0) {
-		log_error("cannot list runs", "dir=%s error=%s", quote(p->rel), strerror(-r));
+		log_error("cannot list runs", "dir=%s error=%s", quote(p->rel), log_q(strerror(-r)));
 		mark_failed(p);
 		stay++;
 	}
@@ -770,7 +757,7 @@ static void instance_remove(struct pruner *p, int ifd, const char *id, int idfd)
 		/* Not empty after all: something was created meanwhile, leave it. */
 		if (errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
 			log_warn("cannot remove empty instance", "instance=%s error=%s",
-				 quote(p->rel), strerror(errno));
+				 quote(p->rel), log_q(strerror(errno)));
 		return;
 	}
 	pthread_mutex_lock(&queue.lock);
@@ -816,7 +803,7 @@ static void instances_scan(struct pruner *p, int ifd)
 		rel_pop(p, old);
 	}
 	if (r < 0) {
-		log_error("cannot list instances", "error=%s", strerror(-r));
+		log_error("cannot list instances", "error=%s", log_q(strerror(-r)));
 		mark_failed(p);
 	}
 }
@@ -848,7 +835,7 @@ static void root_scan(struct pruner *p)
 		close(fd);
 	}
 	if (r < 0) {
-		log_error("cannot list the root", "error=%s", strerror(-r));
+		log_error("cannot list the root", "error=%s", log_q(strerror(-r)));
 		mark_failed(p);
 	}
 }
@@ -933,7 +920,7 @@ static int mounts_load(struct pruner *p)
 		return usage_error("more mount points below the root than the pruner can hold "
 				   "(LIMIT_PRUNE_MOUNTS, LIMIT_PRUNE_MOUNT_BYTES)%s", "");
 	if (r < 0)
-		return usage_error("cannot use /proc/self/mountinfo: %s", prune_err_str(r));
+		return usage_error("cannot use /proc/self/mountinfo: %s", err_str(r));
 	return 0;
 }
 
@@ -991,7 +978,7 @@ int prune_main(int argc, char **argv)
 	workers_stop();
 	emit_summary(p);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		log_error("cannot write the report", "error=%s", strerror(errno));
+		log_error("cannot write the report", "error=%s", log_q(strerror(errno)));
 		return 1;
 	}
 	return p->failed ? 1 : 0;

@@ -13,13 +13,10 @@
 
 #include "base/base.h"
 
-/* Module codes (below ERR_BASE, see base.h). */
-#define PRUNE_OUTSIDE (ERR_BASE - 100) /* a path leaves the agentshare root */
-#define PRUNE_MOUNT (ERR_BASE - 101)   /* a mount point (or another filesystem) inside a run */
-#define PRUNE_MOVED (ERR_BASE - 102)   /* a directory changed identity while being removed */
-
-/* Text for the codes above; falls back to err_str() for the others. Never NULL. */
-const char *prune_err_str(int code);
+/* Module codes, in ERR_RANGE_PRUNE (base.h); err_str() gives their text. */
+#define PRUNE_OUTSIDE (ERR_RANGE_PRUNE - 1) /* a path leaves the agentshare root */
+#define PRUNE_MOUNT (ERR_RANGE_PRUNE - 2)   /* a mount point (or another filesystem) inside a run */
+#define PRUNE_MOVED (ERR_RANGE_PRUNE - 3)   /* a directory changed identity while being removed */
 
 /* ---- mount points below the root ----
  * A set of root-relative paths ("instances/x/runs/run-1/mnt"), stored back to back in

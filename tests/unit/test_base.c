@@ -1,4 +1,4 @@
-/* test_base.c: buffers, arenas, pools, integer parsing and logfmt quoting. */
+/* test_base.c: buffers, arenas, pools, integer parsing, big-endian codecs and logfmt quoting. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,12 @@
 #include <cmocka.h>
 
 #include "base/base.h"
+#include "base/be.h"
+#include "docker/docker.h"
+#include "h2/h2.h"
+#include "h2/hpack.h"
+#include "http/http.h"
+#include "prune/prune.h"
 
 static void test_buf_append_refuses_overflow_and_keeps_contents(void **state)
 {
@@ -123,11 +129,105 @@ static void test_log_q_always_quotes_outside_values(void **state)
 	assert_int_equal(q[LIMIT_LOG_VALUE_BYTES - 2], '"');
 }
 
+/* Each width writes the most significant byte first, touches only its own bytes, needs no
+ * alignment and reads back what it wrote, high bits included. */
+static void test_be_puts_network_order_and_gets_it_back_unaligned(void **state)
+{
+	uint8_t b[10];
+
+	memset(b, 0xaa, sizeof(b));
+	be16_put(b + 1, 0x1234);
+	assert_memory_equal(b, "\xaa\x12\x34\xaa", 4);
+	assert_int_equal(be16_get(b + 1), 0x1234);
+	memset(b, 0xaa, sizeof(b));
+	be24_put(b + 1, 0xfedcba);
+	assert_memory_equal(b, "\xaa\xfe\xdc\xba\xaa", 5);
+	assert_int_equal(be24_get(b + 1), 0xfedcba);
+	memset(b, 0xaa, sizeof(b));
+	be32_put(b + 1, 0x80000001u);
+	assert_memory_equal(b, "\xaa\x80\x00\x00\x01\xaa", 6);
+	assert_int_equal(be32_get(b + 1), 0x80000001u);
+	memset(b, 0xaa, sizeof(b));
+	be64_put(b + 1, 0x0102030405060708ull);
+	assert_memory_equal(b, "\xaa\x01\x02\x03\x04\x05\x06\x07\x08\xaa", 10);
+	assert_true(be64_get(b + 1) == 0x0102030405060708ull);
+	be64_put(b, UINT64_MAX);
+	assert_true(be64_get(b) == UINT64_MAX);
+	assert_int_equal(be32_get(b), UINT32_MAX);
+	assert_int_equal(be16_get(b), 0xffff);
+	/* be24_put keeps the low 24 bits */
+	be24_put(b, 0x12345678u);
+	assert_int_equal(be24_get(b), 0x345678);
+}
+
 static void test_err_str_covers_module_and_errno_codes(void **state)
 {
+	assert_string_equal(err_str(0), "success");
 	assert_string_equal(err_str(ERR_LIMIT), "a fixed limit was reached");
 	assert_string_equal(err_str(-ENOENT), strerror(ENOENT));
-	assert_string_equal(err_str(ERR_BASE - 999), "unknown error");
+	assert_string_equal(err_str(ERR_BASE), "unknown error");
+	assert_string_equal(err_str(ERR_BASE - 99), "unknown error");
+	assert_string_equal(err_str(ERR_RANGE_END - 1), "unknown error");
+	/* a Docker failure is told as one, whatever module sits next to it */
+	assert_string_equal(err_str(DOCKER_ERR_BUSY), "all connections to the Docker engine are in use");
+	assert_string_equal(err_str(HTTP_ERR_HEAD_TOO_BIG), "HTTP head over its size limit");
+	assert_string_equal(err_str(PRUNE_OUTSIDE), "outside the agentshare root");
+}
+
+/* Every module code, with the range its header is meant to draw it from. */
+static const struct {
+	const char *name;
+	int code, range;
+} module_codes[] = {
+#define CODE(name, range) { #name, name, range }
+	CODE(ERR_LIMIT, ERR_RANGE_BASE),
+	CODE(ERR_PARSE, ERR_RANGE_BASE),
+	CODE(ERR_STATE, ERR_RANGE_BASE),
+	CODE(HTTP_ERR_HEAD_TOO_BIG, ERR_RANGE_HTTP),
+	CODE(HTTP_ERR_BODY_TOO_BIG, ERR_RANGE_HTTP),
+	CODE(HTTP_ERR_TRUNCATED, ERR_RANGE_HTTP),
+	CODE(HTTP_ERR_CONNECT, ERR_RANGE_HTTP),
+	CODE(HPACK_ERR_COMPRESSION, ERR_RANGE_HPACK),
+	CODE(HPACK_ERR_TOO_BIG, ERR_RANGE_HPACK),
+	CODE(H2_ERR_CONN, ERR_RANGE_H2),
+	CODE(H2_ERR_PREFACE, ERR_RANGE_H2),
+	CODE(DOCKER_ERR_API, ERR_RANGE_DOCKER),
+	CODE(DOCKER_ERR_VERSION, ERR_RANGE_DOCKER),
+	CODE(DOCKER_ERR_BUSY, ERR_RANGE_DOCKER),
+	CODE(DOCKER_ERR_REPLY, ERR_RANGE_DOCKER),
+	CODE(DOCKER_ERR_TOO_BIG, ERR_RANGE_DOCKER),
+	CODE(PRUNE_OUTSIDE, ERR_RANGE_PRUNE),
+	CODE(PRUNE_MOUNT, ERR_RANGE_PRUNE),
+	CODE(PRUNE_MOVED, ERR_RANGE_PRUNE),
+	{ "ANSWER_OUT_FAILED", ERR_RANGE_CLI - 1, ERR_RANGE_CLI }, /* private to cli.c */
+#undef CODE
+};
+
+/* Each code lies inside its module's range, no two are equal, each has its own text, and
+ * err.c's table has no text for a code no module defines. */
+static void test_err_codes_sit_in_their_ranges_unique_each_with_a_text(void **state)
+{
+	size_t n = ARRAY_LEN(module_codes), known = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int c = module_codes[i].code, r = module_codes[i].range;
+
+		if (!(c < r && c > r - ERR_RANGE_SPAN))
+			fail_msg("%s (%d) is outside its range %d", module_codes[i].name, c, r);
+		if (strcmp(err_str(c), "unknown error") == 0)
+			fail_msg("%s (%d) has no text", module_codes[i].name, c);
+		for (size_t j = 0; j < i; j++) {
+			if (module_codes[j].code == c)
+				fail_msg("%s == %s", module_codes[j].name, module_codes[i].name);
+			if (strcmp(err_str(module_codes[j].code), err_str(c)) == 0)
+				fail_msg("%s and %s share a text", module_codes[j].name,
+					 module_codes[i].name);
+		}
+	}
+	for (int c = ERR_BASE; c > ERR_RANGE_END; c--)
+		if (strcmp(err_str(c), "unknown error") != 0)
+			known++;
+	assert_int_equal(known, n);
 }
 
 static void test_uuid7_has_version_variant_and_time_order(void **state)
@@ -184,7 +284,9 @@ int main(void)
 		cmocka_unit_test(test_parse_u64_rejects_junk_and_overflow),
 		cmocka_unit_test(test_log_quote_escapes_what_logfmt_needs),
 		cmocka_unit_test(test_log_q_always_quotes_outside_values),
+		cmocka_unit_test(test_be_puts_network_order_and_gets_it_back_unaligned),
 		cmocka_unit_test(test_err_str_covers_module_and_errno_codes),
+		cmocka_unit_test(test_err_codes_sit_in_their_ranges_unique_each_with_a_text),
 		cmocka_unit_test(test_uuid7_has_version_variant_and_time_order),
 		cmocka_unit_test(test_fd_read_all_reads_whole_files_and_refuses_full_buffers),
 	};

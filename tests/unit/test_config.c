@@ -38,6 +38,7 @@ static void test_config_defaults_match_the_design(void **state)
 	assert_int_equal(c.default_memory_bytes, 1u << 30);
 	assert_int_equal(c.default_nano_cpus, 1000000000);
 	assert_int_equal(c.n_mount_allowlist, 0);
+	assert_int_equal(c.log_level, LOG_INFO);
 	assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
 }
 
@@ -83,6 +84,11 @@ static void test_config_bad_line_names_the_line_and_changes_nothing(void **state
 		{ "default_memory_bytes = 1q\n", "1: default_memory_bytes must be" },
 		{ "mount_allowlist = relative/path\n", "1: mount_allowlist takes" },
 		{ "admin_group =\n", "1: admin_group must be 1 to" },
+		{ "log_level = debug\nlog_level = verbose\n",
+		  "2: log_level must be error, warn, info or debug" },
+		{ "log_level = DEBUG\n", "1: log_level must be error, warn, info or debug" },
+		{ "log_level =\n", "1: log_level must be error, warn, info or debug" },
+		{ "log_level = 3\n", "1: log_level must be error, warn, info or debug" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -92,6 +98,27 @@ static void test_config_bad_line_names_the_line_and_changes_nothing(void **state
 		if (strncmp(err, cases[i].want, strlen(cases[i].want)) != 0)
 			fail_msg("case %zu: got '%s', want '%s...'", i, err, cases[i].want);
 		assert_memory_equal(&c, &before, sizeof(c));
+	}
+}
+
+static void test_config_log_level_takes_each_level_name(void **state)
+{
+	static const struct {
+		const char *text;
+		enum log_level want;
+	} cases[] = {
+		{ "log_level = error\n", LOG_ERROR },
+		{ "log_level = warn\n", LOG_WARN },
+		{ "log_level=info\n", LOG_INFO },
+		{ "log_level = debug  \n", LOG_DEBUG },
+	};
+	struct config c;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		config_defaults(&c);
+		assert_int_equal(parse(&c, cases[i].text, err), 0);
+		assert_int_equal(c.log_level, cases[i].want);
 	}
 }
 
@@ -155,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_config_defaults_match_the_design),
 		cmocka_unit_test(test_config_parses_every_value_form),
 		cmocka_unit_test(test_config_bad_line_names_the_line_and_changes_nothing),
+		cmocka_unit_test(test_config_log_level_takes_each_level_name),
 		cmocka_unit_test(test_config_validate_rejects_unsafe_ranges),
 		cmocka_unit_test(test_config_load_prefixes_the_file_and_tolerates_missing_default),
 		cmocka_unit_test(test_config_env_overrides_agentshare_root),

@@ -237,11 +237,12 @@ static void test_http_close_delimited_body_ends_at_close(void **state)
 static void test_http_truncated_length_body_is_an_error(void **state)
 {
 	static struct transcript t;
+	char want[32];
 
 	parse_whole(HTTP_PARSE_RESPONSE, false, UINT64_MAX,
 		    "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", true, &t);
-	assert_non_null(strstr(t.text, "BODY:abc\nEOF -4298"));
-	assert_int_equal(HTTP_ERR_TRUNCATED, -4298);
+	snprintf(want, sizeof(want), "BODY:abc\nEOF %d", HTTP_ERR_TRUNCATED);
+	assert_non_null(strstr(t.text, want));
 }
 
 static void test_http_clean_close_between_messages_is_not_an_error(void **state)
