@@ -1,0 +1,1005 @@
+/* sim.c: the driver of the deterministic simulation (README: Tests, "the simulator").
+ *
+ * Per seed: an agenticd (the real provision, recover, sandbox, agent, exec and runlog code,
+ * its sandbox table sized small) runs against the fake engine and fake inits, in a temp
+ * agentshare, on a simulated clock. A seeded interleaving of creates, removes, execs, init
+ * actions (connect, register, READY, output, a lost connection), containers dying, starting
+ * or being removed behind agenticd's back, engine answers arriving, time passing, and
+ * agenticd crashing (or stopping) and starting again with recovery from its records. After
+ * every step the invariants are checked; at the end every sandbox is removed and the engine,
+ * the agentshare and the maps must be empty.
+ *
+ *   SEED=n      run that seed only (its trace is printed when it fails)
+ *   SEEDS=n     how many seeds, from SEED_BASE (default 1)
+ *   STEPS=n     steps per seed
+ *   SIM_TRACE=1 print the whole trace of a passing seed too
+ *   SIM_FAIL, SIM_LOST, SIM_BUSY, SIM_CHAOS, SIM_RESTART: fault rates in per mille
+ *   SIM_BUG=leak-uid|dup-bytes: a defect injected by the harness (the positive control)
+ *
+ * Output is TAP for tests/run: one line per property over all the seeds run. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sanitizer/common_interface_defs.h>
+
+#include "sim.h"
+
+uint64_t sim_rng;
+int64_t sim_now;
+bool sim_crashing;
+uint64_t sim_step;
+char sim_owner[17];
+struct sim_knobs knobs;
+
+static uint64_t seed;
+static char share_root[256];
+
+/* ---- the trace ring ---- */
+#define TRACE_LINES 400
+#define TRACE_BYTES 200
+static char ring[TRACE_LINES][TRACE_BYTES];
+static uint64_t ring_n;
+static bool trace_all;
+
+void trace(const char *fmt, ...)
+{
+	char *line = ring[ring_n % TRACE_LINES];
+	va_list ap;
+	int n = snprintf(line, TRACE_BYTES, "%6llu t=%-7lld ", (unsigned long long)sim_step,
+			 (long long)sim_now);
+
+	va_start(ap, fmt);
+	vsnprintf(line + n, TRACE_BYTES - (size_t)n, fmt, ap);
+	va_end(ap);
+	ring_n++;
+	if (trace_all)
+		printf("# %s\n", line);
+}
+
+static void trace_print(void)
+{
+	uint64_t first = ring_n > TRACE_LINES ? ring_n - TRACE_LINES : 0;
+
+	printf("# the last %llu events of seed %llu:\n", (unsigned long long)(ring_n - first),
+	       (unsigned long long)seed);
+	for (uint64_t i = first; i < ring_n; i++)
+		printf("#   %s\n", ring[i % TRACE_LINES]);
+}
+
+static bool expect_failure; /* the positive control: a failing seed is what we want */
+
+void sim_fail(const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	trace("INVARIANT BROKEN: %s", why);
+	if (!trace_all)
+		trace_print();
+	printf("# seed %llu failed at step %llu: %s\n", (unsigned long long)seed,
+	       (unsigned long long)sim_step, why);
+	printf("# replay: SEED=%llu make simulate   (or SEED=%llu build/asan/sim/test_simulation)\n",
+	       (unsigned long long)seed, (unsigned long long)seed);
+	fflush(stdout);
+	_exit(3);
+}
+
+/* ---- the clock, the randomness and the host (wrapped) ---- */
+int64_t __wrap_clock_mono_ms(void)
+{
+	return sim_now;
+}
+
+int64_t __wrap_clock_wall_ms(void)
+{
+	return SIM_WALL_BASE + sim_now;
+}
+
+int __wrap_random_hex(char *out, size_t hex_chars)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < hex_chars; i++)
+		out[i] = hex[rnd_below(16)];
+	out[hex_chars] = '\0';
+	return 0;
+}
+
+int __wrap_uuid7(char out[37])
+{
+	uint64_t a = rnd(), b = rnd();
+
+	snprintf(out, 37, "%08llx-%04llx-7%03llx-%04llx-%012llx",
+		 (unsigned long long)((SIM_WALL_BASE + sim_now) & 0xffffffffull),
+		 (unsigned long long)(a & 0xffff), (unsigned long long)((a >> 16) & 0xfff),
+		 (unsigned long long)(0x8000 | ((a >> 28) & 0x3fff)),
+		 (unsigned long long)(b & 0xffffffffffffull));
+	return 0;
+}
+
+/* The workspace: a plain directory, not an ext4 image on a loop device. */
+int __wrap_share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+				size_t err_size)
+{
+	char dir[LIMIT_PATH_BYTES + 16];
+
+	if (chance(knobs.fail / 4)) {
+		snprintf(err, err_size, "the agentshare cannot hold the workspace (simulated)");
+		trace("share: workspace of %s: no space", sb->name);
+		return -ENOSPC;
+	}
+	share_instance_dir(cfg, sb->instance_id, dir, sizeof(dir) - 16);
+	strcat(dir, "/workspace");
+	if (mkdir(dir, 0700) != 0) {
+		snprintf(err, err_size, "mkdir %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int __wrap_share_mount_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+				 size_t err_size)
+{
+	return 0;
+}
+
+static void rmtree(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char sub[1024];
+
+	if (!d) {
+		unlink(path);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		rmtree(sub);
+	}
+	closedir(d);
+	rmdir(path);
+}
+
+/* The record part as the real one does it; the workspace deleted here, not in a child. */
+void __wrap_share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_workspace)
+{
+	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 32];
+
+	if (share_instance_dir(cfg, sb->instance_id, dir, sizeof(dir)) != 0)
+		return;
+	trace("share: retire %s instance=%.8s drop_workspace=%d", sb->name, sb->instance_id,
+	      drop_workspace);
+	snprintf(p, sizeof(p), "%s/sandbox.json", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/.sandbox.json.tmp", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/current", dir);
+	unlink(p);
+	if (!drop_workspace) {
+		rmdir(dir);
+		return;
+	}
+	snprintf(p, sizeof(p), "%s/workspace", dir);
+	rmtree(p);
+	rmdir(dir);
+}
+
+/* ---- pidfds of fake processes: any open fd stands for one; this table says whose ---- */
+#define FDS 4096
+static int64_t fd_pid[FDS];
+static int64_t connecting_pid;
+
+void pidfd_register(int fd, int64_t pid)
+{
+	if (fd == -1)
+		connecting_pid = pid;
+	else if (fd == -2)
+		connecting_pid = 0;
+	else if (fd >= 0 && fd < FDS)
+		fd_pid[fd] = pid;
+}
+
+int __real_close(int fd);
+int __wrap_close(int fd)
+{
+	if (fd >= 0 && fd < FDS)
+		fd_pid[fd] = 0;
+	return __real_close(fd);
+}
+
+pid_t __wrap_sandbox_pidfd_pid(int pidfd)
+{
+	int64_t pid;
+
+	if (pidfd < 0 || pidfd >= FDS)
+		return -1;
+	if (!fd_pid[pidfd] && connecting_pid)
+		fd_pid[pidfd] = connecting_pid; /* the peer pidfd agent_admit just took */
+	pid = fd_pid[pidfd];
+	if (!pid)
+		return -1;
+	return engine_pid_alive(pid) ? (pid_t)pid : 0;
+}
+
+/* The init's pid namespace: the life of the container's init stands for it. */
+void __wrap_sandbox_read_pid_ns(struct sandbox *sb)
+{
+	struct e_ct *ct = engine_ct_by_pid(sb->pid);
+	int fd;
+
+	if (sb->init_pidfd >= 0)
+		close(sb->init_pidfd);
+	sb->init_pidfd = -1;
+	sb->pid_ns[0] = '\0';
+	if (sb->pid <= 0 || !ct)
+		return;
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	snprintf(sb->pid_ns, sizeof(sb->pid_ns), "pid:[%u]", ct->life);
+	pidfd_register(fd, sb->pid);
+	sb->init_pidfd = fd;
+}
+
+/* ---- the admin side: answers to creates and removes ---- */
+#define REQS 4096
+enum req_kind { RQ_CREATE = 1, RQ_REMOVE };
+struct req {
+	enum req_kind kind;
+	bool answered, lost;
+	int status;
+	char name[SB_NAME_BYTES], instance[SB_ID_BYTES], network[SB_NET_BYTES];
+	bool net_managed, keep_workspace;
+};
+static struct req reqs[REQS];
+static uint32_t nreqs;
+/* what the current step answered: checked once the step is over */
+static uint32_t answered_now[64];
+static uint32_t nanswered_now;
+#define NSB 6
+static struct create_req creq[NSB];
+
+static struct req *req_of(int32_t conn, uint32_t gen)
+{
+	if (conn < 0 || (uint32_t)conn >= REQS || (uint32_t)conn != gen || conn >= (int32_t)nreqs)
+		return NULL;
+	return &reqs[conn];
+}
+
+static void answered(struct req *r, int status, const struct sandbox *sb, const char *code)
+{
+	SIM_CHECK(!r->answered, "request %u (%s %s) answered twice", (unsigned)(r - reqs),
+		  r->kind == RQ_CREATE ? "create" : "remove", r->name);
+	r->answered = true;
+	r->status = status;
+	if (sb) {
+		memcpy(r->instance, sb->instance_id, sizeof(r->instance));
+		memcpy(r->network, sb->network, sizeof(r->network));
+		r->net_managed = sb->net_managed;
+	}
+	trace("admin: %s %s answered %d %s", r->kind == RQ_CREATE ? "create" : "remove", r->name,
+	      status, code ? code : "");
+	if (nanswered_now < 64)
+		answered_now[nanswered_now++] = (uint32_t)(r - reqs);
+}
+
+void __wrap_admin_finish_sandbox(int32_t conn, uint32_t gen, const struct sandbox *sb,
+				 int status)
+{
+	struct req *r = req_of(conn, gen);
+
+	if (r)
+		answered(r, status, sb, NULL);
+}
+
+void __wrap_admin_finish_error(int32_t conn, uint32_t gen, int status, const char *code,
+			       const char *message)
+{
+	struct req *r = req_of(conn, gen);
+
+	if (r)
+		answered(r, status, NULL, code);
+}
+
+static uint64_t exec_bytes_to_clients, execs_done;
+
+int __wrap_admin_exec_output(int32_t conn, int stream, const void *data, size_t len)
+{
+	exec_bytes_to_clients += len;
+	return 0;
+}
+
+void __wrap_admin_exec_done(int32_t conn, int32_t exit_code, int64_t duration_ms,
+			    const char *error, const char *transcript_error)
+{
+	execs_done++;
+}
+
+void __wrap_admin_exec_stdin_taken(int32_t conn)
+{
+}
+
+void __wrap_metrics_provision(int64_t ms)
+{
+}
+
+void __wrap_metrics_refusal(int reason)
+{
+}
+
+/* ---- memory: the daemon allocates nothing once started (AGENTIC_ALLOC_CHECK's rule) ---- */
+static bool sealed;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+volatile bool in_harness; /* the fakes' own allocations */
+
+static void late(const char *what, size_t n)
+{
+	if (sealed && !in_harness) {
+		if (getenv("SIM_STACK"))
+			__sanitizer_print_stack_trace();
+		sim_fail("the daemon allocated %zu bytes after start-up (%s)", n, what);
+	}
+}
+
+void *__wrap_malloc(size_t n)
+{
+	late("malloc", n);
+	return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t m)
+{
+	late("calloc", n * m);
+	return __real_calloc(n, m);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	late("realloc", n);
+	return __real_realloc(p, n);
+}
+
+/* ---- the daemon ---- */
+#define NUIDS 12
+#define NSUBNETS 16    /* sandbox_subnet_pool 10.213.0.0/24 */
+static struct daemon D;
+static struct sandbox table[NSB];
+static struct job *jobs[NSB + 2];
+static uint64_t uid_bits[1], subnet_bits[1], foreign_bits[1];
+static uint32_t restarts, graceful_stops;
+
+static void daemon_setup(void)
+{
+	struct config *cfg = &D.cfg;
+
+	memset(&D, 0, sizeof(D));
+	memset(table, 0, sizeof(table));
+	config_defaults(cfg);
+	snprintf(cfg->agentshare_root, sizeof(cfg->agentshare_root), "%s", share_root);
+	cfg->max_sandboxes = NSB;
+	cfg->control_uid_min = 300000;
+	cfg->control_uid_max = 300000 + NUIDS - 1;
+	cfg->subnet_pool_prefix = 24;
+	cfg->ready_timeout_ms = 4000;
+	cfg->stop_grace_ms = 1000;
+	D.nsb = NSB;
+	D.sb = table;
+	D.jobs = jobs;
+	D.epfd = D.sigfd = D.timerfd = D.admin_fd = D.lock_fd = -1;
+	idalloc_init(&D.uids, uid_bits, cfg->control_uid_min, NUIDS);
+	idalloc_init(&D.subnets, subnet_bits, 0, NSUBNETS);
+	memset(uid_bits, 0, sizeof(uid_bits));
+	memset(subnet_bits, 0, sizeof(subnet_bits));
+	memset(foreign_bits, 0, sizeof(foreign_bits));
+	D.foreign = foreign_bits;
+	for (uint32_t i = 0; i < NSB; i++) {
+		table[i].subnet = -1;
+		table[i].waiter = -1;
+		table[i].init_pidfd = table[i].peer_pidfd = -1;
+		table[i].job = (struct job){ .owner = JOB_SANDBOX, .index = i, .id = i, .reg_fd = -1,
+					     .next_wait = -1 };
+		jobs[i] = &table[i].job;
+	}
+	D.pool_job = (struct job){ .owner = JOB_POOL, .id = NSB, .reg_fd = -1, .next_wait = -1 };
+	D.events_job = (struct job){ .owner = JOB_EVENTS, .id = NSB + 1, .reg_fd = -1,
+				     .next_wait = -1 };
+	jobs[NSB] = &D.pool_job;
+	jobs[NSB + 1] = &D.events_job;
+	D.njobs = NSB + 2;
+	D.wait_head = D.wait_tail = -1;
+	memcpy(D.owner, sim_owner, sizeof(D.owner));
+	snprintf(D.owner_label, sizeof(D.owner_label), "agentic-daemon=%.16s", D.owner);
+	snprintf(D.self_exe, sizeof(D.self_exe), "/proc/self/exe");
+	agenticd = &D;
+}
+
+/* Start-up: recovery from the records and the engine, then the loop's first calls. */
+static void daemon_start(void)
+{
+	char err[1024];
+	int r;
+
+	for (int tries = 0;; tries++) {
+		daemon_setup();
+		D.events_since = (SIM_WALL_BASE + sim_now) / 1000;
+		trace("agenticd: start (recovery)");
+		sealed = false;
+		r = recover_state(err, sizeof(err));
+		if (r == 0)
+			break;
+		trace("agenticd: recovery failed (%s); started again", err);
+		SIM_CHECK(tries < 50, "agenticd never recovers: %s", err);
+		sim_now += 1000;
+	}
+	sealed = true;
+	provision_events_start();
+	provision_pool_fill();
+}
+
+/* The process dies: its fds close, its memory is gone; the engine and the disk stay. */
+static void daemon_crash(void)
+{
+	sim_crashing = true;
+	trace("agenticd: crash");
+	in_harness = true;
+	init_crash();
+	engine_crash();
+	for (uint32_t i = 0; i < NSB; i++) {
+		struct sandbox *sb = &table[i];
+
+		if (sb->run.open) {
+			for (int f = 0; f < RUN_FILES; f++)
+				if (sb->run.fd[f] >= 0)
+					close(sb->run.fd[f]);
+			if (sb->run.dirfd >= 0)
+				close(sb->run.dirfd);
+			sb->run.open = false;
+		}
+		/* the exec table lives in exec.c's statics: its sessions end with the process */
+		if (sb->state != SB_FREE)
+			exec_sandbox_gone(sb, "agenticd died");
+		if (sb->init_pidfd >= 0)
+			close(sb->init_pidfd);
+		if (sb->peer_pidfd >= 0)
+			close(sb->peer_pidfd);
+		sb->init_pidfd = sb->peer_pidfd = -1;
+	}
+	for (uint32_t i = 0; i < nreqs; i++)
+		if (!reqs[i].answered)
+			reqs[i].lost = true; /* the client's connection died with agenticd */
+	in_harness = false;
+	sim_crashing = false;
+	restarts++;
+}
+
+/* ---- the invariants ---- */
+
+static bool record_exists(const char *instance)
+{
+	char p[512];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/instances/%s/sandbox.json", share_root, instance);
+	return stat(p, &st) == 0;
+}
+
+static struct sandbox *live_by_instance(const char *instance)
+{
+	for (uint32_t i = 0; i < NSB; i++)
+		if (table[i].state != SB_FREE && strcmp(table[i].instance_id, instance) == 0)
+			return &table[i];
+	return NULL;
+}
+
+static bool net_claimed(const struct e_net *n)
+{
+	for (uint32_t i = 0; i < NSB; i++)
+		if (table[i].state != SB_FREE && table[i].net_managed && table[i].net_exists &&
+		    strcmp(table[i].network, n->name) == 0)
+			return true;
+	for (uint32_t i = 0; i < D.nwarm; i++)
+		if (strcmp(D.warm[i].name, n->name) == 0)
+			return true;
+	return false;
+}
+
+static void check_maps(void)
+{
+	uint32_t live = 0, uids = 0, subnets = 0;
+
+	for (uint32_t u = D.cfg.control_uid_min; u <= D.cfg.control_uid_max; u++) {
+		uint32_t holders = 0;
+
+		for (uint32_t i = 0; i < NSB; i++)
+			holders += table[i].state != SB_FREE && table[i].uid_taken && table[i].uid == u;
+		SIM_CHECK(holders <= 1, "control uid %u held by %u sandboxes", u, holders);
+		SIM_CHECK(holders == (uint32_t)(idalloc_taken(&D.uids, u) == 1), "control uid %u: "
+			  "the map says %s, %u sandbox holds it", u,
+			  idalloc_taken(&D.uids, u) == 1 ? "taken" : "free", holders);
+		uids += holders;
+	}
+	SIM_CHECK(uids == D.uids.used, "uid map counts %u, sandboxes hold %u", D.uids.used, uids);
+	for (uint32_t s = 0; s < NSUBNETS; s++) {
+		uint32_t holders = 0;
+		bool pool = (D.pool_job.active || D.pool_job.waiting) && D.pool_pending.subnet == (int32_t)s;
+
+		for (uint32_t i = 0; i < NSB; i++)
+			holders += table[i].state != SB_FREE && table[i].subnet == (int32_t)s;
+		for (uint32_t i = 0; i < D.nwarm; i++)
+			holders += D.warm[i].subnet == (int32_t)s;
+		holders += pool;
+		holders += (uint32_t)((foreign_bits[0] >> s) & 1);
+		SIM_CHECK(holders <= 1, "subnet %u held %u times", s, holders);
+		SIM_CHECK(holders == (uint32_t)(idalloc_taken(&D.subnets, s) == 1), "subnet %u: the "
+			  "map says %s, held %u times", s,
+			  idalloc_taken(&D.subnets, s) == 1 ? "taken" : "free", holders);
+		subnets += holders;
+	}
+	SIM_CHECK(subnets == D.subnets.used, "subnet map counts %u, %u held", D.subnets.used,
+		  subnets);
+	for (uint32_t i = 0; i < NSB; i++)
+		live += table[i].state != SB_FREE;
+	SIM_CHECK(live == D.live, "agenticd counts %u live sandboxes, the table has %u", D.live,
+		  live);
+}
+
+/* Nothing on the engine or in the agentshare that agenticd does not know of. */
+static void check_no_leak(void)
+{
+	char dir[512];
+	DIR *d;
+	struct dirent *de;
+
+	for (int i = 0; i < E_CTS; i++) {
+		const struct e_ct *ct = &e_cts[i];
+		struct sandbox *sb;
+
+		if (!ct->used || !ct->ours)
+			continue;
+		sb = live_by_instance(ct->instance);
+		SIM_CHECK(sb && sb->ct_exists && strcmp(sb->container_id, ct->id) == 0,
+			  "container %s (%.12s, instance %.8s) is on the engine but no sandbox "
+			  "holds it: leaked", ct->name, ct->id, ct->instance);
+	}
+	for (int i = 0; i < E_NETS; i++) {
+		const struct e_net *n = &e_nets[i];
+
+		if (!n->used || !n->ours)
+			continue;
+		SIM_CHECK(net_claimed(n), "network %s (%s) is on the engine but neither a sandbox "
+			  "nor the warm pool holds it: leaked", n->name, n->subnet);
+	}
+	snprintf(dir, sizeof(dir), "%s/instances", share_root);
+	if (!(d = opendir(dir)))
+		return;
+	in_harness = true;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !record_exists(de->d_name))
+			continue;
+		if (!live_by_instance(de->d_name)) {
+			closedir(d);
+			sim_fail("instances/%s/sandbox.json exists but no sandbox has that instance: "
+				 "leaked record", de->d_name);
+		}
+	}
+	closedir(d);
+	in_harness = false;
+}
+
+/* A failed create left nothing; a removed sandbox left nothing (a kept workspace aside). */
+static void check_answers(void)
+{
+	for (uint32_t k = 0; k < nanswered_now; k++) {
+		struct req *r = &reqs[answered_now[k]];
+		bool gone = r->kind == RQ_REMOVE || r->status >= 300;
+
+		if (!gone || !r->instance[0])
+			continue;
+		SIM_CHECK(!live_by_instance(r->instance), "%s %s answered %d but its sandbox is "
+			  "still in the table", r->kind == RQ_CREATE ? "create" : "remove", r->name,
+			  r->status);
+		SIM_CHECK(!engine_ct_by_instance(r->instance), "%s %s answered %d but its "
+			  "container is still on the engine", r->kind == RQ_CREATE ? "create" : "remove",
+			  r->name, r->status);
+		SIM_CHECK(!r->net_managed || !engine_net_by_name(r->network), "%s %s answered %d "
+			  "but its network %s is still on the engine",
+			  r->kind == RQ_CREATE ? "create" : "remove", r->name, r->status, r->network);
+		SIM_CHECK(!record_exists(r->instance), "%s %s answered %d but its sandbox.json "
+			  "is still there", r->kind == RQ_CREATE ? "create" : "remove", r->name,
+			  r->status);
+	}
+	nanswered_now = 0;
+}
+
+static void check_all(void)
+{
+	check_maps();
+	check_no_leak();
+	check_answers();
+	for (uint32_t i = 0; i < NSB; i++)
+		if (table[i].state != SB_FREE)
+			init_check_run(&table[i]);
+}
+
+/* ---- the harness's own defects (SIM_BUG), to prove the checks catch them ---- */
+int __real_idalloc_free(struct idalloc *a, uint32_t id);
+int __wrap_idalloc_free(struct idalloc *a, uint32_t id)
+{
+	if (knobs.bug == BUG_LEAK_UID && a == &D.uids && chance(50)) {
+		trace("SIM_BUG: uid %u not given back", id);
+		return 0;
+	}
+	return __real_idalloc_free(a, id);
+}
+
+size_t __real_runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
+size_t __wrap_runlog_output(struct sandbox *sb, int stream, const void *data, size_t len)
+{
+	size_t n = __real_runlog_output(sb, stream, data, len);
+
+	if (knobs.bug == BUG_DUP_BYTES && n == len && len > 1 && chance(20)) {
+		trace("SIM_BUG: one byte written twice");
+		__real_runlog_output(sb, stream, data, 1);
+	}
+	return n;
+}
+
+/* ---- the driver ---- */
+
+static const char *names[] = { "alpha", "bravo", "charlie", "delta", "echo", "foxtrot",
+			       "golf", "hotel", "india", "juliet" };
+
+static struct req *new_req(enum req_kind kind, const char *name)
+{
+	struct req *r;
+
+	SIM_CHECK(nreqs < REQS, "harness: out of requests");
+	r = &reqs[nreqs];
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	nreqs++;
+	return r;
+}
+
+static void do_create(void)
+{
+	const char *name = names[rnd_below(ARRAY_LEN(names))];
+	struct sandbox *sb;
+	struct req *r;
+	struct create_req *cr;
+
+	if (D.stopping || sandbox_by_name(name))
+		return;
+	sb = sandbox_new();
+	if (!sb)
+		return;
+	r = new_req(RQ_CREATE, name);
+	snprintf(sb->name, sizeof(sb->name), "%s", name);
+	cr = &creq[sb - table];
+	memset(cr, 0, sizeof(*cr));
+	cr->name = sb->name;
+	sb->waiter = (int32_t)(r - reqs);
+	sb->waiter_gen = (uint32_t)(r - reqs);
+	trace("admin: create %s (request %u)", name, (unsigned)(r - reqs));
+	provision_create(sb, cr);
+	memcpy(r->instance, sb->instance_id, sizeof(r->instance));
+}
+
+static void do_remove(void)
+{
+	struct sandbox *sb = &table[rnd_below(NSB)];
+	struct req *r;
+	bool force = chance(300), keep = chance(300);
+
+	if (sb->state != SB_READY && sb->state != SB_CONFLICT)
+		return;
+	r = new_req(RQ_REMOVE, sb->name);
+	memcpy(r->instance, sb->instance_id, sizeof(r->instance));
+	memcpy(r->network, sb->network, sizeof(r->network));
+	r->net_managed = sb->net_managed;
+	r->keep_workspace = keep;
+	sb->waiter = (int32_t)(r - reqs);
+	sb->waiter_gen = (uint32_t)(r - reqs);
+	trace("admin: remove %s force=%d keep_workspace=%d", sb->name, force, keep);
+	SIM_CHECK(provision_remove(sb, force, keep) == 0, "remove of a ready sandbox refused");
+}
+
+static void do_exec(void)
+{
+	struct sandbox *sb = &table[rnd_below(NSB)];
+
+	if (sb->state != SB_READY || !sb->agent || !sb->agent_registered)
+		return;
+	init_exec(sb, -1);
+}
+
+/* One turn of agenticd's loop at the current time. */
+static void loop_turn(void)
+{
+	init_loop();
+	provision_tick(sim_now);
+	agent_tick(sim_now);
+	runlog_tick(sim_now);
+}
+
+static void advance_time(void)
+{
+	int64_t next = provision_next_deadline();
+	uint32_t k = rnd_below(100);
+
+	if (k < 80)
+		sim_now += 1 + rnd_below(30);
+	else if (k < 98)
+		sim_now += 1 + rnd_below(300);
+	else
+		sim_now += 1 + rnd_below(2500);
+	if (next != INT64_MAX && next > sim_now && chance(30))
+		sim_now = next; /* jump to the next deadline */
+}
+
+static void graceful_restart(void)
+{
+	trace("agenticd: SIGTERM");
+	provision_shutdown();
+	for (int i = 0; i < 2000 && provision_busy(); i++) {
+		sim_now += 1 + rnd_below(100);
+		loop_turn();
+		sim_step++;
+		check_all();
+	}
+	SIM_CHECK(!provision_busy(), "agenticd did not stop: work still in flight");
+	runlog_tick(INT64_MAX);
+	graceful_stops++;
+	daemon_crash();
+	daemon_start();
+}
+
+static void step(void)
+{
+	uint32_t k = rnd_below(1000);
+
+	sim_step++;
+	if (k < 90)
+		do_create();
+	else if (k < 140)
+		do_remove();
+	else if (k < 170)
+		do_exec();
+	else if (k < 500)
+		init_step();
+	else if (k < 500 + knobs.chaos)
+		engine_chaos();
+	else if (k >= 1000 - knobs.restart) {
+		if (chance(300)) {
+			graceful_restart();
+		} else {
+			daemon_crash();
+			daemon_start();
+		}
+	} else {
+		advance_time();
+		loop_turn();
+	}
+	check_all();
+}
+
+/* The end: no more faults; every init says what it holds, every sandbox is removed. */
+static void settle(void)
+{
+	struct sim_knobs saved = knobs;
+
+	knobs.fail = knobs.lost = knobs.busy = 0;
+	trace("settle: no more faults");
+	for (int i = 0; i < 400; i++) {
+		sim_step++;
+		sim_now += 50;
+		init_flush_all();
+		loop_turn();
+		check_all();
+	}
+	for (uint32_t i = 0; i < NSB; i++) {
+		extern void init_check_complete(const struct sandbox *sb);
+
+		if (table[i].state == SB_READY)
+			init_check_complete(&table[i]);
+	}
+	for (int i = 0; i < 3000; i++) {
+		bool left = false;
+
+		for (uint32_t s = 0; s < NSB; s++) {
+			if (table[s].state == SB_READY || table[s].state == SB_CONFLICT) {
+				struct sandbox *sb = &table[s];
+				struct req *r = new_req(RQ_REMOVE, sb->name);
+
+				memcpy(r->instance, sb->instance_id, sizeof(r->instance));
+				memcpy(r->network, sb->network, sizeof(r->network));
+				r->net_managed = sb->net_managed;
+				sb->waiter = (int32_t)(r - reqs);
+				sb->waiter_gen = (uint32_t)(r - reqs);
+				trace("settle: remove %s", sb->name);
+				provision_remove(sb, chance(500), false);
+			}
+			left |= table[s].state != SB_FREE;
+		}
+		if (!left && !provision_busy())
+			break;
+		sim_step++;
+		sim_now += 100;
+		loop_turn();
+		check_all();
+	}
+	for (uint32_t s = 0; s < NSB; s++)
+		SIM_CHECK(table[s].state == SB_FREE, "sandbox %s never settled: state %s step %d",
+			  table[s].name, sandbox_state_name(&table[s]), table[s].step);
+	for (int i = 0; i < E_CTS; i++)
+		SIM_CHECK(!e_cts[i].used || !e_cts[i].ours, "container %s left on the engine at the "
+			  "end", e_cts[i].name);
+	for (uint32_t i = 0; i < nreqs; i++)
+		SIM_CHECK(reqs[i].answered || reqs[i].lost, "%s %s (request %u) never answered",
+			  reqs[i].kind == RQ_CREATE ? "create" : "remove", reqs[i].name, i);
+	SIM_CHECK(D.uids.used == 0, "%u control uids held at the end", D.uids.used);
+	knobs = saved;
+}
+
+static uint32_t env_u32(const char *name, uint32_t def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? (uint32_t)strtoul(v, NULL, 10) : def;
+}
+
+struct totals {
+	uint64_t steps, creates_ready, creates_failed, removes, restarts, stops, bytes, execs;
+};
+
+static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
+{
+	char tmpl[] = "/dev/shm/agentic-sim-XXXXXX";
+
+	seed = s;
+	sim_rng = s * 0x2545f4914f6cdd1dull + 1;
+	sim_now = 1000000;
+	sim_step = 0;
+	ring_n = 0;
+	nreqs = 0;
+	nanswered_now = 0;
+	restarts = graceful_stops = 0;
+	sim_bytes_checked = 0;
+	exec_bytes_to_clients = execs_done = 0;
+	if (!mkdtemp(tmpl))
+		sim_fail("mkdtemp: %s", strerror(errno));
+	snprintf(share_root, sizeof(share_root), "%s", tmpl);
+	daemon_setup();
+	host_owner(&D.cfg, sim_owner, sizeof(sim_owner));
+	engine_reset(sim_owner);
+	init_reset();
+	trace("seed %llu: agentshare %s owner %s", (unsigned long long)s, share_root, sim_owner);
+	daemon_start();
+	for (uint32_t i = 0; i < steps; i++)
+		step();
+	settle();
+	tot->steps += sim_step;
+	for (uint32_t i = 0; i < nreqs; i++) {
+		tot->creates_ready += reqs[i].kind == RQ_CREATE && reqs[i].answered &&
+				      reqs[i].status == 201;
+		tot->creates_failed += reqs[i].kind == RQ_CREATE && reqs[i].answered &&
+				       reqs[i].status >= 300;
+		tot->removes += reqs[i].kind == RQ_REMOVE && reqs[i].answered;
+	}
+	tot->restarts += restarts;
+	tot->stops += graceful_stops;
+	tot->bytes += sim_bytes_checked;
+	tot->execs += execs_done;
+	/* the daemon's fds die with it */
+	daemon_crash();
+	sealed = false;
+	init_reset();
+	rmtree(share_root);
+	if (trace_all)
+		trace_print();
+	return 0;
+}
+
+/* Each seed runs in a child: a failure exits it, and the parent goes on counting. */
+int main(void)
+{
+	const char *one = getenv("SEED");
+	uint64_t base = env_u32("SEED_BASE", 1);
+	uint32_t nseeds = env_u32("SEEDS", 300), steps = env_u32("STEPS", 1500);
+	const char *bug = getenv("SIM_BUG");
+	struct totals tot = { 0 };
+	uint32_t failed = 0, first_failed = 0;
+	struct timespec t0, t1;
+	double secs;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	knobs.fail = env_u32("SIM_FAIL", 40);
+	knobs.lost = env_u32("SIM_LOST", 0);
+	knobs.busy = env_u32("SIM_BUSY", 20);
+	knobs.chaos = env_u32("SIM_CHAOS", 15);
+	knobs.restart = env_u32("SIM_RESTART", 3);
+	knobs.bug = !bug ? BUG_NONE : strcmp(bug, "leak-uid") == 0 ? BUG_LEAK_UID
+		    : strcmp(bug, "dup-bytes") == 0 ? BUG_DUP_BYTES : BUG_NONE;
+	expect_failure = knobs.bug != BUG_NONE;
+	trace_all = env_u32("SIM_TRACE", 0) != 0;
+	log_set_level(LOG_ERROR);
+	if (!env_u32("SIM_LOG", 0))
+		(void)!freopen("/dev/null", "w", stderr);
+	if (one) {
+		base = strtoull(one, NULL, 10);
+		nseeds = 1;
+	}
+	printf("1..1\n");
+	printf("# simulation: seeds %llu..%llu, %u steps each, faults fail=%u lost=%u busy=%u "
+	       "chaos=%u restart=%u (per mille)%s%s\n", (unsigned long long)base,
+	       (unsigned long long)(base + nseeds - 1), steps, knobs.fail, knobs.lost, knobs.busy,
+	       knobs.chaos, knobs.restart, bug ? ", SIM_BUG=" : "", bug ? bug : "");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint32_t i = 0; i < nseeds; i++) {
+		int fds[2], st = 0;
+		pid_t child;
+
+		if (pipe(fds) != 0)
+			return 2;
+		child = fork();
+		if (child == 0) {
+			close(fds[0]);
+			run_seed(base + i, steps, &tot);
+			(void)!write(fds[1], &tot, sizeof(tot));
+			_exit(0);
+		}
+		close(fds[1]);
+		{
+			struct totals t;
+
+			if (read(fds[0], &t, sizeof(t)) == (ssize_t)sizeof(t))
+				tot = t;
+		}
+		close(fds[0]);
+		waitpid(child, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			if (!failed)
+				first_failed = (uint32_t)(base + i);
+			failed++;
+			if (!WIFEXITED(st))
+				printf("# seed %llu: the child died (signal %d)\n",
+				       (unsigned long long)(base + i), WTERMSIG(st));
+			if (expect_failure || failed >= 3)
+				break;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("# %u seeds in %.1f s (%.1f ms a seed): %llu steps, %llu creates ready, %llu "
+	       "rolled back, %llu removes, %llu restarts (%llu graceful), %llu execs ended, "
+	       "%llu transcript bytes compared\n", nseeds, secs, secs * 1000 / (nseeds ? nseeds : 1),
+	       (unsigned long long)tot.steps, (unsigned long long)tot.creates_ready,
+	       (unsigned long long)tot.creates_failed, (unsigned long long)tot.removes,
+	       (unsigned long long)tot.restarts, (unsigned long long)tot.stops,
+	       (unsigned long long)tot.execs, (unsigned long long)tot.bytes);
+	if (expect_failure) {
+		printf("%s 1 - SIM_BUG=%s is caught (seed %u)\n", failed ? "ok" : "not ok", bug,
+		       first_failed);
+		return failed ? 0 : 1;
+	}
+	printf("%s 1 - every invariant held after every step of %u seeds%s\n",
+	       failed ? "not ok" : "ok", nseeds, failed ? " (see the failing seed above)" : "");
+	return failed ? 1 : 0;
+}
