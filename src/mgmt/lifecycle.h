@@ -1,0 +1,201 @@
+/* lifecycle.h: a sandbox's life as one state machine: create (its steps), ready, remove (its
+ * steps), rolling back a failed create, conflict. One entry, lifecycle_on(sb, event); the
+ * lifecycle drives a struct runtime (runtime.h) and reports upward only through the hooks
+ * given to lifecycle_start, so it knows nothing of the admin API, exec sessions, transcripts
+ * or the agent socket.
+ *
+ * States (sb->lc; sb->state is the coarse phase the API and sandbox.json show, set from it):
+ *
+ *   state              phase     the runtime call running in it (if any)
+ *   LC_FREE            free      -
+ *   LC_NEW             creating  -            (slot taken by sandbox_new, nothing begun)
+ *   LC_NET_SCAN        creating  NET_SCAN     (our /28 overlapped: read the engine's networks)
+ *   LC_NET_CREATE      creating  NET_CREATE
+ *   LC_CT_CREATE       creating  CT_CREATE
+ *   LC_CT_START        creating  CT_START
+ *   LC_CT_INSPECT      creating  CT_INSPECT
+ *   LC_WAIT_READY      creating  -            (the init registers and reports READY)
+ *   LC_READY           ready     -
+ *   LC_READY_REFRESH   ready     CT_INSPECT   (the container started again: its pid)
+ *   LC_CONFLICT        conflict  -            (found at start claiming another's uid)
+ *   LC_CONFLICT_REFRESH conflict CT_INSPECT
+ *   LC_RB_LOGS         creating  CT_LOGS      (rolling back: the init's last lines)
+ *   LC_RB_CT_REMOVE    creating  CT_REMOVE
+ *   LC_RB_NET_REMOVE   creating  NET_REMOVE
+ *   LC_RM_PENDING      removing  CT_INSPECT   (a refresh was running when the remove came)
+ *   LC_RM_STOP         removing  CT_STOP
+ *   LC_RM_CT_REMOVE    removing  CT_REMOVE
+ *   LC_RM_NET_REMOVE   removing  NET_REMOVE
+ *   LC_GONE_NET_REMOVE removing  NET_REMOVE   (its container was removed behind our back)
+ *
+ * A teardown step (RB_*, RM_*, GONE_*) whose call fails waits for its retry (sb->retry_at)
+ * with no call running, then runs again; a failed create step rolls back. The last teardown
+ * step releases the slot: ids back, record and workspace retired, LC_FREE.
+ *
+ * Events (struct lc_event), and what each state does with them (x: refused, an error and
+ * nothing changes; -: ignored, 0 and nothing changes; c: deferred until the sandbox's call
+ * ends, then handled as in the state it is in by then):
+ *
+ *   CREATE       LC_NEW only (else x)
+ *   REMOVE       READY, CONFLICT: remove steps; *_REFRESH: RM_PENDING; else x (-EBUSY)
+ *   CALL_DONE    the state's call answered: its next step (x when no call runs)
+ *   AGENT_READY  WAIT_READY: ready; READY: logged; else -
+ *   AGENT_LOST   - everywhere (a create waits for a reconnect until its deadline)
+ *   CT_START     running; READY/CONFLICT: refresh; c while a call runs
+ *   CT_DIE       running no more, the hooks' stopped; WAIT_READY: rolls back; c
+ *   CT_DESTROY   creating with a container: rolls back; READY/CONFLICT: GONE_NET_REMOVE; c
+ *   DEADLINE     WAIT_READY past sb->deadline: rolls back (504); else -
+ *   RETRY        a teardown step waiting past sb->retry_at: runs it again; else -
+ *   SHUTDOWN     creating, no call running: rolls back (503); a running create step rolls
+ *                back when its call ends; else -
+ *
+ * Invariants, checked after every event (lifecycle_check): a call runs only in a state that
+ * has one; a creating step other than WAIT_READY always has its call running; a teardown step
+ * has its call running or a retry due, not both; READY and CONFLICT have a container; a
+ * sandbox past LC_NEW holds its uid (or, in conflict, its twin holds it); LC_FREE holds
+ * nothing (no uid, no subnet, no call). With the checking switch on (AGENTIC_ALLOC_CHECK=1,
+ * which the tests set for agenticd, or lifecycle_config.check) a broken one aborts; else it
+ * is logged once per event.
+ *
+ * Time comes from the hooks' clocks (mono_ms, wall_ms), so a simulator controls it. The
+ * lifecycle keeps no state outside the sandbox table and the struct lifecycle_config it was
+ * started with: lifecycle_start again (after clearing the table) is a fresh daemon.
+ */
+#ifndef AGENTIC_MGMT_LIFECYCLE_H
+#define AGENTIC_MGMT_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mgmt/config.h"
+#include "mgmt/runtime.h"
+
+struct sandbox;
+struct create_req;
+struct netpool;
+
+enum lc_state {
+	LC_FREE = 0,
+	LC_NEW,
+	LC_NET_SCAN,
+	LC_NET_CREATE,
+	LC_CT_CREATE,
+	LC_CT_START,
+	LC_CT_INSPECT,
+	LC_WAIT_READY,
+	LC_READY,
+	LC_READY_REFRESH,
+	LC_CONFLICT,
+	LC_CONFLICT_REFRESH,
+	LC_RB_LOGS,
+	LC_RB_CT_REMOVE,
+	LC_RB_NET_REMOVE,
+	LC_RM_PENDING,
+	LC_RM_STOP,
+	LC_RM_CT_REMOVE,
+	LC_RM_NET_REMOVE,
+	LC_GONE_NET_REMOVE,
+	LC_STATES
+};
+
+enum lc_event_kind {
+	LC_EV_CREATE = 1,  /* req: the parsed request, alive until the container exists */
+	LC_EV_REMOVE,      /* force, keep_workspace */
+	LC_EV_CALL_DONE,   /* the sandbox's runtime call answered: sb->call.res */
+	LC_EV_AGENT_READY, /* READY with setup_status "ready" on an authenticated stream */
+	LC_EV_AGENT_LOST,
+	LC_EV_CT_START,
+	LC_EV_CT_DIE,
+	LC_EV_CT_DESTROY,
+	LC_EV_DEADLINE,
+	LC_EV_RETRY,
+	LC_EV_SHUTDOWN,
+	LC_EVENTS
+};
+
+struct lc_event {
+	enum lc_event_kind kind;
+	struct create_req *req;       /* CREATE */
+	bool force, keep_workspace;   /* REMOVE */
+};
+
+/* Upward reports. Every hook may be NULL. They are called from inside lifecycle_on (or a
+ * runtime callback feeding it) and must not call lifecycle_on for the same sandbox. */
+struct lifecycle_hooks {
+	/* The create finished: the sandbox is READY (answer 201 to sb->waiter). */
+	void (*created)(void *ctx, struct sandbox *sb, int64_t took_ms);
+	/* The create was rolled back completely: sb->err_status, err_code, error say why. The
+	 * slot is freed right after. */
+	void (*create_failed)(void *ctx, struct sandbox *sb);
+	/* The remove finished (answer 200 to sb->waiter); the slot is freed right after. */
+	void (*removed)(void *ctx, struct sandbox *sb);
+	/* The container's pid is known (or changed): sb->pid, sb->pid_ns, sb->init_pidfd. */
+	void (*pid_known)(void *ctx, struct sandbox *sb);
+	/* The agent's stream must end (UNAVAILABLE, why). */
+	void (*agent_drop)(void *ctx, struct sandbox *sb, const char *why);
+	/* The init is gone (container stopped, sandbox going): exec sessions end with exec_why,
+	 * the run's transcript stops with run_why. */
+	void (*stopped)(void *ctx, struct sandbox *sb, const char *exec_why, const char *run_why);
+	/* The slot is given up: anything holding it lets go (the agent's connection). */
+	void (*released)(void *ctx, struct sandbox *sb);
+	int64_t (*mono_ms)(void);     /* NULL: clock_mono_ms */
+	int64_t (*wall_ms)(void);     /* NULL: clock_wall_ms */
+	void *ctx;
+};
+
+struct lifecycle_config {
+	const struct config *cfg;
+	struct sandbox *sb;           /* the table, nsb slots */
+	uint32_t nsb;
+	struct runtime *rt;           /* its sink is set to the lifecycle's */
+	struct netpool *pool;         /* the warm networks (netpool.h), NULL: none */
+	const struct lifecycle_hooks *hooks;
+	bool check;                   /* abort on a broken invariant */
+};
+
+/* Takes the config (copied) and the runtime's sink; resets the lifecycle's own state. */
+void lifecycle_start(const struct lifecycle_config *cfg);
+
+/* The one entry: 0, or a negative code when the event is refused in sb's state (ERR_STATE;
+ * -EBUSY for a remove while creating or removing), and then nothing changed. */
+int lifecycle_on(struct sandbox *sb, const struct lc_event *ev);
+
+static inline int lifecycle_create(struct sandbox *sb, struct create_req *req)
+{
+	struct lc_event ev = { .kind = LC_EV_CREATE, .req = req };
+
+	return lifecycle_on(sb, &ev);
+}
+
+static inline int lifecycle_remove(struct sandbox *sb, bool force, bool keep_workspace)
+{
+	struct lc_event ev = { .kind = LC_EV_REMOVE, .force = force,
+			       .keep_workspace = keep_workspace };
+
+	return lifecycle_on(sb, &ev);
+}
+
+static inline int lifecycle_signal(struct sandbox *sb, enum lc_event_kind kind)
+{
+	struct lc_event ev = { .kind = kind };
+
+	return lifecycle_on(sb, &ev);
+}
+
+/* The loop's turn: the runtime's tick, deadlines and retries due at now, the warm pool. */
+void lifecycle_tick(int64_t now);
+/* The next time lifecycle_tick must run (monotonic ms), or INT64_MAX. */
+int64_t lifecycle_next_deadline(int64_t now);
+/* SIGTERM: no new work; creates in flight roll back; the event stream closes. */
+void lifecycle_shutdown(void);
+bool lifecycle_stopping(void);
+/* Creates or removes in flight, or a warm network being made. */
+bool lifecycle_busy(void);
+/* The sandbox is going (rolling back or being removed): its agent is not to be served. */
+bool lifecycle_going(const struct sandbox *sb);
+/* Checks sb's invariants; false (after logging which, or aborting with the checking switch
+ * on) when one is broken. */
+bool lifecycle_check(const struct sandbox *sb);
+const char *lifecycle_state_name(enum lc_state s);
+
+#endif

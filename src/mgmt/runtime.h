@@ -1,0 +1,165 @@
+/* runtime.h: what runs a sandbox, seen from the lifecycle: networks and containers made,
+ * started, read, stopped and removed, the engine's container events, and the host side of a
+ * workspace. Docker is the first implementation (runtime_docker.c); a VM runtime or a test's
+ * fake is another `struct runtime_ops`, and lifecycle.c does not change.
+ *
+ * Two kinds of operation:
+ *  - asynchronous calls (runtime_call): one at a time per call slot, answered later through
+ *    the sink's call_done. These are what a create, a remove and the warm pool do on the loop.
+ *  - synchronous calls for recovery, before the loop serves anyone (list, inspect, remove now).
+ *
+ * The contract a runtime (and a fake) keeps:
+ *  - call() never calls back from inside itself. It returns 0 when the call is begun (or
+ *    queued behind others), or an error (the result's outcome and text say what) and then
+ *    nothing is pending and call_done never comes for it.
+ *  - call_done comes exactly once per begun call, from tick() or from ready() (the loop's
+ *    I/O), never from inside another runtime function the lifecycle called. The lifecycle may
+ *    begin the slot's next call from inside call_done: the slot is free by then.
+ *  - container events (start, die, destroy) come through the sink's event, from tick() or
+ *    ready(), for containers this runtime made (their id as call_done gave it); in any order
+ *    relative to call answers, at any moment a container could really change.
+ *  - results are outcomes, not engine codes: RT_GONE (the object is not there: a remove of it
+ *    is done), RT_NAME_TAKEN, RT_OVERLAPS (network create: the subnet overlaps a network the
+ *    runtime did not make), RT_IMAGE_MISSING, RT_ROOT_UNBOUNDED (a writable root asked, the
+ *    runtime cannot bound it), RT_ENGINE (anything else: text says what the engine said).
+ *  - reset: a runtime holds no state about sandboxes beyond its call slots; after stop() and
+ *    start() it answers as a fresh one (the simulator restarts agenticd this way).
+ */
+#ifndef AGENTIC_MGMT_RUNTIME_H
+#define AGENTIC_MGMT_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sandbox;
+
+#define RT_ID_BYTES 65        /* a container or network id: 64 hex digits and a NUL */
+#define RT_TEXT_BYTES 1024    /* the engine's words for a failure */
+
+enum rt_op {
+	RT_NET_CREATE = 1,    /* name, subnet -> id */
+	RT_NET_SCAN,          /* every network on the engine: each_subnet(cidr, ours) per subnet */
+	RT_CT_CREATE,         /* the sandbox's container (spec from sb and sb->req) -> id */
+	RT_CT_START,          /* id */
+	RT_CT_INSPECT,        /* id -> running, pid, exit_code */
+	RT_CT_LOGS,           /* id: the init's last lines into sb->init_log/log_len */
+	RT_CT_STOP,           /* id, stop_grace_s */
+	RT_CT_REMOVE,         /* id (forced) */
+	RT_NET_REMOVE,        /* id or name */
+};
+
+enum rt_outcome {
+	RT_OK = 0,
+	RT_GONE,
+	RT_NAME_TAKEN,
+	RT_OVERLAPS,
+	RT_IMAGE_MISSING,
+	RT_ROOT_UNBOUNDED,
+	RT_UNREADABLE,        /* the engine answered, the answer could not be read */
+	RT_ENGINE,
+};
+
+struct rt_result {
+	enum rt_outcome outcome;
+	char text[RT_TEXT_BYTES];     /* set when outcome != RT_OK */
+	char id[RT_ID_BYTES];         /* NET_CREATE, CT_CREATE */
+	bool running;                 /* CT_INSPECT */
+	int64_t pid;                  /* CT_INSPECT: the container's PID 1 on the host, 0: none */
+	int64_t exit_code;            /* CT_INSPECT */
+};
+
+/* One asynchronous call, in the caller's storage, untouched by the caller until call_done. */
+struct rt_call {
+	enum rt_op op;
+	uint32_t slot;                /* the caller's slot, < runtime_slots(): sandbox i is i,
+				       * the warm pool is RT_SLOT_POOL(nsb) */
+	struct sandbox *sb;           /* CT_CREATE and CT_LOGS read or write it; NULL for the pool */
+	const char *name;             /* NET_CREATE: the network's name */
+	const char *subnet;           /* NET_CREATE: its /28 */
+	const char *id;               /* the container or network the call is about */
+	bool managed_net;             /* CT_CREATE: sb->network is ours (a label says so) */
+	int stop_grace_s;             /* CT_STOP */
+	int (*each_subnet)(void *ctx, const char *cidr, bool ours); /* NET_SCAN */
+	struct rt_result res;
+};
+#define RT_SLOT_POOL(nsb) (nsb)
+#define RT_SLOTS(nsb) ((nsb) + 1)
+
+enum rt_event { RT_EV_START = 1, RT_EV_DIE, RT_EV_DESTROY };
+
+/* Where a runtime reports: set by whoever drives it (lifecycle_start for agenticd). */
+struct runtime_sink {
+	void (*call_done)(void *ctx, struct rt_call *c);
+	void (*event)(void *ctx, const char *container_id, enum rt_event ev);
+	void *ctx;
+};
+
+/* What recovery reads back from the engine. Strings live until the next synchronous call. */
+struct rt_container {
+	char id[RT_ID_BYTES];
+	const char *name;
+	bool running;
+	int64_t pid;
+	const char *instance_id;      /* its labels: agentic-instance-id, */
+	const char *control_uid;      /* agentic-control-uid, */
+	const char *managed_network;  /* agentic-managed-network (NULL: none) */
+};
+
+struct rt_network {
+	char id[RT_ID_BYTES];
+	const char *name;
+	const char *subnet;           /* first IPAM config, NULL when none */
+	bool internal;
+};
+
+struct runtime_ops {
+	/* Asynchronous: see the contract above. */
+	int (*call)(void *self, struct rt_call *c);
+	/* The loop: calls due to step (timeouts, freed connections), events to deliver. now is
+	 * monotonic ms. */
+	void (*tick)(void *self, int64_t now);
+	/* The next time (monotonic ms) tick() must run, or INT64_MAX; <= now: at once. */
+	int64_t (*next_deadline)(void *self, int64_t now);
+	/* An fd the runtime asked the loop to watch is ready (tag's index). */
+	void (*ready)(void *self, uint32_t id);
+	/* Opens the event stream (after recovery); stop() closes it and ends nothing else. */
+	void (*start)(void *self);
+	void (*stop)(void *self);
+
+	/* Synchronous (recovery). Each returns 0 or a negative code with err set. */
+	int (*containers)(void *self, int (*fn)(void *ctx, const char *id), void *ctx, char *err,
+			  size_t err_size);   /* this daemon's containers */
+	int (*inspect)(void *self, const char *id, struct rt_container *out, char *err,
+		       size_t err_size);
+	int (*networks)(void *self, int (*fn)(void *ctx, const char *id, const char *name),
+			void *ctx, char *err, size_t err_size); /* this daemon's networks */
+	int (*net_inspect)(void *self, const char *id, struct rt_network *out, char *err,
+			   size_t err_size);
+	/* Removes now: 0 also when it was not there (RT_GONE is success here). */
+	int (*remove_now)(void *self, bool network, const char *id, char *err, size_t err_size);
+	/* Every network's subnets, each_subnet(ctx, cidr, ours). */
+	int (*scan_now)(void *self, int (*each_subnet)(void *ctx, const char *cidr, bool ours),
+			void *ctx, char *err, size_t err_size);
+
+	/* The host side of a workspace (share.h): the image and its loop mount, which a
+	 * simulator replaces with nothing. Same contracts as share_make_workspace,
+	 * share_mount_workspace and share_retire. */
+	int (*workspace_make)(void *self, const struct sandbox *sb, char *err, size_t err_size);
+	int (*workspace_mount)(void *self, const struct sandbox *sb, char *err, size_t err_size);
+	void (*workspace_retire)(void *self, const struct sandbox *sb, bool drop_workspace);
+};
+
+struct runtime {
+	const struct runtime_ops *ops;
+	void *self;
+	struct runtime_sink sink;
+	const char *name;             /* "docker": the agentic-runtime label */
+};
+
+static inline int runtime_call(struct runtime *rt, struct rt_call *c)
+{
+	return rt->ops->call(rt->self, c);
+}
+
+#endif
