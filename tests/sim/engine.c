@@ -387,23 +387,25 @@ static int complete(struct docker_call *c, struct ticket *t)
 	return r;
 }
 
+static bool in_blocking; /* recovery's blocking calls: their own fault rate */
+
 static int begin(struct docker_call *c, struct docker_client *dc, enum docker_op op,
 		 const char *arg)
 {
 	struct ticket *t = NULL;
-	uint32_t busy = 0;
+	uint32_t busy = 0, fail = in_blocking ? knobs.rfail : knobs.fail;
 
 	memset(c, 0, sizeof(*c));
 	c->dc = dc;
 	c->op = op;
 	for (int i = 0; i < TICKETS; i++)
 		busy += tickets[i].used;
-	if (busy >= CONNS + 1 /* the event stream holds one of its own */ ||
-	    (op != DOCKER_OP_EVENTS && chance(knobs.busy))) {
+	if (!in_blocking && (busy >= CONNS + 1 /* the event stream holds one of its own */ ||
+			     (op != DOCKER_OP_EVENTS && chance(knobs.busy)))) {
 		trace("engine: %s busy", op_name(op));
 		return DOCKER_ERR_BUSY;
 	}
-	if (chance(knobs.fail / 4)) {
+	if (chance(fail / 4)) {
 		trace("engine: %s cannot connect", op_name(op));
 		return plain_error(c, -ECONNREFUSED, "cannot connect to the engine");
 	}
@@ -417,11 +419,11 @@ static int begin(struct docker_call *c, struct docker_client *dc, enum docker_op
 	snprintf(t->arg, sizeof(t->arg), "%s", arg ? arg : "");
 	/* most answers are quick, some slow: their order across sandboxes is anyone's */
 	t->due = sim_now + (chance(100) ? 200 + rnd_below(3000) : rnd_below(150));
-	if (op != DOCKER_OP_EVENTS && chance(knobs.fail)) {
+	if (op != DOCKER_OP_EVENTS && chance(fail)) {
 		uint32_t k = rnd_below(4);
 
 		t->fault = k == 0 ? F_500 : k == 1 ? F_404 : k == 2 ? F_TRANSPORT : F_REPLY;
-	} else if (op != DOCKER_OP_EVENTS && op != DOCKER_OP_CONTAINER_INSPECT &&
+	} else if (!in_blocking && op != DOCKER_OP_EVENTS && op != DOCKER_OP_CONTAINER_INSPECT &&
 		   op != DOCKER_OP_NETWORK_LIST && chance(knobs.lost)) {
 		t->fault = F_LOST;
 	}
@@ -539,7 +541,11 @@ int __wrap_docker_container_remove_begin(struct docker_call *c, struct docker_cl
 int __wrap_docker_container_list_begin(struct docker_call *c, struct docker_client *dc,
 				       const char *label)
 {
-	int r = begin(c, dc, DOCKER_OP_CONTAINER_LIST, NULL);
+	int r;
+
+	in_blocking = true; /* only recovery lists containers */
+	r = begin(c, dc, DOCKER_OP_CONTAINER_LIST, NULL);
+	in_blocking = false;
 
 	if (r == 0)
 		ticket_of(c)->list_ours = label != NULL;
@@ -734,11 +740,13 @@ int __wrap_docker_result_each_subnet(struct docker_call *c, const char *label_ke
 static int blocking(enum docker_op op, const char *arg, bool force, struct docker_error *err,
 		    struct docker_call *c)
 {
-	int r = begin(c, NULL, op, arg);
-	struct ticket *t = ticket_of(c);
+	struct ticket *t;
+	int r;
 
-	if (r == DOCKER_ERR_BUSY) /* a blocking call waits for its connection */
-		r = begin(c, NULL, op, arg), t = ticket_of(c);
+	in_blocking = true;
+	r = begin(c, NULL, op, arg);
+	in_blocking = false;
+	t = ticket_of(c);
 	if (r == 0) {
 		t->force = force;
 		r = complete(c, t);

@@ -40,7 +40,7 @@ char sim_owner[17];
 struct sim_knobs knobs;
 
 static uint64_t seed;
-static char share_root[256];
+static char share_root[256], share_base[200];
 
 /* ---- the trace ring ---- */
 #define TRACE_LINES 400
@@ -74,7 +74,6 @@ static void trace_print(void)
 		printf("#   %s\n", ring[i % TRACE_LINES]);
 }
 
-static bool expect_failure; /* the positive control: a failing seed is what we want */
 
 void sim_fail(const char *fmt, ...)
 {
@@ -156,7 +155,8 @@ int __wrap_share_mount_workspace(const struct config *cfg, const struct sandbox 
 
 static void rmtree(const char *path)
 {
-	DIR *d = opendir(path);
+	struct stat st;
+	DIR *d = lstat(path, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(path) : NULL;
 	struct dirent *de;
 	char sub[1024];
 
@@ -805,7 +805,7 @@ static void settle(void)
 {
 	struct sim_knobs saved = knobs;
 
-	knobs.fail = knobs.lost = knobs.busy = 0;
+	knobs.fail = knobs.rfail = knobs.lost = knobs.busy = 0;
 	trace("settle: no more faults");
 	for (int i = 0; i < 400; i++) {
 		sim_step++;
@@ -871,8 +871,6 @@ struct totals {
 
 static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 {
-	char tmpl[] = "/dev/shm/agentic-sim-XXXXXX";
-
 	seed = s;
 	sim_rng = s * 0x2545f4914f6cdd1dull + 1;
 	sim_now = 1000000;
@@ -883,14 +881,14 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	restarts = graceful_stops = 0;
 	sim_bytes_checked = 0;
 	exec_bytes_to_clients = execs_done = 0;
-	if (!mkdtemp(tmpl))
-		sim_fail("mkdtemp: %s", strerror(errno));
-	snprintf(share_root, sizeof(share_root), "%s", tmpl);
+	snprintf(share_root, sizeof(share_root), "%s/seed-%llu", share_base, (unsigned long long)s);
+	if (mkdir(share_root, 0700) != 0)
+		sim_fail("mkdir %s: %s", share_root, strerror(errno));
 	daemon_setup();
 	host_owner(&D.cfg, sim_owner, sizeof(sim_owner));
 	engine_reset(sim_owner);
 	init_reset();
-	trace("seed %llu: agentshare %s owner %s", (unsigned long long)s, share_root, sim_owner);
+	trace("seed %llu", (unsigned long long)s);
 	daemon_start();
 	for (uint32_t i = 0; i < steps; i++)
 		step();
@@ -917,27 +915,145 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	return 0;
 }
 
-/* Each seed runs in a child: a failure exits it, and the parent goes on counting. */
+/* Runs seeds [base, base + n) in children (a failure exits its child and the batch goes
+ * on), their output to out_fd. Returns how many failed; *first is the first that did. */
+static uint32_t run_batch(uint64_t base, uint32_t n, uint32_t steps, uint32_t stop_after,
+			  int out_fd, struct totals *tot, uint64_t *first)
+{
+	uint32_t failed = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int fds[2], st = 0;
+		struct totals t;
+		pid_t child;
+
+		if (pipe(fds) != 0)
+			exit(2);
+		fflush(stdout);
+		child = fork();
+		if (child == 0) {
+			close(fds[0]);
+			if (out_fd >= 0 && out_fd != STDOUT_FILENO)
+				dup2(out_fd, STDOUT_FILENO);
+			run_seed(base + i, steps, tot);
+			fflush(stdout);
+			(void)!write(fds[1], tot, sizeof(*tot));
+			_exit(0);
+		}
+		close(fds[1]);
+		if (read(fds[0], &t, sizeof(t)) == (ssize_t)sizeof(t))
+			*tot = t;
+		close(fds[0]);
+		waitpid(child, &st, 0);
+		snprintf(share_root, sizeof(share_root), "%s/seed-%llu", share_base,
+			 (unsigned long long)(base + i));
+		rmtree(share_root); /* what a failed seed left */
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			continue;
+		if (!failed)
+			*first = base + i;
+		failed++;
+		if (!WIFEXITED(st))
+			printf("# seed %llu: the child died (signal %d)\n",
+			       (unsigned long long)(base + i), WTERMSIG(st));
+		if (failed >= stop_after)
+			break;
+	}
+	return failed;
+}
+
+static void print_totals(uint32_t nseeds, double secs, const struct totals *tot)
+{
+	printf("# %u seeds in %.1f s (%.1f ms a seed): %llu steps, %llu creates ready, %llu "
+	       "rolled back, %llu removes, %llu restarts (%llu graceful), %llu execs, "
+	       "%llu transcript bytes compared\n", nseeds, secs, secs * 1000 / (nseeds ? nseeds : 1),
+	       (unsigned long long)tot->steps, (unsigned long long)tot->creates_ready,
+	       (unsigned long long)tot->creates_failed, (unsigned long long)tot->removes,
+	       (unsigned long long)tot->restarts, (unsigned long long)tot->stops,
+	       (unsigned long long)tot->execs, (unsigned long long)tot->bytes);
+}
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* A defect the harness injects must make some seed fail, and that seed, run again, must
+ * print the very same trace: the positive control and the replay, for make check. */
+static int control(int n, const char *bug, int which, uint32_t steps)
+{
+	char a[] = "/tmp/agentic-sim-a-XXXXXX", b[] = "/tmp/agentic-sim-b-XXXXXX";
+	int fa = mkstemp(a), fb = mkstemp(b);
+	struct totals tot = { 0 };
+	uint64_t first = 0;
+	uint32_t failed;
+	bool same = false;
+	char line[512];
+	FILE *f;
+
+	knobs.bug = which;
+	failed = run_batch(1, 200, steps, 1, fa, &tot, &first);
+	if (failed) {
+		run_batch(first, 1, steps, 1, fb, &tot, &first);
+		f = fopen(a, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, "failed at step") || strstr(line, "INVARIANT"))
+				printf("#   %s", line);
+		if (f)
+			fclose(f);
+		{
+			FILE *x = fopen(a, "r"), *y = fopen(b, "r");
+			int ca, cb;
+
+			same = x && y;
+			while (same && ((ca = fgetc(x)) != EOF) | ((cb = fgetc(y)) != EOF))
+				same = ca == cb;
+			if (x)
+				fclose(x);
+			if (y)
+				fclose(y);
+		}
+	}
+	printf("%s %d - SIM_BUG=%s (a harness-injected defect) is caught%s%llu\n",
+	       failed ? "ok" : "not ok", n, bug, failed ? " by seed " : ": no seed of 200 failed",
+	       (unsigned long long)(failed ? first : 0));
+	printf("%s %d - that seed replays to the same output, its trace byte for byte\n",
+	       failed && same ? "ok" : "not ok", n + 1);
+	close(fa);
+	close(fb);
+	if (failed && !same)
+		printf("# the two outputs: %s %s\n", a, b);
+	else
+		unlink(a), unlink(b);
+	knobs.bug = BUG_NONE;
+	return (failed ? 0 : 1) + (failed && same ? 0 : 1);
+}
+
+/* SEED=n, SEEDS=n or SIM_BUG: a batch, as asked. Without them (tests/run): the check. */
 int main(void)
 {
-	const char *one = getenv("SEED");
-	uint64_t base = env_u32("SEED_BASE", 1);
-	uint32_t nseeds = env_u32("SEEDS", 300), steps = env_u32("STEPS", 1500);
-	const char *bug = getenv("SIM_BUG");
+	const char *one = getenv("SEED"), *bug = getenv("SIM_BUG");
+	bool batch = one || getenv("SEEDS") || bug;
+	uint64_t base = env_u32("SEED_BASE", 1), first = 0;
+	uint32_t nseeds = env_u32("SEEDS", env_u32("SIM_CHECK_SEEDS", 200));
+	uint32_t steps = env_u32("STEPS", batch ? 1500 : 600);
 	struct totals tot = { 0 };
-	uint32_t failed = 0, first_failed = 0;
-	struct timespec t0, t1;
-	double secs;
+	struct timespec t0;
+	uint32_t failed;
+	int bad = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	knobs.fail = env_u32("SIM_FAIL", 40);
+	knobs.rfail = env_u32("SIM_RECOVERY_FAIL", 0);
 	knobs.lost = env_u32("SIM_LOST", 0);
 	knobs.busy = env_u32("SIM_BUSY", 20);
 	knobs.chaos = env_u32("SIM_CHAOS", 15);
 	knobs.restart = env_u32("SIM_RESTART", 3);
 	knobs.bug = !bug ? BUG_NONE : strcmp(bug, "leak-uid") == 0 ? BUG_LEAK_UID
 		    : strcmp(bug, "dup-bytes") == 0 ? BUG_DUP_BYTES : BUG_NONE;
-	expect_failure = knobs.bug != BUG_NONE;
 	trace_all = env_u32("SIM_TRACE", 0) != 0;
 	log_set_level(LOG_ERROR);
 	if (!env_u32("SIM_LOG", 0))
@@ -946,60 +1062,35 @@ int main(void)
 		base = strtoull(one, NULL, 10);
 		nseeds = 1;
 	}
-	printf("1..1\n");
-	printf("# simulation: seeds %llu..%llu, %u steps each, faults fail=%u lost=%u busy=%u "
-	       "chaos=%u restart=%u (per mille)%s%s\n", (unsigned long long)base,
-	       (unsigned long long)(base + nseeds - 1), steps, knobs.fail, knobs.lost, knobs.busy,
-	       knobs.chaos, knobs.restart, bug ? ", SIM_BUG=" : "", bug ? bug : "");
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (uint32_t i = 0; i < nseeds; i++) {
-		int fds[2], st = 0;
-		pid_t child;
-
-		if (pipe(fds) != 0)
-			return 2;
-		child = fork();
-		if (child == 0) {
-			close(fds[0]);
-			run_seed(base + i, steps, &tot);
-			(void)!write(fds[1], &tot, sizeof(tot));
-			_exit(0);
-		}
-		close(fds[1]);
-		{
-			struct totals t;
-
-			if (read(fds[0], &t, sizeof(t)) == (ssize_t)sizeof(t))
-				tot = t;
-		}
-		close(fds[0]);
-		waitpid(child, &st, 0);
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			if (!failed)
-				first_failed = (uint32_t)(base + i);
-			failed++;
-			if (!WIFEXITED(st))
-				printf("# seed %llu: the child died (signal %d)\n",
-				       (unsigned long long)(base + i), WTERMSIG(st));
-			if (expect_failure || failed >= 3)
-				break;
-		}
+	printf("1..%d\n", batch ? 1 : 5);
+	printf("# simulation: seeds %llu..%llu, %u steps each, faults fail=%u recovery_fail=%u "
+	       "lost=%u busy=%u chaos=%u restart=%u (per mille)%s%s\n", (unsigned long long)base,
+	       (unsigned long long)(base + nseeds - 1), steps, knobs.fail, knobs.rfail, knobs.lost,
+	       knobs.busy, knobs.chaos, knobs.restart, bug ? ", SIM_BUG=" : "", bug ? bug : "");
+	snprintf(share_base, sizeof(share_base), "%s/agentic-sim-XXXXXX",
+		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+	if (!mkdtemp(share_base)) {
+		printf("not ok 1 - cannot make a temp dir: %s\n", strerror(errno));
+		return 1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("# %u seeds in %.1f s (%.1f ms a seed): %llu steps, %llu creates ready, %llu "
-	       "rolled back, %llu removes, %llu restarts (%llu graceful), %llu execs ended, "
-	       "%llu transcript bytes compared\n", nseeds, secs, secs * 1000 / (nseeds ? nseeds : 1),
-	       (unsigned long long)tot.steps, (unsigned long long)tot.creates_ready,
-	       (unsigned long long)tot.creates_failed, (unsigned long long)tot.removes,
-	       (unsigned long long)tot.restarts, (unsigned long long)tot.stops,
-	       (unsigned long long)tot.execs, (unsigned long long)tot.bytes);
-	if (expect_failure) {
-		printf("%s 1 - SIM_BUG=%s is caught (seed %u)\n", failed ? "ok" : "not ok", bug,
-		       first_failed);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	failed = run_batch(base, nseeds, steps, knobs.bug ? 1 : 3, STDOUT_FILENO, &tot, &first);
+	print_totals(nseeds, since(&t0), &tot);
+	if (batch && knobs.bug) {
+		printf("%s 1 - SIM_BUG=%s is caught (seed %llu)\n", failed ? "ok" : "not ok", bug,
+		       (unsigned long long)first);
+		rmtree(share_base);
 		return failed ? 0 : 1;
 	}
 	printf("%s 1 - every invariant held after every step of %u seeds%s\n",
 	       failed ? "not ok" : "ok", nseeds, failed ? " (see the failing seed above)" : "");
-	return failed ? 1 : 0;
+	if (batch) {
+		rmtree(share_base);
+		return failed ? 1 : 0;
+	}
+	bad += failed != 0;
+	bad += control(2, "leak-uid", BUG_LEAK_UID, steps);
+	bad += control(4, "dup-bytes", BUG_DUP_BYTES, steps);
+	rmdir(share_base);
+	return bad ? 1 : 0;
 }

@@ -47,6 +47,7 @@ void sim_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretur
 /* ---- knobs (environment, read once): fault rates in per mille ---- */
 struct sim_knobs {
 	uint32_t fail;        /* an engine call answers an error (effect not applied) */
+	uint32_t rfail;       /* the same for recovery's blocking calls */
 	uint32_t lost;        /* an engine call's effect applies but its answer is lost */
 	uint32_t busy;        /* a call cannot begin: every engine connection is in use */
 	uint32_t chaos;       /* container die/start/destroy behind agenticd's back, per step */
