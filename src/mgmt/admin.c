@@ -293,7 +293,7 @@ static void route_info(struct admin_conn *c)
 	json_key(&w, "max_sandboxes");
 	json_int_write(&w, cfg->max_sandboxes);
 	json_key(&w, "warm_networks");
-	json_int_write(&w, agenticd->nwarm);
+	json_int_write(&w, agenticd->pool.n);
 	json_key(&w, "control_uid_range");
 	json_obj_begin(&w);
 	json_key(&w, "min");
@@ -645,7 +645,7 @@ static void route_create(struct admin_conn *c)
 	sb->waiter = (int32_t)(c - agenticd->conns);
 	sb->waiter_gen = c->gen;
 	c->phase = AC_WAIT;
-	provision_create(sb, req);
+	lifecycle_create(sb, req);
 }
 
 /* ---- remove and inspect ---- */
@@ -677,7 +677,7 @@ static void route_remove(struct admin_conn *c, struct sandbox *sb, const char *q
 	sb->waiter = (int32_t)(c - agenticd->conns);
 	sb->waiter_gen = c->gen;
 	c->phase = AC_WAIT;
-	provision_remove(sb, query_flag(query, "force"), query_flag(query, "keep_workspace"));
+	lifecycle_remove(sb, query_flag(query, "force"), query_flag(query, "keep_workspace"));
 }
 
 /* ---- exec: NDJSON, or the upgraded stream (README: "the exec stream") ---- */

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "agent.pb-c.h"
+#include "mgmt/agent.h"
 #include "mgmt/daemon.h"
+#include "mgmt/lifecycle.h"
 
 /* stdio's stdout and stderr macros hide AgentMessage's fields of those names; nothing below
  * writes to a stdio stream. */
@@ -177,7 +179,7 @@ int agent_admit(void *ctx, int fd, struct grpc_peer *p)
 	if (p->uid == agenticd->cfg.workload_uid)
 		return -1;
 	sb = sandbox_by_uid(p->uid);
-	if (!sb || sb->state == SB_CONFLICT || sb->state == SB_REMOVING || sb->rollback)
+	if (!sb || sb->state == SB_CONFLICT || lifecycle_going(sb))
 		return -1;
 	pfd = peer_pidfd(fd, p->pid);
 	if (pfd < 0)
@@ -403,7 +405,7 @@ static void agent_now_ready(struct sandbox *sb)
 			log_warn("the sandbox's cmd did not start", "name=%s error=%s", log_q(sb->name),
 				 log_q(err_str(x)));
 	}
-	provision_ready(sb);
+	lifecycle_signal(sb, LC_EV_AGENT_READY);
 	exec_agent_writable(sb);
 }
 
@@ -438,7 +440,7 @@ static void refuse_guest(struct grpc_call *call, const struct grpc_peer *p)
 		refuse_why(call, RF_UNKNOWN_UID, "unknown uid: no sandbox has it as its control uid");
 	else if (sb->state == SB_CONFLICT)
 		refuse_why(call, RF_CONFLICT, "two containers claim this uid: neither is trusted");
-	else if (sb->state == SB_REMOVING || sb->rollback)
+	else if (lifecycle_going(sb))
 		refuse_why(call, RF_REMOVING, "the sandbox is being removed");
 	else
 		refuse_why(call, RF_NOT_INIT, "the peer is not the sandbox's init");
@@ -463,7 +465,7 @@ static void connect_start(struct grpc_call *call)
 		refuse_why(call, RF_CONFLICT, "two containers claim this uid: neither is trusted");
 		return;
 	}
-	if (sb->state == SB_REMOVING || sb->rollback) {
+	if (lifecycle_going(sb)) {
 		refuse_why(call, RF_REMOVING, "the sandbox is being removed");
 		return;
 	}
@@ -644,6 +646,7 @@ static void connect_done(struct grpc_call *call, int status, const char *message
 	runlog_event(sb, "disconnect");
 	log_info("agent disconnected", "name=%s instance=%s uid=%u status=%s", log_q(sb->name),
 		 log_q(sb->instance_id), sb->uid, grpc_status_name(status));
+	lifecycle_signal(sb, LC_EV_AGENT_LOST);
 }
 
 void agent_drop(struct sandbox *sb, const char *why)

@@ -15,7 +15,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mgmt/agent.h"
 #include "mgmt/daemon.h"
+#include "mgmt/engine.h"
+#include "mgmt/host.h"
+#include "mgmt/lifecycle.h"
+#include "mgmt/netpool.h"
+#include "mgmt/recover.h"
+#include "mgmt/runtime_docker.h"
+#include "mgmt/share.h"
 #include "version.h"
 
 const char agenticd_help[] =
@@ -108,7 +116,8 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 								      : 60000;
 	b->sandboxes = round64((size_t)cfg->max_sandboxes * sizeof(struct sandbox));
 	b->admin = round64((size_t)cfg->max_admin_connections * sizeof(struct admin_conn));
-	b->jobs = round64((cfg->max_sandboxes + 2) * sizeof(struct job *));
+	/* the runtime's call slots: one per sandbox and the warm pool's */
+	b->jobs = round64(runtime_docker_storage_bytes(RT_SLOTS(cfg->max_sandboxes)));
 	b->grpc = round64(grpc_server_storage_bytes(&b->gcfg));
 	if (!b->grpc)
 		return -EINVAL;
@@ -225,27 +234,15 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	d->sb = carve(&p, b->sandboxes);
 	d->nconns = cfg->max_admin_connections;
 	d->conns = carve(&p, b->admin);
-	d->jobs = carve(&p, (d->nsb + 2) * sizeof(struct job *));
+	d->rt_storage = carve(&p, runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
 	idalloc_init(&d->uids, carve(&p, ((nuid + 63) / 64) * 8), cfg->control_uid_min, nuid);
 	idalloc_init(&d->subnets, carve(&p, ((nsub + 63) / 64) * 8), 0, nsub);
 	d->foreign = carve(&p, ((nsub + 63) / 64) * 8);
 	memset(d->foreign, 0, ((nsub + 63) / 64) * 8);
 	for (uint32_t i = 0; i < d->nsb; i++) {
-		struct job *j = &d->sb[i].job;
-
 		d->sb[i].subnet = -1;
 		d->sb[i].waiter = -1;
-		*j = (struct job){ .owner = JOB_SANDBOX, .index = i, .id = i, .reg_fd = -1,
-				   .next_wait = -1 };
-		d->jobs[i] = j;
 	}
-	d->pool_job = (struct job){ .owner = JOB_POOL, .id = d->nsb, .reg_fd = -1, .next_wait = -1 };
-	d->events_job = (struct job){ .owner = JOB_EVENTS, .id = d->nsb + 1, .reg_fd = -1,
-				      .next_wait = -1 };
-	d->jobs[d->nsb] = &d->pool_job;
-	d->jobs[d->nsb + 1] = &d->events_job;
-	d->njobs = d->nsb + 2;
-	d->wait_head = d->wait_tail = -1;
 	for (uint32_t i = 0; i < d->nconns; i++)
 		d->conns[i].fd = -1;
 	r = grpc_server_init(&b->gcfg, carve(&p, b->grpc), b->grpc, &d->grpc);
@@ -277,11 +274,103 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 	return r;
 }
 
+/* ---- the lifecycle's hooks: what a sandbox's life reports to the parts above it ---- */
+
+static void hook_created(void *ctx, struct sandbox *sb, int64_t took_ms)
+{
+	(void)ctx;
+	metrics_provision(took_ms);
+	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
+}
+
+static void hook_create_failed(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
+}
+
+static void hook_removed(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 200);
+}
+
+static void hook_pid_known(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	agent_pid_known(sb);
+}
+
+static void hook_agent_drop(void *ctx, struct sandbox *sb, const char *why)
+{
+	(void)ctx;
+	agent_drop(sb, why);
+}
+
+static void hook_stopped(void *ctx, struct sandbox *sb, const char *exec_why, const char *run_why)
+{
+	(void)ctx;
+	exec_sandbox_gone(sb, exec_why);
+	runlog_stop(sb, run_why);
+}
+
+static void hook_released(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	agent_forget(sb);
+}
+
+static const struct lifecycle_hooks hooks = {
+	.created = hook_created,
+	.create_failed = hook_create_failed,
+	.removed = hook_removed,
+	.pid_known = hook_pid_known,
+	.agent_drop = hook_agent_drop,
+	.stopped = hook_stopped,
+	.released = hook_released,
+};
+
+/* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a
+ * broken lifecycle invariant then aborts like a late allocation does. */
+static bool checking(void)
+{
+	const char *v = getenv("AGENTIC_ALLOC_CHECK");
+
+	return v && strcmp(v, "1") == 0;
+}
+
+/* The Docker runtime on the loop, the warm pool on it, the lifecycle driving both. */
+static int start_lifecycle(struct daemon *d)
+{
+	struct runtime_docker_config rc = {
+		.cfg = &d->cfg, .dc = &d->dc, .owner = d->owner, .owner_label = d->owner_label,
+		.self_exe = d->self_exe, .seccomp_opt = d->seccomp_opt, .epfd = d->epfd,
+		.tag = TAG_JOB, .slots = RT_SLOTS(d->nsb), .events_since = clock_wall_ms() / 1000,
+	};
+	struct lifecycle_config lcfg = {
+		.cfg = &d->cfg, .sb = d->sb, .nsb = d->nsb, .pool = &d->pool, .hooks = &hooks,
+		.check = checking(),
+	};
+	int r = runtime_docker_init(&d->docker, &rc, d->rt_storage,
+				   runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
+
+	if (r != 0)
+		return r;
+	d->rt = &d->docker.rt;
+	netpool_init(&d->pool, d->rt, RT_SLOT_POOL(d->nsb), &d->subnets);
+	lcfg.rt = d->rt;
+	lifecycle_start(&lcfg);
+	return 0;
+}
+
 /* ---- the loop ---- */
 
-static void arm_timer(struct daemon *d)
+/* Sets the timer for the next deadline; true when something is due now (the loop then does
+ * not sleep: a runtime call begun on this turn takes its first step on the next). */
+static bool arm_timer(struct daemon *d)
 {
-	int64_t next = provision_next_deadline(), now = clock_mono_ms(), rl = runlog_next_deadline();
+	int64_t now = clock_mono_ms(), next = lifecycle_next_deadline(now), rl = runlog_next_deadline();
+	bool due = next <= now;
 	int64_t retry = agent_next_deadline();
 	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
@@ -301,6 +390,7 @@ static void arm_timer(struct daemon *d)
 	its.it_value.tv_sec = next / 1000;
 	its.it_value.tv_nsec = (next % 1000) * 1000000;
 	timerfd_settime(d->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+	return due;
 }
 
 static void on_signal(struct daemon *d)
@@ -316,7 +406,8 @@ static void on_signal(struct daemon *d)
 			log_info("stopping", "signal=%u creates_in_flight_roll_back=1 sandboxes_keep_running=1",
 				 si.ssi_signo);
 			admin_shutdown();
-			provision_shutdown();
+			d->stopping = true;
+			lifecycle_shutdown();
 		}
 	}
 }
@@ -338,8 +429,7 @@ static int run_loop(struct daemon *d)
 	for (;;) {
 		int n;
 
-		arm_timer(d);
-		n = epoll_wait(d->epfd, evs, ARRAY_LEN(evs), -1);
+		n = epoll_wait(d->epfd, evs, ARRAY_LEN(evs), arm_timer(d) ? 0 : -1);
 		if (n < 0 && errno != EINTR)
 			return fail("event loop", strerror(errno));
 		for (int i = 0; i < n; i++) {
@@ -368,7 +458,7 @@ static int run_loop(struct daemon *d)
 				grpc_server_run(d->admin_grpc, 0);
 				break;
 			case TAG_JOB:
-				provision_job_event(idx);
+				d->rt->ops->ready(d->rt->self, idx);
 				break;
 			}
 		}
@@ -376,7 +466,7 @@ static int run_loop(struct daemon *d)
 			grpc_server_run(d->grpc, 0);
 		if (grpc_server_timeout(d->admin_grpc) == 0)
 			grpc_server_run(d->admin_grpc, 0);
-		provision_tick(clock_mono_ms());
+		lifecycle_tick(clock_mono_ms());
 		agent_tick(clock_mono_ms());
 		runlog_tick(clock_mono_ms());
 		admin_tick(clock_mono_ms());
@@ -384,7 +474,7 @@ static int run_loop(struct daemon *d)
 			if (!stop_started)
 				stop_started = clock_mono_ms();
 			/* answers to the clients of rolled-back creates get a moment to leave */
-			if (!provision_busy() && (!admin_waiting(d) || clock_mono_ms() - stop_started > 5000)) {
+			if (!lifecycle_busy() && (!admin_waiting(d) || clock_mono_ms() - stop_started > 5000)) {
 				/* the runs go on without us: their metrics as they are now */
 				runlog_tick(INT64_MAX);
 				return 0;
@@ -487,17 +577,18 @@ int agenticd_main(int argc, char **argv)
 		 log_q(d->cfg.agentshare_root));
 	if (engine_checks(d) != 0)
 		return 1;
-	d->events_since = clock_wall_ms() / 1000;
-	if (recover_state(err, sizeof(err)) != 0)
+	if ((r = start_lifecycle(d)) != 0)
+		return fail("cannot set up the runtime", err_str(r));
+	if (recover_state(d->rt, err, sizeof(err)) != 0)
 		return fail("cannot recover the sandboxes", err);
 	if (open_sockets(d, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
 	alloc_seal();
-	provision_events_start();
-	provision_pool_fill();
+	d->rt->ops->start(d->rt->self);
+	lifecycle_tick(clock_mono_ms());
 	if ((r = host_notify_ready()) != 0)
 		log_warn("sd_notify failed", "error=%s", err_str(r));
-	if (provision_fault_init_env())
+	if (runtime_docker_fault_init_env())
 		log_warn("test failpoint active: every create will fail", "fault=init-env");
 	log_info("ready", "agent_socket_dir=%s admin_socket=%s sandboxes=%u",
 		 log_q(d->cfg.agent_socket_dir), log_q(d->cfg.admin_socket), d->live);

@@ -3,7 +3,7 @@
  * pool, the event stream): runtime_docker.c is its user.
  *
  * A job is begun when the client has a free connection, else it waits in a FIFO and is begun
- * when one frees up (first come, first served; a job marked `urgent` skips the FIFO). A begun
+ * when one frees up (first come, first served; an `urgent` job does not queue behind them). A begun
  * job is stepped when its socket is ready (engine_ready, from the loop's epoll tag) or from
  * engine_tick (timeouts, a call that wants a step without I/O). done is called once, never
  * from inside engine_start. */
@@ -27,7 +27,7 @@ struct engine_job {
 	engine_begin_fn begin;
 	engine_done_fn done;
 	void *ctx;
-	bool urgent;        /* never waits behind others (the event stream) */
+	bool urgent;        /* not queued behind waiting jobs (the event stream) */
 	/* the queue's own */
 	uint32_t id;        /* its place in the registry (the epoll tag's index) */
 	int reg_fd;         /* fd registered with epoll, or -1 */

@@ -4,7 +4,8 @@
  * given to lifecycle_start, so it knows nothing of the admin API, exec sessions, transcripts
  * or the agent socket.
  *
- * States (sb->lc; sb->state is the coarse phase the API and sandbox.json show, set from it):
+ * States (sb->lc, enum lc_state in sandbox.h; sb->state is the coarse phase the API and
+ * sandbox.json show, set from it):
  *
  *   state              phase     the runtime call running in it (if any)
  *   LC_FREE            free      -
@@ -48,10 +49,12 @@
  *   RETRY        a teardown step waiting past sb->retry_at: runs it again; else -
  *   SHUTDOWN     creating, no call running: rolls back (503); a running create step rolls
  *                back when its call ends; else -
+ *   RECOVERED    LC_NEW with a container: READY (else x)
+ *   CONFLICT     LC_NEW, READY: CONFLICT (else x)
  *
  * Invariants, checked after every event (lifecycle_check): a call runs only in a state that
- * has one; a creating step other than WAIT_READY always has its call running; a teardown step
- * has its call running or a retry due, not both; READY and CONFLICT have a container; a
+ * has one; a creating step other than WAIT_READY always has its call running; a teardown or
+ * refresh step has its call running or a retry due, not both; READY and CONFLICT have a container; a
  * sandbox past LC_NEW holds its uid (or, in conflict, its twin holds it); LC_FREE holds
  * nothing (no uid, no subnet, no call). With the checking switch on (AGENTIC_ALLOC_CHECK=1,
  * which the tests set for agenticd, or lifecycle_config.check) a broken one aborts; else it
@@ -69,34 +72,9 @@
 
 #include "mgmt/config.h"
 #include "mgmt/runtime.h"
+#include "mgmt/sandbox.h"  /* struct sandbox, enum lc_state */
 
-struct sandbox;
-struct create_req;
 struct netpool;
-
-enum lc_state {
-	LC_FREE = 0,
-	LC_NEW,
-	LC_NET_SCAN,
-	LC_NET_CREATE,
-	LC_CT_CREATE,
-	LC_CT_START,
-	LC_CT_INSPECT,
-	LC_WAIT_READY,
-	LC_READY,
-	LC_READY_REFRESH,
-	LC_CONFLICT,
-	LC_CONFLICT_REFRESH,
-	LC_RB_LOGS,
-	LC_RB_CT_REMOVE,
-	LC_RB_NET_REMOVE,
-	LC_RM_PENDING,
-	LC_RM_STOP,
-	LC_RM_CT_REMOVE,
-	LC_RM_NET_REMOVE,
-	LC_GONE_NET_REMOVE,
-	LC_STATES
-};
 
 enum lc_event_kind {
 	LC_EV_CREATE = 1,  /* req: the parsed request, alive until the container exists */
@@ -110,6 +88,8 @@ enum lc_event_kind {
 	LC_EV_DEADLINE,
 	LC_EV_RETRY,
 	LC_EV_SHUTDOWN,
+	LC_EV_RECOVERED,   /* recovery found it ready (LC_NEW with its container set) */
+	LC_EV_CONFLICT,    /* recovery found another claiming its uid (LC_NEW or READY) */
 	LC_EVENTS
 };
 
@@ -119,8 +99,10 @@ struct lc_event {
 	bool force, keep_workspace;   /* REMOVE */
 };
 
-/* Upward reports. Every hook may be NULL. They are called from inside lifecycle_on (or a
- * runtime callback feeding it) and must not call lifecycle_on for the same sandbox. */
+/* Upward reports. Every hook may be NULL. They are called from inside lifecycle_on, once the
+ * sandbox's state is consistent; a hook may feed an event back (pid_known may bring the
+ * agent's READY at once, agent_drop its loss): the lifecycle handles it nested and checks
+ * the invariants when the outermost event is done. */
 struct lifecycle_hooks {
 	/* The create finished: the sandbox is READY (answer 201 to sb->waiter). */
 	void (*created)(void *ctx, struct sandbox *sb, int64_t took_ms);

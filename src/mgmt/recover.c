@@ -1,7 +1,8 @@
-/* recover.c: start-up: rebuilds the sandbox table, the uid map and the subnet map from
- * Docker (labels, IPAM) and the agentshare records, then settles what a crash left half done
+/* recover.c: start-up: rebuilds the sandbox table, the uid map and the subnet map from the
+ * runtime (labels, IPAM) and the agentshare records, then settles what a crash left half done
  * (README: agenticd, at start): ready sandboxes are kept, creates are rolled back, removes finished,
- * unrecorded containers rolled back. Blocking calls: it runs before the loop serves anyone. */
+ * unrecorded containers rolled back. The runtime's synchronous calls: it runs before the loop
+ * serves anyone. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +10,13 @@
 #include <unistd.h>
 
 #include "mgmt/daemon.h"
+#include "mgmt/lifecycle.h"
+#include "mgmt/netpool.h"
+#include "mgmt/recover.h"
+#include "mgmt/share.h"
 
 struct found {
-	char id[DOCKER_ID_SIZE];
+	char id[RT_ID_BYTES];
 	char name[256];
 };
 
@@ -21,7 +26,9 @@ struct list {
 	bool overflow;
 };
 
-static int collect(void *ctx, const struct docker_summary *s)
+static struct runtime *rt;  /* recover_state's, for the helpers below */
+
+static int collect(void *ctx, const char *id, const char *name)
 {
 	struct list *l = ctx;
 
@@ -29,28 +36,22 @@ static int collect(void *ctx, const struct docker_summary *s)
 		l->overflow = true;
 		return 1;
 	}
-	memcpy(l->items[l->n].id, s->id, sizeof(s->id));
-	snprintf(l->items[l->n].name, sizeof(l->items[l->n].name), "%s", s->name);
+	snprintf(l->items[l->n].id, sizeof(l->items[l->n].id), "%s", id);
+	snprintf(l->items[l->n].name, sizeof(l->items[l->n].name), "%s", name ? name : "");
 	l->n++;
 	return 0;
 }
 
+static int collect_id(void *ctx, const char *id)
+{
+	return collect(ctx, id, NULL);
+}
+
 static int list_objects(bool networks, struct list *l, char *err, size_t err_size)
 {
-	struct docker_call c;
-	int r = networks ? docker_network_list_begin(&c, &agenticd->dc, agenticd->owner_label)
-			 : docker_container_list_begin(&c, &agenticd->dc, agenticd->owner_label);
+	int r = networks ? rt->ops->networks(rt->self, collect, l, err, err_size)
+			 : rt->ops->containers(rt->self, collect_id, l, err, err_size);
 
-	if (r == 0)
-		r = docker_call_run(&c);
-	if (r == 0) {
-		r = docker_result_each(&c, collect, l);
-		if (r > 0)
-			r = 0;
-	}
-	if (r != 0)
-		docker_error_text(&c.error, err, err_size);
-	docker_call_end(&c);
 	if (r == 0 && l->overflow) {
 		snprintf(err, err_size, "more agentic %s than agenticd can track (%u)",
 			 networks ? "networks" : "containers", l->cap);
@@ -66,12 +67,10 @@ static void say(const char *what, const char *err)
 
 static void remove_container(const char *id, const char *why)
 {
-	struct docker_error e;
 	char text[1024];
 
-	if (docker_container_remove(&agenticd->dc, id, true, &e) != 0 &&
-	    !(e.code == DOCKER_ERR_API && e.status == 404)) {
-		say("recovery: container not removed", docker_error_text(&e, text, sizeof(text)));
+	if (rt->ops->remove_now(rt->self, false, id, text, sizeof(text)) != 0) {
+		say("recovery: container not removed", text);
 		return;
 	}
 	log_info("recovery: container removed", "id=%s reason=%s", log_q(id), why);
@@ -79,14 +78,12 @@ static void remove_container(const char *id, const char *why)
 
 static void remove_network(const char *id, const char *why)
 {
-	struct docker_error e;
 	char text[1024];
 
 	if (!id[0])
 		return;
-	if (docker_network_remove(&agenticd->dc, id, &e) != 0 &&
-	    !(e.code == DOCKER_ERR_API && e.status == 404)) {
-		say("recovery: network not removed", docker_error_text(&e, text, sizeof(text)));
+	if (rt->ops->remove_now(rt->self, true, id, text, sizeof(text)) != 0) {
+		say("recovery: network not removed", text);
 		return;
 	}
 	log_info("recovery: network removed", "network=%s reason=%s", log_q(id), why);
@@ -134,15 +131,14 @@ static struct rec *record_for(struct recs *rs, const char *instance)
 /* Takes a ready sandbox's network: subnet from IPAM, id and name. */
 static void adopt_network(struct sandbox *sb)
 {
-	static struct docker_network net;
-	struct docker_error e;
+	struct rt_network net;
 	char text[1024];
 	int32_t idx;
 
 	if (!sb->net_managed)
 		return;
-	if (docker_network_inspect(&agenticd->dc, sb->network, &net, &e) != 0) {
-		say("recovery: a sandbox's network is missing", docker_error_text(&e, text, sizeof(text)));
+	if (rt->ops->net_inspect(rt->self, sb->network, &net, text, sizeof(text)) != 0) {
+		say("recovery: a sandbox's network is missing", text);
 		sb->net_exists = false;
 		return;
 	}
@@ -157,23 +153,25 @@ static void adopt_network(struct sandbox *sb)
 /* One agentic container: kept as a sandbox, or rolled back / finished. */
 static void settle_container(const char *id, struct recs *rs)
 {
-	static struct docker_container ct;
-	const struct config *cfg = &agenticd->cfg;
-	struct docker_error e;
-	char text[1024];
+	struct rt_container ct;
+	char text[1024], net_buf[SB_NET_BYTES];
 	const char *inst, *uid_s, *net;
 	struct rec *rec;
 	struct sandbox *sb;
 	uint64_t uid;
 	int r;
 
-	if (docker_container_inspect(&agenticd->dc, id, &ct, &e) != 0) {
-		say("recovery: container not inspected", docker_error_text(&e, text, sizeof(text)));
+	if (rt->ops->inspect(rt->self, id, &ct, text, sizeof(text)) != 0) {
+		say("recovery: container not inspected", text);
 		return;
 	}
-	inst = docker_kv_get(ct.labels, ct.nlabels, "agentic-instance-id");
-	uid_s = docker_kv_get(ct.labels, ct.nlabels, "agentic-control-uid");
-	net = docker_kv_get(ct.labels, ct.nlabels, "agentic-managed-network");
+	inst = ct.instance_id;
+	uid_s = ct.control_uid;
+	net = NULL;
+	if (ct.managed_network) {
+		snprintf(net_buf, sizeof(net_buf), "%s", ct.managed_network);
+		net = net_buf;
+	}
 	rec = inst ? record_for(rs, inst) : NULL;
 	if (rec)
 		rec->matched = true;
@@ -185,8 +183,9 @@ static void settle_container(const char *id, struct recs *rs)
 		if (net)
 			remove_network(net, why);
 		if (rec)
-			share_retire(cfg, &rec->sb, strcmp(rec->state, "removing") != 0 ||
-				     !rec->sb.keep_workspace);
+			rt->ops->workspace_retire(rt->self, &rec->sb,
+						  strcmp(rec->state, "removing") != 0 ||
+						  !rec->sb.keep_workspace);
 		return;
 	}
 	sb = sandbox_new();
@@ -212,9 +211,9 @@ static void settle_container(const char *id, struct recs *rs)
 	sb->ready_ms = rec->sb.ready_ms;
 	sb->disk_bytes = rec->sb.disk_bytes;
 	sb->writable_root = rec->sb.writable_root;
-	sb->state = SB_READY;
 	memcpy(sb->container_id, ct.id, sizeof(sb->container_id));
 	sb->ct_exists = true;
+	lifecycle_signal(sb, LC_EV_RECOVERED);
 	sb->dir_made = true;
 	sb->running = ct.running;
 	sb->pid = ct.running ? ct.pid : 0;
@@ -224,7 +223,7 @@ static void settle_container(const char *id, struct recs *rs)
 	if (!uid_s || parse_u64(uid_s, UINT32_MAX, &uid) != 0 || uid != rec->sb.uid) {
 		log_error("recovery: container's uid label disagrees with its record; not trusted",
 			  "name=%s", log_q(sb->name));
-		sb->state = SB_CONFLICT;
+		lifecycle_signal(sb, LC_EV_CONFLICT);
 	}
 	sb->uid = (uint32_t)uid;
 	sb->uid_taken = idalloc_mark(&agenticd->uids, sb->uid) == 0;
@@ -232,7 +231,7 @@ static void settle_container(const char *id, struct recs *rs)
 	/* after a reboot its workspace image is there but not mounted. A running container
 	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
 	 * the image would have two ext4 instances writing it. */
-	r = ct.running ? 0 : share_mount_workspace(cfg, sb, text, sizeof(text));
+	r = ct.running ? 0 : rt->ops->workspace_mount(rt->self, sb, text, sizeof(text));
 	if (r > 0)
 		log_info("recovery: workspace mounted again", "name=%s instance=%s", log_q(sb->name),
 			 log_q(sb->instance_id));
@@ -255,7 +254,8 @@ static void flag_conflicts(void)
 
 			if (b->state == SB_FREE || b->uid != a->uid)
 				continue;
-			a->state = b->state = SB_CONFLICT;
+			lifecycle_signal(a, LC_EV_CONFLICT);
+			lifecycle_signal(b, LC_EV_CONFLICT);
 			log_error("recovery: two containers claim one control uid; neither is trusted",
 				  "uid=%u first=%s second=%s", a->uid, log_q(a->name), log_q(b->name));
 			if (!b->uid_taken && a->uid_taken) {
@@ -278,7 +278,7 @@ static void settle_records(struct recs *rs)
 		if (r->sb.net_managed)
 			remove_network(r->sb.network_id[0] ? r->sb.network_id : r->sb.network,
 				       "container-missing");
-		share_retire(&agenticd->cfg, &r->sb, !keep_ws);
+		rt->ops->workspace_retire(rt->self, &r->sb, !keep_ws);
 		log_info("recovery: record without a container settled", "name=%s instance=%s "
 			 "state=%s workspace=%s", log_q(r->sb.name), log_q(r->sb.instance_id), log_q(r->state),
 			 keep_ws ? "kept" : "deleted");
@@ -299,9 +299,8 @@ static bool network_in_use(const char *name)
 /* Managed networks no sandbox uses: the warm pool takes what it can, the rest goes. */
 static int settle_networks(char *err, size_t err_size)
 {
-	static struct docker_network net;
+	struct rt_network net;
 	struct list l = { .cap = agenticd->nsb + LIMIT_WARM_NETWORKS + 64 };
-	struct docker_error e;
 	char text[1024];
 	int r;
 
@@ -314,21 +313,17 @@ static int settle_networks(char *err, size_t err_size)
 
 		if (network_in_use(l.items[i].name))
 			continue;
-		if (docker_network_inspect(&agenticd->dc, l.items[i].id, &net, &e) != 0) {
-			say("recovery: network not inspected", docker_error_text(&e, text, sizeof(text)));
+		if (rt->ops->net_inspect(rt->self, l.items[i].id, &net, text, sizeof(text)) != 0) {
+			say("recovery: network not inspected", text);
 			continue;
 		}
 		idx = subnet_index(net.subnet);
-		if (agenticd->nwarm < LIMIT_WARM_NETWORKS && idx >= 0 && net.internal &&
+		if (agenticd->pool.n < LIMIT_WARM_NETWORKS && idx >= 0 && net.internal &&
 		    strncmp(l.items[i].name, "agentic-net-", 12) == 0 &&
 		    idalloc_mark(&agenticd->subnets, (uint32_t)idx) == 0) {
-			struct warm_net *w = &agenticd->warm[agenticd->nwarm++];
-
-			snprintf(w->name, sizeof(w->name), "%.63s", l.items[i].name);
-			memcpy(w->id, net.id, sizeof(w->id));
-			w->subnet = idx;
-			log_info("recovery: warm network kept", "network=%s subnet=%s", log_q(w->name),
-				 log_q(net.subnet));
+			netpool_keep(&agenticd->pool, l.items[i].name, net.id, idx);
+			log_info("recovery: warm network kept", "network=%s subnet=%s",
+				 log_q(agenticd->pool.warm[agenticd->pool.n - 1].name), log_q(net.subnet));
 			continue;
 		}
 		remove_network(l.items[i].id, "unused");
@@ -340,18 +335,11 @@ static int settle_networks(char *err, size_t err_size)
 /* Every network on the engine: the /28s of those agenticd did not make are foreign. */
 static int scan_foreign(char *err, size_t err_size)
 {
-	struct docker_call c;
-	int r = docker_network_list_begin(&c, &agenticd->dc, NULL);
+	char text[512];
+	int r = rt->ops->scan_now(rt->self, subnet_foreign_add, NULL, text, sizeof(text));
 
-	if (r == 0)
-		r = docker_call_run(&c);
-	if (r == 0)
-		r = docker_result_each_subnet(&c, "agentic-daemon", agenticd->owner,
-					      subnet_foreign_add, NULL);
 	if (r != 0)
-		snprintf(err, err_size, "cannot read the engine's networks: %s",
-			 c.error.message[0] ? c.error.message : err_str(r));
-	docker_call_end(&c);
+		snprintf(err, err_size, "cannot read the engine's networks: %s", text);
 	return r;
 }
 
@@ -361,12 +349,13 @@ size_t recover_scratch_bytes(uint32_t nsb)
 	       (nsb + LIMIT_WARM_NETWORKS + 64) * sizeof(struct found);
 }
 
-int recover_state(char *err, size_t err_size)
+int recover_state(struct runtime *runtime, char *err, size_t err_size)
 {
 	struct list l = { .cap = agenticd->nsb * 2 + 64 };
 	struct recs rs = { .cap = agenticd->nsb + 64 };
 	int r;
 
+	rt = runtime;
 	l.items = calloc(l.cap, sizeof(*l.items));
 	rs.items = calloc(rs.cap, sizeof(*rs.items));
 	if (!l.items || !rs.items) {
@@ -394,6 +383,6 @@ int recover_state(char *err, size_t err_size)
 	if (r == 0)
 		log_info("recovered", "sandboxes=%u uids_used=%u subnets_used=%u warm_networks=%u "
 			 "foreign_subnets=%u", agenticd->live, agenticd->uids.used,
-			 agenticd->subnets.used, agenticd->nwarm, agenticd->nforeign);
+			 agenticd->subnets.used, agenticd->pool.n, agenticd->nforeign);
 	return r;
 }

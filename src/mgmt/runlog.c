@@ -248,7 +248,7 @@ static int instance_fd(const struct sandbox *sb)
 {
 	char dir[LIMIT_PATH_BYTES];
 
-	if (share_instance_dir(&agenticd->cfg, sb->instance_id, dir, sizeof(dir)) != 0)
+	if (host_instance_dir(&agenticd->cfg, sb->instance_id, dir, sizeof(dir)) != 0)
 		return -ENAMETOOLONG;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 

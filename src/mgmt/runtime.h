@@ -39,7 +39,9 @@ struct sandbox;
 
 enum rt_op {
 	RT_NET_CREATE = 1,    /* name, subnet -> id */
-	RT_NET_SCAN,          /* every network on the engine: each_subnet(cidr, ours) per subnet */
+	RT_NET_SCAN,          /* every network on the engine: each_subnet(ctx, NULL, false) once
+			       * (a fresh reading begins), then each_subnet(ctx, cidr, ours) per
+			       * subnet, all right before call_done */
 	RT_CT_CREATE,         /* the sandbox's container (spec from sb and sb->req) -> id */
 	RT_CT_START,          /* id */
 	RT_CT_INSPECT,        /* id -> running, pid, exit_code */
@@ -138,7 +140,7 @@ struct runtime_ops {
 			   size_t err_size);
 	/* Removes now: 0 also when it was not there (RT_GONE is success here). */
 	int (*remove_now)(void *self, bool network, const char *id, char *err, size_t err_size);
-	/* Every network's subnets, each_subnet(ctx, cidr, ours). */
+	/* Every network's subnets, as RT_NET_SCAN feeds them (NULL first). */
 	int (*scan_now)(void *self, int (*each_subnet)(void *ctx, const char *cidr, bool ours),
 			void *ctx, char *err, size_t err_size);
 

@@ -10,6 +10,8 @@
 
 #include "json/json.h"
 #include "mgmt/daemon.h"
+#include "mgmt/host.h"
+#include "mgmt/sandbox.h"
 
 int strrun_add(char *run, uint32_t *len, uint32_t cap, const char *s)
 {
@@ -72,13 +74,15 @@ struct sandbox *sandbox_new(void)
 
 		if (in_use(sb))
 			continue;
-		memset(sb, 0, offsetof(struct sandbox, job));
+		memset(sb, 0, offsetof(struct sandbox, call));
+		sb->call_active = false;
 		sb->gen = gen + 1;
 		sb->subnet = -1;
 		sb->waiter = -1;
 		sb->init_pidfd = -1;
 		sb->peer_pidfd = -1;
 		sb->state = SB_CREATING;
+		sb->lc = LC_NEW;
 		agenticd->live++;
 		return sb;
 	}
@@ -88,12 +92,14 @@ struct sandbox *sandbox_new(void)
 void sandbox_free(struct sandbox *sb)
 {
 	sandbox_release_ids(sb);
-	agent_forget(sb);
 	if (sb->init_pidfd >= 0)
 		close(sb->init_pidfd);
 	sb->init_pidfd = -1;
+	if (sb->peer_pidfd >= 0)
+		close(sb->peer_pidfd);
+	sb->peer_pidfd = -1;
 	sb->state = SB_FREE;
-	sb->step = STEP_IDLE;
+	sb->lc = LC_FREE;
 	agenticd->live--;
 }
 
@@ -216,11 +222,20 @@ void subnet_foreign_clear(void)
 		}
 }
 
+uint32_t subnet_foreign_count(void)
+{
+	return agenticd->nforeign;
+}
+
 int subnet_foreign_add(void *ctx, const char *cidr, bool ours)
 {
 	uint32_t first, count;
 
 	(void)ctx;
+	if (!cidr) {
+		subnet_foreign_clear();
+		return 0;
+	}
 	if (ours || subnet_span(cidr, &first, &count) != 0)
 		return 0;
 	for (uint32_t i = first; i < first + count; i++)
@@ -324,7 +339,7 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	else
 		json_null_write(w);
 	json_key(w, "workspace");
-	if (share_instance_dir(cfg, sb->instance_id, path, sizeof(path)) == 0 &&
+	if (host_instance_dir(cfg, sb->instance_id, path, sizeof(path)) == 0 &&
 	    strlen(path) + 11 < sizeof(path)) {
 		strcat(path, "/workspace");
 		json_str_write(w, path);

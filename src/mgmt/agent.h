@@ -1,0 +1,34 @@
+/* agent.h: the agent socket: the resolver (which peer is which sandbox's init) and the
+ * Connect stream each init holds (registration, READY, output, results, acks). */
+#ifndef AGENTIC_MGMT_AGENT_H
+#define AGENTIC_MGMT_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grpc/grpc.h"
+#include "mgmt/sandbox.h"
+
+extern const struct grpc_method agent_methods[];
+extern const size_t agent_nmethods;
+/* The gRPC server's admit hook for the agent socket: the peer's sandbox slot when its uid is
+ * a live sandbox's control uid and it is that sandbox's init itself (or may be, while the
+ * container's pid is not known yet), else -1: a guest, refused all but Health/Check. */
+int agent_admit(void *ctx, int fd, struct grpc_peer *peer);
+/* The container's pid is known (or changed): a connection that waited for it is the init's
+ * (and its Connect goes on) or is closed. */
+void agent_pid_known(struct sandbox *sb);
+/* The sandbox's slot is given up: its connection closed, the pinned peer let go. */
+void agent_forget(struct sandbox *sb);
+/* Refusal reasons, as fixed words for /metrics. */
+#define AGENT_REFUSAL_REASONS 9
+const char *agent_refusal_name(int reason);
+/* Ends the sandbox's Connect stream (UNAVAILABLE, why). */
+void agent_drop(struct sandbox *sb, const char *why);
+/* Output acks due: a resume after a failed transcript write, at its retry time (the run is
+ * opened again first when it could not be). */
+void agent_tick(int64_t now);
+/* The earliest such retry (monotonic ms), or INT64_MAX. */
+int64_t agent_next_deadline(void);
+
+#endif

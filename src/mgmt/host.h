@@ -1,0 +1,36 @@
+/* host.h: the host around agenticd: its directories and sockets, the start-up lock, the
+ * admin peer check, sd_notify, and where an instance lives in the agentshare. */
+#ifndef AGENTIC_MGMT_HOST_H
+#define AGENTIC_MGMT_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "mgmt/config.h"
+
+/* Makes agent_socket_dir (0755) and its parent (0700 root, or 0710 root:admin_gid when the
+ * admin socket shares it), and the admin socket's directory. */
+int host_prepare_dirs(const struct config *cfg, bool admin_group_known, gid_t admin_gid,
+		      char *err, size_t err_size);
+/* flock on ADMIN_SOCKET.lock, held for the daemon's life: -EWOULDBLOCK when another owns it. */
+int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size);
+/* The daemon's owner id (the agentic-daemon label; struct daemon.owner): 16 hex digits of a
+ * 64-bit FNV-1a hash of agentshare_root, resolved through symlinks when it exists. */
+int host_owner(const struct config *cfg, char *out, size_t size);
+/* A listening Unix socket at path with mode/owner; a live one answering means another agenticd. */
+int host_listen(const char *path, mode_t mode, gid_t gid, int *fd, char *err, size_t err_size);
+/* Warns (one log line each) about subordinate-uid ranges in path (/etc/subuid) that overlap
+ * the control uid range; returns how many do. A missing file has none. */
+int host_warn_subuid(const struct config *cfg, const char *path);
+/* 0 when the peer may use the admin API; else -EACCES with why. */
+int host_admin_peer_ok(int fd, bool group_known, gid_t gid, uid_t *uid, pid_t *pid, char *why,
+		       size_t why_size);
+/* sd_notify READY=1 to $NOTIFY_SOCKET (path or @abstract); 0 when it is unset. */
+int host_notify_ready(void);
+/* mkdir -p, mode for the last directory (0755 above it): 0 or -errno. */
+int host_mkdirs(const char *path, mode_t mode);
+/* agentshare_root/instances/<id>: -ENAMETOOLONG when it does not fit. */
+int host_instance_dir(const struct config *cfg, const char *id, char *out, size_t size);
+
+#endif

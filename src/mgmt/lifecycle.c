@@ -1,0 +1,897 @@
+/* lifecycle.c: a sandbox's life as one state machine (lifecycle.h): create with its rollback,
+ * remove, the container events; driven by events, driving a struct runtime. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgmt/lifecycle.h"
+#include "mgmt/netpool.h"
+#include "mgmt/policy.h"
+#include "mgmt/share.h"
+
+#define RETRY_MS 2000
+
+/* What a state belongs to: decides which events it takes and where a teardown goes next. */
+enum family { F_NONE, F_CREATE, F_READY, F_CONFLICT, F_ROLLBACK, F_REMOVE, F_GONE };
+
+static const struct state_info {
+	const char *name;
+	enum sb_state phase;
+	enum rt_op op;                /* the runtime call the state runs; 0: none */
+	enum family family;
+} states[LC_STATES] = {
+	[LC_FREE] = { "free", SB_FREE, 0, F_NONE },
+	[LC_NEW] = { "new", SB_CREATING, 0, F_CREATE },
+	[LC_NET_SCAN] = { "net_scan", SB_CREATING, RT_NET_SCAN, F_CREATE },
+	[LC_NET_CREATE] = { "net_create", SB_CREATING, RT_NET_CREATE, F_CREATE },
+	[LC_CT_CREATE] = { "ct_create", SB_CREATING, RT_CT_CREATE, F_CREATE },
+	[LC_CT_START] = { "ct_start", SB_CREATING, RT_CT_START, F_CREATE },
+	[LC_CT_INSPECT] = { "ct_inspect", SB_CREATING, RT_CT_INSPECT, F_CREATE },
+	[LC_WAIT_READY] = { "wait_ready", SB_CREATING, 0, F_CREATE },
+	[LC_READY] = { "ready", SB_READY, 0, F_READY },
+	[LC_READY_REFRESH] = { "ready_refresh", SB_READY, RT_CT_INSPECT, F_READY },
+	[LC_CONFLICT] = { "conflict", SB_CONFLICT, 0, F_CONFLICT },
+	[LC_CONFLICT_REFRESH] = { "conflict_refresh", SB_CONFLICT, RT_CT_INSPECT, F_CONFLICT },
+	[LC_RB_LOGS] = { "rb_logs", SB_CREATING, RT_CT_LOGS, F_ROLLBACK },
+	[LC_RB_CT_REMOVE] = { "rb_ct_remove", SB_CREATING, RT_CT_REMOVE, F_ROLLBACK },
+	[LC_RB_NET_REMOVE] = { "rb_net_remove", SB_CREATING, RT_NET_REMOVE, F_ROLLBACK },
+	[LC_RM_PENDING] = { "rm_pending", SB_REMOVING, RT_CT_INSPECT, F_REMOVE },
+	[LC_RM_STOP] = { "rm_stop", SB_REMOVING, RT_CT_STOP, F_REMOVE },
+	[LC_RM_CT_REMOVE] = { "rm_ct_remove", SB_REMOVING, RT_CT_REMOVE, F_REMOVE },
+	[LC_RM_NET_REMOVE] = { "rm_net_remove", SB_REMOVING, RT_NET_REMOVE, F_REMOVE },
+	[LC_GONE_NET_REMOVE] = { "gone_net_remove", SB_REMOVING, RT_NET_REMOVE, F_GONE },
+};
+
+static struct lifecycle_config lc;
+static const struct lifecycle_hooks no_hooks;
+static bool stopping;       /* SIGTERM: no new work */
+static uint32_t depth;      /* lifecycle_on nesting: a hook feeding an event back */
+static bool events_dirty;   /* the runtime reported container events: drain them on the tick */
+
+#define HOOK(name, ...) \
+	do { \
+		if (lc.hooks->name) \
+			lc.hooks->name(lc.hooks->ctx, __VA_ARGS__); \
+	} while (0)
+
+static int64_t mono(void)
+{
+	return lc.hooks->mono_ms ? lc.hooks->mono_ms() : clock_mono_ms();
+}
+
+static int64_t wall(void)
+{
+	return lc.hooks->wall_ms ? lc.hooks->wall_ms() : clock_wall_ms();
+}
+
+static enum family family_of(const struct sandbox *sb)
+{
+	return states[sb->lc].family;
+}
+
+static const char *subnet_or_dash(const struct sandbox *sb)
+{
+	return sb->subnet_text[0] ? sb->subnet_text : "-";
+}
+
+const char *lifecycle_state_name(enum lc_state s)
+{
+	return s < LC_STATES ? states[s].name : "?";
+}
+
+bool lifecycle_going(const struct sandbox *sb)
+{
+	enum family f = family_of(sb);
+
+	return f == F_ROLLBACK || f == F_REMOVE || f == F_GONE;
+}
+
+bool lifecycle_stopping(void)
+{
+	return stopping;
+}
+
+/* ---- invariants ---- */
+
+static bool broken(const struct sandbox *sb, const char *what)
+{
+	log_error("lifecycle invariant broken", "name=%s state=%s invariant=%s", log_q(sb->name),
+		  lifecycle_state_name(sb->lc), log_q(what));
+	if (lc.check)
+		abort();
+	return false;
+}
+
+bool lifecycle_check(const struct sandbox *sb)
+{
+	const struct state_info *st = sb->lc < LC_STATES ? &states[sb->lc] : NULL;
+	enum family f;
+
+	if (!st)
+		return broken(sb, "state out of range");
+	f = st->family;
+	if (sb->state != st->phase)
+		return broken(sb, "phase disagrees with the state");
+	if (sb->call_active && !st->op)
+		return broken(sb, "a call runs in a state that has none");
+	if (sb->lc == LC_FREE && (sb->uid_taken || sb->subnet >= 0 || sb->call_active))
+		return broken(sb, "a free slot holds a uid, a subnet or a call");
+	if (f == F_CREATE && st->op && !sb->call_active)
+		return broken(sb, "a create step without its call");
+	if (f == F_CREATE && sb->lc != LC_NEW && !sb->uid_taken)
+		return broken(sb, "a create past its start without its uid");
+	if (sb->lc == LC_NET_CREATE && sb->subnet < 0)
+		return broken(sb, "a network create without a subnet");
+	if ((f == F_ROLLBACK || f == F_REMOVE || f == F_GONE || sb->lc == LC_READY_REFRESH ||
+	     sb->lc == LC_CONFLICT_REFRESH) && sb->lc != LC_RM_PENDING &&
+	    sb->call_active == (sb->retry_at != 0))
+		return broken(sb, "a step with both (or neither) a call and a retry");
+	if (sb->lc == LC_RM_PENDING && !sb->call_active)
+		return broken(sb, "a pending remove without the call it waits for");
+	if ((f == F_READY || f == F_CONFLICT || sb->lc == LC_WAIT_READY) &&
+	    (!sb->ct_exists || !sb->container_id[0]))
+		return broken(sb, "ready (or waiting for the agent) without a container");
+	return true;
+}
+
+/* ---- calls ---- */
+
+static void fail_create(struct sandbox *sb, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void teardown_next(struct sandbox *sb, enum family f);
+
+static void set_state(struct sandbox *sb, enum lc_state s)
+{
+	sb->lc = s;
+	sb->state = states[s].phase;
+}
+
+static void fill_call(struct sandbox *sb, enum rt_op op)
+{
+	struct rt_call *c = &sb->call;
+
+	*c = (struct rt_call){ .op = op, .slot = (uint32_t)(sb - lc.sb), .sb = sb };
+	switch (op) {
+	case RT_NET_CREATE:
+		c->name = sb->network;
+		c->subnet = sb->subnet_text;
+		break;
+	case RT_NET_SCAN:
+		c->each_subnet = subnet_foreign_add;
+		break;
+	case RT_CT_CREATE:
+		c->managed_net = sb->net_managed;
+		break;
+	case RT_NET_REMOVE:
+		c->id = sb->network_id[0] ? sb->network_id : sb->network;
+		break;
+	case RT_CT_STOP:
+		c->stop_grace_s = (int)((lc.cfg->stop_grace_ms + 999) / 1000);
+		c->id = sb->container_id;
+		break;
+	default:
+		c->id = sb->container_id;
+		break;
+	}
+}
+
+/* Begins the call of sb's state. A create step that cannot begin rolls back; a teardown or
+ * refresh step is retried. */
+static void begin(struct sandbox *sb)
+{
+	const struct state_info *st = &states[sb->lc];
+
+	if (stopping && st->family == F_CREATE) {
+		fail_create(sb, 503, "shutting_down", "agenticd is shutting down");
+		return;
+	}
+	if (sb->call_active)
+		broken(sb, "a call begun while one runs");
+	fill_call(sb, st->op);
+	if (runtime_call(lc.rt, &sb->call) == 0) {
+		sb->call_active = true;
+		return;
+	}
+	if (st->family == F_CREATE) {
+		fail_create(sb, 502, "engine", "cannot call the engine: %s", sb->call.res.text);
+		return;
+	}
+	log_error("engine call not started; retrying", "name=%s step=%s", log_q(sb->name),
+		  st->name);
+	sb->retry_at = mono() + RETRY_MS;
+}
+
+/* Enters state s and begins its call, if it has one. */
+static void enter(struct sandbox *sb, enum lc_state s)
+{
+	set_state(sb, s);
+	if (states[s].op)
+		begin(sb);
+}
+
+static bool creates_running(void)
+{
+	for (uint32_t i = 0; i < lc.nsb; i++)
+		if (lc.sb[i].lc != LC_NEW && family_of(&lc.sb[i]) == F_CREATE)
+			return true;
+	return false;
+}
+
+/* The engine serialises network work: a pool network made while a create runs slows that
+ * create down. The pool refills between creates. */
+static void pool_fill(void)
+{
+	if (lc.pool)
+		netpool_fill(lc.pool, mono(), stopping || creates_running());
+}
+
+/* ---- the ends: ready, released ---- */
+
+static void finish_create(struct sandbox *sb)
+{
+	int64_t took = wall() - sb->created_ms;
+
+	set_state(sb, LC_READY);
+	sb->deadline = 0;
+	sb->ready_ms = wall();
+	sb->req = NULL;
+	if (share_write_record(lc.cfg, sb) != 0)
+		log_warn("sandbox record not written", "name=%s instance=%s", log_q(sb->name),
+			 log_q(sb->instance_id));
+	log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s took_ms=%lld network_ms=%lld "
+		 "container_create_ms=%lld start_ms=%lld init_ms=%lld connect_ms=%lld", log_q(sb->name),
+		 log_q(sb->instance_id), sb->uid, subnet_or_dash(sb), (long long)took,
+		 (long long)(sb->t_net - sb->t_begin), (long long)(sb->t_ct - sb->t_net),
+		 (long long)(sb->t_start - sb->t_ct), (long long)(mono() - sb->t_start),
+		 (long long)(sb->t_auth - sb->t_ct));
+	HOOK(created, sb, took);
+	sb->waiter = -1;
+	pool_fill();
+}
+
+/* The last step of a rollback or a remove: ids back, record gone, slot free. */
+static void finish_release(struct sandbox *sb, enum family f)
+{
+	bool removing = f == F_REMOVE || f == F_GONE;
+
+	if (sb->call_active)
+		broken(sb, "released with a call running");
+	HOOK(agent_drop, sb, removing ? "sandbox removed" : "sandbox create failed");
+	HOOK(stopped, sb, "the sandbox was removed", removing ? "removed" : "create_failed");
+	if (sb->dir_made || removing)
+		lc.rt->ops->workspace_retire(lc.rt->self, sb, f == F_ROLLBACK ||
+					     (f == F_REMOVE && !sb->keep_workspace));
+	if (f == F_GONE) {
+		log_warn("sandbox gone: its container was removed outside agenticd",
+			 "name=%s instance=%s uid=%u subnet=%s workspace=kept", log_q(sb->name),
+			 log_q(sb->instance_id), sb->uid, subnet_or_dash(sb));
+	} else if (removing) {
+		log_info("sandbox removed", "name=%s instance=%s uid=%u subnet=%s workspace=%s",
+			 log_q(sb->name), log_q(sb->instance_id), sb->uid, subnet_or_dash(sb),
+			 sb->keep_workspace ? "kept" : "deleted");
+		HOOK(removed, sb);
+	} else {
+		log_info("create rolled back", "name=%s instance=%s uid=%u subnet=%s", log_q(sb->name),
+			 log_q(sb->instance_id), sb->uid, subnet_or_dash(sb));
+		HOOK(create_failed, sb);
+	}
+	sb->waiter = -1;
+	HOOK(released, sb);
+	sandbox_free(sb);
+	sb->pending = 0;
+	sb->retry_at = 0;
+	sb->deadline = 0;
+	set_state(sb, LC_FREE);
+	pool_fill();
+}
+
+/* Next step of a rollback, remove or gone sandbox, from what still exists. */
+static void teardown_next(struct sandbox *sb, enum family f)
+{
+	if (sb->ct_exists)
+		enter(sb, f == F_ROLLBACK ? LC_RB_CT_REMOVE : LC_RM_CT_REMOVE);
+	else if (sb->net_managed && sb->net_exists)
+		enter(sb, f == F_ROLLBACK ? LC_RB_NET_REMOVE : f == F_GONE ? LC_GONE_NET_REMOVE
+								       : LC_RM_NET_REMOVE);
+	else
+		finish_release(sb, f);
+}
+
+static void fail_create(struct sandbox *sb, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sb->error, sizeof(sb->error), fmt, ap);
+	va_end(ap);
+	policy_redact(sb->error, sizeof(sb->error));
+	sb->err_status = status;
+	sb->err_code = code;
+	sb->deadline = 0;
+	sb->req = NULL; /* the request's connection may go away from here on */
+	log_warn("create failed", "name=%s instance=%s uid=%u status=%d code=%s", log_q(sb->name),
+		 log_q(sb->instance_id), sb->uid, status, code);
+	if (sb->ct_exists)
+		enter(sb, LC_RB_LOGS);
+	else
+		teardown_next(sb, F_ROLLBACK);
+}
+
+/* Appends the init's last log lines (scrubbed) to a failed create's error. */
+static void append_init_log(struct sandbox *sb)
+{
+	size_t n = strlen(sb->error);
+
+	if (!sb->log_len) {
+		snprintf(sb->error + n, sizeof(sb->error) - n, "; the init logged nothing");
+		return;
+	}
+	policy_redact(sb->init_log, sizeof(sb->init_log));
+	snprintf(sb->error + n, sizeof(sb->error) - n, "; the init's last log lines:\n%s",
+		 sb->init_log);
+	while ((n = strlen(sb->error)) && sb->error[n - 1] == '\n')
+		sb->error[n - 1] = '\0';
+}
+
+/* A create step's call failed: the API status and code for what the runtime said. */
+static void step_failed(struct sandbox *sb, const char *what)
+{
+	const struct rt_result *res = &sb->call.res;
+
+	switch (res->outcome) {
+	case RT_NAME_TAKEN:
+		fail_create(sb, 409, "name_taken", "%s failed: %s", what, res->text);
+		break;
+	case RT_ROOT_UNBOUNDED:
+		fail_create(sb, 422, "writable_root_unbounded", "this engine cannot bound a "
+			    "writable root filesystem (StorageOpt size; overlay2 needs xfs with "
+			    "pquota), so none is offered: %s", res->text);
+		break;
+	case RT_IMAGE_MISSING:
+		fail_create(sb, 400, "image_missing", "%s failed: %s", what, res->text);
+		break;
+	default:
+		fail_create(sb, 502, "engine", "%s failed: %s", what, res->text);
+		break;
+	}
+}
+
+static void take_inspect(struct sandbox *sb)
+{
+	const struct rt_result *res = &sb->call.res;
+
+	if (res->outcome != RT_OK)
+		return;
+	sb->running = res->running;
+	sb->pid = res->running ? res->pid : 0;
+	sb->exit_code = res->exit_code;
+	sandbox_read_pid_ns(sb);
+}
+
+static void remove_steps(struct sandbox *sb)
+{
+	if (sb->ct_exists && !sb->force && sb->running)
+		enter(sb, LC_RM_STOP);
+	else
+		teardown_next(sb, F_REMOVE);
+}
+
+/* ---- create ---- */
+
+static int on_create(struct sandbox *sb, struct create_req *req)
+{
+	const struct config *cfg = lc.cfg;
+	struct warm_net w;
+	char err[512], hex[16];
+	int r;
+
+	if (sb->lc != LC_NEW || !req)
+		return ERR_STATE;
+	sb->req = req;
+	sb->created_ms = wall();
+	sb->t_begin = sb->t_net = mono();
+	if (uuid7(sb->instance_id) != 0 || sandbox_take_uid(sb) != 0) {
+		fail_create(sb, 503, "capacity", "no free control uid in %u-%u",
+			    cfg->control_uid_min, cfg->control_uid_max);
+		return 0;
+	}
+	snprintf(sb->image, sizeof(sb->image), "%s", req->image ? req->image : cfg->default_image);
+	sb->disk_bytes = req->disk_bytes ? req->disk_bytes : cfg->default_disk_bytes;
+	sb->writable_root = req->writable_root;
+	if (req->network) {
+		snprintf(sb->network, sizeof(sb->network), "%s", req->network);
+	} else if (lc.pool && netpool_take(lc.pool, &w)) {
+		memcpy(sb->network, w.name, sizeof(sb->network));
+		memcpy(sb->network_id, w.id, sizeof(sb->network_id));
+		sb->subnet = w.subnet;
+		subnet_text(sb->subnet, sb->subnet_text, sizeof(sb->subnet_text));
+		sb->net_managed = sb->net_exists = true;
+	} else {
+		/* with /28s taken as foreign, the engine's networks are read again first: some of
+		 * those networks may be gone */
+		if (sandbox_take_subnet(sb) != 0 && !subnet_foreign_count()) {
+			fail_create(sb, 503, "capacity", "no free /28 left in sandbox_subnet_pool");
+			return 0;
+		}
+		random_hex(hex, 12);
+		snprintf(sb->network, sizeof(sb->network), "agentic-net-%s", hex);
+		sb->net_managed = true;
+	}
+	log_info("create started", "name=%s instance=%s uid=%u network=%s subnet=%s warm=%d "
+		 "disk_bytes=%llu", log_q(sb->name), log_q(sb->instance_id), sb->uid,
+		 log_q(sb->network), subnet_or_dash(sb), sb->net_exists,
+		 (unsigned long long)sb->disk_bytes);
+	if ((r = share_make(cfg, sb, err, sizeof(err))) != 0) {
+		fail_create(sb, 500, "agentshare", "%s", err);
+		return 0;
+	}
+	sb->dir_made = true;
+	if ((r = share_write_record(cfg, sb)) != 0) {
+		fail_create(sb, 500, "agentshare", "cannot write sandbox.json: %s", err_str(r));
+		return 0;
+	}
+	if ((r = lc.rt->ops->workspace_make(lc.rt->self, sb, err, sizeof(err))) != 0) {
+		if (r == -ENOSPC)
+			fail_create(sb, 507, "no_space", "%s", err);
+		else
+			fail_create(sb, 500, "agentshare", "%s", err);
+		return 0;
+	}
+	if (!sb->net_managed || sb->net_exists) {
+		enter(sb, LC_CT_CREATE);
+	} else if (sb->subnet < 0) {
+		sb->net_scans++;
+		enter(sb, LC_NET_SCAN);
+	} else {
+		enter(sb, LC_NET_CREATE);
+	}
+	return 0;
+}
+
+/* ---- a call answered ---- */
+
+/* Every network on the engine read again: what is not ours is foreign; the create moves on to
+ * the next free /28 (the runtime fed each subnet to subnet_foreign_add before answering). */
+static void scan_done(struct sandbox *sb)
+{
+	const struct rt_result *res = &sb->call.res;
+
+	if (res->outcome == RT_UNREADABLE) {
+		fail_create(sb, 502, "engine", "network list unreadable: %s", res->text);
+		return;
+	}
+	if (res->outcome != RT_OK) {
+		step_failed(sb, "network list");
+		return;
+	}
+	if (sandbox_take_subnet(sb) != 0) {
+		fail_create(sb, 503, "capacity", "no free /28 left in sandbox_subnet_pool (%u taken "
+			    "by networks agenticd did not make)", subnet_foreign_count());
+		return;
+	}
+	log_info("subnet moved past other networks", "name=%s subnet=%s foreign_subnets=%u",
+		 log_q(sb->name), sb->subnet_text, subnet_foreign_count());
+	enter(sb, LC_NET_CREATE);
+}
+
+static void teardown_done(struct sandbox *sb)
+{
+	const struct rt_result *res = &sb->call.res;
+	enum family f = family_of(sb);
+
+	if (res->outcome != RT_OK && res->outcome != RT_GONE) {
+		log_error("teardown step failed; retrying", "name=%s step=%s error=%s",
+			  log_q(sb->name), lifecycle_state_name(sb->lc), "\"see next line\"");
+		log_error("engine said", "name=%s message=%s", log_q(sb->name), log_q(res->text));
+		sb->retry_at = mono() + RETRY_MS;
+		return;
+	}
+	if (sb->lc == LC_RB_CT_REMOVE || sb->lc == LC_RM_CT_REMOVE) {
+		sb->ct_exists = false;
+		sb->running = false;
+	} else {
+		sb->net_exists = false;
+	}
+	teardown_next(sb, f);
+}
+
+static void refresh_done(struct sandbox *sb)
+{
+	enum rt_outcome o = sb->call.res.outcome;
+
+	take_inspect(sb);
+	set_state(sb, sb->lc == LC_READY_REFRESH ? LC_READY : LC_CONFLICT);
+	if (o == RT_OK)
+		HOOK(pid_known, sb);
+	else if (o == RT_GONE)
+		sb->pending |= LC_PEND_DESTROY;
+}
+
+static int on_call_done(struct sandbox *sb)
+{
+	const struct rt_result *res = &sb->call.res;
+	char text[1024];
+	int r;
+
+	if (!sb->call_active)
+		return ERR_STATE;
+	sb->call_active = false;
+	sb->retry_at = 0;
+	switch (sb->lc) {
+	case LC_NET_CREATE:
+		if (res->outcome == RT_OVERLAPS && sb->net_scans < LIMIT_SUBNET_SCANS) {
+			log_info("subnet overlaps another network; reading the engine's networks",
+				 "name=%s subnet=%s", log_q(sb->name), sb->subnet_text);
+			sb->net_scans++;
+			subnet_refused((uint32_t)sb->subnet);
+			sb->subnet = -1;
+			sb->subnet_text[0] = '\0';
+			enter(sb, LC_NET_SCAN);
+		} else if (res->outcome != RT_OK) {
+			step_failed(sb, "network create");
+		} else {
+			memcpy(sb->network_id, res->id, sizeof(sb->network_id));
+			sb->net_exists = true;
+			sb->t_net = mono();
+			enter(sb, LC_CT_CREATE);
+		}
+		break;
+	case LC_NET_SCAN:
+		scan_done(sb);
+		break;
+	case LC_CT_CREATE:
+		if (res->outcome != RT_OK) {
+			step_failed(sb, "container create");
+			break;
+		}
+		memcpy(sb->container_id, res->id, sizeof(sb->container_id));
+		sb->ct_exists = true;
+		sb->t_ct = mono();
+		sb->req = NULL;
+		share_write_record(lc.cfg, sb);
+		enter(sb, LC_CT_START);
+		break;
+	case LC_CT_START:
+		if (res->outcome != RT_OK) {
+			step_failed(sb, "container start");
+			break;
+		}
+		sb->running = true;
+		sb->t_start = mono();
+		/* ready_timeout_ms is the init's time: it starts with the container */
+		sb->deadline = mono() + lc.cfg->ready_timeout_ms;
+		enter(sb, LC_CT_INSPECT);
+		break;
+	case LC_CT_INSPECT:
+		if (res->outcome != RT_OK && res->outcome != RT_UNREADABLE) {
+			step_failed(sb, "container inspect");
+			break;
+		}
+		take_inspect(sb);
+		if (!sb->running) {
+			fail_create(sb, 500, "init_exited", "the sandbox's init exited (status %lld) "
+				    "before it was ready", (long long)sb->exit_code);
+			break;
+		}
+		/* before the agent is authed, so before READY and the workload's first command */
+		if ((r = sandbox_check_binds(sb, text, sizeof(text))) != 0) {
+			fail_create(sb, r == -EPERM ? 422 : 500, r == -EPERM ? "refused" : "mount_check",
+				    "%s; the create was rolled back", text);
+			break;
+		}
+		set_state(sb, LC_WAIT_READY);
+		HOOK(pid_known, sb);  /* may bring AGENT_READY (nested) at once */
+		if (sb->lc == LC_WAIT_READY && sb->agent_ready)
+			finish_create(sb);
+		break;
+	case LC_READY_REFRESH:
+	case LC_CONFLICT_REFRESH:
+		refresh_done(sb);
+		break;
+	case LC_RM_PENDING:
+		take_inspect(sb);
+		remove_steps(sb);
+		break;
+	case LC_RB_LOGS:
+		append_init_log(sb);
+		enter(sb, LC_RB_CT_REMOVE);
+		break;
+	case LC_RM_STOP:
+		sb->running = false;
+		enter(sb, LC_RM_CT_REMOVE);
+		break;
+	case LC_RB_CT_REMOVE:
+	case LC_RB_NET_REMOVE:
+	case LC_RM_CT_REMOVE:
+	case LC_RM_NET_REMOVE:
+	case LC_GONE_NET_REMOVE:
+		teardown_done(sb);
+		break;
+	default:
+		broken(sb, "a call answered in a state that has none");
+		break;
+	}
+	return 0;
+}
+
+/* ---- remove, and the container's own events ---- */
+
+static int on_remove(struct sandbox *sb, bool force, bool keep_workspace)
+{
+	bool refreshing = sb->lc == LC_READY_REFRESH || sb->lc == LC_CONFLICT_REFRESH;
+	enum family f = family_of(sb);
+
+	if (f == F_NONE || sb->lc == LC_NEW)
+		return ERR_STATE;
+	if (f != F_READY && f != F_CONFLICT)
+		return -EBUSY;
+	if (refreshing && sb->retry_at) {
+		/* its refresh waits for a retry: nothing runs, the remove goes ahead */
+		sb->retry_at = 0;
+		refreshing = false;
+	}
+	sb->force = force;
+	sb->keep_workspace = keep_workspace;
+	/* removing from here on: the record says so before any step runs */
+	set_state(sb, LC_RM_PENDING);
+	share_write_record(lc.cfg, sb);
+	log_info("remove started", "name=%s instance=%s force=%d keep_workspace=%d",
+		 log_q(sb->name), log_q(sb->instance_id), force, keep_workspace);
+	HOOK(agent_drop, sb, "sandbox is being removed");
+	if (!refreshing)
+		remove_steps(sb);
+	/* else the refresh's answer ends RM_PENDING, then the remove's steps begin */
+	return 0;
+}
+
+static void on_destroy(struct sandbox *sb)
+{
+	enum family f = family_of(sb);
+
+	sb->pending = 0;
+	if (f == F_CREATE && sb->ct_exists) {
+		sb->ct_exists = false;
+		fail_create(sb, 500, "container_removed",
+			    "the sandbox's container was removed while it was being created");
+	} else if (f == F_READY || f == F_CONFLICT) {
+		sb->ct_exists = false;
+		sb->running = false;
+		sb->keep_workspace = true;
+		set_state(sb, LC_GONE_NET_REMOVE);
+		HOOK(agent_drop, sb, "container removed");
+		teardown_next(sb, F_GONE);
+	}
+}
+
+static void on_die(struct sandbox *sb)
+{
+	sb->running = false;
+	HOOK(stopped, sb, "the sandbox's container stopped", "container_stopped");
+	sb->pid = 0;
+	sb->pid_ns[0] = '\0';
+	if (sb->lc == LC_WAIT_READY)
+		fail_create(sb, 500, "init_exited", "the sandbox's init exited before it was ready");
+}
+
+static void on_start(struct sandbox *sb)
+{
+	sb->running = true;
+	if (sb->lc == LC_READY)
+		enter(sb, LC_READY_REFRESH);
+	else if (sb->lc == LC_CONFLICT)
+		enter(sb, LC_CONFLICT_REFRESH);
+}
+
+/* A container event: now when no call runs, else once it is done. */
+static int on_container(struct sandbox *sb, uint8_t bit)
+{
+	if (sb->lc == LC_FREE || !sb->ct_exists)
+		return 0;
+	if (sb->call_active) {
+		sb->pending |= bit;
+		return 0;
+	}
+	if (bit == LC_PEND_DESTROY)
+		on_destroy(sb);
+	else if (bit == LC_PEND_DIE)
+		on_die(sb);
+	else
+		on_start(sb);
+	return 0;
+}
+
+/* What the container did while the sandbox's call ran: a destroy outweighs the rest. */
+static void drain(struct sandbox *sb)
+{
+	while (sb->pending && !sb->call_active && sb->lc != LC_FREE) {
+		uint8_t bit = sb->pending & LC_PEND_DESTROY ? LC_PEND_DESTROY
+			      : sb->pending & LC_PEND_DIE ? LC_PEND_DIE : LC_PEND_START;
+
+		sb->pending &= (uint8_t)~bit;
+		on_container(sb, bit);
+	}
+}
+
+/* ---- the one entry ---- */
+
+static int dispatch(struct sandbox *sb, const struct lc_event *ev)
+{
+	switch (ev->kind) {
+	case LC_EV_CREATE:
+		return on_create(sb, ev->req);
+	case LC_EV_REMOVE:
+		return on_remove(sb, ev->force, ev->keep_workspace);
+	case LC_EV_CALL_DONE:
+		return on_call_done(sb);
+	case LC_EV_AGENT_READY:
+		if (sb->lc == LC_WAIT_READY)
+			finish_create(sb);
+		else if (sb->lc == LC_READY)
+			log_info("agent ready again", "name=%s instance=%s uid=%u", log_q(sb->name),
+				 log_q(sb->instance_id), sb->uid);
+		return 0;
+	case LC_EV_AGENT_LOST:
+		return 0;
+	case LC_EV_CT_START:
+		return on_container(sb, LC_PEND_START);
+	case LC_EV_CT_DIE:
+		return on_container(sb, LC_PEND_DIE);
+	case LC_EV_CT_DESTROY:
+		return on_container(sb, LC_PEND_DESTROY);
+	case LC_EV_DEADLINE:
+		if (sb->lc == LC_WAIT_READY && sb->deadline && mono() >= sb->deadline)
+			fail_create(sb, 504, "not_ready", "the sandbox was not ready within %u ms "
+				    "(ready_timeout_ms): its init did not register and report READY",
+				    lc.cfg->ready_timeout_ms);
+		return 0;
+	case LC_EV_RETRY:
+		if (!sb->call_active && sb->retry_at && mono() >= sb->retry_at && states[sb->lc].op) {
+			sb->retry_at = 0;
+			begin(sb);
+		}
+		return 0;
+	case LC_EV_SHUTDOWN:
+		if (family_of(sb) == F_CREATE && sb->lc != LC_NEW && !sb->call_active)
+			fail_create(sb, 503, "shutting_down", "agenticd is shutting down");
+		return 0;
+	case LC_EV_RECOVERED:
+		if (sb->lc != LC_NEW || !sb->ct_exists || !sb->container_id[0])
+			return ERR_STATE;
+		set_state(sb, LC_READY);
+		return 0;
+	case LC_EV_CONFLICT:
+		if (sb->lc != LC_NEW && sb->lc != LC_READY && sb->lc != LC_CONFLICT)
+			return ERR_STATE;
+		if (!sb->ct_exists)
+			return ERR_STATE;
+		set_state(sb, LC_CONFLICT);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+int lifecycle_on(struct sandbox *sb, const struct lc_event *ev)
+{
+	int r;
+
+	depth++;
+	r = dispatch(sb, ev);
+	depth--;
+	if (depth == 0) {
+		drain(sb);
+		lifecycle_check(sb);
+	}
+	return r;
+}
+
+/* ---- the runtime's reports ---- */
+
+static void sink_call_done(void *ctx, struct rt_call *c)
+{
+	(void)ctx;
+	if (lc.pool && c == &lc.pool->call) {
+		netpool_done(lc.pool, mono());
+		pool_fill();
+		return;
+	}
+	if (c->slot < lc.nsb && c == &lc.sb[c->slot].call)
+		lifecycle_signal(&lc.sb[c->slot], LC_EV_CALL_DONE);
+}
+
+/* Container events are acted on at the end of the loop's turn (lifecycle_tick), after the
+ * call that read them is done, as the flags they set ask. */
+static void sink_event(void *ctx, const char *id, enum rt_event ev)
+{
+	struct sandbox *sb;
+
+	(void)ctx;
+	if (!(sb = sandbox_by_container(id)))
+		return;
+	sb->pending |= ev == RT_EV_START ? LC_PEND_START : ev == RT_EV_DIE ? LC_PEND_DIE
+					     : LC_PEND_DESTROY;
+	events_dirty = true;
+}
+
+void lifecycle_start(const struct lifecycle_config *cfg)
+{
+	lc = *cfg;
+	if (!lc.hooks)
+		lc.hooks = &no_hooks;
+	stopping = false;
+	depth = 0;
+	events_dirty = false;
+	lc.rt->sink = (struct runtime_sink){ .call_done = sink_call_done, .event = sink_event };
+}
+
+void lifecycle_tick(int64_t now)
+{
+	lc.rt->ops->tick(lc.rt->self, now);
+	for (uint32_t i = 0; i < lc.nsb; i++) {
+		struct sandbox *sb = &lc.sb[i];
+
+		if (sb->lc == LC_FREE)
+			continue;
+		if (sb->deadline && now >= sb->deadline && sb->lc == LC_WAIT_READY)
+			lifecycle_signal(sb, LC_EV_DEADLINE);
+		if (sb->retry_at && now >= sb->retry_at && !sb->call_active)
+			lifecycle_signal(sb, LC_EV_RETRY);
+	}
+	if (events_dirty) {
+		events_dirty = false;
+		for (uint32_t i = 0; i < lc.nsb; i++)
+			if (lc.sb[i].pending && !lc.sb[i].call_active) {
+				drain(&lc.sb[i]);
+				lifecycle_check(&lc.sb[i]);
+			}
+	}
+	pool_fill();
+}
+
+int64_t lifecycle_next_deadline(int64_t now)
+{
+	int64_t next = lc.rt->ops->next_deadline(lc.rt->self, now);
+
+	for (uint32_t i = 0; i < lc.nsb; i++) {
+		const struct sandbox *sb = &lc.sb[i];
+
+		if (sb->lc == LC_FREE || sb->call_active)
+			continue;
+		if (sb->deadline && sb->lc == LC_WAIT_READY && sb->deadline < next)
+			next = sb->deadline;
+		if (sb->retry_at && sb->retry_at < next)
+			next = sb->retry_at;
+	}
+	if (lc.pool) {
+		int64_t p = netpool_next_deadline(lc.pool, now);
+
+		if (p < next)
+			next = p;
+	}
+	if (events_dirty)
+		next = now;
+	return next;
+}
+
+bool lifecycle_busy(void)
+{
+	for (uint32_t i = 0; i < lc.nsb; i++) {
+		const struct sandbox *sb = &lc.sb[i];
+
+		if (sb->state == SB_CREATING || (sb->state == SB_REMOVING && sb->lc != LC_GONE_NET_REMOVE) ||
+		    sb->call_active)
+			return true;
+	}
+	return lc.pool && netpool_busy(lc.pool);
+}
+
+void lifecycle_shutdown(void)
+{
+	stopping = true;
+	lc.rt->ops->stop(lc.rt->self);
+	for (uint32_t i = 0; i < lc.nsb; i++)
+		if (lc.sb[i].lc != LC_FREE)
+			lifecycle_signal(&lc.sb[i], LC_EV_SHUTDOWN);
+}

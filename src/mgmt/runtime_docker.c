@@ -1,0 +1,611 @@
+/* runtime_docker.c: the Docker Engine runtime: a sandbox's network and container as the
+ * engine makes them, its results turned into runtime outcomes, the event stream, and the
+ * synchronous calls of recovery (runtime.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mgmt/runtime_docker.h"
+#include "mgmt/sandbox.h"
+#include "mgmt/host.h"
+#include "mgmt/share.h"
+
+#define SANDBOX_SOCKET_DIR "/run/agentic-sandbox"
+#define EVENTS_RETRY_MS 1000
+
+struct rd_slot {
+	struct engine_job job;
+	struct runtime_docker *d;
+	struct rt_call *call;         /* the slot's call, NULL when none */
+};
+
+size_t runtime_docker_storage_bytes(uint32_t slots)
+{
+	return (size_t)slots * sizeof(struct rd_slot) + ((size_t)slots + 1) * sizeof(struct engine_job *);
+}
+
+bool runtime_docker_fault_init_env(void)
+{
+	const char *f = getenv("AGENTIC_FAULT");
+
+	return f && strcmp(f, "init-env") == 0;
+}
+
+/* ---- the container and network specs ---- */
+
+static char scratch_env[LIMIT_SANDBOX_ENV + 16][128];
+
+static int begin_container_create(struct runtime_docker *d, struct docker_call *call,
+				  const struct sandbox *sb)
+{
+	const struct config *cfg = d->c.cfg;
+	const struct create_req *req = sb->req;
+	static const char *env[LIMIT_SANDBOX_ENV + 16];
+	static struct docker_kv labels[LIMIT_SANDBOX_LABELS + 12];
+	static struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 4];
+	static const char *const entry[] = { "/sbin/agentic-init", NULL };
+	static const char *const cap_drop[] = { "ALL", NULL };
+	static const char *const cap_add[] = { "SETUID", "SETGID", NULL };
+	static const char *secopt[] = { "no-new-privileges", NULL, NULL };
+	/* The embedded resolver forwards names it does not know to the container's Dns servers;
+	 * given any, it dials them from the container's own network namespace (on every engine
+	 * version), and nothing answers on the container's loopback, so no name leaves the
+	 * sandbox. Without one it would use the host's resolvers, a loopback one from the host's
+	 * namespace (CVE-2024-29018). No search domain: the host's would be appended to names. */
+	static const char *const dns[] = { "127.0.0.1", NULL };
+	static const char *const dns_search[] = { ".", NULL };
+	static const struct docker_kv sysctls[] = {
+		{ "net.ipv6.conf.all.disable_ipv6", "1" }, { NULL, NULL }
+	};
+	static char tmpfs_opts[160], tmp_opts[96], uid_s[16], wl_s[16], ws[LIMIT_PATH_BYTES + 16];
+	static struct docker_kv tmpfs[3], storage[2];
+	static char size_s[24];
+	struct docker_container_spec spec = { 0 };
+	uint32_t ne = 0, nl = 0, nm = 0;
+
+	if (!req)
+		return ERR_STATE;
+#define ENV(...) snprintf(scratch_env[ne], sizeof(scratch_env[ne]), __VA_ARGS__), \
+		 env[ne] = scratch_env[ne], ne++
+	ENV("AGENT_ID=%s", sb->name);
+	ENV("AGENT_INSTANCE_ID=%s", sb->instance_id);
+	ENV("AGENT_CONTROL_UID=%u", sb->uid);
+	ENV("AGENT_CONTROL_GID=%u", sb->uid + (runtime_docker_fault_init_env() ? 1u : 0u));
+	ENV("AGENT_CONTROL_UID_RANGE=%u-%u", cfg->control_uid_min, cfg->control_uid_max);
+	ENV("AGENT_WORKLOAD_UID=%u", cfg->workload_uid);
+	ENV("AGENT_WORKLOAD_GID=%u", cfg->workload_gid);
+	ENV("AGENT_GRPC_UDS_PATH=%s/agent.sock", SANDBOX_SOCKET_DIR);
+	ENV("AGENT_SETUP_SENTINEL=/run/agentic/setup-complete");
+#undef ENV
+	for (uint32_t i = 0; i < req->nenv; i++)
+		env[ne++] = req->env[i];
+	env[ne] = NULL;
+
+	snprintf(uid_s, sizeof(uid_s), "%u", sb->uid);
+	snprintf(wl_s, sizeof(wl_s), "%u", cfg->workload_uid);
+	labels[nl++] = (struct docker_kv){ "agentic-sandbox", "true" };
+	labels[nl++] = (struct docker_kv){ "agentic-daemon", d->c.owner };
+	labels[nl++] = (struct docker_kv){ "agentic-instance-id", sb->instance_id };
+	labels[nl++] = (struct docker_kv){ "agentic-control-uid", uid_s };
+	labels[nl++] = (struct docker_kv){ "agentic-workload-uid", wl_s };
+	labels[nl++] = (struct docker_kv){ "agentic-workload-boundary", "separated" };
+	if (sb->net_managed)
+		labels[nl++] = (struct docker_kv){ "agentic-managed-network", sb->network };
+	labels[nl++] = (struct docker_kv){ "agentic-runtime", "docker" };
+	labels[nl++] = (struct docker_kv){ "agentic-transport", "uds" };
+	for (uint32_t i = 0; i < req->nlabels; i++)
+		labels[nl++] = req->labels[i];
+	labels[nl] = (struct docker_kv){ NULL, NULL };
+
+	snprintf(tmpfs_opts, sizeof(tmpfs_opts),
+		 "rw,noexec,nosuid,nodev,mode=0700,uid=%u,gid=%u,size=64k", sb->uid, sb->uid);
+	tmpfs[0] = (struct docker_kv){ "/run/agentic", tmpfs_opts };
+	/* the root filesystem is read-only: /tmp is a small tmpfs, the rest is the workspace.
+	 * exec, since the engine's default is noexec and the workspace allows it anyway
+	 * (builds run what they compile in /tmp) */
+	snprintf(tmp_opts, sizeof(tmp_opts), "rw,exec,nosuid,nodev,mode=1777,size=%u",
+		 LIMIT_SANDBOX_TMP_BYTES);
+	tmpfs[1] = (struct docker_kv){ "/tmp", tmp_opts };
+	tmpfs[2] = (struct docker_kv){ NULL, NULL };
+
+	host_instance_dir(cfg, sb->instance_id, ws, sizeof(ws) - 16);
+	strcat(ws, "/workspace");
+	mounts[nm++] = (struct docker_mount){ cfg->agent_socket_dir, SANDBOX_SOCKET_DIR, true };
+	mounts[nm++] = (struct docker_mount){ d->c.self_exe, "/sbin/agentic-init", true };
+	mounts[nm++] = (struct docker_mount){ ws, "/workspace", false };
+	for (uint32_t i = 0; i < req->nmounts; i++)
+		mounts[nm++] = req->mounts[i];
+	mounts[nm] = (struct docker_mount){ NULL, NULL, false };
+
+	spec.name = sb->name;
+	spec.image = sb->image;
+	spec.user = "0:0";
+	spec.entrypoint = entry;
+	spec.env = env;
+	spec.labels = labels;
+	spec.cap_drop = cap_drop;
+	spec.cap_add = cap_add;
+	secopt[1] = d->c.seccomp_opt;
+	spec.security_opt = secopt;
+	spec.dns = dns;
+	spec.dns_search = dns_search;
+	spec.tmpfs = tmpfs;
+	spec.sysctls = sysctls;
+	spec.mounts = mounts;
+	spec.network_mode = sb->network;
+	spec.pids_limit = cfg->default_pids_limit;
+	spec.memory = (int64_t)cfg->default_memory_bytes;
+	spec.nano_cpus = (int64_t)cfg->default_nano_cpus;
+	spec.restart_policy = "no";
+	/* CIS Docker Benchmark 5.13: a read-only root; a writable one only where the engine
+	 * bounds it (overlay2 on xfs with pquota), to the same budget as the workspace */
+	spec.readonly_rootfs = !sb->writable_root;
+	if (sb->writable_root) {
+		snprintf(size_s, sizeof(size_s), "%llu", (unsigned long long)sb->disk_bytes);
+		storage[0] = (struct docker_kv){ "size", size_s };
+		storage[1] = (struct docker_kv){ NULL, NULL };
+		spec.storage_opt = storage;
+	}
+	return docker_container_create_begin(call, d->c.dc, &spec);
+}
+
+static int begin_network_create(struct runtime_docker *d, struct docker_call *c,
+				const char *name, const char *subnet)
+{
+	const struct docker_kv labels[] = {
+		{ "agentic-sandbox", "true" },
+		{ "agentic-daemon", d->c.owner },
+		{ "agentic-egress-policy", "default-deny" },
+		{ NULL, NULL },
+	};
+	static const struct docker_kv options[] = {
+		{ "com.docker.network.bridge.inhibit_ipv4", "true" },
+		{ NULL, NULL },
+	};
+	struct docker_network_spec spec = {
+		.name = name, .internal = true, .subnet = subnet, .labels = labels, .options = options,
+	};
+
+	return docker_network_create_begin(c, d->c.dc, &spec);
+}
+
+static int collect_log(void *ctx, int stream, const uint8_t *data, size_t len)
+{
+	struct sandbox *sb = ctx;
+	size_t cap = sizeof(sb->init_log) - 1;
+
+	(void)stream;
+	if (len > cap) {
+		data += len - cap;
+		len = cap;
+	}
+	if (sb->log_len + len > cap) {
+		size_t drop = sb->log_len + len - cap;
+
+		memmove(sb->init_log, sb->init_log + drop, sb->log_len - drop);
+		sb->log_len -= (uint32_t)drop;
+	}
+	memcpy(sb->init_log + sb->log_len, data, len);
+	sb->log_len += (uint32_t)len;
+	sb->init_log[sb->log_len] = '\0';
+	return 0;
+}
+
+/* ---- asynchronous calls: one engine job per slot ---- */
+
+static int slot_begin(struct engine_job *j)
+{
+	struct rd_slot *s = (struct rd_slot *)j;
+	struct runtime_docker *d = s->d;
+	struct docker_client *dc = d->c.dc;
+	struct rt_call *c = s->call;
+
+	switch (c->op) {
+	case RT_NET_CREATE:
+		return begin_network_create(d, &j->call, c->name, c->subnet);
+	case RT_NET_SCAN:
+		return docker_network_list_begin(&j->call, dc, NULL);
+	case RT_CT_CREATE:
+		return begin_container_create(d, &j->call, c->sb);
+	case RT_CT_START:
+		return docker_container_start_begin(&j->call, dc, c->id);
+	case RT_CT_INSPECT:
+		return docker_container_inspect_begin(&j->call, dc, c->id);
+	case RT_CT_LOGS:
+		c->sb->log_len = 0;
+		c->sb->init_log[0] = '\0';
+		return docker_container_logs_begin(&j->call, dc, c->id, false, LIMIT_CREATE_LOG_LINES,
+						   false, collect_log, c->sb);
+	case RT_CT_STOP:
+		return docker_container_stop_begin(&j->call, dc, c->id, c->stop_grace_s);
+	case RT_CT_REMOVE:
+		return docker_container_remove_begin(&j->call, dc, c->id, true);
+	case RT_NET_REMOVE:
+		return docker_network_remove_begin(&j->call, dc, c->id);
+	}
+	return ERR_STATE;
+}
+
+/* The engine's answer as a runtime outcome (the Docker codes stay in this file). */
+static enum rt_outcome outcome_of(const struct rt_call *rc, const struct docker_call *c, int r)
+{
+	const struct docker_error *e = &c->error;
+	bool api = e->code == DOCKER_ERR_API;
+
+	if (r == 0)
+		return RT_OK;
+	if (rc->op == RT_CT_CREATE && api && e->op == DOCKER_OP_CONTAINER_CREATE) {
+		if (e->status == 409)
+			return RT_NAME_TAKEN;
+		if (rc->sb && rc->sb->writable_root && e->status >= 400 && e->status != 404)
+			return RT_ROOT_UNBOUNDED;
+		if (e->status == 404)
+			return RT_IMAGE_MISSING;
+		return RT_ENGINE;
+	}
+	/* the engine refused a network create because its subnet overlaps a network agenticd
+	 * does not know of */
+	if (rc->op == RT_NET_CREATE && api && e->op == DOCKER_OP_NETWORK_CREATE &&
+	    strstr(e->message, "overlaps"))
+		return RT_OVERLAPS;
+	if (api && e->status == 404)
+		return RT_GONE;
+	return RT_ENGINE;
+}
+
+static void take_container(struct docker_call *c, struct rt_result *res)
+{
+	static struct docker_container ct;
+
+	if (docker_result_container(c, &ct) != 0) {
+		res->outcome = RT_UNREADABLE;
+		snprintf(res->text, sizeof(res->text), "the engine's inspect answer is unreadable");
+		return;
+	}
+	res->running = ct.running;
+	res->pid = ct.running ? ct.pid : 0;
+	res->exit_code = ct.exit_code;
+}
+
+static void slot_done(struct engine_job *j, int r)
+{
+	struct rd_slot *s = (struct rd_slot *)j;
+	struct runtime_docker *d = s->d;
+	struct rt_call *rc = s->call;
+	struct rt_result *res = &rc->res;
+	struct docker_call *c = &j->call;
+
+	if (r == 0 && (rc->op == RT_NET_CREATE || rc->op == RT_CT_CREATE))
+		r = docker_result_id(c, res->id);
+	res->outcome = outcome_of(rc, c, r);
+	if (res->outcome != RT_OK)
+		docker_error_text(&c->error, res->text, sizeof(res->text));
+	if (r == 0 && rc->op == RT_CT_INSPECT)
+		take_container(c, res);
+	if (r == 0 && rc->op == RT_NET_SCAN) {
+		rc->each_subnet(rc, NULL, false);
+		r = docker_result_each_subnet(c, "agentic-daemon", d->c.owner, rc->each_subnet, rc);
+		if (r != 0) {
+			res->outcome = RT_UNREADABLE;
+			snprintf(res->text, sizeof(res->text), "%s", err_str(r));
+		}
+	}
+	engine_end(&d->eng, j);
+	s->call = NULL;
+	if (d->rt.sink.call_done)
+		d->rt.sink.call_done(d->rt.sink.ctx, rc);
+}
+
+static int rd_call(void *self, struct rt_call *rc)
+{
+	struct runtime_docker *d = self;
+	struct rd_slot *s;
+	int r;
+
+	if (rc->slot >= d->c.slots)
+		return -EINVAL;
+	s = &d->slot[rc->slot];
+	if (s->call)
+		return ERR_STATE;
+	memset(&rc->res, 0, sizeof(rc->res));
+	s->call = rc;
+	r = engine_start(&d->eng, &s->job);
+	if (r != 0) {
+		s->call = NULL;
+		rc->res.outcome = RT_ENGINE;
+		docker_error_text(&s->job.call.error, rc->res.text, sizeof(rc->res.text));
+	}
+	return r;
+}
+
+/* ---- the event stream ---- */
+
+static int on_event(void *ctx, const struct docker_event *ev)
+{
+	struct runtime_docker *d = ctx;
+	enum rt_event kind;
+
+	if (ev->time_nano)
+		d->events_since = ev->time_nano / 1000000000;
+	if (strcmp(ev->type, "container") != 0)
+		return 0;
+	if (strcmp(ev->action, "start") == 0)
+		kind = RT_EV_START;
+	else if (strcmp(ev->action, "die") == 0)
+		kind = RT_EV_DIE;
+	else if (strcmp(ev->action, "destroy") == 0)
+		kind = RT_EV_DESTROY;
+	else
+		return 0;
+	if (d->rt.sink.event)
+		d->rt.sink.event(d->rt.sink.ctx, ev->id, kind);
+	return 0;
+}
+
+static int events_begin(struct engine_job *j)
+{
+	struct runtime_docker *d = j->ctx;
+	char filters[128];
+
+	snprintf(filters, sizeof(filters), "{\"type\":[\"container\"],\"label\":[\"%s\"]}",
+		 d->c.owner_label);
+	return docker_events_begin(&j->call, d->c.dc, filters, d->events_since, on_event, d);
+}
+
+static void events_done(struct engine_job *j, int r)
+{
+	struct runtime_docker *d = j->ctx;
+	char text[512];
+
+	docker_error_text(&j->call.error, text, sizeof(text));
+	engine_end(&d->eng, j);
+	if (d->stopping)
+		return;
+	log_warn("event stream ended; reopening", "error=%s", log_q(r ? text : "end of stream"));
+	d->events_retry = clock_mono_ms() + EVENTS_RETRY_MS;
+}
+
+static void rd_start(void *self)
+{
+	struct runtime_docker *d = self;
+	int r;
+
+	d->events_retry = 0;
+	if (d->stopping || d->events.active)
+		return;
+	r = engine_start(&d->eng, &d->events);
+	if (r != 0) {
+		log_warn("event stream not opened; retrying", "error=%s", err_str(r));
+		d->events_retry = clock_mono_ms() + EVENTS_RETRY_MS;
+	}
+}
+
+static void rd_stop(void *self)
+{
+	struct runtime_docker *d = self;
+
+	d->stopping = true;
+	if (d->events.active)
+		engine_end(&d->eng, &d->events);
+}
+
+static void rd_tick(void *self, int64_t now)
+{
+	struct runtime_docker *d = self;
+
+	engine_tick(&d->eng);
+	if (d->events_retry && now >= d->events_retry)
+		rd_start(d);
+}
+
+static int64_t rd_next_deadline(void *self, int64_t now)
+{
+	struct runtime_docker *d = self;
+	int64_t next = engine_next_deadline(&d->eng, now);
+
+	if (d->events_retry && d->events_retry < next)
+		next = d->events_retry;
+	return next;
+}
+
+static void rd_ready(void *self, uint32_t id)
+{
+	struct runtime_docker *d = self;
+
+	engine_ready(&d->eng, id);
+}
+
+/* ---- synchronous calls (recovery) ---- */
+
+struct each_ctx {
+	int (*fn)(void *ctx, const char *id);
+	int (*fn2)(void *ctx, const char *id, const char *name);
+	void *ctx;
+};
+
+static int each_summary(void *ctx, const struct docker_summary *s)
+{
+	struct each_ctx *e = ctx;
+
+	return e->fn ? e->fn(e->ctx, s->id) : e->fn2(e->ctx, s->id, s->name);
+}
+
+static int list_ours(struct runtime_docker *d, bool networks, struct each_ctx *e, char *err,
+		     size_t err_size)
+{
+	struct docker_call c;
+	int r = networks ? docker_network_list_begin(&c, d->c.dc, d->c.owner_label)
+			 : docker_container_list_begin(&c, d->c.dc, d->c.owner_label);
+
+	if (r == 0)
+		r = docker_call_run(&c);
+	if (r == 0) {
+		r = docker_result_each(&c, each_summary, e);
+		if (r > 0)
+			r = 0;
+	}
+	if (r != 0)
+		docker_error_text(&c.error, err, err_size);
+	docker_call_end(&c);
+	return r;
+}
+
+static int rd_containers(void *self, int (*fn)(void *ctx, const char *id), void *ctx, char *err,
+			 size_t err_size)
+{
+	struct each_ctx e = { .fn = fn, .ctx = ctx };
+
+	return list_ours(self, false, &e, err, err_size);
+}
+
+static int rd_networks(void *self, int (*fn)(void *ctx, const char *id, const char *name),
+		       void *ctx, char *err, size_t err_size)
+{
+	struct each_ctx e = { .fn2 = fn, .ctx = ctx };
+
+	return list_ours(self, true, &e, err, err_size);
+}
+
+static int rd_inspect(void *self, const char *id, struct rt_container *out, char *err,
+		      size_t err_size)
+{
+	struct runtime_docker *d = self;
+	static struct docker_container ct;
+	struct docker_error e;
+
+	if (docker_container_inspect(d->c.dc, id, &ct, &e) != 0) {
+		docker_error_text(&e, err, err_size);
+		return e.code ? e.code : -EIO;
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out->id, ct.id, sizeof(out->id));
+	out->name = ct.name;
+	out->running = ct.running;
+	out->pid = ct.running ? ct.pid : 0;
+	out->instance_id = docker_kv_get(ct.labels, ct.nlabels, "agentic-instance-id");
+	out->control_uid = docker_kv_get(ct.labels, ct.nlabels, "agentic-control-uid");
+	out->managed_network = docker_kv_get(ct.labels, ct.nlabels, "agentic-managed-network");
+	return 0;
+}
+
+static int rd_net_inspect(void *self, const char *id, struct rt_network *out, char *err,
+			  size_t err_size)
+{
+	struct runtime_docker *d = self;
+	static struct docker_network net;
+	struct docker_error e;
+
+	if (docker_network_inspect(d->c.dc, id, &net, &e) != 0) {
+		docker_error_text(&e, err, err_size);
+		return e.code ? e.code : -EIO;
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out->id, net.id, sizeof(out->id));
+	out->name = net.name;
+	out->subnet = net.subnet;
+	out->internal = net.internal;
+	return 0;
+}
+
+static int rd_remove_now(void *self, bool network, const char *id, char *err, size_t err_size)
+{
+	struct runtime_docker *d = self;
+	struct docker_error e;
+	int r = network ? docker_network_remove(d->c.dc, id, &e)
+			: docker_container_remove(d->c.dc, id, true, &e);
+
+	if (r != 0 && !(e.code == DOCKER_ERR_API && e.status == 404)) {
+		docker_error_text(&e, err, err_size);
+		return r;
+	}
+	return 0;
+}
+
+static int rd_scan_now(void *self, int (*each_subnet)(void *ctx, const char *cidr, bool ours),
+		       void *ctx, char *err, size_t err_size)
+{
+	struct runtime_docker *d = self;
+	struct docker_call c;
+	int r = docker_network_list_begin(&c, d->c.dc, NULL);
+
+	if (r == 0)
+		r = docker_call_run(&c);
+	if (r == 0) {
+		each_subnet(ctx, NULL, false);
+		r = docker_result_each_subnet(&c, "agentic-daemon", d->c.owner, each_subnet, ctx);
+	}
+	if (r != 0)
+		snprintf(err, err_size, "%s", c.error.message[0] ? c.error.message : err_str(r));
+	docker_call_end(&c);
+	return r;
+}
+
+/* ---- the host side of a workspace ---- */
+
+static int rd_workspace_make(void *self, const struct sandbox *sb, char *err, size_t err_size)
+{
+	struct runtime_docker *d = self;
+
+	return share_make_workspace(d->c.cfg, sb, err, err_size);
+}
+
+static int rd_workspace_mount(void *self, const struct sandbox *sb, char *err, size_t err_size)
+{
+	struct runtime_docker *d = self;
+
+	return share_mount_workspace(d->c.cfg, sb, err, err_size);
+}
+
+static void rd_workspace_retire(void *self, const struct sandbox *sb, bool drop_workspace)
+{
+	struct runtime_docker *d = self;
+
+	share_retire(d->c.cfg, sb, drop_workspace);
+}
+
+static const struct runtime_ops docker_ops = {
+	.call = rd_call,
+	.tick = rd_tick,
+	.next_deadline = rd_next_deadline,
+	.ready = rd_ready,
+	.start = rd_start,
+	.stop = rd_stop,
+	.containers = rd_containers,
+	.inspect = rd_inspect,
+	.networks = rd_networks,
+	.net_inspect = rd_net_inspect,
+	.remove_now = rd_remove_now,
+	.scan_now = rd_scan_now,
+	.workspace_make = rd_workspace_make,
+	.workspace_mount = rd_workspace_mount,
+	.workspace_retire = rd_workspace_retire,
+};
+
+int runtime_docker_init(struct runtime_docker *d, const struct runtime_docker_config *c,
+			void *storage, size_t size)
+{
+	struct engine_job **reg;
+
+	if (size < runtime_docker_storage_bytes(c->slots))
+		return -ENOSPC;
+	memset(d, 0, sizeof(*d));
+	d->c = *c;
+	d->slot = storage;
+	reg = (struct engine_job **)(d->slot + c->slots);
+	engine_init(&d->eng, c->epfd, c->tag, reg, c->slots + 1);
+	for (uint32_t i = 0; i < c->slots; i++) {
+		d->slot[i] = (struct rd_slot){ .d = d };
+		d->slot[i].job.begin = slot_begin;
+		d->slot[i].job.done = slot_done;
+		engine_add(&d->eng, &d->slot[i].job);
+	}
+	d->events.begin = events_begin;
+	d->events.done = events_done;
+	d->events.ctx = d;
+	d->events.urgent = true;
+	engine_add(&d->eng, &d->events);
+	d->events_since = c->events_since;
+	d->rt = (struct runtime){ .ops = &docker_ops, .self = d, .name = "docker" };
+	return 0;
+}

@@ -1,0 +1,52 @@
+/* runtime_docker.h: the Docker Engine runtime (runtime.h's first implementation): each call
+ * slot is an engine job (engine.h) on one Docker client, the event stream another. */
+#ifndef AGENTIC_MGMT_RUNTIME_DOCKER_H
+#define AGENTIC_MGMT_RUNTIME_DOCKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "docker/docker.h"
+#include "mgmt/config.h"
+#include "mgmt/engine.h"
+#include "mgmt/runtime.h"
+
+struct rd_slot;
+
+struct runtime_docker_config {
+	const struct config *cfg;
+	struct docker_client *dc;
+	const char *owner;            /* the agentic-daemon label's value */
+	const char *owner_label;      /* "agentic-daemon=<owner>", a label filter */
+	const char *self_exe;         /* bound into every container as its init */
+	const char *seccomp_opt;      /* SecurityOpt "seccomp=<profile>" */
+	int epfd;                     /* the loop's epoll, or -1 (stepped from tick only) */
+	uint32_t tag;                 /* epoll tag kind for the engine's jobs */
+	uint32_t slots;               /* call slots: RT_SLOTS(max_sandboxes) */
+	int64_t events_since;         /* unix seconds: events from then on */
+};
+
+struct runtime_docker {
+	struct runtime_docker_config c;
+	struct engine eng;
+	struct rd_slot *slot;         /* c.slots of them */
+	struct engine_job events;
+	int64_t events_since;         /* unix seconds of the last event seen */
+	int64_t events_retry;         /* monotonic ms when to reopen the event stream, or 0 */
+	bool stopping;
+	struct runtime rt;
+};
+
+/* What runtime_docker_init takes from the caller's storage for `slots` call slots. */
+size_t runtime_docker_storage_bytes(uint32_t slots);
+/* Sets up the runtime in storage (runtime_docker_storage_bytes); its struct runtime is
+ * &d->rt. */
+int runtime_docker_init(struct runtime_docker *d, const struct runtime_docker_config *c,
+			void *storage, size_t size);
+/* Test-only failpoint: true when agenticd runs with AGENTIC_FAULT=init-env, which hands every
+ * new init a control gid that differs from its uid. The init must refuse that environment, and
+ * the fault tests prove such a create is rolled back completely. Logged loudly at start. */
+bool runtime_docker_fault_init_env(void);
+
+#endif

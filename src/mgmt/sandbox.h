@@ -1,0 +1,236 @@
+/* sandbox.h: a sandbox as agenticd holds it (its record, its agent stream's state, its run's
+ * transcript), the sandbox table, the control-uid and subnet maps, and a sandbox as JSON. */
+#ifndef AGENTIC_MGMT_SANDBOX_H
+#define AGENTIC_MGMT_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/base.h"
+#include "docker/docker.h"
+#include "grpc/grpc.h"
+#include "json/json.h"
+#include "mgmt/config.h"
+#include "mgmt/policy.h"
+#include "mgmt/runtime.h"
+
+enum sb_state {
+	SB_FREE = 0,
+	SB_CREATING,   /* persisted "creating" */
+	SB_READY,      /* persisted "ready" (created; the agent may be connected or not) */
+	SB_REMOVING,   /* persisted "removing" */
+	SB_CONFLICT,   /* found at start with a uid another container claims: never trusted */
+};
+
+/* A sandbox's life, step by step: lifecycle.h says what each state is and does. */
+enum lc_state {
+	LC_FREE = 0,
+	LC_NEW,
+	LC_NET_SCAN,
+	LC_NET_CREATE,
+	LC_CT_CREATE,
+	LC_CT_START,
+	LC_CT_INSPECT,
+	LC_WAIT_READY,
+	LC_READY,
+	LC_READY_REFRESH,
+	LC_CONFLICT,
+	LC_CONFLICT_REFRESH,
+	LC_RB_LOGS,
+	LC_RB_CT_REMOVE,
+	LC_RB_NET_REMOVE,
+	LC_RM_PENDING,
+	LC_RM_STOP,
+	LC_RM_CT_REMOVE,
+	LC_RM_NET_REMOVE,
+	LC_GONE_NET_REMOVE,
+	LC_STATES
+};
+
+/* sandbox.pending: container events waiting for the sandbox's call to end */
+#define LC_PEND_START 1
+#define LC_PEND_DIE 2
+#define LC_PEND_DESTROY 4
+
+#define SB_NAME_BYTES 64
+#define SB_ID_BYTES 37
+#define SB_NET_BYTES 64
+#define SB_ERROR_BYTES 2048
+
+/* ---- a parsed create request (lives in its admin connection) ---- */
+struct create_req {
+	const char *name;             /* NULL: sbx-<8 hex> */
+	const char *image;            /* NULL: default_image */
+	const char *network;          /* NULL: a managed network */
+	const char *env[LIMIT_SANDBOX_ENV + 1];
+	uint32_t nenv;
+	const char *cmd[LIMIT_SANDBOX_CMD_ARGS + 1];
+	uint32_t ncmd;
+	struct docker_kv labels[LIMIT_SANDBOX_LABELS + 1];
+	uint32_t nlabels;
+	struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 1];
+	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS];
+	uint32_t nmounts;
+	uint64_t disk_bytes;          /* 0: default_disk_bytes */
+	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
+	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
+	uint32_t text_len;
+};
+
+/* ---- a run's transcript (README: Transcripts), written by runlog.c ---- */
+enum run_file { RUN_STDOUT, RUN_STDERR, RUN_COMMANDS, RUN_EVENTS, RUN_FILES };
+#define RUN_NAME_BYTES 48
+#define RUN_CODES 16
+
+struct run {
+	bool open;
+	int dirfd;                    /* runs/<name>/ */
+	int fd[RUN_FILES];
+	char name[RUN_NAME_BYTES];    /* run-<UTC timestamp>-<n> */
+	char key[96];                 /* pid namespace/host pid/start time of the init: same
+				       * key, same run */
+	int64_t started_ms;           /* wall clock */
+	uint64_t bytes[2];            /* stdout, stderr */
+	uint32_t commands, running;
+	int32_t codes[RUN_CODES];     /* exit codes seen, with their counts */
+	uint32_t code_count[RUN_CODES];
+	uint32_t ncodes;
+	int error;                    /* the first write error (-errno), or 0 until that file is
+				       * written again */
+	int error_file;               /* the file it happened to (enum run_file) */
+	int64_t metrics_due;          /* monotonic ms: metrics.json is stale and is written
+				       * then (runlog_tick); 0 when it is up to date */
+};
+
+struct sandbox {
+	enum sb_state state;          /* the phase, set from lc (lifecycle.c) */
+	enum lc_state lc;             /* where its life is (lifecycle.h) */
+	uint32_t gen;                 /* bumped whenever the slot is reused */
+	char name[SB_NAME_BYTES];
+	char instance_id[SB_ID_BYTES];
+	char container_id[RT_ID_BYTES];
+	char network[SB_NET_BYTES];   /* the network's name (ours, or the operator's) */
+	char network_id[RT_ID_BYTES];
+	char image[CONFIG_STR_BYTES];
+	char subnet_text[20];
+	uint32_t uid;
+	int32_t subnet;               /* index in sandbox_subnet_pool, -1 for none */
+	uint8_t net_scans;            /* engine networks read again for this create */
+	bool uid_taken;
+	bool net_managed;             /* our network, removed with the sandbox */
+	bool net_exists;
+	bool ct_exists;
+	bool running;
+	bool force, keep_workspace;
+	bool dir_made;
+	uint64_t disk_bytes;          /* the workspace image's size (its disk budget) */
+	bool writable_root;           /* its root layer is writable, up to disk_bytes */
+	int64_t pid;                  /* State.Pid, 0 when not running */
+	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
+	int init_pidfd;               /* that process, pinned when pid was read; -1: none */
+	int peer_pidfd;               /* the peer of a connection waiting for pid; -1: none */
+	bool conn_verified;           /* the connection in the sandbox's slot is its init's */
+	int64_t created_ms, ready_ms; /* wall clock */
+	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
+	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
+	/* agent stream */
+	struct grpc_call *agent;
+	bool agent_authed;
+	bool agent_registered;
+	bool agent_ready;             /* READY with setup_status "ready" seen */
+	bool agent_stdin_ack;         /* the agent acknowledges stdin (registration label) */
+	int agent_status;
+	int64_t agent_seen_ms;
+	/* Output acks (OutputAck, agent.proto), when the agent registered with the label
+	 * agentic-output-ack=1: the init numbers its stdout and stderr bytes and its results from
+	 * the start of its life (= the run), keeps what is not acked, and after each resume sends
+	 * it all again; what the transcript has decides what is written, so every byte lands
+	 * once, in order, across reconnects and agenticd restarts. */
+	bool agent_output_ack;
+	bool out_stalled;             /* a transcript write failed: resume at out_retry_ms */
+	bool out_ack_owed;            /* an ack (or resume) did not fit the send queue */
+	bool out_resume_owed;
+	bool out_gap_logged;          /* a gap in the init's offsets was logged on this stream */
+	uint32_t out_epoch;           /* the current resume epoch */
+	uint64_t out_next[2];         /* the init offset of the next stdout, stderr byte wanted */
+	uint64_t out_unacked;         /* ring bytes (data and record overhead) since the last ack */
+	uint64_t out_results;         /* the seq of the last result written */
+	int64_t out_retry_ms;         /* monotonic */
+	/* the admin connection waiting for this create or remove, or -1 */
+	int32_t waiter;
+	uint32_t waiter_gen;
+	int err_status;               /* HTTP status of a failed create */
+	const char *err_code;         /* its API error code */
+	char error[SB_ERROR_BYTES];
+	char init_log[LIMIT_CREATE_LOG_BYTES]; /* the init's last log lines, at a failed create */
+	uint32_t log_len;
+	int64_t retry_at;             /* monotonic ms: retry a failed rollback or remove step */
+	/* container events (LC_PEND_*) seen while its call ran, acted on once it is done */
+	uint8_t pending;
+	int64_t exit_code;
+	struct create_req *req;       /* the create's request, until the container exists */
+	/* what the request asked for, kept for inspect and sandbox.json */
+	uint16_t ncmd, nlabels, nmounts;
+	uint32_t mount_ro;            /* bit i: mount i read-only */
+	char cmd[LIMIT_SANDBOX_CMD_BYTES];
+	uint32_t cmd_len;
+	char labels[LIMIT_SANDBOX_LABEL_BYTES];
+	uint32_t labels_len;
+	char mounts[LIMIT_SANDBOX_MOUNT_BYTES];
+	uint32_t mounts_len;
+	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS]; /* what each source was, checked */
+	/* the runtime call of the current step (sandbox_new clears what is above it) */
+	struct rt_call call;
+	bool call_active;
+	struct run run;
+	uint32_t exec_running;        /* exec sessions waiting for their CommandResult */
+};
+
+/* Appends s (and its NUL) to a string run; ERR_LIMIT when it does not fit. */
+int strrun_add(char *run, uint32_t *len, uint32_t cap, const char *s);
+/* The string after p in a run (p == NULL: the first). */
+const char *strrun_next(const char *run, uint32_t len, const char *p);
+
+struct sandbox *sandbox_by_name(const char *name);
+struct sandbox *sandbox_by_uid(uint32_t uid);
+struct sandbox *sandbox_by_container(const char *id);
+struct sandbox *sandbox_new(void);  /* NULL when the table is full */
+/* Releases the slot with its uid and subnet (the lifecycle's hooks let go of the rest first). */
+void sandbox_free(struct sandbox *sb);
+/* Next-fit from the maps: 0 or ERR_LIMIT when every uid (/28) is taken. */
+int sandbox_take_uid(struct sandbox *sb);
+int sandbox_take_subnet(struct sandbox *sb);
+/* Gives uid and subnet back (a uid a conflicting twin also claims stays reserved for it). */
+void sandbox_release_ids(struct sandbox *sb);
+void subnet_text(int32_t index, char *out, size_t size);
+int32_t subnet_index(const char *cidr); /* -1 when not a /28 of the pool */
+/* The pool's /28s an IPv4 CIDR overlaps, as [*first, *first + *count); -ENOENT when none
+ * (another family, another range), -EINVAL when it is no CIDR. */
+int subnet_span(const char *cidr, uint32_t *first, uint32_t *count);
+/* Reading the engine's networks again: every foreign /28 is given back, then
+ * subnet_foreign_add (a runtime's each_subnet callback) takes what each network not ours
+ * covers and no sandbox holds; a NULL cidr (a fresh reading begins) clears them first. */
+void subnet_foreign_clear(void);
+int subnet_foreign_add(void *ctx, const char *cidr, bool ours);
+uint32_t subnet_foreign_count(void);  /* /28s taken as foreign */
+/* The engine refused a /28 we hold as overlapping another network: it stays taken, as
+ * foreign. */
+void subnet_refused(uint32_t index);
+const char *sandbox_state_name(const struct sandbox *sb);
+void sandbox_json(struct json_writer *w, const struct sandbox *sb);
+/* Pins the sandbox's container PID 1 (sb->pid, State.Pid) as sb->init_pidfd, for the resolver,
+ * and reads its pid namespace into sb->pid_ns (the run's key); both empty when the container
+ * is not running or that process is already gone. */
+void sandbox_read_pid_ns(struct sandbox *sb);
+/* The request's binds, seen in the running container (sb->pid, sb->pid_ns), are the sources
+ * that were checked (sb->mount_id): the engine resolved each path again when it started the
+ * container. 0; -EPERM when one is something else, or -errno when it cannot be checked, with
+ * the reason in why. */
+int sandbox_check_binds(const struct sandbox *sb, char *why, size_t why_size);
+/* The pid (in agenticd's namespace) of the process a pidfd names, 0 when it has exited, or -1
+ * when that cannot be read. */
+pid_t sandbox_pidfd_pid(int pidfd);
+
+
+#endif
