@@ -1,14 +1,18 @@
-/* engine.c: a fake Docker engine under the Docker client's own functions (-Wl,--wrap). Each
- * call begun becomes a ticket answered after a seeded delay, so answers come back in any
- * order; a ticket may fail (each error the client can report: an API status, a transport
- * error, a busy pool at begin), or take effect and lose its answer. Containers and networks
- * live here, not in agenticd: they survive its restarts, and the event stream replays them
- * from `since` as the real one does. */
+/* engine.c: the fake runtime (struct runtime, runtime.h) and the engine behind it. Each call
+ * is answered after a seeded delay, so answers come back in any order; a call may fail to
+ * begin, fail when answered (each outcome runtime.h names: RT_ENGINE, RT_UNREADABLE,
+ * RT_IMAGE_MISSING, and RT_GONE, RT_NAME_TAKEN, RT_OVERLAPS where the engine's state says so),
+ * or take effect and lose its answer. Containers and networks live here, not in agenticd:
+ * they survive its restarts, and container events are replayed from the second the runtime
+ * starts in, as Docker's `since` does. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "mgmt/runtime.h"
 #include "sim.h"
 
 struct e_ct e_cts[E_CTS];
@@ -42,36 +46,22 @@ static void emit(const char *action, const struct e_ct *ct)
 	trace("engine: event %s %.12s", action, ct->id);
 }
 
-/* ---- tickets: one per docker_call begun ---- */
-#define TICKETS 64
-#define CONNS 4           /* the fake client's connection pool (the real one has more) */
-enum fault { F_NONE, F_500, F_404, F_TRANSPORT, F_REPLY, F_LOST };
-struct ticket {
-	bool used, done;
-	enum docker_op op;
-	char arg[SB_NET_BYTES + DOCKER_ID_SIZE];
-	enum fault fault;
+/* ---- the calls in flight: one per call slot ---- */
+enum fault { F_NONE, F_ENGINE, F_IMAGE, F_UNREADABLE, F_LOST };
+struct pending {
+	struct rt_call *c;
 	int64_t due;
-	bool force;
-	uint32_t ev_cursor;
-	/* container create */
-	char name[SB_NAME_BYTES], instance[SB_ID_BYTES], uid[16], mnet[SB_NET_BYTES],
-		netmode[SB_NET_BYTES];
-	bool ours;
-	/* network create */
-	char subnet[20];
-	bool internal;
-	char rid[DOCKER_ID_SIZE];
-	bool list_ours;            /* a list filtered by our owner label */
+	enum fault fault;
 };
-static struct ticket tickets[TICKETS];
+static struct pending pend[64];
+static struct runtime fake;
+static uint32_t ev_cursor;
+static bool started;
 
-static const char *op_name(enum docker_op op)
+static const char *op_name(enum rt_op op)
 {
-	static const char *n[] = { "ping", "version", "info", "net-create", "net-inspect",
-				   "net-list", "net-remove", "ct-create", "ct-start", "ct-inspect",
-				   "ct-stop", "ct-kill", "ct-wait", "ct-logs", "ct-remove",
-				   "ct-list", "events" };
+	static const char *n[] = { "?", "net-create", "net-scan", "ct-create", "ct-start",
+				   "ct-inspect", "ct-logs", "ct-stop", "ct-remove", "net-remove" };
 	return op < sizeof(n) / sizeof(n[0]) ? n[op] : "?";
 }
 
@@ -79,23 +69,16 @@ uint32_t engine_inflight(void)
 {
 	uint32_t n = 0;
 
-	for (int i = 0; i < TICKETS; i++)
-		n += tickets[i].used && tickets[i].op != DOCKER_OP_EVENTS;
+	for (int i = 0; i < 64; i++)
+		n += pend[i].c != NULL;
 	return n;
 }
 
-static struct ticket *ticket_of(const struct docker_call *c)
-{
-	if (c->state <= 0 || c->state > TICKETS || !tickets[c->state - 1].used)
-		return NULL;
-	return &tickets[c->state - 1];
-}
-
-static void make_id(char id[DOCKER_ID_SIZE])
+static void make_id(char id[RT_ID_BYTES])
 {
 	uint64_t a = ++next_id, b = rnd();
 
-	snprintf(id, DOCKER_ID_SIZE, "%016llx%016llx%016llx%016llx", (unsigned long long)a,
+	snprintf(id, RT_ID_BYTES, "%016llx%016llx%016llx%016llx", (unsigned long long)a,
 		 (unsigned long long)b, (unsigned long long)(a ^ 0x5a5a5a5aull),
 		 (unsigned long long)(b >> 3));
 }
@@ -103,7 +86,7 @@ static void make_id(char id[DOCKER_ID_SIZE])
 /* ---- the engine's objects ---- */
 static struct e_ct *ct_find(const char *ref)
 {
-	size_t n = strlen(ref);
+	size_t n = ref ? strlen(ref) : 0;
 
 	if (!n)
 		return NULL;
@@ -116,7 +99,7 @@ static struct e_ct *ct_find(const char *ref)
 
 static struct e_net *net_find(const char *ref)
 {
-	size_t n = strlen(ref);
+	size_t n = ref ? strlen(ref) : 0;
 
 	if (!n)
 		return NULL;
@@ -188,8 +171,10 @@ void engine_reset(const char *own)
 {
 	memset(e_cts, 0, sizeof(e_cts));
 	memset(e_nets, 0, sizeof(e_nets));
-	memset(tickets, 0, sizeof(tickets));
+	memset(pend, 0, sizeof(pend));
 	nevents = 0;
+	ev_cursor = 0;
+	started = false;
 	next_id = 0;
 	next_pid = 5000000; /* above pid_max: no /proc entry answers for a fake init */
 	next_life = 0;
@@ -228,75 +213,72 @@ static bool subnets_overlap(const char *a, const char *b)
 	return (x & mx & my) == (y & mx & my);
 }
 
-/* ---- the behaviour of each call: applied when it completes ---- */
-
-static int api_error(struct docker_call *c, int status, const char *fmt, ...)
+static enum rt_outcome fail_with(struct rt_result *res, enum rt_outcome o, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static int api_error(struct docker_call *c, int status, const char *fmt, ...)
+static enum rt_outcome fail_with(struct rt_result *res, enum rt_outcome o, const char *fmt, ...)
 {
 	va_list ap;
 
-	c->error.code = DOCKER_ERR_API;
-	c->error.status = status;
-	c->error.op = c->op;
+	res->outcome = o;
 	va_start(ap, fmt);
-	vsnprintf(c->error.message, sizeof(c->error.message), fmt, ap);
+	vsnprintf(res->text, sizeof(res->text), fmt, ap);
 	va_end(ap);
-	return DOCKER_ERR_API;
+	return o;
 }
 
-static int plain_error(struct docker_call *c, int code, const char *what)
+/* The effect of c on the engine, now; its outcome. */
+static enum rt_outcome apply(struct rt_call *c)
 {
-	c->error.code = code;
-	c->error.status = 0;
-	c->error.op = c->op;
-	snprintf(c->error.message, sizeof(c->error.message), "%s", what);
-	return code;
-}
-
-/* The effect of t on the engine; 0 or the error the engine answers. */
-static int apply(struct docker_call *c, struct ticket *t)
-{
+	struct rt_result *res = &c->res;
+	struct sandbox *sb = c->sb;
 	struct e_ct *ct;
 	struct e_net *n;
 
-	switch (t->op) {
-	case DOCKER_OP_NETWORK_CREATE:
-		if (engine_net_by_name(t->name))
-			return api_error(c, 409, "network with name %s already exists", t->name);
+	res->outcome = RT_OK;
+	res->text[0] = '\0';
+	switch (c->op) {
+	case RT_NET_CREATE:
+		if (engine_net_by_name(c->name))
+			return fail_with(res, RT_NAME_TAKEN, "network with name %s already exists",
+					 c->name);
 		for (int i = 0; i < E_NETS; i++)
-			if (e_nets[i].used && subnets_overlap(e_nets[i].subnet, t->subnet))
-				return api_error(c, 400, "invalid pool request: Pool overlaps with "
-						 "other one on this address space");
+			if (e_nets[i].used && subnets_overlap(e_nets[i].subnet, c->subnet))
+				return fail_with(res, RT_OVERLAPS, "invalid pool request: Pool "
+						 "overlaps with other one on this address space");
 		for (int i = 0; i < E_NETS; i++) {
 			n = &e_nets[i];
 			if (n->used)
 				continue;
 			n->used = true;
 			make_id(n->id);
-			snprintf(n->name, sizeof(n->name), "%s", t->name);
-			snprintf(n->subnet, sizeof(n->subnet), "%s", t->subnet);
-			n->ours = t->ours;
-			n->internal = t->internal;
-			memcpy(t->rid, n->id, sizeof(t->rid));
-			return 0;
+			snprintf(n->name, sizeof(n->name), "%s", c->name);
+			snprintf(n->subnet, sizeof(n->subnet), "%s", c->subnet);
+			n->ours = true;
+			n->internal = true;
+			memcpy(res->id, n->id, sizeof(res->id));
+			return RT_OK;
 		}
-		return api_error(c, 500, "fake engine: too many networks");
-	case DOCKER_OP_NETWORK_REMOVE:
-		if (!(n = net_find(t->arg)))
-			return api_error(c, 404, "network %s not found", t->arg);
+		return fail_with(res, RT_ENGINE, "fake engine: too many networks");
+	case RT_NET_SCAN:
+		for (int i = 0; i < E_NETS; i++)
+			if (e_nets[i].used && e_nets[i].subnet[0] && c->each_subnet)
+				c->each_subnet(NULL, e_nets[i].subnet, e_nets[i].ours);
+		return RT_OK;
+	case RT_NET_REMOVE:
+		if (!(n = net_find(c->id)))
+			return fail_with(res, RT_GONE, "network %s not found", c->id);
 		for (int i = 0; i < E_CTS; i++)
 			if (e_cts[i].used && strcmp(e_cts[i].netmode, n->name) == 0)
-				return api_error(c, 403, "error while removing network: network %s "
-						 "has active endpoints", n->name);
+				return fail_with(res, RT_ENGINE, "error while removing network: network "
+						 "%s has active endpoints", n->name);
 		n->used = false;
-		return 0;
-	case DOCKER_OP_CONTAINER_CREATE:
-		if (ct_find(t->name))
-			return api_error(c, 409, "Conflict. The container name \"/%s\" is already "
-					 "in use", t->name);
-		if (!net_find(t->netmode))
-			return api_error(c, 404, "network %s not found", t->netmode);
+		return RT_OK;
+	case RT_CT_CREATE:
+		if (ct_find(sb->name))
+			return fail_with(res, RT_NAME_TAKEN, "Conflict. The container name \"/%s\" is "
+					 "already in use", sb->name);
+		if (!net_find(sb->network))
+			return fail_with(res, RT_ENGINE, "network %s not found", sb->network);
 		for (int i = 0; i < E_CTS; i++) {
 			ct = &e_cts[i];
 			if (ct->used)
@@ -304,530 +286,392 @@ static int apply(struct docker_call *c, struct ticket *t)
 			memset(ct, 0, sizeof(*ct));
 			ct->used = true;
 			make_id(ct->id);
-			memcpy(ct->name, t->name, sizeof(ct->name));
-			memcpy(ct->instance, t->instance, sizeof(ct->instance));
-			memcpy(ct->uid, t->uid, sizeof(ct->uid));
-			memcpy(ct->mnet, t->mnet, sizeof(ct->mnet));
-			memcpy(ct->netmode, t->netmode, sizeof(ct->netmode));
-			ct->ours = t->ours;
+			snprintf(ct->name, sizeof(ct->name), "%s", sb->name);
+			snprintf(ct->instance, sizeof(ct->instance), "%s", sb->instance_id);
+			snprintf(ct->uid, sizeof(ct->uid), "%u", sb->uid);
+			snprintf(ct->mnet, sizeof(ct->mnet), "%s", c->managed_net ? sb->network : "");
+			snprintf(ct->netmode, sizeof(ct->netmode), "%s", sb->network);
+			ct->ours = true;
 			emit("create", ct);
-			memcpy(t->rid, ct->id, sizeof(t->rid));
-			return 0;
+			memcpy(res->id, ct->id, sizeof(res->id));
+			return RT_OK;
 		}
-		return api_error(c, 500, "fake engine: too many containers");
-	case DOCKER_OP_CONTAINER_START:
-		if (!(ct = ct_find(t->arg)))
-			return api_error(c, 404, "No such container: %s", t->arg);
+		return fail_with(res, RT_ENGINE, "fake engine: too many containers");
+	case RT_CT_START:
+		if (!(ct = ct_find(c->id)))
+			return fail_with(res, RT_GONE, "No such container: %s", c->id);
 		if (!ct->running)
 			ct_start(ct);
-		return 0;
-	case DOCKER_OP_CONTAINER_STOP:
-		if (!(ct = ct_find(t->arg)))
-			return api_error(c, 404, "No such container: %s", t->arg);
+		return RT_OK;
+	case RT_CT_STOP:
+		if (!(ct = ct_find(c->id)))
+			return fail_with(res, RT_GONE, "No such container: %s", c->id);
 		ct_die(ct, 143);
-		return 0;
-	case DOCKER_OP_CONTAINER_REMOVE:
-		if (!(ct = ct_find(t->arg)))
-			return api_error(c, 404, "No such container: %s", t->arg);
-		if (ct->running && !t->force)
-			return api_error(c, 409, "You cannot remove a running container");
+		return RT_OK;
+	case RT_CT_REMOVE:
+		if (!(ct = ct_find(c->id)))
+			return fail_with(res, RT_GONE, "No such container: %s", c->id);
 		ct_destroy(ct);
-		return 0;
-	case DOCKER_OP_CONTAINER_INSPECT:
-	case DOCKER_OP_CONTAINER_LOGS:
-		if (!(ct = ct_find(t->arg)))
-			return api_error(c, 404, "No such container: %s", t->arg);
-		memcpy(t->rid, ct->id, sizeof(t->rid));
-		if (t->op == DOCKER_OP_CONTAINER_LOGS && c->on_log) {
-			static const char line[] = "agentic-init: fake init log line\n";
-
-			c->on_log(c->ctx, 2, (const uint8_t *)line, sizeof(line) - 1);
+		return RT_OK;
+	case RT_CT_INSPECT:
+		if (!(ct = ct_find(c->id)))
+			return fail_with(res, RT_GONE, "No such container: %s", c->id);
+		res->running = ct->running;
+		res->pid = ct->running ? ct->pid : 0;
+		res->exit_code = ct->exit_code;
+		return RT_OK;
+	case RT_CT_LOGS:
+		if (!(ct = ct_find(c->id)))
+			return fail_with(res, RT_GONE, "No such container: %s", c->id);
+		if (sb) {
+			sb->log_len = (uint32_t)snprintf(sb->init_log, sizeof(sb->init_log),
+							 "agentic-init: fake init log line\n");
 		}
-		return 0;
-	case DOCKER_OP_NETWORK_INSPECT:
-		if (!(n = net_find(t->arg)))
-			return api_error(c, 404, "network %s not found", t->arg);
-		memcpy(t->rid, n->id, sizeof(t->rid));
-		return 0;
-	default:
-		return 0;
+		return RT_OK;
 	}
+	return fail_with(res, RT_ENGINE, "fake engine: unknown call %d", c->op);
 }
 
-/* Completes t: its fault, or its effect. */
-static int complete(struct docker_call *c, struct ticket *t)
+static void complete(struct pending *p)
 {
-	int r;
+	struct rt_call *c = p->c;
+	enum fault f = p->fault;
 
-	t->done = true;
-	switch (t->fault) {
-	case F_500:
-		r = api_error(c, 500, "fake engine: internal error");
+	p->c = NULL;
+	switch (f) {
+	case F_ENGINE:
+		fail_with(&c->res, RT_ENGINE, "fake engine: internal error (500)");
 		break;
-	case F_404:
-		r = t->op == DOCKER_OP_CONTAINER_CREATE
-			? api_error(c, 404, "No such image: fake")
-			: apply(c, t);
+	case F_IMAGE:
+		if (c->op == RT_CT_CREATE)
+			fail_with(&c->res, RT_IMAGE_MISSING, "No such image: fake");
+		else
+			fail_with(&c->res, RT_ENGINE, "connection reset by the engine");
 		break;
-	case F_TRANSPORT:
-		r = plain_error(c, -ECONNRESET, "connection reset by the engine");
-		break;
-	case F_REPLY:
-		r = plain_error(c, DOCKER_ERR_REPLY, "the answer is not what the API documents");
+	case F_UNREADABLE:
+		fail_with(&c->res, RT_UNREADABLE, "the answer is not what the API documents");
 		break;
 	case F_LOST:
-		apply(c, t);
-		r = plain_error(c, -ECONNRESET, "connection reset after the engine acted");
+		apply(c);
+		fail_with(&c->res, RT_ENGINE, "connection reset after the engine acted");
 		break;
 	default:
-		r = apply(c, t);
+		apply(c);
 	}
-	trace("engine: %s %.40s -> %d%s%s", op_name(t->op), t->arg[0] ? t->arg : t->name, r,
-	      r ? " " : "", r ? c->error.message : "");
-	return r;
+	trace("engine: %s %.40s -> %d %s", op_name(c->op),
+	      c->id ? c->id : c->name ? c->name : c->sb ? c->sb->name : "", c->res.outcome,
+	      c->res.text);
+	if (!sim_crashing && fake.sink.call_done)
+		fake.sink.call_done(fake.sink.ctx, c);
 }
 
-static bool in_blocking; /* recovery's blocking calls: their own fault rate */
+/* ---- the fake runtime's operations ---- */
 
-static int begin(struct docker_call *c, struct docker_client *dc, enum docker_op op,
-		 const char *arg)
+static int f_call(void *self, struct rt_call *c)
 {
-	struct ticket *t = NULL;
-	uint32_t busy = 0, fail = in_blocking ? knobs.rfail : knobs.fail;
+	struct pending *p;
 
-	memset(c, 0, sizeof(*c));
-	c->dc = dc;
-	c->op = op;
-	for (int i = 0; i < TICKETS; i++)
-		busy += tickets[i].used;
-	if (!in_blocking && (busy >= CONNS + 1 /* the event stream holds one of its own */ ||
-			     (op != DOCKER_OP_EVENTS && chance(knobs.busy)))) {
-		trace("engine: %s busy", op_name(op));
-		return DOCKER_ERR_BUSY;
+	SIM_CHECK(c->slot < 64, "runtime: call slot %u out of range", c->slot);
+	p = &pend[c->slot];
+	SIM_CHECK(!p->c, "runtime: a second call on slot %u while one runs (%s)", c->slot,
+		  op_name(c->op));
+	memset(&c->res, 0, sizeof(c->res));
+	if (chance(knobs.fail / 4)) {
+		trace("engine: %s cannot begin", op_name(c->op));
+		fail_with(&c->res, RT_ENGINE, "cannot connect to the engine");
+		return -ECONNREFUSED;
 	}
-	if (chance(fail / 4)) {
-		trace("engine: %s cannot connect", op_name(op));
-		return plain_error(c, -ECONNREFUSED, "cannot connect to the engine");
-	}
-	for (int i = 0; i < TICKETS && !t; i++)
-		if (!tickets[i].used)
-			t = &tickets[i];
-	SIM_CHECK(t, "engine: out of tickets");
-	memset(t, 0, sizeof(*t));
-	t->used = true;
-	t->op = op;
-	snprintf(t->arg, sizeof(t->arg), "%s", arg ? arg : "");
+	p->c = c;
 	/* most answers are quick, some slow: their order across sandboxes is anyone's */
-	t->due = sim_now + (chance(100) ? 200 + rnd_below(3000) : rnd_below(150));
-	if (op != DOCKER_OP_EVENTS && chance(fail)) {
-		uint32_t k = rnd_below(4);
+	p->due = sim_now + (chance(100) ? 200 + rnd_below(3000) : rnd_below(150));
+	p->fault = F_NONE;
+	if (chance(knobs.fail)) {
+		uint32_t k = rnd_below(3);
 
-		t->fault = k == 0 ? F_500 : k == 1 ? F_404 : k == 2 ? F_TRANSPORT : F_REPLY;
-	} else if (!in_blocking && op != DOCKER_OP_EVENTS && op != DOCKER_OP_CONTAINER_INSPECT &&
-		   op != DOCKER_OP_NETWORK_LIST && chance(knobs.lost)) {
-		t->fault = F_LOST;
+		p->fault = k == 0 ? F_ENGINE : k == 1 ? F_IMAGE : F_UNREADABLE;
+	} else if (c->op != RT_CT_INSPECT && c->op != RT_NET_SCAN && chance(knobs.lost)) {
+		p->fault = F_LOST;
 	}
-	c->state = (int)(t - tickets) + 1;
 	return 0;
 }
 
-static bool has_owner(const struct docker_kv *kv)
+static void deliver_events(void)
 {
-	for (; kv && kv->key; kv++)
-		if (strcmp(kv->key, "agentic-daemon") == 0 && strcmp(kv->value, owner) == 0)
-			return true;
-	return false;
-}
+	while (started && ev_cursor < nevents) {
+		const struct e_event *e = &events[ev_cursor++];
+		enum rt_event k = strcmp(e->action, "start") == 0 ? RT_EV_START
+				 : strcmp(e->action, "die") == 0 ? RT_EV_DIE
+				 : strcmp(e->action, "destroy") == 0 ? RT_EV_DESTROY : 0;
 
-static const char *kv_get(const struct docker_kv *kv, const char *key)
-{
-	for (; kv && kv->key; kv++)
-		if (strcmp(kv->key, key) == 0)
-			return kv->value;
-	return "";
-}
-
-/* ---- the wrapped client: begins ---- */
-
-int __wrap_docker_network_create_begin(struct docker_call *c, struct docker_client *dc,
-				       const struct docker_network_spec *spec)
-{
-	int r = begin(c, dc, DOCKER_OP_NETWORK_CREATE, NULL);
-	struct ticket *t = ticket_of(c);
-
-	if (r == 0) {
-		snprintf(t->name, sizeof(t->name), "%s", spec->name);
-		snprintf(t->subnet, sizeof(t->subnet), "%s", spec->subnet ? spec->subnet : "");
-		t->ours = has_owner(spec->labels);
-		t->internal = spec->internal;
+		if (k && fake.sink.event)
+			fake.sink.event(fake.sink.ctx, e->id, k);
 	}
-	return r;
 }
 
-int __wrap_docker_network_list_begin(struct docker_call *c, struct docker_client *dc,
-				     const char *label)
+static void f_tick(void *self, int64_t now)
 {
-	int r = begin(c, dc, DOCKER_OP_NETWORK_LIST, NULL);
+	uint32_t order[64], n = 0;
 
-	if (r == 0)
-		ticket_of(c)->list_ours = label != NULL;
-	return r;
-}
+	/* the stream broke and was opened again: the events of this second come again */
+	if (started && chance(knobs.fail / 2)) {
+		int64_t second = ((SIM_WALL_BASE + sim_now) / 1000) * 1000000000ll;
 
-int __wrap_docker_network_remove_begin(struct docker_call *c, struct docker_client *dc,
-				       const char *id)
-{
-	return begin(c, dc, DOCKER_OP_NETWORK_REMOVE, id);
-}
-
-int __wrap_docker_container_create_begin(struct docker_call *c, struct docker_client *dc,
-					 const struct docker_container_spec *spec)
-{
-	int r = begin(c, dc, DOCKER_OP_CONTAINER_CREATE, NULL);
-	struct ticket *t = ticket_of(c);
-
-	if (r == 0) {
-		snprintf(t->name, sizeof(t->name), "%s", spec->name);
-		snprintf(t->instance, sizeof(t->instance), "%s",
-			 kv_get(spec->labels, "agentic-instance-id"));
-		snprintf(t->uid, sizeof(t->uid), "%s", kv_get(spec->labels, "agentic-control-uid"));
-		snprintf(t->mnet, sizeof(t->mnet), "%s",
-			 kv_get(spec->labels, "agentic-managed-network"));
-		snprintf(t->netmode, sizeof(t->netmode), "%s", spec->network_mode);
-		t->ours = has_owner(spec->labels);
+		while (ev_cursor > 0 && events[ev_cursor - 1].time_ns >= second)
+			ev_cursor--;
+		trace("engine: event stream reopened, replaying from this second");
 	}
-	return r;
+	deliver_events();
+	for (uint32_t i = 0; i < 64; i++)
+		if (pend[i].c && pend[i].due <= now)
+			order[n++] = i;
+	/* those due answer in a random order */
+	for (uint32_t i = n; i > 1; i--) {
+		uint32_t j = rnd_below(i), t = order[i - 1];
+
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (pend[order[i]].c)
+			complete(&pend[order[i]]);
+		deliver_events();
+	}
 }
 
-int __wrap_docker_container_start_begin(struct docker_call *c, struct docker_client *dc,
-					const char *id)
+static int64_t f_next_deadline(void *self, int64_t now)
 {
-	return begin(c, dc, DOCKER_OP_CONTAINER_START, id);
+	int64_t next = INT64_MAX;
+
+	if (started && ev_cursor < nevents)
+		return now;
+	for (int i = 0; i < 64; i++)
+		if (pend[i].c && pend[i].due < next)
+			next = pend[i].due;
+	return next;
 }
 
-int __wrap_docker_container_inspect_begin(struct docker_call *c, struct docker_client *dc,
-					  const char *id)
+static void f_ready(void *self, uint32_t id)
 {
-	return begin(c, dc, DOCKER_OP_CONTAINER_INSPECT, id);
 }
 
-int __wrap_docker_container_stop_begin(struct docker_call *c, struct docker_client *dc,
-				       const char *id, int timeout_s)
+static void f_start(void *self)
 {
-	return begin(c, dc, DOCKER_OP_CONTAINER_STOP, id);
+	int64_t second = ((SIM_WALL_BASE + sim_now) / 1000) * 1000000000ll;
+
+	ev_cursor = 0;
+	while (ev_cursor < nevents && events[ev_cursor].time_ns < second)
+		ev_cursor++;
+	started = true;
+	trace("engine: event stream opened, replaying %u", nevents - ev_cursor);
 }
 
-int __wrap_docker_container_logs_begin(struct docker_call *c, struct docker_client *dc,
-				       const char *id, bool follow, int tail, bool timestamps,
-				       docker_log_fn fn, void *ctx)
+static void f_stop(void *self)
 {
-	int r = begin(c, dc, DOCKER_OP_CONTAINER_LOGS, id);
-
-	c->on_log = fn;
-	c->ctx = ctx;
-	return r;
+	started = false;
 }
 
-int __wrap_docker_container_remove_begin(struct docker_call *c, struct docker_client *dc,
-					 const char *id, bool force)
+/* recovery's calls: their own fault rate */
+static int sync_fault(const char *what, char *err, size_t err_size)
 {
-	int r = begin(c, dc, DOCKER_OP_CONTAINER_REMOVE, id);
-
-	if (r == 0)
-		ticket_of(c)->force = force;
-	return r;
+	if (!chance(knobs.rfail))
+		return 0;
+	snprintf(err, err_size, "fake engine: %s failed (500)", what);
+	trace("engine: recovery's %s fails", what);
+	return -EIO;
 }
 
-int __wrap_docker_container_list_begin(struct docker_call *c, struct docker_client *dc,
-				       const char *label)
+static int f_containers(void *self, int (*fn)(void *ctx, const char *id), void *ctx, char *err,
+			size_t err_size)
 {
 	int r;
 
-	in_blocking = true; /* only recovery lists containers */
-	r = begin(c, dc, DOCKER_OP_CONTAINER_LIST, NULL);
-	in_blocking = false;
-
-	if (r == 0)
-		ticket_of(c)->list_ours = label != NULL;
-	return r;
-}
-
-int __wrap_docker_events_begin(struct docker_call *c, struct docker_client *dc,
-			       const char *filters, int64_t since, docker_event_fn fn, void *ctx)
-{
-	int r = begin(c, dc, DOCKER_OP_EVENTS, NULL);
-	struct ticket *t = ticket_of(c);
-
-	c->on_event = fn;
-	c->ctx = ctx;
-	if (r == 0) {
-		t->ev_cursor = 0;
-		while (t->ev_cursor < nevents && events[t->ev_cursor].time_ns < since * 1000000000ll)
-			t->ev_cursor++;
-		trace("engine: event stream opened since=%lld replaying=%u", (long long)since,
-		      nevents - t->ev_cursor);
-	}
-	return r;
-}
-
-/* ---- stepping ---- */
-
-int __wrap_docker_call_step(struct docker_call *c)
-{
-	struct ticket *t = ticket_of(c);
-
-	if (!t)
-		return plain_error(c, ERR_STATE, "no such call");
-	if (t->done)
-		return 0;
-	if (t->op == DOCKER_OP_EVENTS) {
-		if (chance(knobs.fail / 2)) {
-			t->done = true;
-			trace("engine: event stream broken");
-			return plain_error(c, -ECONNRESET, "event stream reset");
-		}
-		while (t->ev_cursor < nevents) {
-			const struct e_event *e = &events[t->ev_cursor++];
-			struct docker_event ev = { .time_nano = e->time_ns, .attributes = -1 };
-
-			snprintf(ev.type, sizeof(ev.type), "container");
-			snprintf(ev.action, sizeof(ev.action), "%s", e->action);
-			memcpy(ev.id, e->id, sizeof(e->id));
-			if (c->on_event)
-				c->on_event(c->ctx, &ev);
-		}
-		return -EAGAIN;
-	}
-	if (sim_now < t->due)
-		return -EAGAIN;
-	return complete(c, t);
-}
-
-int __wrap_docker_call_run(struct docker_call *c)
-{
-	struct ticket *t = ticket_of(c);
-
-	if (!t)
-		return plain_error(c, ERR_STATE, "no such call");
-	return t->done ? 0 : complete(c, t);
-}
-
-int __wrap_docker_call_fd(const struct docker_call *c)
-{
-	return -1;
-}
-
-short __wrap_docker_call_events(const struct docker_call *c)
-{
+	if ((r = sync_fault("container list", err, err_size)) != 0)
+		return r;
+	for (int i = 0; i < E_CTS; i++)
+		if (e_cts[i].used && e_cts[i].ours && (r = fn(ctx, e_cts[i].id)) != 0)
+			return r > 0 ? 0 : r;
 	return 0;
 }
 
-int __wrap_docker_call_timeout_ms(const struct docker_call *c)
+static int f_inspect(void *self, const char *id, struct rt_container *out, char *err,
+		     size_t err_size)
 {
-	const struct ticket *t = ticket_of(c);
+	struct e_ct *ct = ct_find(id);
+	int r;
 
-	if (!t || t->op == DOCKER_OP_EVENTS)
-		return -1;
-	return t->due > sim_now ? (int)(t->due - sim_now) : 0;
-}
-
-void __wrap_docker_call_end(struct docker_call *c)
-{
-	struct ticket *t = ticket_of(c);
-
-	if (t)
-		t->used = false;
-	c->state = 0;
-}
-
-/* ---- results ---- */
-
-int __wrap_docker_result_id(struct docker_call *c, char id[DOCKER_ID_SIZE])
-{
-	struct ticket *t = ticket_of(c);
-
-	if (!t || !t->rid[0])
-		return DOCKER_ERR_REPLY;
-	memcpy(id, t->rid, DOCKER_ID_SIZE);
-	return 0;
-}
-
-static void fill_container(const struct e_ct *ct, struct docker_container *out)
-{
-	uint32_t n = 0;
-
-	memset(out, 0, offsetof(struct docker_container, text));
+	if ((r = sync_fault("container inspect", err, err_size)) != 0)
+		return r;
+	if (!ct) {
+		snprintf(err, err_size, "No such container: %s", id);
+		return -ENOENT;
+	}
+	memset(out, 0, sizeof(*out));
 	memcpy(out->id, ct->id, sizeof(out->id));
 	out->name = ct->name;
 	out->running = ct->running;
 	out->pid = ct->running ? ct->pid : 0;
-	out->exit_code = ct->exit_code;
-	out->status = ct->running ? "running" : "exited";
-	out->labels[n++] = (struct docker_kv){ "agentic-sandbox", "true" };
-	if (ct->ours)
-		out->labels[n++] = (struct docker_kv){ "agentic-daemon", owner };
-	out->labels[n++] = (struct docker_kv){ "agentic-instance-id", ct->instance };
-	out->labels[n++] = (struct docker_kv){ "agentic-control-uid", ct->uid };
-	if (ct->mnet[0])
-		out->labels[n++] = (struct docker_kv){ "agentic-managed-network", ct->mnet };
-	out->nlabels = n;
-	out->network_mode = ct->netmode;
-}
-
-int __wrap_docker_result_container(struct docker_call *c, struct docker_container *out)
-{
-	struct ticket *t = ticket_of(c);
-	struct e_ct *ct = t ? ct_find(t->rid) : NULL;
-
-	if (!ct)
-		return DOCKER_ERR_REPLY;
-	fill_container(ct, out);
+	out->instance_id = ct->instance;
+	out->control_uid = ct->uid;
+	out->managed_network = ct->mnet[0] ? ct->mnet : NULL;
 	return 0;
 }
 
-int __wrap_docker_result_each(struct docker_call *c,
-			      int (*fn)(void *ctx, const struct docker_summary *s), void *ctx)
+static int f_networks(void *self, int (*fn)(void *ctx, const char *id, const char *name),
+		      void *ctx, char *err, size_t err_size)
 {
-	struct ticket *t = ticket_of(c);
-	struct docker_summary s;
 	int r;
 
-	if (!t)
-		return DOCKER_ERR_REPLY;
-	if (t->op == DOCKER_OP_CONTAINER_LIST) {
-		for (int i = 0; i < E_CTS; i++) {
-			if (!e_cts[i].used || (t->list_ours && !e_cts[i].ours))
-				continue;
-			memset(&s, 0, sizeof(s));
-			memcpy(s.id, e_cts[i].id, sizeof(s.id));
-			snprintf(s.name, sizeof(s.name), "%s", e_cts[i].name);
-			snprintf(s.state, sizeof(s.state), "%s", e_cts[i].running ? "running" : "exited");
-			if ((r = fn(ctx, &s)) != 0)
-				return r;
-		}
+	if ((r = sync_fault("network list", err, err_size)) != 0)
+		return r;
+	for (int i = 0; i < E_NETS; i++)
+		if (e_nets[i].used && e_nets[i].ours && (r = fn(ctx, e_nets[i].id, e_nets[i].name)) != 0)
+			return r > 0 ? 0 : r;
+	return 0;
+}
+
+static int f_net_inspect(void *self, const char *id, struct rt_network *out, char *err,
+			 size_t err_size)
+{
+	struct e_net *n = net_find(id);
+	int r;
+
+	if ((r = sync_fault("network inspect", err, err_size)) != 0)
+		return r;
+	if (!n) {
+		snprintf(err, err_size, "network %s not found", id);
+		return -ENOENT;
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out->id, n->id, sizeof(out->id));
+	out->name = n->name;
+	out->subnet = n->subnet;
+	out->internal = n->internal;
+	return 0;
+}
+
+static int f_remove_now(void *self, bool network, const char *id, char *err, size_t err_size)
+{
+	struct rt_call c = { .op = network ? RT_NET_REMOVE : RT_CT_REMOVE, .id = id };
+	int r;
+
+	if ((r = sync_fault(network ? "network remove" : "container remove", err, err_size)) != 0)
+		return r;
+	apply(&c);
+	trace("engine: recovery removes %s %.40s -> %d %s", network ? "network" : "container", id,
+	      c.res.outcome, c.res.text);
+	if (c.res.outcome == RT_OK || c.res.outcome == RT_GONE)
 		return 0;
-	}
-	for (int i = 0; i < E_NETS; i++) {
-		if (!e_nets[i].used || (t->list_ours && !e_nets[i].ours))
-			continue;
-		memset(&s, 0, sizeof(s));
-		memcpy(s.id, e_nets[i].id, sizeof(s.id));
-		snprintf(s.name, sizeof(s.name), "%s", e_nets[i].name);
-		if ((r = fn(ctx, &s)) != 0)
+	snprintf(err, err_size, "%s", c.res.text);
+	return -EIO;
+}
+
+static int f_scan_now(void *self, int (*each_subnet)(void *ctx, const char *cidr, bool ours),
+		      void *ctx, char *err, size_t err_size)
+{
+	int r;
+
+	if ((r = sync_fault("network scan", err, err_size)) != 0)
+		return r;
+	for (int i = 0; i < E_NETS; i++)
+		if (e_nets[i].used && e_nets[i].subnet[0] &&
+		    (r = each_subnet(ctx, e_nets[i].subnet, e_nets[i].ours)) != 0)
 			return r;
+	return 0;
+}
+
+/* The workspace: a plain directory, not an ext4 image on a loop device. */
+static int f_workspace_make(void *self, const struct sandbox *sb, char *err, size_t err_size)
+{
+	char dir[LIMIT_PATH_BYTES + 16];
+
+	if (chance(knobs.fail / 4)) {
+		snprintf(err, err_size, "the agentshare cannot hold the workspace (simulated)");
+		trace("share: workspace of %s: no space", sb->name);
+		return -ENOSPC;
+	}
+	host_instance_dir(&agenticd->cfg, sb->instance_id, dir, sizeof(dir) - 16);
+	strcat(dir, "/workspace");
+	if (mkdir(dir, 0700) != 0) {
+		snprintf(err, err_size, "mkdir %s: %s", dir, strerror(errno));
+		return -errno;
 	}
 	return 0;
 }
 
-int __wrap_docker_result_each_subnet(struct docker_call *c, const char *label_key,
-				     const char *label_value,
-				     int (*fn)(void *ctx, const char *subnet, bool labelled),
-				     void *ctx)
+static int f_workspace_mount(void *self, const struct sandbox *sb, char *err, size_t err_size)
 {
-	int r;
-
-	for (int i = 0; i < E_NETS; i++) {
-		if (!e_nets[i].used || !e_nets[i].subnet[0])
-			continue;
-		if ((r = fn(ctx, e_nets[i].subnet, e_nets[i].ours)) != 0)
-			return r;
-	}
 	return 0;
 }
 
-/* ---- the blocking forms recovery uses ---- */
+void sim_rmtree(const char *path);
 
-static int blocking(enum docker_op op, const char *arg, bool force, struct docker_error *err,
-		    struct docker_call *c)
+/* The record part as share_retire does it; the workspace deleted here, not in a child. */
+static void f_workspace_retire(void *self, const struct sandbox *sb, bool drop_workspace)
 {
-	struct ticket *t;
-	int r;
+	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 32];
 
-	in_blocking = true;
-	r = begin(c, NULL, op, arg);
-	in_blocking = false;
-	t = ticket_of(c);
-	if (r == 0) {
-		t->force = force;
-		r = complete(c, t);
+	if (host_instance_dir(&agenticd->cfg, sb->instance_id, dir, sizeof(dir)) != 0)
+		return;
+	trace("share: retire %s instance=%.8s drop_workspace=%d", sb->name, sb->instance_id,
+	      drop_workspace);
+	snprintf(p, sizeof(p), "%s/sandbox.json", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/.sandbox.json.tmp", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/current", dir);
+	unlink(p);
+	if (!drop_workspace) {
+		rmdir(dir);
+		return;
 	}
-	if (r != 0 && err)
-		*err = c->error;
-	return r;
+	snprintf(p, sizeof(p), "%s/workspace", dir);
+	sim_rmtree(p);
+	rmdir(dir);
 }
 
-int __wrap_docker_container_inspect(struct docker_client *dc, const char *id,
-				    struct docker_container *out, struct docker_error *err)
+static const struct runtime_ops fake_ops = {
+	.call = f_call,
+	.tick = f_tick,
+	.next_deadline = f_next_deadline,
+	.ready = f_ready,
+	.start = f_start,
+	.stop = f_stop,
+	.containers = f_containers,
+	.inspect = f_inspect,
+	.networks = f_networks,
+	.net_inspect = f_net_inspect,
+	.remove_now = f_remove_now,
+	.scan_now = f_scan_now,
+	.workspace_make = f_workspace_make,
+	.workspace_mount = f_workspace_mount,
+	.workspace_retire = f_workspace_retire,
+};
+
+/* A fresh runtime for a fresh agenticd (its call slots empty; the engine stays). */
+struct runtime *engine_runtime(void)
 {
-	struct docker_call c;
-	int r = blocking(DOCKER_OP_CONTAINER_INSPECT, id, false, err, &c);
-	struct e_ct *ct = r == 0 ? ct_find(ticket_of(&c)->rid) : NULL;
-
-	if (r == 0 && ct)
-		fill_container(ct, out);
-	__wrap_docker_call_end(&c);
-	return r;
-}
-
-int __wrap_docker_container_remove(struct docker_client *dc, const char *id, bool force,
-				   struct docker_error *err)
-{
-	struct docker_call c;
-	int r = blocking(DOCKER_OP_CONTAINER_REMOVE, id, force, err, &c);
-
-	__wrap_docker_call_end(&c);
-	return r;
-}
-
-int __wrap_docker_network_remove(struct docker_client *dc, const char *id,
-				 struct docker_error *err)
-{
-	struct docker_call c;
-	int r = blocking(DOCKER_OP_NETWORK_REMOVE, id, false, err, &c);
-
-	__wrap_docker_call_end(&c);
-	return r;
-}
-
-int __wrap_docker_network_inspect(struct docker_client *dc, const char *id,
-				  struct docker_network *out, struct docker_error *err)
-{
-	struct docker_call c;
-	int r = blocking(DOCKER_OP_NETWORK_INSPECT, id, false, err, &c);
-	struct e_net *n = r == 0 ? net_find(ticket_of(&c)->rid) : NULL;
-
-	if (r == 0 && n) {
-		memset(out, 0, offsetof(struct docker_network, text));
-		memcpy(out->id, n->id, sizeof(out->id));
-		snprintf(out->text, sizeof(out->text), "%s", n->name);
-		out->name = out->text;
-		snprintf(out->text + 100, sizeof(out->text) - 100, "%s", n->subnet);
-		out->subnet = out->text + 100;
-		out->internal = n->internal;
-		out->driver = "bridge";
-	}
-	__wrap_docker_call_end(&c);
-	return r;
+	memset(&fake, 0, sizeof(fake));
+	fake.ops = &fake_ops;
+	fake.name = "fake";
+	started = false;
+	return &fake;
 }
 
 /* ---- agenticd dies: each answer in flight is lost; the effect happened or did not ---- */
 void engine_crash(void)
 {
-	for (int i = 0; i < TICKETS; i++) {
-		struct ticket *t = &tickets[i];
-		struct docker_call c;
+	for (int i = 0; i < 64; i++) {
+		struct pending *p = &pend[i];
 
-		if (!t->used)
+		if (!p->c)
 			continue;
-		if (!t->done && t->op != DOCKER_OP_EVENTS && chance(500)) {
-			memset(&c, 0, sizeof(c));
-			c.op = t->op;
-			t->fault = F_NONE;
-			trace("engine: in flight at the crash, took effect:");
-			complete(&c, t);
+		if (chance(500)) {
+			trace("engine: in flight at the crash, took effect: %s", op_name(p->c->op));
+			apply(p->c);
 		}
-		t->used = false;
+		p->c = NULL;
 	}
+	started = false;
 }
 
 /* ---- behind agenticd's back ---- */

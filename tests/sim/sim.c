@@ -127,32 +127,6 @@ int __wrap_uuid7(char out[37])
 	return 0;
 }
 
-/* The workspace: a plain directory, not an ext4 image on a loop device. */
-int __wrap_share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
-				size_t err_size)
-{
-	char dir[LIMIT_PATH_BYTES + 16];
-
-	if (chance(knobs.fail / 4)) {
-		snprintf(err, err_size, "the agentshare cannot hold the workspace (simulated)");
-		trace("share: workspace of %s: no space", sb->name);
-		return -ENOSPC;
-	}
-	share_instance_dir(cfg, sb->instance_id, dir, sizeof(dir) - 16);
-	strcat(dir, "/workspace");
-	if (mkdir(dir, 0700) != 0) {
-		snprintf(err, err_size, "mkdir %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-int __wrap_share_mount_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
-				 size_t err_size)
-{
-	return 0;
-}
-
 static void rmtree(const char *path)
 {
 	struct stat st;
@@ -174,28 +148,9 @@ static void rmtree(const char *path)
 	rmdir(path);
 }
 
-/* The record part as the real one does it; the workspace deleted here, not in a child. */
-void __wrap_share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_workspace)
+void sim_rmtree(const char *path)
 {
-	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 32];
-
-	if (share_instance_dir(cfg, sb->instance_id, dir, sizeof(dir)) != 0)
-		return;
-	trace("share: retire %s instance=%.8s drop_workspace=%d", sb->name, sb->instance_id,
-	      drop_workspace);
-	snprintf(p, sizeof(p), "%s/sandbox.json", dir);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/.sandbox.json.tmp", dir);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/current", dir);
-	unlink(p);
-	if (!drop_workspace) {
-		rmdir(dir);
-		return;
-	}
-	snprintf(p, sizeof(p), "%s/workspace", dir);
-	rmtree(p);
-	rmdir(dir);
+	rmtree(path);
 }
 
 /* ---- pidfds of fake processes: any open fd stands for one; this table says whose ---- */
@@ -297,23 +252,61 @@ static void answered(struct req *r, int status, const struct sandbox *sb, const 
 		answered_now[nanswered_now++] = (uint32_t)(r - reqs);
 }
 
-void __wrap_admin_finish_sandbox(int32_t conn, uint32_t gen, const struct sandbox *sb,
-				 int status)
+/* The lifecycle's hooks, as agenticd.c's: the answers go to the requests table. */
+static void hook_created(void *ctx, struct sandbox *sb, int64_t took_ms)
 {
-	struct req *r = req_of(conn, gen);
+	struct req *r = req_of(sb->waiter, sb->waiter_gen);
 
 	if (r)
-		answered(r, status, sb, NULL);
+		answered(r, 201, sb, NULL);
 }
 
-void __wrap_admin_finish_error(int32_t conn, uint32_t gen, int status, const char *code,
-			       const char *message)
+static void hook_create_failed(void *ctx, struct sandbox *sb)
 {
-	struct req *r = req_of(conn, gen);
+	struct req *r = req_of(sb->waiter, sb->waiter_gen);
 
 	if (r)
-		answered(r, status, NULL, code);
+		answered(r, sb->err_status, sb, sb->err_code);
 }
+
+static void hook_removed(void *ctx, struct sandbox *sb)
+{
+	struct req *r = req_of(sb->waiter, sb->waiter_gen);
+
+	if (r)
+		answered(r, 200, sb, NULL);
+}
+
+static void hook_pid_known(void *ctx, struct sandbox *sb)
+{
+	agent_pid_known(sb);
+}
+
+static void hook_agent_drop(void *ctx, struct sandbox *sb, const char *why)
+{
+	agent_drop(sb, why);
+}
+
+static void hook_stopped(void *ctx, struct sandbox *sb, const char *exec_why, const char *run_why)
+{
+	exec_sandbox_gone(sb, exec_why);
+	runlog_stop(sb, run_why);
+}
+
+static void hook_released(void *ctx, struct sandbox *sb)
+{
+	agent_forget(sb);
+}
+
+static const struct lifecycle_hooks hooks = {
+	.created = hook_created,
+	.create_failed = hook_create_failed,
+	.removed = hook_removed,
+	.pid_known = hook_pid_known,
+	.agent_drop = hook_agent_drop,
+	.stopped = hook_stopped,
+	.released = hook_released,
+};
 
 static uint64_t exec_bytes_to_clients, execs_done;
 
@@ -380,7 +373,7 @@ void *__wrap_realloc(void *p, size_t n)
 #define NSUBNETS 16    /* sandbox_subnet_pool 10.213.0.0/24 */
 static struct daemon D;
 static struct sandbox table[NSB];
-static struct job *jobs[NSB + 2];
+static struct runtime *rt;
 static uint64_t uid_bits[1], subnet_bits[1], foreign_bits[1];
 static uint32_t restarts, graceful_stops;
 
@@ -400,7 +393,6 @@ static void daemon_setup(void)
 	cfg->stop_grace_ms = 1000;
 	D.nsb = NSB;
 	D.sb = table;
-	D.jobs = jobs;
 	D.epfd = D.sigfd = D.timerfd = D.admin_fd = D.lock_fd = -1;
 	idalloc_init(&D.uids, uid_bits, cfg->control_uid_min, NUIDS);
 	idalloc_init(&D.subnets, subnet_bits, 0, NSUBNETS);
@@ -412,21 +404,18 @@ static void daemon_setup(void)
 		table[i].subnet = -1;
 		table[i].waiter = -1;
 		table[i].init_pidfd = table[i].peer_pidfd = -1;
-		table[i].job = (struct job){ .owner = JOB_SANDBOX, .index = i, .id = i, .reg_fd = -1,
-					     .next_wait = -1 };
-		jobs[i] = &table[i].job;
 	}
-	D.pool_job = (struct job){ .owner = JOB_POOL, .id = NSB, .reg_fd = -1, .next_wait = -1 };
-	D.events_job = (struct job){ .owner = JOB_EVENTS, .id = NSB + 1, .reg_fd = -1,
-				     .next_wait = -1 };
-	jobs[NSB] = &D.pool_job;
-	jobs[NSB + 1] = &D.events_job;
-	D.njobs = NSB + 2;
-	D.wait_head = D.wait_tail = -1;
 	memcpy(D.owner, sim_owner, sizeof(D.owner));
 	snprintf(D.owner_label, sizeof(D.owner_label), "agentic-daemon=%.16s", D.owner);
 	snprintf(D.self_exe, sizeof(D.self_exe), "/proc/self/exe");
 	agenticd = &D;
+	/* as agenticd's start_lifecycle, with the fake runtime */
+	rt = engine_runtime();
+	D.rt = rt;
+	netpool_init(&D.pool, rt, RT_SLOT_POOL(NSB), &D.subnets);
+	lifecycle_start(&(struct lifecycle_config){ .cfg = &D.cfg, .sb = table, .nsb = NSB,
+						    .rt = rt, .pool = &D.pool, .hooks = &hooks,
+						    .check = false });
 }
 
 /* Start-up: recovery from the records and the engine, then the loop's first calls. */
@@ -437,10 +426,9 @@ static void daemon_start(void)
 
 	for (int tries = 0;; tries++) {
 		daemon_setup();
-		D.events_since = (SIM_WALL_BASE + sim_now) / 1000;
 		trace("agenticd: start (recovery)");
 		sealed = false;
-		r = recover_state(err, sizeof(err));
+		r = recover_state(rt, err, sizeof(err));
 		if (r == 0)
 			break;
 		trace("agenticd: recovery failed (%s); started again", err);
@@ -448,8 +436,8 @@ static void daemon_start(void)
 		sim_now += 1000;
 	}
 	sealed = true;
-	provision_events_start();
-	provision_pool_fill();
+	rt->ops->start(rt->self);
+	lifecycle_tick(sim_now);
 }
 
 /* The process dies: its fds close, its memory is gone; the engine and the disk stay. */
@@ -513,9 +501,11 @@ static bool net_claimed(const struct e_net *n)
 		if (table[i].state != SB_FREE && table[i].net_managed && table[i].net_exists &&
 		    strcmp(table[i].network, n->name) == 0)
 			return true;
-	for (uint32_t i = 0; i < D.nwarm; i++)
-		if (strcmp(D.warm[i].name, n->name) == 0)
+	for (uint32_t i = 0; i < D.pool.n; i++)
+		if (strcmp(D.pool.warm[i].name, n->name) == 0)
 			return true;
+	if (D.pool.active && strcmp(D.pool.pending.name, n->name) == 0)
+		return true;
 	return false;
 }
 
@@ -537,12 +527,12 @@ static void check_maps(void)
 	SIM_CHECK(uids == D.uids.used, "uid map counts %u, sandboxes hold %u", D.uids.used, uids);
 	for (uint32_t s = 0; s < NSUBNETS; s++) {
 		uint32_t holders = 0;
-		bool pool = (D.pool_job.active || D.pool_job.waiting) && D.pool_pending.subnet == (int32_t)s;
+		bool pool = D.pool.active && D.pool.pending.subnet == (int32_t)s;
 
 		for (uint32_t i = 0; i < NSB; i++)
 			holders += table[i].state != SB_FREE && table[i].subnet == (int32_t)s;
-		for (uint32_t i = 0; i < D.nwarm; i++)
-			holders += D.warm[i].subnet == (int32_t)s;
+		for (uint32_t i = 0; i < D.pool.n; i++)
+			holders += D.pool.warm[i].subnet == (int32_t)s;
 		holders += pool;
 		holders += (uint32_t)((foreign_bits[0] >> s) & 1);
 		SIM_CHECK(holders <= 1, "subnet %u held %u times", s, holders);
@@ -632,9 +622,13 @@ static void check_all(void)
 	check_maps();
 	check_no_leak();
 	check_answers();
-	for (uint32_t i = 0; i < NSB; i++)
-		if (table[i].state != SB_FREE)
-			init_check_run(&table[i]);
+	for (uint32_t i = 0; i < NSB; i++) {
+		if (table[i].lc == LC_FREE)
+			continue;
+		SIM_CHECK(lifecycle_check(&table[i]), "lifecycle_check: %s in %s breaks an "
+			  "invariant of lifecycle.h", table[i].name, lifecycle_state_name(table[i].lc));
+		init_check_run(&table[i]);
+	}
 }
 
 /* ---- the harness's own defects (SIM_BUG), to prove the checks catch them ---- */
@@ -685,7 +679,7 @@ static void do_create(void)
 	struct req *r;
 	struct create_req *cr;
 
-	if (D.stopping || sandbox_by_name(name))
+	if (lifecycle_stopping() || sandbox_by_name(name))
 		return;
 	sb = sandbox_new();
 	if (!sb)
@@ -698,7 +692,7 @@ static void do_create(void)
 	sb->waiter = (int32_t)(r - reqs);
 	sb->waiter_gen = (uint32_t)(r - reqs);
 	trace("admin: create %s (request %u)", name, (unsigned)(r - reqs));
-	provision_create(sb, cr);
+	SIM_CHECK(lifecycle_create(sb, cr) == 0, "a create of a new slot refused");
 	memcpy(r->instance, sb->instance_id, sizeof(r->instance));
 }
 
@@ -718,7 +712,8 @@ static void do_remove(void)
 	sb->waiter = (int32_t)(r - reqs);
 	sb->waiter_gen = (uint32_t)(r - reqs);
 	trace("admin: remove %s force=%d keep_workspace=%d", sb->name, force, keep);
-	SIM_CHECK(provision_remove(sb, force, keep) == 0, "remove of a ready sandbox refused");
+	SIM_CHECK(lifecycle_remove(sb, force, keep) == 0, "remove of %s in %s refused", sb->name,
+		  lifecycle_state_name(sb->lc));
 }
 
 static void do_exec(void)
@@ -734,14 +729,14 @@ static void do_exec(void)
 static void loop_turn(void)
 {
 	init_loop();
-	provision_tick(sim_now);
+	lifecycle_tick(sim_now);
 	agent_tick(sim_now);
 	runlog_tick(sim_now);
 }
 
 static void advance_time(void)
 {
-	int64_t next = provision_next_deadline();
+	int64_t next = lifecycle_next_deadline(sim_now);
 	uint32_t k = rnd_below(100);
 
 	if (k < 80)
@@ -757,14 +752,14 @@ static void advance_time(void)
 static void graceful_restart(void)
 {
 	trace("agenticd: SIGTERM");
-	provision_shutdown();
-	for (int i = 0; i < 2000 && provision_busy(); i++) {
+	lifecycle_shutdown();
+	for (int i = 0; i < 2000 && lifecycle_busy(); i++) {
 		sim_now += 1 + rnd_below(100);
 		loop_turn();
 		sim_step++;
 		check_all();
 	}
-	SIM_CHECK(!provision_busy(), "agenticd did not stop: work still in flight");
+	SIM_CHECK(!lifecycle_busy(), "agenticd did not stop: work still in flight");
 	runlog_tick(INT64_MAX);
 	graceful_stops++;
 	daemon_crash();
@@ -834,11 +829,11 @@ static void settle(void)
 				sb->waiter = (int32_t)(r - reqs);
 				sb->waiter_gen = (uint32_t)(r - reqs);
 				trace("settle: remove %s", sb->name);
-				provision_remove(sb, chance(500), false);
+				lifecycle_remove(sb, chance(500), false);
 			}
 			left |= table[s].state != SB_FREE;
 		}
-		if (!left && !provision_busy())
+		if (!left && !lifecycle_busy())
 			break;
 		sim_step++;
 		sim_now += 100;
@@ -847,7 +842,7 @@ static void settle(void)
 	}
 	for (uint32_t s = 0; s < NSB; s++)
 		SIM_CHECK(table[s].state == SB_FREE, "sandbox %s never settled: state %s step %d",
-			  table[s].name, sandbox_state_name(&table[s]), table[s].step);
+			  table[s].name, sandbox_state_name(&table[s]), (int)table[s].lc);
 	for (int i = 0; i < E_CTS; i++)
 		SIM_CHECK(!e_cts[i].used || !e_cts[i].ours, "container %s left on the engine at the "
 			  "end", e_cts[i].name);

@@ -2,9 +2,10 @@
  * lifecycle, recovery, agent stream and transcript code against a fake engine, fake inits and
  * a simulated clock; every choice comes from one PRNG, so a seed replays exactly.
  *
- * The fakes sit under the product's own calls, linked with -Wl,--wrap: the Docker client's
- * calls (engine.c), the gRPC call a Connect stream runs on (init.c), the clock, the random
- * ids, the workspace image and a few peer checks that need a real process (sim.c). */
+ * The engine is a fake struct runtime (runtime.h, engine.c) handed to the lifecycle and to
+ * recovery; the rest sits under the product's own calls, linked with -Wl,--wrap: the gRPC
+ * call a Connect stream runs on (init.c), the clock, the random ids, and the peer checks that
+ * need a real process (sim.c). */
 #ifndef AGENTIC_TESTS_SIM_H
 #define AGENTIC_TESTS_SIM_H
 
@@ -62,7 +63,7 @@ enum { BUG_NONE, BUG_LEAK_UID, BUG_DUP_BYTES };
 #define E_NETS 96
 struct e_ct {
 	bool used;
-	char id[DOCKER_ID_SIZE];
+	char id[RT_ID_BYTES];
 	char name[SB_NAME_BYTES];
 	char instance[SB_ID_BYTES];
 	char uid[16];
@@ -76,7 +77,7 @@ struct e_ct {
 };
 struct e_net {
 	bool used;
-	char id[DOCKER_ID_SIZE];
+	char id[RT_ID_BYTES];
 	char name[SB_NET_BYTES];
 	char subnet[20];
 	bool ours;
@@ -85,6 +86,8 @@ struct e_net {
 extern struct e_ct e_cts[E_CTS];
 extern struct e_net e_nets[E_NETS];
 void engine_reset(const char *owner);
+/* A fresh fake runtime for a fresh agenticd: its calls empty, the engine as it is. */
+struct runtime *engine_runtime(void);
 /* agenticd died: each call in flight took effect or not (a coin each), then all are gone */
 void engine_crash(void);
 uint32_t engine_inflight(void);
@@ -115,5 +118,6 @@ extern volatile bool in_harness;
 extern uint64_t sim_step;
 extern char sim_owner[17];
 void pidfd_register(int fd, int64_t pid);
+void sim_rmtree(const char *path);
 
 #endif
