@@ -53,6 +53,13 @@ struct fres {
 	uint64_t seq;
 };
 
+/* a run of a stream's bytes that one command wrote ("" : the workload's own) */
+#define SEGS 256
+struct fseg {
+	uint64_t start;
+	char id[24];
+};
+
 struct finit {
 	uint32_t life;                /* 0: slot unused */
 	bool alive;
@@ -70,9 +77,13 @@ struct finit {
 	uint32_t nres;
 	uint64_t seq_next, res_acked, res_sent;
 	uint64_t verified[2];         /* transcript bytes compared so far */
+	struct fseg seg[2][SEGS];
+	uint32_t nseg[2];
 };
 
 static struct finit lives[LIVES];
+static char last_command[24];
+static uint32_t last_life;
 static struct fcall *calls[64];
 uint64_t sim_bytes_checked;
 
@@ -232,6 +243,8 @@ int __wrap_grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 				continue;
 			f->cmd[i].used = true;
 			snprintf(f->cmd[i].id, sizeof(f->cmd[i].id), "%s", m->command->command_id);
+			snprintf(last_command, sizeof(last_command), "%s", m->command->command_id);
+			last_life = f->life;
 			f->cmd[i].left = 1 + rnd_below(600);
 			trace("init %s/%u: command %s", f->name, f->life, f->cmd[i].id);
 			return 0;
@@ -399,6 +412,16 @@ static void produce(struct finit *f)
 	}
 	if (f->produced[s] + n > OUT_CAP)
 		n = (uint32_t)(OUT_CAP - f->produced[s]);
+	if (n && (!f->nseg[s] || strcmp(f->seg[s][f->nseg[s] - 1].id, cmd ? cmd->id : "") != 0)) {
+		if (f->nseg[s] == SEGS)
+			n = 0;
+		else {
+			f->seg[s][f->nseg[s]].start = f->produced[s];
+			snprintf(f->seg[s][f->nseg[s]].id, sizeof(f->seg[s][0].id), "%s",
+				 cmd ? cmd->id : "");
+			f->nseg[s]++;
+		}
+	}
 	for (uint32_t i = 0; i < n; i++)
 		f->out[s][f->produced[s] + i] = (uint8_t)('a' + rnd_below(26));
 	f->produced[s] += n;
@@ -420,10 +443,15 @@ static void send_output(struct finit *f, bool all)
 			Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
 			Agentic__Sandbox__V1__OutputChunk o = AGENTIC__SANDBOX__V1__OUTPUT_CHUNK__INIT;
 			uint64_t n = f->produced[s] - f->sent[s];
+			uint32_t k = 0;
 
+			while (k + 1 < f->nseg[s] && f->seg[s][k + 1].start <= f->sent[s])
+				k++;
+			if (k + 1 < f->nseg[s] && f->seg[s][k + 1].start - f->sent[s] < n)
+				n = f->seg[s][k + 1].start - f->sent[s]; /* a chunk is one command's */
 			if (n > 512)
 				n = 1 + rnd_below(512);
-			o.stream_id = "";
+			o.stream_id = f->seg[s][k].id;
 			o.data.data = f->out[s] + f->sent[s];
 			o.data.len = n;
 			o.offset = f->sent[s];
@@ -556,6 +584,46 @@ void init_loop(void)
 	}
 }
 
+/* ---- exec clients: what an attached client got is its command's bytes, in order ---- */
+#define CLIENTS 4096
+struct client {
+	bool used, done;
+	char id[24];
+	uint32_t life;
+	uint64_t got[2];
+	int32_t code;
+};
+static struct client clients[CLIENTS];
+static uint32_t nclients;
+uint64_t sim_execs, sim_exec_bytes;
+
+void init_clients_reset(void)
+{
+	memset(clients, 0, sizeof(clients));
+	nclients = 0;
+}
+
+/* The bytes of stream s command id wrote, from offset `from` of them: memcmp with data. */
+static bool command_bytes_match(const struct finit *f, int s, const char *id, uint64_t from,
+				const uint8_t *data, size_t len, uint64_t *total)
+{
+	uint64_t at = 0;
+	size_t done = 0;
+
+	for (uint32_t k = 0; k < f->nseg[s]; k++) {
+		uint64_t a = f->seg[s][k].start;
+		uint64_t b = k + 1 < f->nseg[s] ? f->seg[s][k + 1].start : f->produced[s];
+
+		if (strcmp(f->seg[s][k].id, id) != 0)
+			continue;
+		for (uint64_t o = a; o < b; o++, at++)
+			if (at >= from && done < len && f->out[s][o] != data[done++])
+				return false;
+	}
+	*total = at;
+	return done == len;
+}
+
 uint32_t init_exec(struct sandbox *sb, int32_t conn)
 {
 	static const char *argv[] = { "/bin/sh", "-c", "make", NULL };
@@ -563,9 +631,71 @@ uint32_t init_exec(struct sandbox *sb, int32_t conn)
 	int x;
 
 	memcpy(req.argv, argv, sizeof(argv));
+	last_command[0] = '\0';
+	if (conn >= 0 && nclients < CLIENTS)
+		conn = (int32_t)nclients;
+	else
+		conn = -1;
 	x = exec_begin(sb, &req, conn, conn >= 0 ? EXEC_NDJSON : EXEC_DETACHED);
-	trace("exec on %s -> %d", sb->name, x);
-	return x >= 0;
+	trace("exec on %s -> %d (%s, client %d)", sb->name, x, last_command, conn);
+	if (x < 0)
+		return 0;
+	sim_execs++;
+	if (conn >= 0) {
+		struct client *c = &clients[nclients++];
+
+		c->used = true;
+		snprintf(c->id, sizeof(c->id), "%s", last_command);
+		c->life = last_life;
+	}
+	return 1;
+}
+
+int __wrap_admin_exec_output(int32_t conn, int stream, const void *data, size_t len)
+{
+	struct client *c = conn >= 0 && (uint32_t)conn < nclients ? &clients[conn] : NULL;
+	struct finit *f = c ? life_get(c->life) : NULL;
+	uint64_t total = 0;
+
+	if (!c || !f)
+		return 0;
+	SIM_CHECK(!c->done, "exec %s: output to its client after its end", c->id);
+	SIM_CHECK(command_bytes_match(f, stream, c->id, c->got[stream], data, len, &total),
+		  "exec %s: its client got bytes %llu..%llu of stream %d that are not what the "
+		  "command wrote there (lost, duplicated or another's)", c->id,
+		  (unsigned long long)c->got[stream], (unsigned long long)(c->got[stream] + len),
+		  stream);
+	c->got[stream] += len;
+	sim_exec_bytes += len;
+	return 0;
+}
+
+void __wrap_admin_exec_done(int32_t conn, int32_t exit_code, int64_t duration_ms,
+			    const char *error, const char *transcript_error)
+{
+	struct client *c = conn >= 0 && (uint32_t)conn < nclients ? &clients[conn] : NULL;
+	struct finit *f = c ? life_get(c->life) : NULL;
+	const struct fres *r = NULL;
+
+	if (!c)
+		return;
+	SIM_CHECK(!c->done, "exec %s: its client told twice that it ended", c->id);
+	c->done = true;
+	c->code = exit_code;
+	for (uint32_t i = 0; f && i < f->nres; i++)
+		if (strcmp(f->res[i].id, c->id) == 0)
+			r = &f->res[i];
+	trace("exec %s: client told it ended, code %d", c->id, exit_code);
+	if (!f || !r || exit_code != r->code)
+		return; /* ended by agenticd (the sandbox went): a prefix is all there is */
+	for (int s = 0; s < 2; s++) {
+		uint64_t total = 0;
+
+		command_bytes_match(f, s, c->id, 0, NULL, 0, &total);
+		SIM_CHECK(c->got[s] == total, "exec %s ended with its result (code %d) but its client "
+			  "got %llu of the %llu bytes it wrote on stream %d", c->id, exit_code,
+			  (unsigned long long)c->got[s], (unsigned long long)total, s);
+	}
 }
 
 /* ---- the transcript check ---- */

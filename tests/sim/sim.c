@@ -308,20 +308,6 @@ static const struct lifecycle_hooks hooks = {
 	.released = hook_released,
 };
 
-static uint64_t exec_bytes_to_clients, execs_done;
-
-int __wrap_admin_exec_output(int32_t conn, int stream, const void *data, size_t len)
-{
-	exec_bytes_to_clients += len;
-	return 0;
-}
-
-void __wrap_admin_exec_done(int32_t conn, int32_t exit_code, int64_t duration_ms,
-			    const char *error, const char *transcript_error)
-{
-	execs_done++;
-}
-
 void __wrap_admin_exec_stdin_taken(int32_t conn)
 {
 }
@@ -722,7 +708,7 @@ static void do_exec(void)
 
 	if (sb->state != SB_READY || !sb->agent || !sb->agent_registered)
 		return;
-	init_exec(sb, -1);
+	init_exec(sb, chance(600) ? 0 : -1);
 }
 
 /* One turn of agenticd's loop at the current time. */
@@ -771,11 +757,11 @@ static void step(void)
 	uint32_t k = rnd_below(1000);
 
 	sim_step++;
-	if (k < 90)
+	if (k < 110)
 		do_create();
-	else if (k < 140)
-		do_remove();
 	else if (k < 170)
+		do_remove();
+	else if (k < 220)
 		do_exec();
 	else if (k < 500)
 		init_step();
@@ -861,7 +847,8 @@ static uint32_t env_u32(const char *name, uint32_t def)
 }
 
 struct totals {
-	uint64_t steps, creates_ready, creates_failed, removes, restarts, stops, bytes, execs;
+	uint64_t steps, creates_ready, creates_failed, removes, restarts, stops, bytes, execs,
+		 exec_bytes;
 };
 
 static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
@@ -875,7 +862,8 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	nanswered_now = 0;
 	restarts = graceful_stops = 0;
 	sim_bytes_checked = 0;
-	exec_bytes_to_clients = execs_done = 0;
+	sim_execs = sim_exec_bytes = 0;
+	init_clients_reset();
 	snprintf(share_root, sizeof(share_root), "%s/seed-%llu", share_base, (unsigned long long)s);
 	if (mkdir(share_root, 0700) != 0)
 		sim_fail("mkdir %s: %s", share_root, strerror(errno));
@@ -899,7 +887,8 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	tot->restarts += restarts;
 	tot->stops += graceful_stops;
 	tot->bytes += sim_bytes_checked;
-	tot->execs += execs_done;
+	tot->execs += sim_execs;
+	tot->exec_bytes += sim_exec_bytes;
 	/* the daemon's fds die with it */
 	daemon_crash();
 	sealed = false;
@@ -960,12 +949,13 @@ static uint32_t run_batch(uint64_t base, uint32_t n, uint32_t steps, uint32_t st
 static void print_totals(uint32_t nseeds, double secs, const struct totals *tot)
 {
 	printf("# %u seeds in %.1f s (%.1f ms a seed): %llu steps, %llu creates ready, %llu "
-	       "rolled back, %llu removes, %llu restarts (%llu graceful), %llu execs, "
-	       "%llu transcript bytes compared\n", nseeds, secs, secs * 1000 / (nseeds ? nseeds : 1),
+	       "rolled back, %llu removes, %llu restarts (%llu graceful), %llu execs (%llu bytes to "
+	       "their clients checked), %llu transcript bytes compared\n", nseeds, secs, secs * 1000 / (nseeds ? nseeds : 1),
 	       (unsigned long long)tot->steps, (unsigned long long)tot->creates_ready,
 	       (unsigned long long)tot->creates_failed, (unsigned long long)tot->removes,
 	       (unsigned long long)tot->restarts, (unsigned long long)tot->stops,
-	       (unsigned long long)tot->execs, (unsigned long long)tot->bytes);
+	       (unsigned long long)tot->execs, (unsigned long long)tot->exec_bytes,
+	       (unsigned long long)tot->bytes);
 }
 
 static double since(const struct timespec *t0)

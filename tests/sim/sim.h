@@ -110,7 +110,8 @@ void init_flush_all(void);            /* every live init connects and sends all 
 void init_check_run(const struct sandbox *sb);
 bool init_all_sent(void);
 uint32_t init_exec(struct sandbox *sb, int32_t conn);
-extern uint64_t sim_bytes_checked;
+extern uint64_t sim_bytes_checked, sim_execs, sim_exec_bytes;
+void init_clients_reset(void);
 
 /* sim.c */
 extern bool sim_crashing;
