@@ -110,7 +110,7 @@ $(BUILD)/musl/bench/%: tools/bench/%.c $(LIB_OBJS) $(TP_PBC)
 # The deterministic simulation: agenticd's objects driving tests/sim's fake runtime, with the
 # gRPC calls of the agent socket, the clock, the random ids and the peer pidfds wrapped.
 SIM_SRCS  := $(wildcard tests/sim/*.c)
-SIM_WRAPS := clock_mono_ms clock_wall_ms random_hex uuid7 close malloc calloc realloc \
+SIM_WRAPS := clock_mono_ms clock_wall_ms random_hex uuid7 close malloc calloc realloc free \
 	     idalloc_free runlog_output sandbox_pidfd_pid sandbox_read_pid_ns \
 	     admin_exec_output admin_exec_done admin_exec_stdin_taken metrics_provision \
 	     metrics_refusal grpc_call_send grpc_call_finish grpc_call_flush grpc_call_md \

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -327,6 +328,27 @@ void *__real_calloc(size_t n, size_t m);
 void *__real_realloc(void *p, size_t n);
 volatile bool in_harness; /* the fakes' own allocations */
 
+/* recovery's scratch, live and at its peak: within what recover_scratch_bytes reserves */
+static bool in_recovery;
+static size_t rec_live, rec_peak;
+
+static void counted(void *p)
+{
+	if (in_recovery && p) {
+		rec_live += malloc_usable_size(p);
+		if (rec_live > rec_peak)
+			rec_peak = rec_live;
+	}
+}
+
+void __real_free(void *p);
+void __wrap_free(void *p)
+{
+	if (in_recovery && p)
+		rec_live -= malloc_usable_size(p);
+	__real_free(p);
+}
+
 static void late(const char *what, size_t n)
 {
 	if (sealed && !in_harness) {
@@ -338,20 +360,32 @@ static void late(const char *what, size_t n)
 
 void *__wrap_malloc(size_t n)
 {
+	void *p;
+
 	late("malloc", n);
-	return __real_malloc(n);
+	p = __real_malloc(n);
+	counted(p);
+	return p;
 }
 
 void *__wrap_calloc(size_t n, size_t m)
 {
+	void *p;
+
 	late("calloc", n * m);
-	return __real_calloc(n, m);
+	p = __real_calloc(n, m);
+	counted(p);
+	return p;
 }
 
 void *__wrap_realloc(void *p, size_t n)
 {
 	late("realloc", n);
-	return __real_realloc(p, n);
+	if (in_recovery && p)
+		rec_live -= malloc_usable_size(p);
+	p = __real_realloc(p, n);
+	counted(p);
+	return p;
 }
 
 /* ---- the daemon ---- */
@@ -414,7 +448,16 @@ static void daemon_start(void)
 		daemon_setup();
 		trace("agenticd: start (recovery)");
 		sealed = false;
+		in_recovery = true;
+		rec_live = rec_peak = 0;
 		r = recover_state(rt, err, sizeof(err));
+		in_recovery = false;
+		SIM_CHECK(rec_peak <= recover_scratch_bytes(NSB), "recovery allocated %zu bytes at "
+			  "its peak, recover_scratch_bytes promises %zu", rec_peak,
+			  recover_scratch_bytes(NSB));
+		SIM_CHECK(rec_live == 0, "recovery kept %zu bytes allocated", rec_live);
+		trace("agenticd: recovery's scratch peaked at %zu bytes of %zu", rec_peak,
+		      recover_scratch_bytes(NSB));
 		if (r == 0)
 			break;
 		trace("agenticd: recovery failed (%s); started again", err);
