@@ -144,6 +144,8 @@ static void teardown_next(struct sandbox *sb, enum family f);
 
 static void set_state(struct sandbox *sb, enum lc_state s)
 {
+	if (sb->lc != s)
+		sb->retry_at = 0; /* a retry belongs to the step that failed */
 	sb->lc = s;
 	sb->state = states[s].phase;
 }
@@ -223,8 +225,10 @@ static bool creates_running(void)
  * create down. The pool refills between creates. */
 static void pool_fill(void)
 {
-	if (lc.pool)
-		netpool_fill(lc.pool, mono(), stopping || creates_running());
+	struct netpool *p = lc.pool;
+
+	if (p && !netpool_busy(p) && p->n < LIMIT_WARM_NETWORKS && mono() >= p->retry_at)
+		netpool_fill(p, mono(), stopping || creates_running());
 }
 
 /* ---- the ends: ready, released ---- */

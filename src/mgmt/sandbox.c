@@ -103,6 +103,38 @@ void sandbox_free(struct sandbox *sb)
 	agenticd->live--;
 }
 
+void sandbox_table_reset(void)
+{
+	for (uint32_t i = 0; i < agenticd->nsb; i++) {
+		struct sandbox *sb = &agenticd->sb[i];
+		uint32_t gen = sb->gen;
+
+		if (sb->init_pidfd >= 0)
+			close(sb->init_pidfd);
+		if (sb->peer_pidfd >= 0)
+			close(sb->peer_pidfd);
+		if (sb->run.open) {
+			for (int f = 0; f < RUN_FILES; f++)
+				if (sb->run.fd[f] >= 0)
+					close(sb->run.fd[f]);
+			if (sb->run.dirfd >= 0)
+				close(sb->run.dirfd);
+		}
+		memset(sb, 0, sizeof(*sb));
+		sb->gen = gen + 1;
+		sb->subnet = -1;
+		sb->waiter = -1;
+		sb->init_pidfd = sb->peer_pidfd = -1;
+	}
+	idalloc_init(&agenticd->uids, agenticd->uids.bits, agenticd->uids.first,
+		     agenticd->uids.count);
+	idalloc_init(&agenticd->subnets, agenticd->subnets.bits, agenticd->subnets.first,
+		     agenticd->subnets.count);
+	memset(agenticd->foreign, 0, ((agenticd->subnets.count + 63) / 64) * 8);
+	agenticd->nforeign = 0;
+	agenticd->live = 0;
+}
+
 int sandbox_take_uid(struct sandbox *sb)
 {
 	int r = idalloc_take(&agenticd->uids, &sb->uid);

@@ -196,6 +196,10 @@ struct sandbox *sandbox_by_name(const char *name);
 struct sandbox *sandbox_by_uid(uint32_t uid);
 struct sandbox *sandbox_by_container(const char *id);
 struct sandbox *sandbox_new(void);  /* NULL when the table is full */
+/* Forgets every sandbox, uid, subnet and foreign /28 held in memory, closing what the slots
+ * hold open (a restart in a simulator: then netpool_init, lifecycle_start and recover_state
+ * rebuild it from the records and the runtime). */
+void sandbox_table_reset(void);
 /* Releases the slot with its uid and subnet (the lifecycle's hooks let go of the rest first). */
 void sandbox_free(struct sandbox *sb);
 /* Next-fit from the maps: 0 or ERR_LIMIT when every uid (/28) is taken. */

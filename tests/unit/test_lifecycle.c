@@ -1,0 +1,961 @@
+/* test_lifecycle.c: a sandbox's state machine against a fake runtime: every state × event
+ * (the refused ones change nothing), every failed create rolled back to nothing held (no
+ * uid, no subnet, no call, no network or container left in the fake engine, no record),
+ * retries, deferred container events, the warm pool, a restart rebuilt by recovery, and the
+ * invariant checker. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mgmt/daemon.h"
+#include "mgmt/lifecycle.h"
+#include "mgmt/netpool.h"
+#include "mgmt/share.h"
+
+#define NSB 4
+
+static struct daemon d;
+static struct sandbox table[NSB];
+static uint64_t uid_bits[(600000 + 63) / 64], subnet_bits[(4096 + 63) / 64];
+static uint64_t foreign_bits[(4096 + 63) / 64];
+static char root[64];
+static struct create_req req;
+
+/* ---- the fake runtime: calls wait until the test answers them ---- */
+
+static struct fake {
+	struct rt_call *pending[NSB + 1];
+	int begin_error;              /* the next call() fails with it */
+	int nets, cts;                /* objects in the fake engine */
+	int ws_error;                 /* workspace_make fails with it */
+	int ws_made, ws_retired;
+	bool running;                 /* what an inspect says */
+	uint32_t calls;
+	/* the last container and network made, for recovery's synchronous reads */
+	char ct_id[RT_ID_BYTES], ct_name[SB_NAME_BYTES], inst[SB_ID_BYTES], uid[16];
+	char net_id[RT_ID_BYTES], net_name[SB_NET_BYTES], subnet[20];
+} fk;
+
+static int64_t now_ms = 1000000;
+static int64_t clock_now(void)
+{
+	return now_ms;
+}
+
+static int fake_call(void *self, struct rt_call *c)
+{
+	(void)self;
+	memset(&c->res, 0, sizeof(c->res));
+	if (fk.begin_error) {
+		int r = fk.begin_error;
+
+		fk.begin_error = 0;
+		c->res.outcome = RT_ENGINE;
+		snprintf(c->res.text, sizeof(c->res.text), "fake engine unreachable");
+		return r;
+	}
+	assert_true(c->slot <= NSB);
+	assert_null(fk.pending[c->slot]); /* one call per slot at a time */
+	fk.pending[c->slot] = c;
+	fk.calls++;
+	return 0;
+}
+
+static void fake_tick(void *self, int64_t now)
+{
+	(void)self;
+	(void)now;
+}
+
+static int64_t fake_next(void *self, int64_t now)
+{
+	(void)self;
+	(void)now;
+	return INT64_MAX;
+}
+
+static void fake_nop(void *self)
+{
+	(void)self;
+}
+
+static int fake_make(void *self, const struct sandbox *sb, char *err, size_t n)
+{
+	(void)self;
+	(void)sb;
+	if (fk.ws_error) {
+		snprintf(err, n, "fake workspace refused");
+		return fk.ws_error;
+	}
+	fk.ws_made++;
+	return 0;
+}
+
+static int fake_mount(void *self, const struct sandbox *sb, char *err, size_t n)
+{
+	(void)self;
+	(void)sb;
+	(void)err;
+	(void)n;
+	return 0;
+}
+
+static void fake_retire(void *self, const struct sandbox *sb, bool drop)
+{
+	(void)self;
+	(void)drop;
+	fk.ws_retired++;
+	share_retire(&d.cfg, sb, false); /* the record and the (empty) directory */
+}
+
+/* Recovery's synchronous reads of the fake engine: at most one container and one network. */
+static int fake_containers(void *self, int (*fn)(void *, const char *), void *ctx, char *err,
+			   size_t n)
+{
+	(void)self;
+	(void)err;
+	(void)n;
+	if (fk.cts)
+		fn(ctx, fk.ct_id);
+	return 0;
+}
+
+static int fake_inspect(void *self, const char *id, struct rt_container *out, char *err,
+			size_t n)
+{
+	(void)self;
+	if (!fk.cts || strcmp(id, fk.ct_id) != 0) {
+		snprintf(err, n, "no such container");
+		return -ENOENT;
+	}
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", fk.ct_id);
+	out->name = fk.ct_name;
+	out->running = fk.running;
+	out->instance_id = fk.inst;
+	out->control_uid = fk.uid;
+	out->managed_network = fk.nets ? fk.net_name : NULL;
+	return 0;
+}
+
+static int fake_networks(void *self, int (*fn)(void *, const char *, const char *), void *ctx,
+			 char *err, size_t n)
+{
+	(void)self;
+	(void)err;
+	(void)n;
+	if (fk.nets)
+		fn(ctx, fk.net_id, fk.net_name);
+	return 0;
+}
+
+static int fake_net_inspect(void *self, const char *id, struct rt_network *out, char *err,
+			    size_t n)
+{
+	(void)self;
+	if (!fk.nets || (strcmp(id, fk.net_id) != 0 && strcmp(id, fk.net_name) != 0)) {
+		snprintf(err, n, "no such network");
+		return -ENOENT;
+	}
+	memset(out, 0, sizeof(*out));
+	snprintf(out->id, sizeof(out->id), "%s", fk.net_id);
+	out->name = fk.net_name;
+	out->subnet = fk.subnet;
+	out->internal = true;
+	return 0;
+}
+
+static int fake_remove_now(void *self, bool network, const char *id, char *err, size_t n)
+{
+	(void)self;
+	(void)id;
+	(void)err;
+	(void)n;
+	if (network && fk.nets)
+		fk.nets--;
+	else if (!network && fk.cts)
+		fk.cts--;
+	return 0;
+}
+
+static int fake_scan_now(void *self, int (*each)(void *, const char *, bool), void *ctx,
+			 char *err, size_t n)
+{
+	(void)self;
+	(void)err;
+	(void)n;
+	each(ctx, NULL, false);
+	if (fk.nets)
+		each(ctx, fk.subnet, true);
+	return 0;
+}
+
+static const struct runtime_ops fake_ops = {
+	.call = fake_call, .tick = fake_tick, .next_deadline = fake_next, .start = fake_nop,
+	.stop = fake_nop, .containers = fake_containers, .inspect = fake_inspect,
+	.networks = fake_networks, .net_inspect = fake_net_inspect, .remove_now = fake_remove_now,
+	.scan_now = fake_scan_now, .workspace_make = fake_make, .workspace_mount = fake_mount,
+	.workspace_retire = fake_retire,
+};
+static struct runtime fake_rt = { .ops = &fake_ops, .name = "fake" };
+
+/* Answers slot's call with outcome, as the engine would have done it. */
+static void answer(uint32_t slot, enum rt_outcome o)
+{
+	struct rt_call *c = fk.pending[slot];
+
+	assert_non_null(c);
+	fk.pending[slot] = NULL;
+	c->res.outcome = o;
+	if (o != RT_OK)
+		snprintf(c->res.text, sizeof(c->res.text), "fake says no");
+	if (o == RT_OK) {
+		switch (c->op) {
+		case RT_NET_CREATE:
+			fk.nets++;
+			snprintf(c->res.id, sizeof(c->res.id), "net%u", fk.calls);
+			snprintf(fk.net_id, sizeof(fk.net_id), "%s", c->res.id);
+			snprintf(fk.net_name, sizeof(fk.net_name), "%s", c->name);
+			snprintf(fk.subnet, sizeof(fk.subnet), "%s", c->subnet);
+			break;
+		case RT_CT_CREATE:
+			fk.cts++;
+			snprintf(c->res.id, sizeof(c->res.id), "ct%02u%s", fk.calls, "0123456789abcdef");
+			snprintf(fk.ct_id, sizeof(fk.ct_id), "%s", c->res.id);
+			snprintf(fk.ct_name, sizeof(fk.ct_name), "%s", c->sb->name);
+			snprintf(fk.inst, sizeof(fk.inst), "%s", c->sb->instance_id);
+			snprintf(fk.uid, sizeof(fk.uid), "%u", c->sb->uid);
+			break;
+		case RT_CT_INSPECT:
+			c->res.running = fk.running;
+			c->res.exit_code = fk.running ? 0 : 3;
+			break;
+		case RT_CT_REMOVE:
+			fk.cts--;
+			break;
+		case RT_NET_REMOVE:
+			fk.nets--;
+			break;
+		case RT_NET_SCAN:
+			c->each_subnet(c, NULL, false);
+			break;
+		default:
+			break;
+		}
+	}
+	fake_rt.sink.call_done(fake_rt.sink.ctx, c);
+}
+
+/* ---- what the hooks saw ---- */
+
+static struct seen {
+	int created, failed, removed, pid_known, drops, stopped, released;
+	int status;
+	const char *code;
+	char error[SB_ERROR_BYTES];
+} seen;
+
+static void h_created(void *ctx, struct sandbox *sb, int64_t took)
+{
+	(void)ctx;
+	(void)sb;
+	(void)took;
+	seen.created++;
+}
+
+static void h_failed(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	seen.failed++;
+	seen.status = sb->err_status;
+	seen.code = sb->err_code;
+	snprintf(seen.error, sizeof(seen.error), "%s", sb->error);
+}
+
+static void h_removed(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	(void)sb;
+	seen.removed++;
+}
+
+static void h_pid(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	(void)sb;
+	seen.pid_known++;
+}
+
+static void h_drop(void *ctx, struct sandbox *sb, const char *why)
+{
+	(void)ctx;
+	(void)sb;
+	(void)why;
+	seen.drops++;
+}
+
+static void h_stopped(void *ctx, struct sandbox *sb, const char *a, const char *b)
+{
+	(void)ctx;
+	(void)sb;
+	(void)a;
+	(void)b;
+	seen.stopped++;
+}
+
+static void h_released(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	(void)sb;
+	seen.released++;
+}
+
+static const struct lifecycle_hooks hooks = {
+	.created = h_created, .create_failed = h_failed, .removed = h_removed,
+	.pid_known = h_pid, .agent_drop = h_drop, .stopped = h_stopped, .released = h_released,
+	.mono_ms = clock_now, .wall_ms = clock_now,
+};
+
+static struct netpool pool;
+
+static void start(bool with_pool)
+{
+	struct lifecycle_config lc = {
+		.cfg = &d.cfg, .sb = table, .nsb = NSB, .rt = &fake_rt,
+		.pool = with_pool ? &pool : NULL, .hooks = &hooks, .check = true,
+	};
+
+	if (with_pool)
+		netpool_init(&pool, &fake_rt, RT_SLOT_POOL(NSB), &d.subnets);
+	lifecycle_start(&lc);
+}
+
+static int teardown(void **state);
+
+static int setup(void **state)
+{
+	(void)state;
+	if (root[0])
+		teardown(NULL);
+	memset(&d, 0, sizeof(d));
+	memset(table, 0, sizeof(table));
+	memset(&fk, 0, sizeof(fk));
+	memset(&seen, 0, sizeof(seen));
+	memset(&req, 0, sizeof(req));
+	fk.running = true;
+	config_defaults(&d.cfg);
+	snprintf(root, sizeof(root), "/tmp/test_lifecycle.XXXXXX");
+	assert_non_null(mkdtemp(root));
+	snprintf(d.cfg.agentshare_root, sizeof(d.cfg.agentshare_root), "%s", root);
+	d.sb = table;
+	d.nsb = NSB;
+	idalloc_init(&d.uids, uid_bits, d.cfg.control_uid_min,
+		     d.cfg.control_uid_max - d.cfg.control_uid_min + 1);
+	idalloc_init(&d.subnets, subnet_bits, 0, 4096);
+	memset(foreign_bits, 0, sizeof(foreign_bits));
+	d.foreign = foreign_bits;
+	for (uint32_t i = 0; i < NSB; i++) {
+		table[i].subnet = -1;
+		table[i].waiter = -1;
+		table[i].init_pidfd = table[i].peer_pidfd = -1;
+	}
+	agenticd = &d;
+	start(false);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	if (!root[0])
+		return 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	root[0] = '\0';
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- driving a sandbox to each state ---- */
+
+static uint32_t slot_of(const struct sandbox *sb)
+{
+	return (uint32_t)(sb - table);
+}
+
+static struct sandbox *fresh(void)
+{
+	struct sandbox *sb = sandbox_new();
+
+	assert_non_null(sb);
+	snprintf(sb->name, sizeof(sb->name), "sbx-test%u", slot_of(sb));
+	return sb;
+}
+
+static int signal_(struct sandbox *sb, enum lc_event_kind k)
+{
+	return lifecycle_signal(sb, k);
+}
+
+/* A create driven up to (and into) state want; the path every test below takes. */
+static struct sandbox *drive(enum lc_state want)
+{
+	struct sandbox *sb = fresh();
+	uint32_t s = slot_of(sb);
+
+	if (want == LC_NEW)
+		return sb;
+	assert_int_equal(lifecycle_create(sb, &req), 0);
+	assert_int_equal(sb->lc, LC_NET_CREATE);
+	if (want == LC_NET_CREATE)
+		return sb;
+	if (want == LC_NET_SCAN) {
+		answer(s, RT_OVERLAPS);
+		assert_int_equal(sb->lc, LC_NET_SCAN);
+		return sb;
+	}
+	answer(s, RT_OK);
+	if (want == LC_CT_CREATE)
+		return sb;
+	answer(s, RT_OK);
+	if (want == LC_CT_START)
+		return sb;
+	if (want >= LC_RB_LOGS && want <= LC_RB_NET_REMOVE) {
+		answer(s, RT_ENGINE); /* the start fails: roll back */
+		assert_int_equal(sb->lc, LC_RB_LOGS);
+		if (want == LC_RB_LOGS)
+			return sb;
+		answer(s, RT_OK);
+		if (want == LC_RB_CT_REMOVE)
+			return sb;
+		answer(s, RT_OK);
+		assert_int_equal(sb->lc, LC_RB_NET_REMOVE);
+		return sb;
+	}
+	answer(s, RT_OK);
+	if (want == LC_CT_INSPECT)
+		return sb;
+	answer(s, RT_OK);
+	assert_int_equal(sb->lc, LC_WAIT_READY);
+	if (want == LC_WAIT_READY)
+		return sb;
+	sb->agent_ready = true;
+	assert_int_equal(signal_(sb, LC_EV_AGENT_READY), 0);
+	assert_int_equal(sb->lc, LC_READY);
+	if (want == LC_READY)
+		return sb;
+	if (want == LC_CONFLICT || want == LC_CONFLICT_REFRESH) {
+		assert_int_equal(signal_(sb, LC_EV_CONFLICT), 0);
+		if (want == LC_CONFLICT_REFRESH)
+			assert_int_equal(signal_(sb, LC_EV_CT_START), 0);
+		assert_int_equal(sb->lc, want);
+		return sb;
+	}
+	if (want == LC_READY_REFRESH || want == LC_RM_PENDING) {
+		assert_int_equal(signal_(sb, LC_EV_CT_START), 0);
+		if (want == LC_RM_PENDING)
+			assert_int_equal(lifecycle_remove(sb, false, false), 0);
+		assert_int_equal(sb->lc, want);
+		return sb;
+	}
+	if (want == LC_GONE_NET_REMOVE) {
+		fk.cts--; /* removed behind our back */
+		assert_int_equal(signal_(sb, LC_EV_CT_DESTROY), 0);
+		assert_int_equal(sb->lc, want);
+		return sb;
+	}
+	assert_int_equal(lifecycle_remove(sb, false, false), 0);
+	assert_int_equal(sb->lc, LC_RM_STOP);
+	if (want == LC_RM_STOP)
+		return sb;
+	answer(s, RT_OK);
+	if (want == LC_RM_CT_REMOVE)
+		return sb;
+	answer(s, RT_OK);
+	assert_int_equal(sb->lc, LC_RM_NET_REMOVE);
+	return sb;
+}
+
+/* Nothing held anywhere: no slot, uid, subnet or call; no network or container in the engine;
+ * no record on disk. */
+static void assert_nothing_held(void)
+{
+	char path[256];
+	struct stat st;
+
+	for (uint32_t i = 0; i < NSB; i++) {
+		assert_int_equal(table[i].lc, LC_FREE);
+		assert_false(table[i].call_active);
+		assert_false(table[i].uid_taken);
+		assert_int_equal(table[i].subnet, -1);
+	}
+	for (uint32_t i = 0; i <= NSB; i++)
+		assert_null(fk.pending[i]);
+	assert_int_equal(d.uids.used, 0);
+	assert_int_equal(d.subnets.used, d.nforeign); /* a /28 the engine refused stays foreign */
+	assert_int_equal(d.live, 0);
+	assert_int_equal(fk.nets, 0);
+	assert_int_equal(fk.cts, 0);
+	snprintf(path, sizeof(path), "%s/instances", root);
+	if (stat(path, &st) == 0) {
+		char cmd[320];
+
+		snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A %s)\"", path);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+/* ---- every state × event ---- */
+
+#define X (-100)  /* refused: ERR_STATE, nothing changes */
+#define B (-101)  /* refused: -EBUSY, nothing changes */
+#define S (-102)  /* taken, the state stays */
+
+static const enum lc_event_kind events[] = {
+	LC_EV_CREATE, LC_EV_REMOVE, LC_EV_CALL_DONE, LC_EV_AGENT_READY, LC_EV_AGENT_LOST,
+	LC_EV_CT_START, LC_EV_CT_DIE, LC_EV_CT_DESTROY, LC_EV_DEADLINE, LC_EV_RETRY,
+	LC_EV_SHUTDOWN, LC_EV_RECOVERED, LC_EV_CONFLICT,
+};
+
+static const char *const event_names[] = {
+	"create", "remove", "call_done", "agent_ready", "agent_lost", "ct_start", "ct_die",
+	"ct_destroy", "deadline", "retry", "shutdown", "recovered", "conflict",
+};
+
+/* Row: the state; columns in the order of events[]; CALL_DONE answers RT_OK, DEADLINE comes
+ * past the deadline. */
+static const int expect[LC_STATES][13] = {
+	/*                  CREATE         REMOVE          DONE               READY     LOST CT_START            DIE           DESTROY            DEADLINE    RETRY SHUT   RECOV    CONFL */
+	[LC_NEW] =        { LC_NET_CREATE, X,              X,                 S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_NET_SCAN] =   { X,             B,              LC_NET_CREATE,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_NET_CREATE] = { X,             B,              LC_CT_CREATE,      S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_CT_CREATE] =  { X,             B,              LC_CT_START,       S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_CT_START] =   { X,             B,              LC_CT_INSPECT,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_CT_INSPECT] = { X,             B,              LC_WAIT_READY,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_WAIT_READY] = { X,             B,              X,                 LC_READY, S,   S,                  LC_RB_LOGS,   LC_RB_NET_REMOVE,  LC_RB_LOGS, S,    LC_RB_LOGS, X,    X },
+	[LC_READY] =      { X,             LC_RM_STOP,     X,                 S,        S,   LC_READY_REFRESH,   S,            LC_GONE_NET_REMOVE, S,         S,    S,     X,       LC_CONFLICT },
+	[LC_READY_REFRESH] = { X,          LC_RM_PENDING,  LC_READY,          S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_CONFLICT] =   { X,             LC_RM_STOP,     X,                 S,        S,   LC_CONFLICT_REFRESH, S,           LC_GONE_NET_REMOVE, S,         S,    S,     X,       S },
+	[LC_CONFLICT_REFRESH] = { X,       LC_RM_PENDING,  LC_CONFLICT,       S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_RB_LOGS] =    { X,             B,              LC_RB_CT_REMOVE,   S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_RB_CT_REMOVE] = { X,           B,              LC_RB_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_RB_NET_REMOVE] = { X,          B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_RM_PENDING] = { X,             B,              LC_RM_STOP,        S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_RM_STOP] =    { X,             B,              LC_RM_CT_REMOVE,   S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_RM_CT_REMOVE] = { X,           B,              LC_RM_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_RM_NET_REMOVE] = { X,          B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_GONE_NET_REMOVE] = { X,        B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+};
+
+static void test_every_state_takes_or_refuses_every_event(void **state)
+{
+	static struct sandbox before;
+	char what[160];
+
+	for (int st = LC_NEW; st < LC_STATES; st++) {
+		for (size_t e = 0; e < ARRAY_LEN(events); e++) {
+			struct lc_event ev = { .kind = events[e], .req = &req };
+			int want = expect[st][e], r;
+			struct sandbox *sb;
+
+			setup(NULL);
+			sb = drive((enum lc_state)st);
+			snprintf(what, sizeof(what), "state %s, event %s",
+				 lifecycle_state_name((enum lc_state)st), event_names[e]);
+			assert_int_equal(sb->lc, st);
+			before = *sb;
+			if (events[e] == LC_EV_DEADLINE)
+				now_ms += d.cfg.ready_timeout_ms + 1;
+			if (events[e] == LC_EV_CALL_DONE && fk.pending[slot_of(sb)]) {
+				answer(slot_of(sb), RT_OK);
+				r = 0;
+			} else {
+				r = lifecycle_on(sb, &ev);
+			}
+			if (want == X || want == B) {
+				if (r != (want == X ? ERR_STATE : -EBUSY))
+					fail_msg("%s: returned %d, want a refusal", what, r);
+				if (memcmp(&before, sb, sizeof(before)) != 0)
+					fail_msg("%s: refused, yet the sandbox changed", what);
+				teardown(NULL);
+				continue;
+			}
+			if (r != 0)
+				fail_msg("%s: returned %d", what, r);
+			if ((int)sb->lc != (want == S ? st : want))
+				fail_msg("%s: now %s, want %s", what, lifecycle_state_name(sb->lc),
+					 lifecycle_state_name(want == S ? (enum lc_state)st
+								       : (enum lc_state)want));
+			assert_true(lifecycle_check(sb));
+			teardown(NULL);
+		}
+	}
+}
+
+/* ---- the whole paths ---- */
+
+static void finish_rollback(struct sandbox *sb)
+{
+	uint32_t s = slot_of(sb);
+
+	while (sb->lc != LC_FREE) {
+		assert_true(lifecycle_going(sb));
+		answer(s, RT_OK);
+	}
+}
+
+static void test_create_then_remove_leaves_nothing(void **state)
+{
+	struct sandbox *sb = drive(LC_READY);
+
+	assert_int_equal(seen.created, 1);
+	assert_int_equal(fk.nets, 1);
+	assert_int_equal(fk.cts, 1);
+	assert_true(sb->uid_taken);
+	assert_int_equal(lifecycle_remove(sb, false, false), 0);
+	assert_int_equal(seen.drops, 1);
+	finish_rollback(sb);
+	assert_int_equal(seen.removed, 1);
+	assert_int_equal(seen.released, 1);
+	assert_int_equal(fk.ws_retired, 1);
+	assert_nothing_held();
+}
+
+/* Each step's failure, and what the client is told: the create is undone completely. */
+static void test_every_create_failure_rolls_back_to_nothing(void **state)
+{
+	static const struct {
+		enum lc_state at;
+		enum rt_outcome o;
+		int status;
+		const char *code;
+	} cases[] = {
+		{ LC_NET_CREATE, RT_ENGINE, 502, "engine" },
+		{ LC_NET_SCAN, RT_ENGINE, 502, "engine" },
+		{ LC_NET_SCAN, RT_UNREADABLE, 502, "engine" },
+		{ LC_CT_CREATE, RT_NAME_TAKEN, 409, "name_taken" },
+		{ LC_CT_CREATE, RT_IMAGE_MISSING, 400, "image_missing" },
+		{ LC_CT_CREATE, RT_ROOT_UNBOUNDED, 422, "writable_root_unbounded" },
+		{ LC_CT_CREATE, RT_ENGINE, 502, "engine" },
+		{ LC_CT_START, RT_ENGINE, 502, "engine" },
+		{ LC_CT_START, RT_GONE, 502, "engine" },
+		{ LC_CT_INSPECT, RT_ENGINE, 502, "engine" },
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct sandbox *sb;
+
+		setup(NULL);
+		sb = drive(cases[i].at);
+		answer(slot_of(sb), cases[i].o);
+		finish_rollback(sb);
+		if (seen.failed != 1 || seen.status != cases[i].status ||
+		    strcmp(seen.code, cases[i].code) != 0)
+			fail_msg("case %zu: told %d %s", i, seen.status, seen.code ? seen.code : "-");
+		assert_int_equal(seen.created, 0);
+		assert_nothing_held();
+		teardown(NULL);
+	}
+}
+
+static void test_failures_without_the_engine_roll_back_too(void **state)
+{
+	struct sandbox *sb;
+
+	/* the workspace cannot be made: 507 on ENOSPC */
+	fk.ws_error = -ENOSPC;
+	sb = fresh();
+	assert_int_equal(lifecycle_create(sb, &req), 0);
+	assert_int_equal(seen.status, 507);
+	assert_string_equal(seen.code, "no_space");
+	assert_nothing_held();
+	teardown(NULL);
+
+	/* the engine cannot be called at all */
+	setup(NULL);
+	fk.begin_error = -ECONNREFUSED;
+	sb = fresh();
+	assert_int_equal(lifecycle_create(sb, &req), 0);
+	assert_int_equal(seen.status, 502);
+	assert_non_null(strstr(seen.error, "cannot call the engine"));
+	assert_nothing_held();
+	teardown(NULL);
+
+	/* the init exits before it is ready: the inspect says so */
+	setup(NULL);
+	sb = drive(LC_CT_INSPECT);
+	fk.running = false;
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(sb->lc, LC_RB_LOGS);
+	finish_rollback(sb);
+	assert_string_equal(seen.code, "init_exited");
+	assert_non_null(strstr(seen.error, "the init logged nothing"));
+	assert_nothing_held();
+}
+
+static void test_waiting_for_the_agent_ends_in_ready_or_a_rollback(void **state)
+{
+	static const enum lc_event_kind kills[] = { LC_EV_DEADLINE, LC_EV_CT_DIE,
+						    LC_EV_CT_DESTROY, LC_EV_SHUTDOWN };
+	static const char *const codes[] = { "not_ready", "init_exited", "container_removed",
+					     "shutting_down" };
+
+	for (size_t i = 0; i < ARRAY_LEN(kills); i++) {
+		struct sandbox *sb;
+
+		setup(NULL);
+		sb = drive(LC_WAIT_READY);
+		if (kills[i] == LC_EV_DEADLINE) {
+			assert_int_equal(signal_(sb, LC_EV_DEADLINE), 0); /* not yet */
+			assert_int_equal(sb->lc, LC_WAIT_READY);
+			now_ms += d.cfg.ready_timeout_ms;
+		}
+		if (kills[i] == LC_EV_CT_DESTROY)
+			fk.cts--;
+		if (kills[i] == LC_EV_SHUTDOWN)
+			lifecycle_shutdown();
+		else
+			assert_int_equal(signal_(sb, kills[i]), 0);
+		finish_rollback(sb);
+		assert_string_equal(seen.code, codes[i]);
+		assert_nothing_held();
+		teardown(NULL);
+	}
+}
+
+/* The agent can be READY before the inspect is answered: the create ends with it. */
+static void test_agent_ready_before_the_inspect_finishes_the_create(void **state)
+{
+	struct sandbox *sb = drive(LC_CT_INSPECT);
+
+	sb->agent_ready = true;
+	assert_int_equal(signal_(sb, LC_EV_AGENT_READY), 0);
+	assert_int_equal(sb->lc, LC_CT_INSPECT);
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(sb->lc, LC_READY);
+	assert_int_equal(seen.created, 1);
+	assert_int_equal(seen.pid_known, 1);
+}
+
+/* A teardown step the engine refuses is retried at its time, not before, not twice. */
+static void test_a_failed_teardown_step_is_retried(void **state)
+{
+	struct sandbox *sb = drive(LC_RM_CT_REMOVE);
+	uint32_t s = slot_of(sb);
+
+	answer(s, RT_ENGINE);
+	assert_int_equal(sb->lc, LC_RM_CT_REMOVE);
+	assert_false(sb->call_active);
+	assert_true(sb->retry_at > now_ms);
+	lifecycle_tick(now_ms);
+	assert_null(fk.pending[s]);
+	now_ms = sb->retry_at;
+	lifecycle_tick(now_ms);
+	assert_non_null(fk.pending[s]);
+	assert_int_equal(signal_(sb, LC_EV_RETRY), 0); /* a call runs: nothing more */
+	fk.cts--;
+	answer(s, RT_GONE);                             /* gone already: done */
+	assert_int_equal(sb->lc, LC_RM_NET_REMOVE);
+	answer(s, RT_OK);
+	assert_nothing_held();
+}
+
+/* Container events that come while a call runs wait for it; a destroy outweighs a start. */
+static void test_events_during_a_call_wait_for_it(void **state)
+{
+	struct sandbox *sb = drive(LC_READY_REFRESH);
+	uint32_t s = slot_of(sb);
+
+	assert_int_equal(signal_(sb, LC_EV_CT_START), 0);
+	fk.cts--;
+	assert_int_equal(signal_(sb, LC_EV_CT_DESTROY), 0);
+	assert_int_equal(sb->lc, LC_READY_REFRESH);
+	answer(s, RT_GONE);
+	assert_int_equal(sb->lc, LC_GONE_NET_REMOVE);
+	answer(s, RT_OK);
+	assert_int_equal(seen.removed, 0); /* nobody waited for it */
+	assert_nothing_held();
+}
+
+/* A refresh waiting for its retry when the container is destroyed: the retry goes with it. */
+static void test_a_destroy_drops_a_pending_refresh_retry(void **state)
+{
+	struct sandbox *sb;
+
+	fk.begin_error = 0;
+	sb = drive(LC_READY);
+	fk.begin_error = -ECONNREFUSED;
+	assert_int_equal(signal_(sb, LC_EV_CT_START), 0);
+	assert_int_equal(sb->lc, LC_READY_REFRESH);
+	assert_false(sb->call_active);
+	assert_true(sb->retry_at != 0);
+	fk.cts--;
+	assert_int_equal(signal_(sb, LC_EV_CT_DESTROY), 0);
+	assert_int_equal(sb->lc, LC_GONE_NET_REMOVE);
+	assert_int_equal(sb->retry_at, 0);
+	answer(slot_of(sb), RT_OK);
+	assert_nothing_held();
+}
+
+/* The engine's container events arrive through the runtime's sink and are acted on at the
+ * loop's tick. */
+static void test_runtime_events_are_acted_on_at_the_tick(void **state)
+{
+	struct sandbox *sb = drive(LC_READY);
+
+	fake_rt.sink.event(fake_rt.sink.ctx, sb->container_id, RT_EV_DIE);
+	assert_true(sb->running);
+	assert_true(lifecycle_next_deadline(now_ms) <= now_ms);
+	lifecycle_tick(now_ms);
+	assert_false(sb->running);
+	assert_int_equal(seen.stopped, 1);
+	fake_rt.sink.event(fake_rt.sink.ctx, "not-ours", RT_EV_DESTROY);
+	lifecycle_tick(now_ms);
+	assert_int_equal(sb->lc, LC_READY);
+}
+
+/* A subnet that overlaps another network: read the engine's networks, take the next /28. */
+static void test_an_overlapping_subnet_moves_on(void **state)
+{
+	struct sandbox *sb = drive(LC_NET_SCAN);
+	int32_t first;
+
+	assert_int_equal(d.nforeign, 1);  /* the refused /28 */
+	answer(slot_of(sb), RT_OK);       /* a fresh reading: nothing foreign */
+	assert_int_equal(sb->lc, LC_NET_CREATE);
+	first = sb->subnet;
+	assert_true(first >= 0);
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(sb->lc, LC_CT_CREATE);
+}
+
+/* The warm pool waits for creates to end, then makes one network at a time; a create takes
+ * one and skips its network step. */
+static void test_the_warm_pool_fills_between_creates(void **state)
+{
+	struct sandbox *sb;
+
+	start(true);
+	sb = drive(LC_NET_CREATE);
+	lifecycle_tick(now_ms);
+	assert_null(fk.pending[RT_SLOT_POOL(NSB)]);  /* a create runs */
+	answer(slot_of(sb), RT_OK);
+	answer(slot_of(sb), RT_OK);
+	answer(slot_of(sb), RT_OK);
+	answer(slot_of(sb), RT_OK);
+	sb->agent_ready = true;
+	signal_(sb, LC_EV_AGENT_READY);
+	assert_non_null(fk.pending[RT_SLOT_POOL(NSB)]);
+	answer(RT_SLOT_POOL(NSB), RT_OK);
+	assert_int_equal(pool.n, 1);
+	while (fk.pending[RT_SLOT_POOL(NSB)])
+		answer(RT_SLOT_POOL(NSB), RT_OK);
+	assert_int_equal(pool.n, LIMIT_WARM_NETWORKS);
+	sb = fresh();
+	assert_int_equal(lifecycle_create(sb, &req), 0);
+	assert_int_equal(sb->lc, LC_CT_CREATE);
+	assert_int_equal(pool.n, LIMIT_WARM_NETWORKS - 1);
+}
+
+/* Recovery's events: a sandbox found ready, then two claiming one uid. */
+static void test_recovery_events(void **state)
+{
+	struct sandbox *sb = fresh();
+
+	assert_int_equal(signal_(sb, LC_EV_RECOVERED), ERR_STATE); /* no container */
+	sb->ct_exists = true;
+	snprintf(sb->container_id, sizeof(sb->container_id), "abc");
+	assert_int_equal(signal_(sb, LC_EV_RECOVERED), 0);
+	assert_int_equal(sb->state, SB_READY);
+	assert_int_equal(signal_(sb, LC_EV_CONFLICT), 0);
+	assert_int_equal(sb->state, SB_CONFLICT);
+	assert_ptr_equal(sandbox_by_container("abc"), sb);
+}
+
+/* A restart: the in-memory table dropped, rebuilt from the records and the runtime. A ready
+ * sandbox comes back ready with its uid and subnet; a create cut short is rolled back. */
+static void test_a_reset_table_is_rebuilt_by_recovery(void **state)
+{
+	struct sandbox *sb = drive(LC_READY);
+	char name[SB_NAME_BYTES], err[256];
+	uint32_t uid = sb->uid;
+	int32_t subnet = sb->subnet;
+
+	snprintf(name, sizeof(name), "%s", sb->name);
+	sandbox_table_reset();
+	assert_int_equal(d.uids.used, 0);
+	assert_int_equal(d.live, 0);
+	start(false);
+	assert_int_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
+	sb = sandbox_by_name(name);
+	assert_non_null(sb);
+	assert_int_equal(sb->lc, LC_READY);
+	assert_int_equal(sb->uid, uid);
+	assert_true(sb->uid_taken);
+	assert_int_equal(sb->subnet, subnet);
+	assert_int_equal(d.uids.used, 1);
+	assert_int_equal(d.subnets.used, 1);
+	assert_true(lifecycle_check(sb));
+
+	/* a create cut short by the restart: its container and network go, its record too */
+	assert_int_equal(lifecycle_remove(sb, true, false), 0);
+	finish_rollback(sb);
+	sb = drive(LC_CT_INSPECT);
+	sandbox_table_reset();
+	start(false);
+	assert_int_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
+	assert_null(sandbox_by_name(sb->name));
+	for (uint32_t i = 0; i <= NSB; i++)
+		fk.pending[i] = NULL; /* the call that was running died with the old daemon */
+	assert_nothing_held();
+}
+
+/* The checker itself: a sandbox READY without a container is caught. */
+static void test_the_invariant_check_catches_a_broken_sandbox(void **state)
+{
+	struct sandbox *sb = drive(LC_READY);
+	struct lifecycle_config lc = {
+		.cfg = &d.cfg, .sb = table, .nsb = NSB, .rt = &fake_rt, .hooks = &hooks,
+		.check = false, /* log, do not abort */
+	};
+
+	lifecycle_start(&lc);
+	assert_true(lifecycle_check(sb));
+	sb->ct_exists = false;
+	assert_false(lifecycle_check(sb));
+	sb->ct_exists = true;
+	sb->call_active = true;
+	assert_false(lifecycle_check(sb));
+	sb->call_active = false;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_every_state_takes_or_refuses_every_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_then_remove_leaves_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_create_failure_rolls_back_to_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failures_without_the_engine_roll_back_too, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_waiting_for_the_agent_ends_in_ready_or_a_rollback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_ready_before_the_inspect_finishes_the_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_failed_teardown_step_is_retried, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_events_during_a_call_wait_for_it, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_destroy_drops_a_pending_refresh_retry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runtime_events_are_acted_on_at_the_tick, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_an_overlapping_subnet_moves_on, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_the_warm_pool_fills_between_creates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recovery_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_reset_table_is_rebuilt_by_recovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_the_invariant_check_catches_a_broken_sandbox, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
