@@ -400,12 +400,13 @@ static struct runtime *rt;
 static uint64_t uid_bits[1], subnet_bits[1], foreign_bits[1];
 static uint32_t restarts, graceful_stops;
 
-static void daemon_setup(void)
+static void daemon_setup(bool fresh)
 {
 	struct config *cfg = &D.cfg;
 
 	memset(&D, 0, sizeof(D));
-	memset(table, 0, sizeof(table));
+	if (fresh)
+		memset(table, 0, sizeof(table));
 	config_defaults(cfg);
 	snprintf(cfg->agentshare_root, sizeof(cfg->agentshare_root), "%s", share_root);
 	cfg->max_sandboxes = NSB;
@@ -423,7 +424,7 @@ static void daemon_setup(void)
 	memset(subnet_bits, 0, sizeof(subnet_bits));
 	memset(foreign_bits, 0, sizeof(foreign_bits));
 	D.foreign = foreign_bits;
-	for (uint32_t i = 0; i < NSB; i++) {
+	for (uint32_t i = 0; fresh && i < NSB; i++) {
 		table[i].subnet = -1;
 		table[i].waiter = -1;
 		table[i].init_pidfd = table[i].peer_pidfd = -1;
@@ -442,13 +443,16 @@ static void daemon_setup(void)
 }
 
 /* Start-up: recovery from the records and the engine, then the loop's first calls. */
+static bool first_start;
+
 static void daemon_start(void)
 {
 	char err[1024];
 	int r;
 
 	for (int tries = 0;; tries++) {
-		daemon_setup();
+		daemon_setup(first_start);
+		first_start = false;
 		trace("agenticd: start (recovery)");
 		sealed = false;
 		in_recovery = true;
@@ -494,12 +498,9 @@ static void daemon_crash(void)
 		/* the exec table lives in exec.c's statics: its sessions end with the process */
 		if (sb->state != SB_FREE)
 			exec_sandbox_gone(sb, "agenticd died");
-		if (sb->init_pidfd >= 0)
-			close(sb->init_pidfd);
-		if (sb->peer_pidfd >= 0)
-			close(sb->peer_pidfd);
-		sb->init_pidfd = sb->peer_pidfd = -1;
 	}
+	/* the rest of the table as a new process finds it: L's reset (pidfds closed, gens on) */
+	sandbox_table_reset();
 	for (uint32_t i = 0; i < nreqs; i++)
 		if (!reqs[i].answered)
 			reqs[i].lost = true; /* the client's connection died with agenticd */
@@ -913,7 +914,8 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	snprintf(share_root, sizeof(share_root), "%s/seed-%llu", share_base, (unsigned long long)s);
 	if (mkdir(share_root, 0700) != 0)
 		sim_fail("mkdir %s: %s", share_root, strerror(errno));
-	daemon_setup();
+	daemon_setup(true);
+	first_start = true;
 	host_owner(&D.cfg, sim_owner, sizeof(sim_owner));
 	engine_reset(sim_owner);
 	init_reset();
