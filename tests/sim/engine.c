@@ -677,11 +677,15 @@ void engine_crash(void)
 /* ---- behind agenticd's back ---- */
 void engine_chaos(void)
 {
-	struct e_ct *ct = &e_cts[rnd_below(E_CTS)];
-	uint32_t k = rnd_below(10);
+	uint32_t mine[E_CTS], n = 0, k = rnd_below(10);
+	struct e_ct *ct;
 
-	if (!ct->used || !ct->ours)
+	for (uint32_t i = 0; i < E_CTS; i++)
+		if (e_cts[i].used && e_cts[i].ours)
+			mine[n++] = i;
+	if (!n)
 		return;
+	ct = &e_cts[mine[rnd_below(n)]];
 	if (k < 5 && ct->running) {
 		trace("chaos: the init of %s exits", ct->name);
 		ct_die(ct, 1);

@@ -16,6 +16,7 @@
  *   SIM_FAIL, SIM_RECOVERY_FAIL, SIM_LOST, SIM_CHAOS, SIM_RESTART: fault rates, per mille
  *   SIM_BUG=leak-uid|dup-bytes: a defect injected by the harness (the positive control)
  *   SIM_LOG=1   agenticd's own log on stderr
+ *   SIM_CALM=1  no stormy seeds (else every fourth seed runs four times the faults and chaos)
  *
  * Without SEED, SEEDS or SIM_BUG (as tests/run runs it) it is the check: SIM_CHECK_SEEDS
  * seeds (200), then each positive control must be caught by some seed and that seed, run
@@ -900,6 +901,12 @@ struct totals {
 
 static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 {
+	/* every fourth seed is a stormy one: four times the faults and the chaos */
+	if (s % 4 == 3 && !getenv("SIM_CALM")) {
+		knobs.fail *= 4;
+		knobs.chaos *= 4;
+		knobs.restart *= 3;
+	}
 	seed = s;
 	sim_rng = s * 0x2545f4914f6cdd1dull + 1;
 	sim_now = 1000000;
@@ -919,7 +926,8 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	host_owner(&D.cfg, sim_owner, sizeof(sim_owner));
 	engine_reset(sim_owner);
 	init_reset();
-	trace("seed %llu", (unsigned long long)s);
+	trace("seed %llu: faults fail=%u lost=%u chaos=%u restart=%u", (unsigned long long)s,
+	      knobs.fail, knobs.lost, knobs.chaos, knobs.restart);
 	daemon_start();
 	for (uint32_t i = 0; i < steps; i++)
 		step();
