@@ -3,10 +3,12 @@
  * agent.c's own handlers (agent_admit, then agent_methods' on_start, on_message, on_done), so
  * registration, READY, output acks with their resumes, and exec all run the product's code.
  *
- * Each init numbers its stdout and stderr bytes from the start of its life, keeps what is not
- * acked and sends it all again after a resume, as agentic-init does. The bytes are kept here
- * too, so a run's transcript can be compared with what its init produced: a prefix of it,
- * byte for byte, and never shorter than what agenticd acked (the init dropped those). */
+ * Each init numbers its stdout and stderr bytes from the start of its life and keeps what it
+ * wrote as records (a chunk as it was read, or a result) in a ring, as agentic-init's replay
+ * ring does: a record goes only once an ack covers all of it and all before it, and a resume
+ * sends again every record still held, from its own offset (so agenticd sees overlaps). The
+ * bytes are kept here too, so a run's transcript can be compared with what its init produced:
+ * a prefix of it, byte for byte, and never shorter than what the init dropped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -60,6 +62,14 @@ struct fseg {
 	char id[24];
 };
 
+#define RECS 2048
+struct frec {
+	uint8_t kind;                 /* 0 stdout, 1 stderr, 2 result */
+	uint32_t len;                 /* chunk */
+	uint64_t off;                 /* chunk: its offset; result: its index in res */
+	char id[24];                  /* chunk: the command that wrote it */
+};
+
 struct finit {
 	uint32_t life;                /* 0: slot unused */
 	bool alive;
@@ -71,11 +81,13 @@ struct finit {
 	bool reg_sent, reg_acked, ready_sent, resumed;
 	uint32_t epoch;
 	uint8_t out[2][OUT_CAP];
-	uint64_t produced[2], sent[2], acked[2];
+	uint64_t produced[2], acked[2];
+	struct frec rec[RECS];
+	uint32_t head, send, tail;    /* held: [head, tail); next to send: send */
 	struct fcmd cmd[CMDS];
 	struct fres res[RESULTS];
 	uint32_t nres;
-	uint64_t seq_next, res_acked, res_sent;
+	uint64_t seq_next;
 	uint64_t verified[2];         /* transcript bytes compared so far */
 	struct fseg seg[2][SEGS];
 	uint32_t nseg[2];
@@ -214,27 +226,35 @@ int __wrap_grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 			SIM_CHECK(want[s] <= f->produced[s], "init %s/%u: agenticd acked %llu bytes "
 				  "of stream %d, the init produced %llu", f->name, f->life,
 				  (unsigned long long)want[s], s, (unsigned long long)f->produced[s]);
-			/* an ack below what was acked before: the transcript lost bytes (the
-			 * init dropped them already) */
+			/* asking again for bytes the init dropped: the transcript lost them */
 			SIM_CHECK(want[s] >= f->acked[s], "init %s/%u: agenticd asks for stream %d "
-				  "from %llu, but acked %llu before: those bytes are gone", f->name,
-				  f->life, s, (unsigned long long)want[s],
+				  "from %llu, but the init dropped all before %llu on its ack: those "
+				  "bytes are gone", f->name, f->life, s, (unsigned long long)want[s],
 				  (unsigned long long)f->acked[s]);
-			f->acked[s] = want[s];
-			if (oa->resume)
-				f->sent[s] = want[s];
 		}
-		if (oa->results > f->res_acked)
-			f->res_acked = oa->results;
+		/* agentic-init's init_replay_ack: drop the records the ack covers, in order */
+		while (f->head < f->tail) {
+			const struct frec *r = &f->rec[f->head];
+			bool covered = r->kind == 2 ? f->res[r->off].seq <= oa->results
+						    : r->off + r->len <= want[r->kind];
+
+			if (!covered)
+				break;
+			if (r->kind < 2 && r->off + r->len > f->acked[r->kind])
+				f->acked[r->kind] = r->off + r->len;
+			f->head++;
+		}
+		if (f->send < f->head)
+			f->send = f->head;
 		if (oa->resume) {
 			f->epoch = oa->epoch;
 			f->resumed = true;
-			f->res_sent = f->res_acked;
+			f->send = f->head; /* init_replay_rewind */
 		}
-		trace("init %s/%u: output ack out=%llu err=%llu results=%llu resume=%d epoch=%u",
-		      f->name, f->life, (unsigned long long)oa->stdout,
+		trace("init %s/%u: output ack out=%llu err=%llu results=%llu resume=%d epoch=%u "
+		      "(holds %u records)", f->name, f->life, (unsigned long long)oa->stdout,
 		      (unsigned long long)oa->stderr, (unsigned long long)oa->results, oa->resume,
-		      oa->epoch);
+		      oa->epoch, f->tail - f->head);
 		break;
 	}
 	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_COMMAND:
@@ -250,12 +270,15 @@ int __wrap_grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 			return 0;
 		}
 		/* more than the fake keeps: it ends at once */
-		if (f->nres < RESULTS) {
-			struct fres *r = &f->res[f->nres++];
+		if (f->nres < RESULTS && f->tail < RECS) {
+			struct fres *res = &f->res[f->nres];
+			struct frec *r = &f->rec[f->tail++];
 
-			snprintf(r->id, sizeof(r->id), "%s", m->command->command_id);
-			r->code = 126;
-			r->seq = f->seq_next++;
+			snprintf(res->id, sizeof(res->id), "%s", m->command->command_id);
+			res->code = 126;
+			res->seq = f->seq_next++;
+			r->kind = 2;
+			r->off = f->nres++;
 		}
 		break;
 	default:
@@ -422,68 +445,68 @@ static void produce(struct finit *f)
 			f->nseg[s]++;
 		}
 	}
+	if (f->tail + 2 > RECS)
+		return; /* the ring is full: the workload blocks */
 	for (uint32_t i = 0; i < n; i++)
 		f->out[s][f->produced[s] + i] = (uint8_t)('a' + rnd_below(26));
+	if (n) {
+		struct frec *r = &f->rec[f->tail++];
+
+		r->kind = (uint8_t)s;
+		r->off = f->produced[s];
+		r->len = n;
+		snprintf(r->id, sizeof(r->id), "%s", cmd ? cmd->id : "");
+	}
 	f->produced[s] += n;
 	if (cmd && cmd->left == 0 && f->nres < RESULTS) {
-		struct fres *r = &f->res[f->nres++];
+		struct fres *res = &f->res[f->nres];
+		struct frec *r = &f->rec[f->tail++];
 
-		snprintf(r->id, sizeof(r->id), "%s", cmd->id);
-		r->code = (int32_t)rnd_below(3);
-		r->seq = f->seq_next++;
+		snprintf(res->id, sizeof(res->id), "%s", cmd->id);
+		res->code = (int32_t)rnd_below(3);
+		res->seq = f->seq_next++;
+		r->kind = 2;
+		r->off = f->nres++;
 		cmd->used = false;
 	}
 }
 
-/* Sends what it holds from its send offsets on, in chunks, then results not yet acked. */
+/* Sends its records from the send position on, each as it was written. */
 static void send_output(struct finit *f, bool all)
 {
-	for (int s = 0; s < 2 && f->call && !f->call->finished; s++) {
-		while (f->sent[s] < f->produced[s] && f->call && !f->call->finished) {
-			Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
-			Agentic__Sandbox__V1__OutputChunk o = AGENTIC__SANDBOX__V1__OUTPUT_CHUNK__INIT;
-			uint64_t n = f->produced[s] - f->sent[s];
-			uint32_t k = 0;
+	while (f->send < f->tail && f->call && !f->call->finished) {
+		const struct frec *r = &f->rec[f->send++];
+		Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
+		Agentic__Sandbox__V1__OutputChunk o = AGENTIC__SANDBOX__V1__OUTPUT_CHUNK__INIT;
+		Agentic__Sandbox__V1__CommandResult cr = AGENTIC__SANDBOX__V1__COMMAND_RESULT__INIT;
 
-			while (k + 1 < f->nseg[s] && f->seg[s][k + 1].start <= f->sent[s])
-				k++;
-			if (k + 1 < f->nseg[s] && f->seg[s][k + 1].start - f->sent[s] < n)
-				n = f->seg[s][k + 1].start - f->sent[s]; /* a chunk is one command's */
-			if (n > 512)
-				n = 1 + rnd_below(512);
-			o.stream_id = f->seg[s][k].id;
-			o.data.data = f->out[s] + f->sent[s];
-			o.data.len = n;
-			o.offset = f->sent[s];
+		if (r->kind == 2) {
+			const struct fres *res = &f->res[r->off];
+
+			cr.command_id = (char *)res->id;
+			cr.exit_code = res->code;
+			cr.seq = res->seq;
+			cr.epoch = f->epoch;
+			cr.success = 1;
+			cr.error = "";
+			m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_COMMAND_RESULT;
+			m.command_result = &cr;
+		} else {
+			o.stream_id = (char *)r->id;
+			o.data.data = f->out[r->kind] + r->off;
+			o.data.len = r->len;
+			o.offset = r->off;
 			o.epoch = f->epoch;
-			m.payload_case = s ? AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR
-					   : AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDOUT;
-			if (s)
+			m.payload_case = r->kind ? AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDERR
+						 : AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDOUT;
+			if (r->kind)
 				m.stderr = &o;
 			else
 				m.stdout = &o;
-			f->sent[s] += n;
-			deliver(f->call, &m);
-			if (!all && chance(300))
-				return;
 		}
-	}
-	for (uint32_t i = 0; i < f->nres && f->call && !f->call->finished; i++) {
-		Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
-		Agentic__Sandbox__V1__CommandResult r = AGENTIC__SANDBOX__V1__COMMAND_RESULT__INIT;
-
-		if (f->res[i].seq <= f->res_sent)
-			continue;
-		r.command_id = f->res[i].id;
-		r.exit_code = f->res[i].code;
-		r.seq = f->res[i].seq;
-		r.epoch = f->epoch;
-		r.success = 1;
-		r.error = "";
-		m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_COMMAND_RESULT;
-		m.command_result = &r;
-		f->res_sent = f->res[i].seq;
 		deliver(f->call, &m);
+		if (!all && chance(300))
+			return;
 	}
 }
 
@@ -559,7 +582,7 @@ bool init_all_sent(void)
 
 		if (!f->life || !f->alive || f->hang || !f->call || !f->resumed)
 			continue;
-		if (f->sent[0] < f->produced[0] || f->sent[1] < f->produced[1])
+		if (f->send < f->tail)
 			return false;
 	}
 	return true;

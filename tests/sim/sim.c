@@ -13,7 +13,8 @@
  *   SEEDS=n     how many seeds, from SEED_BASE (default 1)
  *   STEPS=n     steps per seed
  *   SIM_TRACE=1 print the whole trace of a passing seed too
- *   SIM_FAIL, SIM_RECOVERY_FAIL, SIM_LOST, SIM_CHAOS, SIM_RESTART: fault rates, per mille
+ *   SIM_FAIL, SIM_RECOVERY_FAIL, SIM_LOST, SIM_DISK (a transcript write cut short),
+ *   SIM_CHAOS, SIM_RESTART: fault rates, per mille
  *   SIM_BUG=leak-uid|dup-bytes: a defect injected by the harness (the positive control)
  *   SIM_LOG=1   agenticd's own log on stderr
  *   SIM_CALM=1  no stormy seeds (else every fourth seed runs four times the faults and chaos)
@@ -679,7 +680,17 @@ int __wrap_idalloc_free(struct idalloc *a, uint32_t id)
 size_t __real_runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
 size_t __wrap_runlog_output(struct sandbox *sb, int stream, const void *data, size_t len)
 {
-	size_t n = __real_runlog_output(sb, stream, data, len);
+	size_t n;
+
+	/* the disk takes only part of a write now and then (a full agentshare, freed again) */
+	if (len > 1 && sb->run.open && chance(knobs.disk)) {
+		size_t part = rnd_below((uint32_t)len);
+
+		n = __real_runlog_output(sb, stream, data, part);
+		trace("share: transcript of %s takes %zu of %zu bytes", sb->name, n, len);
+		return n;
+	}
+	n = __real_runlog_output(sb, stream, data, len);
 
 	if (knobs.bug == BUG_DUP_BYTES && n == len && len > 1 && chance(20)) {
 		trace("SIM_BUG: one byte written twice");
@@ -834,7 +845,7 @@ static void settle(void)
 {
 	struct sim_knobs saved = knobs;
 
-	knobs.fail = knobs.rfail = knobs.lost = 0;
+	knobs.fail = knobs.rfail = knobs.lost = knobs.disk = 0;
 	trace("settle: no more faults");
 	for (int i = 0; i < 400; i++) {
 		sim_step++;
@@ -1089,6 +1100,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	knobs.fail = env_u32("SIM_FAIL", 40);
 	knobs.rfail = env_u32("SIM_RECOVERY_FAIL", 0);
+	knobs.disk = env_u32("SIM_DISK", 20);
 	knobs.lost = env_u32("SIM_LOST", 0);
 	knobs.chaos = env_u32("SIM_CHAOS", 15);
 	knobs.restart = env_u32("SIM_RESTART", 3);
@@ -1104,8 +1116,9 @@ int main(void)
 	}
 	printf("1..%d\n", batch ? 1 : 5);
 	printf("# simulation: seeds %llu..%llu, %u steps each, faults fail=%u recovery_fail=%u "
-	       "lost=%u chaos=%u restart=%u (per mille)%s%s\n", (unsigned long long)base,
+	       "lost=%u disk=%u chaos=%u restart=%u (per mille)%s%s\n", (unsigned long long)base,
 	       (unsigned long long)(base + nseeds - 1), steps, knobs.fail, knobs.rfail, knobs.lost,
+	       knobs.disk,
 	       knobs.chaos, knobs.restart, bug ? ", SIM_BUG=" : "", bug ? bug : "");
 	snprintf(share_base, sizeof(share_base), "%s/agentic-sim-XXXXXX",
 		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
