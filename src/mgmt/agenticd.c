@@ -38,8 +38,8 @@ const char agenticd_help[] =
 	"\n"
 	"Environment: AGENTSHARE_ROOT overrides agentshare_root; NOTIFY_SOCKET (systemd\n"
 	"Type=notify) gets READY=1 once the sockets serve; AGENTIC_ALLOC_CHECK=1 aborts on any\n"
-	"allocation after start-up. SIGTERM: stop accepting, roll back creates in flight, exit 0;\n"
-	"sandboxes keep running.\n";
+	"allocation after start-up and on a broken sandbox-lifecycle invariant. SIGTERM: stop\n"
+	"accepting, roll back creates in flight, exit 0; sandboxes keep running.\n";
 
 struct daemon *agenticd;
 static struct daemon daemon_state;

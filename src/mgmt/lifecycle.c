@@ -513,16 +513,13 @@ static void refresh_done(struct sandbox *sb)
 		sb->pending |= LC_PEND_DESTROY;
 }
 
-static int on_call_done(struct sandbox *sb)
+/* A create step's call answered: the next step, or the rollback. */
+static void create_step_done(struct sandbox *sb)
 {
 	const struct rt_result *res = &sb->call.res;
 	char text[1024];
 	int r;
 
-	if (!sb->call_active)
-		return ERR_STATE;
-	sb->call_active = false;
-	sb->retry_at = 0;
 	switch (sb->lc) {
 	case LC_NET_CREATE:
 		if (res->outcome == RT_OVERLAPS && sb->net_scans < LIMIT_SUBNET_SCANS) {
@@ -568,7 +565,7 @@ static int on_call_done(struct sandbox *sb)
 		sb->deadline = mono() + lc.cfg->ready_timeout_ms;
 		enter(sb, LC_CT_INSPECT);
 		break;
-	case LC_CT_INSPECT:
+	default: /* LC_CT_INSPECT */
 		if (res->outcome != RT_OK && res->outcome != RT_UNREADABLE) {
 			step_failed(sb, "container inspect");
 			break;
@@ -589,6 +586,23 @@ static int on_call_done(struct sandbox *sb)
 		HOOK(pid_known, sb);  /* may bring AGENT_READY (nested) at once */
 		if (sb->lc == LC_WAIT_READY && sb->agent_ready)
 			finish_create(sb);
+		break;
+	}
+}
+
+static int on_call_done(struct sandbox *sb)
+{
+	if (!sb->call_active)
+		return ERR_STATE;
+	sb->call_active = false;
+	sb->retry_at = 0;
+	switch (sb->lc) {
+	case LC_NET_SCAN:
+	case LC_NET_CREATE:
+	case LC_CT_CREATE:
+	case LC_CT_START:
+	case LC_CT_INSPECT:
+		create_step_done(sb);
 		break;
 	case LC_READY_REFRESH:
 	case LC_CONFLICT_REFRESH:

@@ -62,7 +62,9 @@
  *
  * Time comes from the hooks' clocks (mono_ms, wall_ms), so a simulator controls it. The
  * lifecycle keeps no state outside the sandbox table and the struct lifecycle_config it was
- * started with: lifecycle_start again (after clearing the table) is a fresh daemon.
+ * started with. A restarted daemon, in a simulator: the fake runtime drops its calls in
+ * flight, then sandbox_table_reset(), netpool_init(), lifecycle_start() and
+ * recover_state(rt) rebuild everything from the records and the runtime's objects.
  */
 #ifndef AGENTIC_MGMT_LIFECYCLE_H
 #define AGENTIC_MGMT_LIFECYCLE_H
@@ -164,7 +166,10 @@ static inline int lifecycle_signal(struct sandbox *sb, enum lc_event_kind kind)
 	return lifecycle_on(sb, &ev);
 }
 
-/* The loop's turn: the runtime's tick, deadlines and retries due at now, the warm pool. */
+/* The loop's turn: the runtime's tick (its answers reach lifecycle_on as CALL_DONE), the
+ * container events the runtime reported since the last turn (acted on now, for sandboxes
+ * with no call running; the others when theirs ends), deadlines and retries due at now, the
+ * warm pool. */
 void lifecycle_tick(int64_t now);
 /* The next time lifecycle_tick must run (monotonic ms), or INT64_MAX. */
 int64_t lifecycle_next_deadline(int64_t now);

@@ -15,5 +15,4 @@ int recover_state(struct runtime *rt, char *err, size_t err_size);
 /* What recover_state allocates (and frees) before the allocator is sealed. */
 size_t recover_scratch_bytes(uint32_t nsb);
 
-
 #endif

@@ -37,10 +37,11 @@ bool runtime_docker_fault_init_env(void)
 static char scratch_env[LIMIT_SANDBOX_ENV + 16][128];
 
 static int begin_container_create(struct runtime_docker *d, struct docker_call *call,
-				  const struct sandbox *sb)
+				  const struct rt_call *c)
 {
+	const struct sandbox *sb = c->sb;
 	const struct config *cfg = d->c.cfg;
-	const struct create_req *req = sb->req;
+	const struct create_req *req = sb ? sb->req : NULL;
 	static const char *env[LIMIT_SANDBOX_ENV + 16];
 	static struct docker_kv labels[LIMIT_SANDBOX_LABELS + 12];
 	static struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 4];
@@ -90,7 +91,7 @@ static int begin_container_create(struct runtime_docker *d, struct docker_call *
 	labels[nl++] = (struct docker_kv){ "agentic-control-uid", uid_s };
 	labels[nl++] = (struct docker_kv){ "agentic-workload-uid", wl_s };
 	labels[nl++] = (struct docker_kv){ "agentic-workload-boundary", "separated" };
-	if (sb->net_managed)
+	if (c->managed_net)
 		labels[nl++] = (struct docker_kv){ "agentic-managed-network", sb->network };
 	labels[nl++] = (struct docker_kv){ "agentic-runtime", "docker" };
 	labels[nl++] = (struct docker_kv){ "agentic-transport", "uds" };
@@ -207,7 +208,7 @@ static int slot_begin(struct engine_job *j)
 	case RT_NET_SCAN:
 		return docker_network_list_begin(&j->call, dc, NULL);
 	case RT_CT_CREATE:
-		return begin_container_create(d, &j->call, c->sb);
+		return begin_container_create(d, &j->call, c);
 	case RT_CT_START:
 		return docker_container_start_begin(&j->call, dc, c->id);
 	case RT_CT_INSPECT:
