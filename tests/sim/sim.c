@@ -470,6 +470,7 @@ static void daemon_start(void)
 		if (r == 0)
 			break;
 		trace("agenticd: recovery failed (%s); started again", err);
+		sandbox_table_reset(); /* the failed process exited: a new one starts empty */
 		SIM_CHECK(tries < 50, "agenticd never recovers: %s", err);
 		sim_now += 1000;
 	}
@@ -601,6 +602,20 @@ static void check_no_leak(void)
 		SIM_CHECK(sb && sb->ct_exists && strcmp(sb->container_id, ct->id) == 0,
 			  "container %s (%.12s, instance %.8s) is on the engine but no sandbox "
 			  "holds it: leaked", ct->name, ct->id, ct->instance);
+	}
+	/* a uid a sandbox holds is on no other container (an init there could claim it) */
+	for (uint32_t i = 0; i < NSB; i++) {
+		char uid[16];
+		uint32_t n = 0;
+
+		if (table[i].state == SB_FREE || !table[i].uid_taken)
+			continue;
+		snprintf(uid, sizeof(uid), "%u", table[i].uid);
+		for (int k = 0; k < E_CTS; k++)
+			n += e_cts[k].used && e_cts[k].ours && strcmp(e_cts[k].uid, uid) == 0 &&
+			     strcmp(e_cts[k].instance, table[i].instance_id) != 0;
+		SIM_CHECK(n == 0, "control uid %s of %s is also on %u other container(s) of the "
+			  "engine: held twice", uid, table[i].name, n);
 	}
 	for (int i = 0; i < E_NETS; i++) {
 		const struct e_net *n = &e_nets[i];
