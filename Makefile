@@ -115,7 +115,16 @@ SIM_WRAPS := clock_mono_ms clock_wall_ms random_hex uuid7 close malloc calloc re
 	     admin_exec_output admin_exec_done admin_exec_stdin_taken metrics_provision \
 	     metrics_refusal grpc_call_send grpc_call_finish grpc_call_flush grpc_call_md \
 	     grpc_call_peer grpc_call_set_user grpc_call_user grpc_call_app \
-	     grpc_server_drop_reserved
+	     grpc_server_drop_reserved share_make_workspace share_mount_workspace share_retire \
+	     docker_network_create_begin docker_network_list_begin docker_network_remove_begin \
+	     docker_container_create_begin docker_container_start_begin \
+	     docker_container_inspect_begin docker_container_stop_begin \
+	     docker_container_logs_begin docker_container_remove_begin \
+	     docker_container_list_begin docker_events_begin docker_call_step docker_call_run \
+	     docker_call_fd docker_call_events docker_call_timeout_ms docker_call_end \
+	     docker_result_id docker_result_container docker_result_each \
+	     docker_result_each_subnet docker_container_inspect docker_container_remove \
+	     docker_network_remove docker_network_inspect
 SIM_PROG  := $(BUILD)/asan/sim/test_simulation
 $(SIM_PROG): $(SIM_SRCS) tests/sim/sim.h $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)

@@ -19,9 +19,13 @@
  *   SIM_LOG=1   agenticd's own log on stderr
  *   SIM_CALM=1  no stormy seeds (else every fourth seed runs four times the faults and chaos)
  *
+ *   SIM_RUNTIME=docker  the real runtime_docker.c and its engine call queue over a wrapped
+ *               Docker client (engine.c answers both ways), instead of the fake runtime
+ *
  * Without SEED, SEEDS or SIM_BUG (as tests/run runs it) it is the check: SIM_CHECK_SEEDS
- * seeds (200), then each positive control must be caught by some seed and that seed, run
- * again, must print the very same trace. Output is TAP. */
+ * seeds (200) with the fake runtime, a quarter as many with the Docker one, then each
+ * positive control must be caught by some seed and that seed, run again, must print the very
+ * same trace. Output is TAP. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -399,6 +403,10 @@ void *__wrap_realloc(void *p, size_t n)
 static struct daemon D;
 static struct sandbox table[NSB];
 static struct runtime *rt;
+/* SIM_RUNTIME=docker: the real Docker runtime and its call queue over the wrapped client */
+static bool docker_mode;
+static struct runtime_docker rd;
+static uint64_t rd_storage[8192];
 static uint64_t uid_bits[1], subnet_bits[1], foreign_bits[1];
 static uint32_t restarts, graceful_stops;
 
@@ -435,8 +443,24 @@ static void daemon_setup(bool fresh)
 	snprintf(D.owner_label, sizeof(D.owner_label), "agentic-daemon=%.16s", D.owner);
 	snprintf(D.self_exe, sizeof(D.self_exe), "/proc/self/exe");
 	agenticd = &D;
-	/* as agenticd's start_lifecycle, with the fake runtime */
-	rt = engine_runtime();
+	/* as agenticd's start_lifecycle, with the fake runtime (or the real Docker one) */
+	if (docker_mode) {
+		struct runtime_docker_config rc = {
+			.cfg = &D.cfg, .dc = &D.dc, .owner = D.owner, .owner_label = D.owner_label,
+			.self_exe = D.self_exe, .seccomp_opt = D.seccomp_opt, .epfd = -1,
+			.tag = TAG_JOB, .slots = RT_SLOTS(NSB),
+			.events_since = (SIM_WALL_BASE + sim_now) / 1000,
+		};
+
+		SIM_CHECK(runtime_docker_storage_bytes(RT_SLOTS(NSB)) <= sizeof(rd_storage),
+			  "harness: runtime_docker needs %zu bytes",
+			  runtime_docker_storage_bytes(RT_SLOTS(NSB)));
+		SIM_CHECK(runtime_docker_init(&rd, &rc, rd_storage, sizeof(rd_storage)) == 0,
+			  "runtime_docker_init failed");
+		rt = &rd.rt;
+	} else {
+		rt = engine_runtime();
+	}
 	D.rt = rt;
 	netpool_init(&D.pool, rt, RT_SLOT_POOL(NSB), &D.subnets);
 	lifecycle_start(&(struct lifecycle_config){ .cfg = &D.cfg, .sb = table, .nsb = NSB,
@@ -1120,6 +1144,8 @@ int main(void)
 	knobs.fail = env_u32("SIM_FAIL", 40);
 	knobs.rfail = env_u32("SIM_RECOVERY_FAIL", 0);
 	knobs.disk = env_u32("SIM_DISK", 20);
+	knobs.busy = env_u32("SIM_BUSY", 20);
+	docker_mode = getenv("SIM_RUNTIME") && strcmp(getenv("SIM_RUNTIME"), "docker") == 0;
 	knobs.lost = env_u32("SIM_LOST", 0);
 	knobs.chaos = env_u32("SIM_CHAOS", 15);
 	knobs.restart = env_u32("SIM_RESTART", 3);
@@ -1133,12 +1159,13 @@ int main(void)
 		base = strtoull(one, NULL, 10);
 		nseeds = 1;
 	}
-	printf("1..%d\n", batch ? 1 : 5);
+	printf("1..%d\n", batch ? 1 : 6);
 	printf("# simulation: seeds %llu..%llu, %u steps each, faults fail=%u recovery_fail=%u "
-	       "lost=%u disk=%u chaos=%u restart=%u (per mille)%s%s\n", (unsigned long long)base,
+	       "lost=%u disk=%u chaos=%u restart=%u (per mille), runtime %s%s%s\n", (unsigned long long)base,
 	       (unsigned long long)(base + nseeds - 1), steps, knobs.fail, knobs.rfail, knobs.lost,
 	       knobs.disk,
-	       knobs.chaos, knobs.restart, bug ? ", SIM_BUG=" : "", bug ? bug : "");
+	       knobs.chaos, knobs.restart, docker_mode ? "docker (wrapped client)" : "fake",
+	       bug ? ", SIM_BUG=" : "", bug ? bug : "");
 	snprintf(share_base, sizeof(share_base), "%s/agentic-sim-XXXXXX",
 		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 	if (!mkdtemp(share_base)) {
@@ -1161,8 +1188,19 @@ int main(void)
 		return failed ? 1 : 0;
 	}
 	bad += failed != 0;
-	bad += control(2, "leak-uid", BUG_LEAK_UID, steps);
-	bad += control(4, "dup-bytes", BUG_DUP_BYTES, steps);
+	/* the same through runtime_docker.c and its call queue, over the wrapped client */
+	docker_mode = true;
+	memset(&tot, 0, sizeof(tot));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	failed = run_batch(10001, nseeds / 4, steps, 3, STDOUT_FILENO, &tot, &first);
+	print_totals(seeds_ran, since(&t0), &tot);
+	printf("%s 2 - the same through runtime_docker.c and engine.c over a wrapped Docker "
+	       "client, %u seeds (SIM_RUNTIME=docker SEED_BASE=10001)%s\n", failed ? "not ok" : "ok",
+	       nseeds / 4, failed ? " (see the failing seed above)" : "");
+	bad += failed != 0;
+	docker_mode = false;
+	bad += control(3, "leak-uid", BUG_LEAK_UID, steps);
+	bad += control(5, "dup-bytes", BUG_DUP_BYTES, steps);
 	rmdir(share_base);
 	return bad ? 1 : 0;
 }

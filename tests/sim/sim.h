@@ -51,6 +51,7 @@ struct sim_knobs {
 	uint32_t rfail;       /* the same for recovery's blocking calls */
 	uint32_t lost;        /* an engine call's effect applies but its answer is lost */
 	uint32_t disk;        /* a transcript write takes only part of its bytes */
+	uint32_t busy;        /* SIM_RUNTIME=docker: every engine connection is in use at begin */
 	uint32_t chaos;       /* container die/start/destroy behind agenticd's back, per step */
 	uint32_t restart;     /* agenticd crashes and restarts, per step */
 	uint32_t bug;         /* SIM_BUG: a harness-injected defect (positive control) */
