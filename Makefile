@@ -3,6 +3,7 @@
 #   make          build ./agentic (static, stripped) and print its size
 #   make check    unit tests (glibc + ASan/UBSan), fuzz corpus replay, integration tests
 #   make bench    benchmarks, printed as ratios against their peers
+#   make simulate the deterministic simulation (tests/sim): SEEDS=N seeds, or SEED=n to replay one
 #   make fuzz     libFuzzer builds of every tests/fuzz/fuzz_*.c (clang)
 #   make install  PREFIX=/usr/local: the binary and its applet links (never a test program)
 #   make uninstall  the same PREFIX (and DESTDIR): the binary and every link to it
@@ -49,7 +50,7 @@ INTEG_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/asan/integration/%,$(wi
 # Benchmark drivers: tools/bench/X.c builds against the production (musl, -O2) objects.
 BENCH_PROGS := $(patsubst tools/bench/%.c,$(BUILD)/musl/bench/%,$(wildcard tools/bench/*.c))
 
-.PHONY: all check bench fuzz demo images install uninstall clean third_party bootstrap test-build
+.PHONY: all check bench fuzz demo images install uninstall clean third_party bootstrap test-build simulate
 all: agentic
 
 $(KINC):
@@ -122,8 +123,38 @@ $(GRPCTEST): tests/grpctest/grpctest.c $(LIB_OBJS) $(TEST_GEN_OBJS) $(TP_PBC)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TEST_GEN_OBJS) $(TP_PBC)
 
+# The deterministic simulation: agenticd's objects driving tests/sim's fake runtime, with the
+# gRPC calls of the agent socket, the clock, the random ids and the peer pidfds wrapped.
+SIM_SRCS  := $(wildcard tests/sim/*.c)
+SIM_WRAPS := clock_mono_ms clock_wall_ms random_hex uuid7 close malloc calloc realloc free \
+	     idalloc_free runlog_output sandbox_pidfd_pid sandbox_read_pid_ns \
+	     metrics_provision \
+	     metrics_refusal grpc_call_send grpc_call_finish grpc_call_flush grpc_call_md \
+	     grpc_call_peer grpc_call_set_user grpc_call_user grpc_call_app \
+	     grpc_server_drop_reserved share_make_workspace share_mount_workspace share_retire \
+	     docker_network_create_begin docker_network_list_begin docker_network_remove_begin \
+	     docker_container_create_begin docker_container_start_begin \
+	     docker_container_inspect_begin docker_container_stop_begin \
+	     docker_container_logs_begin docker_container_remove_begin \
+	     docker_container_list_begin docker_events_begin docker_call_step docker_call_run \
+	     docker_call_fd docker_call_events docker_call_timeout_ms docker_call_end \
+	     docker_result_id docker_result_container docker_result_each \
+	     docker_result_each_subnet docker_container_inspect docker_container_remove \
+	     docker_network_remove docker_network_inspect
+SIM_PROG  := $(BUILD)/asan/sim/test_simulation
+$(SIM_PROG): $(SIM_SRCS) tests/sim/sim.h $(BUILD)/asan/libagentic.a
+	@mkdir -p $(@D)
+	@echo "CC $@ (with $(words $(SIM_WRAPS)) functions wrapped)"
+	@$(CC) $(TEST_CFLAGS) -o $@ $(SIM_SRCS) $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS) \
+		$(SIM_WRAPS:%=-Wl,--wrap=%)
+
+# SEEDS=N seeds from SEED_BASE (default 1), or SEED=n alone (its trace printed on failure).
+SEEDS ?= 1000
+simulate: $(SIM_PROG)
+	SEEDS=$(SEEDS) $(SIM_PROG)
+
 PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
-test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS) $(GRPCTEST)
+test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
 
 check: bootstrap
 	$(MAKE) all third_party test-build
