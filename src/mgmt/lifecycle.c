@@ -744,7 +744,7 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 	case LC_EV_AGENT_READY:
 		if (sb->lc == LC_WAIT_READY)
 			finish_create(sb);
-		else if (sb->lc == LC_READY)
+		else if (family_of(sb) == F_READY) /* idle or refreshing: both are ready */
 			log_info("agent ready again", "name=%s instance=%s uid=%u", log_q(sb->name),
 				 log_q(sb->instance_id), sb->uid);
 		return 0;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -745,6 +746,45 @@ static void test_agent_ready_before_the_inspect_finishes_the_create(void **state
 	assert_int_equal(seen.pid_known, 1);
 }
 
+/* What the lifecycle logs while signal_(sb, k) runs (stderr caught in a file). */
+static void logged(struct sandbox *sb, enum lc_event_kind k, char *out, size_t size)
+{
+	char path[96];
+	int fd, saved;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/stderr", root);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	saved = dup(2);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	assert_int_equal(signal_(sb, k), 0);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	n = pread(fd, out, size - 1, 0);
+	close(fd);
+	out[n > 0 ? n : 0] = '\0';
+}
+
+/* An agent that reports READY again is logged in either ready state: idle, or while the
+ * refresh a container start began is running (both are "ready"; agenticd logged both
+ * before the lifecycle had states of its own). */
+static void test_agent_ready_again_is_logged_while_ready_or_refreshing(void **state)
+{
+	struct sandbox *sb = drive(LC_READY);
+	char text[4096];
+
+	logged(sb, LC_EV_AGENT_READY, text, sizeof(text));
+	assert_non_null(strstr(text, "msg=\"agent ready again\""));
+	assert_int_equal(signal_(sb, LC_EV_CT_START), 0);
+	assert_int_equal(sb->lc, LC_READY_REFRESH);
+	logged(sb, LC_EV_AGENT_READY, text, sizeof(text));
+	assert_non_null(strstr(text, "msg=\"agent ready again\""));
+	assert_int_equal(sb->lc, LC_READY_REFRESH);
+	assert_int_equal(seen.created, 1); /* a ready sandbox is not created twice */
+}
+
 /* A teardown step the engine refuses is retried at its time, not before, not twice. */
 static void test_a_failed_teardown_step_is_retried(void **state)
 {
@@ -946,6 +986,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failures_without_the_engine_roll_back_too, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_waiting_for_the_agent_ends_in_ready_or_a_rollback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_ready_before_the_inspect_finishes_the_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_ready_again_is_logged_while_ready_or_refreshing,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_failed_teardown_step_is_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_during_a_call_wait_for_it, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_destroy_drops_a_pending_refresh_retry, setup, teardown),
