@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mgmt/daemon.h"
 #include "mgmt/lifecycle.h"
 #include "mgmt/netpool.h"
 #include "mgmt/recover.h"
+#include "mgmt/sandbox.h"
 #include "mgmt/share.h"
 
 struct found {
