@@ -44,18 +44,48 @@ static const struct http_field json_fields[] = {
 	{ NULL, NULL },
 };
 
+/* What agenticd.c hands over at start (admin_init), the listener (admin_listen), and the
+ * counts admin.c keeps itself. */
+static struct {
+	struct admin_config ac;
+	int listen_fd;
+	bool stopping;                /* admin_shutdown: no new creates */
+	uint64_t refused;             /* peers refused (not root, not in admin_group) */
+} A = { .listen_fd = -1 };
+
+void admin_init(const struct admin_config *ac)
+{
+	A.ac = *ac;
+	A.listen_fd = -1;
+	A.stopping = false;
+	A.refused = 0;
+	for (uint32_t i = 0; i < ac->nconns; i++)
+		ac->conns[i].fd = -1;
+}
+
+void admin_listen(int fd)
+{
+	A.listen_fd = fd;
+	agenticd_watch(fd, EPOLLIN, TAG_ADMIN_LISTEN, 0);
+}
+
+const struct config *admin_cfg(void)
+{
+	return A.ac.cfg;
+}
+
 static uint32_t conn_index(const struct admin_conn *c)
 {
-	return (uint32_t)(c - agenticd->conns);
+	return (uint32_t)(c - A.ac.conns);
 }
 
 static struct admin_conn *conn_at(int32_t i, uint32_t gen)
 {
 	struct admin_conn *c;
 
-	if (i < 0 || (uint32_t)i >= agenticd->nconns)
+	if (i < 0 || (uint32_t)i >= A.ac.nconns)
 		return NULL;
-	c = &agenticd->conns[i];
+	c = &A.ac.conns[i];
 	return c->phase != AC_FREE && c->gen == gen ? c : NULL;
 }
 
@@ -63,9 +93,9 @@ struct admin_conn *admin_conn_take(void)
 {
 	struct admin_conn *c = NULL;
 
-	for (uint32_t i = 0; i < agenticd->nconns && !c; i++)
-		if (agenticd->conns[i].phase == AC_FREE)
-			c = &agenticd->conns[i];
+	for (uint32_t i = 0; i < A.ac.nconns && !c; i++)
+		if (A.ac.conns[i].phase == AC_FREE)
+			c = &A.ac.conns[i];
 	if (!c)
 		return NULL;
 	c->gen++;
@@ -87,7 +117,7 @@ struct admin_conn *admin_conn_take(void)
 void admin_conn_close(struct admin_conn *c)
 {
 	if (c->fd >= 0) {
-		loop_unwatch(c->fd);
+		agenticd_unwatch(c->fd);
 		close(c->fd);
 		c->fd = -1;
 	}
@@ -108,7 +138,7 @@ void admin_watch(struct admin_conn *c, uint32_t events)
 	struct epoll_event ev = { .events = events | EPOLLRDHUP };
 
 	ev.data.u64 = ((uint64_t)TAG_ADMIN_CONN << 32) | conn_index(c);
-	epoll_ctl(agenticd->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	epoll_ctl(A.ac.epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
 /* ---- responses: every one is written by src/http's writer, which sets the framing ---- */
@@ -255,8 +285,8 @@ static void list_fill(struct admin_conn *c)
 
 	buf_init(&out, c->out, sizeof(c->out));
 	out.len = c->out_len;
-	while (c->list_cursor < agenticd->nsb) {
-		const struct sandbox *sb = &agenticd->sb[c->list_cursor];
+	while (c->list_cursor < sandbox_slots()) {
+		const struct sandbox *sb = sandbox_slot(c->list_cursor);
 		struct buf b;
 		struct json_writer w;
 
@@ -274,7 +304,7 @@ static void list_fill(struct admin_conn *c)
 		c->list_first = false;
 		c->list_cursor++;
 	}
-	if (c->list_cursor == agenticd->nsb) {
+	if (c->list_cursor == sandbox_slots()) {
 		size_t at = out.len;
 
 		if (http_chunk_write(&out, "]}\n", 3) == 0 && http_chunk_end(&out) == 0)
@@ -305,8 +335,8 @@ static void route_list(struct admin_conn *c, struct sandbox *unused, const char 
 /* Sandboxes by state (creating, ready, removing, conflict) and with a ready agent. */
 static void count_sandboxes(uint32_t by_state[4], uint32_t *connected)
 {
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		const struct sandbox *sb = &agenticd->sb[i];
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		const struct sandbox *sb = sandbox_slot(i);
 
 		if (sb->state >= SB_CREATING && sb->state <= SB_CONFLICT)
 			by_state[sb->state - SB_CREATING]++;
@@ -317,8 +347,8 @@ static void count_sandboxes(uint32_t by_state[4], uint32_t *connected)
 static void route_info(struct admin_conn *c, struct sandbox *unused, const char *query)
 {
 	static char text[4096];
-	const struct daemon *d = agenticd;
-	const struct config *cfg = &d->cfg;
+	const struct admin_config *d = &A.ac;
+	const struct config *cfg = d->cfg;
 	struct buf b;
 	struct json_writer w;
 	char pool[24];
@@ -336,9 +366,9 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 	json_key(&w, "engine_version");
 	json_str_write(&w, d->engine_version);
 	json_key(&w, "api_version");
-	json_str_write(&w, d->dc.version);
+	json_str_write(&w, d->api_version);
 	json_key(&w, "sandboxes");
-	json_int_write(&w, d->live);
+	json_int_write(&w, sandbox_live());
 	json_key(&w, "sandboxes_ready");
 	json_int_write(&w, by_state[SB_READY - SB_CREATING]);
 	json_key(&w, "agents_ready");
@@ -346,7 +376,7 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 	json_key(&w, "max_sandboxes");
 	json_int_write(&w, cfg->max_sandboxes);
 	json_key(&w, "warm_networks");
-	json_int_write(&w, d->pool.n);
+	json_int_write(&w, d->pool->n);
 	json_key(&w, "control_uid_range");
 	json_obj_begin(&w);
 	json_key(&w, "min");
@@ -354,16 +384,16 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 	json_key(&w, "max");
 	json_int_write(&w, cfg->control_uid_max);
 	json_key(&w, "used");
-	json_int_write(&w, d->uids.used);
+	json_int_write(&w, sandbox_uid_map()->used);
 	json_obj_end(&w);
 	json_key(&w, "subnet_pool");
 	json_obj_begin(&w);
 	json_key(&w, "cidr");
 	json_str_write(&w, pool);
 	json_key(&w, "used");
-	json_int_write(&w, d->subnets.used - d->nforeign);
+	json_int_write(&w, subnet_map()->used - subnet_foreign_count());
 	json_key(&w, "foreign");
-	json_int_write(&w, d->nforeign);
+	json_int_write(&w, subnet_foreign_count());
 	json_obj_end(&w);
 	json_key(&w, "memory_budget_bytes");
 	json_int_write(&w, (int64_t)d->budget);
@@ -372,9 +402,9 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 	json_key(&w, "agentshare_root");
 	json_str_write(&w, cfg->agentshare_root);
 	json_key(&w, "refused_agents");
-	json_int_write(&w, (int64_t)d->refused_agents);
+	json_int_write(&w, (int64_t)agent_refused());
 	json_key(&w, "refused_admins");
-	json_int_write(&w, (int64_t)d->refused_admins);
+	json_int_write(&w, (int64_t)A.refused);
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0) {
 		admin_respond_error(c, 500, "internal", "info does not fit its buffer");
@@ -415,13 +445,13 @@ static int keep_request(struct sandbox *sb, const struct create_req *req)
 
 static void route_create(struct admin_conn *c, struct sandbox *unused, const char *query)
 {
-	const struct config *cfg = &agenticd->cfg;
+	const struct config *cfg = A.ac.cfg;
 	struct request_error e = { 0 };
 	struct create_req *req = &c->req;
 	struct sandbox *sb;
 	char hex[16];
 
-	if (agenticd->stopping) {
+	if (A.stopping) {
 		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
 		return;
 	}
@@ -594,8 +624,8 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	count_sandboxes(v.sandboxes, &v.agents_connected);
 	for (int i = 0; i < AGENT_REFUSAL_REASONS; i++)
 		names[i] = agent_refusal_name(i);
-	v.refused_admins = agenticd->refused_admins;
-	v.budget = agenticd->budget;
+	v.refused_admins = A.refused;
+	v.budget = A.ac.budget;
 	v.resident = metrics_resident_bytes();
 	buf_init(&b, text, sizeof(text));
 	if (metrics_render(&b, &v) != 0) {
@@ -755,10 +785,10 @@ static bool sniff_http2(struct admin_conn *c)
 		return true;
 	}
 	fd = c->fd;
-	loop_unwatch(fd);
+	agenticd_unwatch(fd);
 	c->fd = -1;
 	admin_conn_close(c);
-	r = grpc_server_add_conn(agenticd->admin_grpc, fd, admin_grpc_methods,
+	r = grpc_server_add_conn(A.ac.grpc, fd, admin_grpc_methods,
 				 admin_grpc_nmethods);
 	if (r < 0) {
 		log_warn("admin grpc connection refused", "error=%s", log_q(err_str(r)));
@@ -893,7 +923,7 @@ static void parse_buffered(struct admin_conn *c)
 
 void admin_event(uint32_t index, uint32_t events)
 {
-	struct admin_conn *c = &agenticd->conns[index];
+	struct admin_conn *c = &A.ac.conns[index];
 
 	if (c->phase == AC_FREE || c->phase == AC_ZOMBIE || c->fd < 0)
 		return;
@@ -949,10 +979,8 @@ static void refuse_busy(int fd)
 
 void admin_accept(void)
 {
-	struct daemon *d = agenticd;
-
 	for (;;) {
-		int fd = accept4(d->admin_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(A.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct admin_conn *c;
 		char why[128], q[160];
 
@@ -968,21 +996,21 @@ void admin_accept(void)
 		c->idle_since = clock_mono_ms();
 		http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
 		c->parser.body_limit = LIMIT_ADMIN_BODY_BYTES;
-		c->allowed = host_admin_peer_ok(fd, d->admin_group_known, d->admin_gid, &c->uid,
+		c->allowed = host_admin_peer_ok(fd, A.ac.group_known, A.ac.gid, &c->uid,
 						&c->pid, why, sizeof(why)) == 0;
 		if (!c->allowed) {
-			d->refused_admins++;
+			A.refused++;
 			log_warn("admin refused", "uid=%u pid=%d reason=%s", (unsigned)c->uid,
 				 (int)c->pid, log_quote(q, sizeof(q), why));
 		}
-		loop_watch(fd, EPOLLIN | EPOLLRDHUP, TAG_ADMIN_CONN, conn_index(c));
+		agenticd_watch(fd, EPOLLIN | EPOLLRDHUP, TAG_ADMIN_CONN, conn_index(c));
 	}
 }
 
 void admin_tick(int64_t now)
 {
-	for (uint32_t i = 0; i < agenticd->nconns; i++) {
-		struct admin_conn *c = &agenticd->conns[i];
+	for (uint32_t i = 0; i < A.ac.nconns; i++) {
+		struct admin_conn *c = &A.ac.conns[i];
 
 		if ((c->phase == AC_READ || c->phase == AC_WRITE || c->phase == AC_LIST) &&
 		    now - c->idle_since > LIMIT_ADMIN_IDLE_MS)
@@ -992,8 +1020,8 @@ void admin_tick(int64_t now)
 
 bool admin_answering(void)
 {
-	for (uint32_t i = 0; i < agenticd->nconns; i++) {
-		enum admin_phase ph = agenticd->conns[i].phase;
+	for (uint32_t i = 0; i < A.ac.nconns; i++) {
+		enum admin_phase ph = A.ac.conns[i].phase;
 
 		if (ph == AC_WAIT || ph == AC_WRITE || ph == AC_LIST)
 			return true;
@@ -1003,9 +1031,10 @@ bool admin_answering(void)
 
 void admin_shutdown(void)
 {
-	if (agenticd->admin_fd >= 0) {
-		loop_unwatch(agenticd->admin_fd);
-		close(agenticd->admin_fd);
-		agenticd->admin_fd = -1;
+	A.stopping = true;
+	if (A.listen_fd >= 0) {
+		agenticd_unwatch(A.listen_fd);
+		close(A.listen_fd);
+		A.listen_fd = -1;
 	}
 }

@@ -17,9 +17,11 @@
 #include "mgmt/exec.h"
 #include "mgmt/request.h"
 
+struct config;
+struct netpool;
 struct sandbox;
 
-/* ---- admin connections (the table is struct daemon's conns, max_admin_connections) ---- */
+/* ---- admin connections (the table admin_init is handed, max_admin_connections) ---- */
 enum admin_phase { AC_FREE = 0, AC_READ, AC_WAIT, AC_WRITE, AC_LIST, AC_ZOMBIE, AC_EXEC,
 		   AC_FILE };
 
@@ -66,6 +68,28 @@ struct admin_conn {
 	uint64_t file_left;
 };
 
+/* ---- start-up (agenticd.c) ---- */
+/* What the admin API is handed at start: its connection table (nconns slots, storage from
+ * agenticd's region), the loop, the admin gRPC server, who may connect, and what GET
+ * /v1/info reports (the engine's versions are read when asked: they are filled in later). */
+struct admin_config {
+	const struct config *cfg;
+	struct admin_conn *conns;
+	uint32_t nconns;
+	int epfd;
+	struct grpc_server *grpc;     /* gRPC on the admin socket: connections handed over */
+	bool group_known;             /* admin_group exists: its members may connect */
+	gid_t gid;
+	size_t budget;                /* the memory budget, bytes */
+	const char *engine_version;
+	const char *api_version;
+	const struct netpool *pool;   /* warm networks */
+};
+/* Takes the table (every slot free) and what it needs; no connection yet. */
+void admin_init(const struct admin_config *ac);
+/* The listening socket, once open: watched, and admin_accept takes its connections. */
+void admin_listen(int fd);
+
 /* ---- what the loop calls ---- */
 /* Accepts pending connections, checking each peer (SO_PEERCRED, SO_PEERGROUPS). */
 void admin_accept(void);
@@ -98,6 +122,7 @@ int admin_route_find(const char *method, const char *path, const struct admin_ro
 		     char *name, size_t name_size, char *allow, size_t allow_size);
 
 /* ---- shared by admin.c and the front ends beside it ---- */
+const struct config *admin_cfg(void);  /* the config admin_init was handed */
 /* A free connection slot (gen bumped, buffers empty, no fd), or NULL; it stays free until the
  * caller gives it a phase. */
 struct admin_conn *admin_conn_take(void);

@@ -28,7 +28,7 @@ static int spill_room(const struct admin_conn *c, size_t len)
 {
 	struct statvfs st;
 
-	if (c->spill_w - c->spill_r + len > agenticd->cfg.exec_spill_max_bytes)
+	if (c->spill_w - c->spill_r + len > admin_cfg()->exec_spill_max_bytes)
 		return -EFBIG;
 	if ((c->spill_w == 0 || c->spill_w / LIMIT_EXEC_SPILL_CHECK_BYTES !=
 				(c->spill_w + len) / LIMIT_EXEC_SPILL_CHECK_BYTES) &&
@@ -54,7 +54,7 @@ int admin_exec_queue(struct admin_conn *c, const void *data, size_t len)
 			c->out_len += (uint32_t)len;
 			return 0;
 		}
-		c->spill_fd = open(agenticd->cfg.agentshare_root, O_TMPFILE | O_RDWR | O_CLOEXEC,
+		c->spill_fd = open(admin_cfg()->agentshare_root, O_TMPFILE | O_RDWR | O_CLOEXEC,
 				   0600);
 		if (c->spill_fd < 0)
 			return -errno;

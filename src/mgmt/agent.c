@@ -64,6 +64,23 @@ struct refusal_note {
 static struct refusal_note notes[LIMIT_AGENT_REFUSAL_LOG_UIDS];
 static uint32_t others_held;
 
+/* What agenticd.c hands over at start (agent_init), and the refusals counted. */
+static const struct config *cfg;
+static struct grpc_server *server;
+static uint64_t refused;
+
+void agent_init(const struct config *c, struct grpc_server *grpc)
+{
+	cfg = c;
+	server = grpc;
+	refused = 0;
+}
+
+uint64_t agent_refused(void)
+{
+	return refused;
+}
+
 /* 1 when a refusal of uid is to be logged now, with *held of its own not logged before. */
 static int refusal_due(uint32_t uid, uint32_t *held)
 {
@@ -114,7 +131,7 @@ static void refusal_log(const struct grpc_peer *p, const char *reason)
 static void refuse_why(struct grpc_call *call, int why, const char *reason)
 {
 	metrics_refusal(why);
-	agenticd->refused_agents++;
+	refused++;
 	refusal_log(grpc_call_peer(call), reason);
 	grpc_call_set_user(call, NULL);
 	grpc_call_finish(call, GRPC_UNAUTHENTICATED, reason, NULL, 0);
@@ -172,7 +189,7 @@ int agent_admit(void *ctx, int fd, struct grpc_peer *p)
 	int pfd;
 
 	(void)ctx;
-	if (p->uid == agenticd->cfg.workload_uid)
+	if (p->uid == cfg->workload_uid)
 		return -1;
 	sb = sandbox_by_uid(p->uid);
 	if (!sb || sb->state == SB_CONFLICT || lifecycle_going(sb))
@@ -198,7 +215,7 @@ int agent_admit(void *ctx, int fd, struct grpc_peer *p)
 		sb->conn_verified = false;
 	}
 	p->tag = sb->gen;
-	return (int)(sb - agenticd->sb);
+	return (int)sandbox_index(sb);
 }
 
 void agent_forget(struct sandbox *sb)
@@ -207,8 +224,8 @@ void agent_forget(struct sandbox *sb)
 	sb->agent_authed = sb->agent_registered = sb->agent_ready = false;
 	peer_forget(sb);
 	sb->conn_verified = false;
-	if (agenticd->grpc)
-		grpc_server_drop_reserved(agenticd->grpc, (uint32_t)(sb - agenticd->sb));
+	if (server)
+		grpc_server_drop_reserved(server, sandbox_index(sb));
 }
 
 static void ack(struct grpc_call *call, struct sandbox *sb)
@@ -298,8 +315,8 @@ static void out_stall(struct sandbox *sb)
 
 void agent_tick(int64_t now)
 {
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		struct sandbox *sb = &agenticd->sb[i];
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		struct sandbox *sb = sandbox_slot(i);
 
 		if (sb->state == SB_FREE || !sb->agent || !sb->agent_ready || !sb->out_stalled ||
 		    now < sb->out_retry_ms)
@@ -319,8 +336,8 @@ int64_t agent_next_deadline(void)
 {
 	int64_t next = INT64_MAX;
 
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		const struct sandbox *sb = &agenticd->sb[i];
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		const struct sandbox *sb = sandbox_slot(i);
 
 		if (sb->state != SB_FREE && sb->agent && sb->out_stalled && sb->out_retry_ms < next)
 			next = sb->out_retry_ms;
@@ -430,7 +447,7 @@ static void refuse_guest(struct grpc_call *call, const struct grpc_peer *p)
 {
 	struct sandbox *sb = sandbox_by_uid(p->uid);
 
-	if (p->uid == agenticd->cfg.workload_uid)
+	if (p->uid == cfg->workload_uid)
 		refuse_why(call, RF_WORKLOAD_UID, "the workload uid never maps to a sandbox");
 	else if (!sb)
 		refuse_why(call, RF_UNKNOWN_UID, "unknown uid: no sandbox has it as its control uid");
@@ -448,11 +465,11 @@ static void connect_start(struct grpc_call *call)
 	struct sandbox *sb;
 
 	grpc_call_set_user(call, NULL);
-	if (p->slot < 0 || (uint32_t)p->slot >= agenticd->nsb) {
+	sb = p->slot < 0 ? NULL : sandbox_slot((uint32_t)p->slot);
+	if (!sb) {
 		refuse_guest(call, p);
 		return;
 	}
-	sb = &agenticd->sb[p->slot];
 	if (sb->state == SB_FREE || sb->gen != p->tag || sb->uid != p->uid) {
 		refuse_why(call, RF_REMOVING, "the sandbox is being removed");
 		return;
@@ -506,7 +523,7 @@ void agent_pid_known(struct sandbox *sb)
 						       : (struct grpc_peer){ .uid = sb->uid };
 
 			metrics_refusal(RF_NOT_INIT);
-			agenticd->refused_agents++;
+			refused++;
 			refusal_log(&p, "the peer is not the sandbox's init");
 			agent_forget(sb);
 			return;

@@ -9,6 +9,13 @@
 #include "grpc/grpc.h"
 #include "mgmt/sandbox.h"
 
+struct config;
+
+/* What the agent socket is handed at start: the config and the gRPC server it runs on (NULL:
+ * none, as in a test). */
+void agent_init(const struct config *cfg, struct grpc_server *grpc);
+/* Peers refused a Connect since start. */
+uint64_t agent_refused(void);
 extern const struct grpc_method agent_methods[];
 extern const size_t agent_nmethods;
 /* The gRPC server's admit hook for the agent socket: the peer's sandbox slot when its uid is

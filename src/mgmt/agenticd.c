@@ -45,7 +45,7 @@ const char agenticd_help[] =
 struct daemon *agenticd;
 static struct daemon daemon_state;
 
-void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
+void agenticd_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
 {
 	struct epoll_event ev = { .events = events };
 
@@ -54,7 +54,7 @@ void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
 		log_error("cannot watch a descriptor", "fd=%d error=%s", fd, log_q(strerror(errno)));
 }
 
-void loop_unwatch(int fd)
+void agenticd_unwatch(int fd)
 {
 	epoll_ctl(agenticd->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
@@ -210,8 +210,8 @@ static int setup_loop(struct daemon *d)
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->sigfd < 0 || d->timerfd < 0 || d->epfd < 0)
 		return -errno;
-	loop_watch(d->sigfd, EPOLLIN, TAG_SIGNAL, 0);
-	loop_watch(d->timerfd, EPOLLIN, TAG_TIMER, 0);
+	agenticd_watch(d->sigfd, EPOLLIN, TAG_SIGNAL, 0);
+	agenticd_watch(d->timerfd, EPOLLIN, TAG_TIMER, 0);
 	return 0;
 }
 
@@ -229,27 +229,35 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	uint8_t *p = region;
 	uint32_t nsub = 1u << (28 - cfg->subnet_pool_prefix);
 	uint32_t nuid = cfg->control_uid_max - cfg->control_uid_min + 1;
-
+	struct sandbox *sb;
+	struct admin_conn *conns;
+	uint64_t *uid_bits, *subnet_bits, *foreign_bits;
 	int r;
+
 	d->nsb = cfg->max_sandboxes;
-	d->sb = carve(&p, b->sandboxes);
-	d->nconns = cfg->max_admin_connections;
-	d->conns = carve(&p, b->admin);
+	sb = carve(&p, b->sandboxes);
+	conns = carve(&p, b->admin);
 	d->rt_storage = carve(&p, runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
-	idalloc_init(&d->uids, carve(&p, ((nuid + 63) / 64) * 8), cfg->control_uid_min, nuid);
-	idalloc_init(&d->subnets, carve(&p, ((nsub + 63) / 64) * 8), 0, nsub);
-	d->foreign = carve(&p, ((nsub + 63) / 64) * 8);
-	memset(d->foreign, 0, ((nsub + 63) / 64) * 8);
-	for (uint32_t i = 0; i < d->nsb; i++) {
-		d->sb[i].subnet = -1;
-		d->sb[i].waiter = -1;
-	}
-	for (uint32_t i = 0; i < d->nconns; i++)
-		d->conns[i].fd = -1;
+	uid_bits = carve(&p, ((nuid + 63) / 64) * 8);
+	subnet_bits = carve(&p, ((nsub + 63) / 64) * 8);
+	foreign_bits = carve(&p, ((nsub + 63) / 64) * 8);
+	sandbox_table_init(cfg, sb, d->nsb, uid_bits);
+	subnet_init(cfg, subnet_bits, foreign_bits);
 	r = grpc_server_init(&b->gcfg, carve(&p, b->grpc), b->grpc, &d->grpc);
 	if (r == 0)
 		r = grpc_server_init(&b->acfg, carve(&p, b->agrpc), b->agrpc, &d->admin_grpc);
-	return r;
+	if (r != 0)
+		return r;
+	admin_init(&(struct admin_config){
+		.cfg = cfg, .conns = conns, .nconns = cfg->max_admin_connections, .epfd = d->epfd,
+		.grpc = d->admin_grpc, .group_known = d->admin_group_known, .gid = d->admin_gid,
+		.budget = d->budget, .engine_version = d->engine_version,
+		.api_version = d->dc.version, .pool = &d->pool,
+	});
+	agent_init(cfg, d->grpc);
+	runlog_init(cfg);
+	recover_init(cfg, &d->pool);
+	return 0;
 }
 
 static int open_sockets(struct daemon *d, char *err, size_t err_size)
@@ -266,12 +274,12 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 		snprintf(err, err_size, "cannot serve gRPC on %.300s: %s", path, err_str(r));
 		return r;
 	}
-	loop_watch(grpc_server_fd(d->grpc), EPOLLIN, TAG_GRPC, 0);
-	loop_watch(grpc_server_fd(d->admin_grpc), EPOLLIN, TAG_ADMIN_GRPC, 0);
+	agenticd_watch(grpc_server_fd(d->grpc), EPOLLIN, TAG_GRPC, 0);
+	agenticd_watch(grpc_server_fd(d->admin_grpc), EPOLLIN, TAG_ADMIN_GRPC, 0);
 	r = host_listen(d->cfg.admin_socket, 0660, d->admin_group_known ? d->admin_gid : 0,
-			&d->admin_fd, err, err_size);
+			&fd, err, err_size);
 	if (r == 0)
-		loop_watch(d->admin_fd, EPOLLIN, TAG_ADMIN_LISTEN, 0);
+		admin_listen(fd);
 	return r;
 }
 
@@ -349,7 +357,7 @@ static int start_lifecycle(struct daemon *d)
 		.tag = TAG_JOB, .slots = RT_SLOTS(d->nsb), .events_since = clock_wall_ms() / 1000,
 	};
 	struct lifecycle_config lcfg = {
-		.cfg = &d->cfg, .sb = d->sb, .nsb = d->nsb, .pool = &d->pool, .hooks = &hooks,
+		.cfg = &d->cfg, .sb = sandbox_slot(0), .nsb = d->nsb, .pool = &d->pool, .hooks = &hooks,
 		.check = checking(),
 	};
 	int r = runtime_docker_init(&d->docker, &rc, d->rt_storage,
@@ -358,7 +366,7 @@ static int start_lifecycle(struct daemon *d)
 	if (r != 0)
 		return r;
 	d->rt = &d->docker.rt;
-	netpool_init(&d->pool, d->rt, RT_SLOT_POOL(d->nsb), &d->subnets);
+	netpool_init(&d->pool, d->rt, RT_SLOT_POOL(d->nsb), subnet_map());
 	lcfg.rt = d->rt;
 	lifecycle_start(&lcfg);
 	return 0;
@@ -497,7 +505,7 @@ int agenticd_main(int argc, char **argv)
 		}
 	}
 	agenticd = d;
-	d->admin_fd = d->lock_fd = d->epfd = -1;
+	d->lock_fd = d->epfd = -1;
 	config_defaults(&d->cfg);
 	if (config_load(&d->cfg, path, explicit_path, err, sizeof(err)) != 0) {
 		fprintf(stderr, "agenticd: %s\n", err);
@@ -584,7 +592,7 @@ int agenticd_main(int argc, char **argv)
 	if (runtime_docker_fault_init_env())
 		log_warn("test failpoint active: every create will fail", "fault=init-env");
 	log_info("ready", "agent_socket_dir=%s admin_socket=%s sandboxes=%u",
-		 log_q(d->cfg.agent_socket_dir), log_q(d->cfg.admin_socket), d->live);
+		 log_q(d->cfg.agent_socket_dir), log_q(d->cfg.admin_socket), sandbox_live());
 	r = run_loop(d);
 	grpc_server_close(d->admin_grpc);
 	grpc_server_close(d->grpc);
@@ -595,6 +603,6 @@ int agenticd_main(int argc, char **argv)
 		if (st.after_seal)
 			log_error("allocations after start-up", "count=%zu", st.after_seal);
 	}
-	log_info("stopped", "sandboxes=%u note=%s", d->live, "\"sandboxes keep running\"");
+	log_info("stopped", "sandboxes=%u note=%s", sandbox_live(), "\"sandboxes keep running\"");
 	return r;
 }

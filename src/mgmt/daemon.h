@@ -43,20 +43,10 @@ struct daemon {
 	struct config cfg;
 	struct docker_client dc;
 	char engine_version[64];
-	int epfd, sigfd, timerfd, admin_fd, lock_fd;
+	int epfd, sigfd, timerfd, lock_fd;
 	struct grpc_server *grpc;
 	struct grpc_server *admin_grpc; /* gRPC on the admin socket: connections handed over */
-	struct sandbox *sb;
 	uint32_t nsb;                 /* = max_sandboxes */
-	uint32_t live;                /* slots not SB_FREE */
-	struct idalloc uids, subnets;
-	/* The pool's /28s that a network agenticd did not make covers (another daemon's, an
-	 * operator's, a leftover): taken in `subnets` so that no create asks the engine for them,
-	 * given back when a later reading of the engine's networks no longer finds them. */
-	uint64_t *foreign;
-	uint32_t nforeign;
-	struct admin_conn *conns;     /* admin.h */
-	uint32_t nconns;
 	struct netpool pool;          /* warm networks */
 	struct runtime_docker docker; /* the runtime */
 	struct runtime *rt;           /* = &docker.rt */
@@ -73,13 +63,12 @@ struct daemon {
 	char owner_label[32];         /* "agentic-daemon=<owner>", a Docker label filter */
 	char seccomp_opt[SECCOMP_OPT_BYTES]; /* SecurityOpt "seccomp=<profile>", set at start */
 	size_t budget;
-	uint64_t refused_agents, refused_admins;
 };
 
 extern struct daemon *agenticd;
 
 /* agenticd.c */
-void loop_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index);
-void loop_unwatch(int fd);
+void agenticd_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index);
+void agenticd_unwatch(int fd);
 
 #endif

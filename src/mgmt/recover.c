@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mgmt/daemon.h"
 #include "mgmt/lifecycle.h"
 #include "mgmt/netpool.h"
 #include "mgmt/recover.h"
+#include "mgmt/sandbox.h"
 #include "mgmt/share.h"
 
 struct found {
@@ -27,6 +27,15 @@ struct list {
 };
 
 static struct runtime *rt;  /* recover_state's, for the helpers below */
+/* agenticd.c's, handed over at start (recover_init) */
+static const struct config *cfg;
+static struct netpool *pool;
+
+void recover_init(const struct config *c, struct netpool *p)
+{
+	cfg = c;
+	pool = p;
+}
 
 static int collect(void *ctx, const char *id, const char *name)
 {
@@ -111,7 +120,7 @@ static int read_one(void *ctx, const char *id)
 	r = &rs->items[rs->n];
 	memset(r, 0, sizeof(*r));
 	r->sb.subnet = -1;
-	if (share_read_record(&agenticd->cfg, id, &r->sb, r->state, sizeof(r->state)) != 0 ||
+	if (share_read_record(cfg, id, &r->sb, r->state, sizeof(r->state)) != 0 ||
 	    strcmp(r->sb.instance_id, id) != 0) {
 		log_error("recovery: unreadable sandbox record left alone", "instance=%s", log_q(id));
 		return 0;
@@ -146,7 +155,7 @@ static void adopt_network(struct sandbox *sb)
 	memcpy(sb->network_id, net.id, sizeof(sb->network_id));
 	snprintf(sb->subnet_text, sizeof(sb->subnet_text), "%s", net.subnet ? net.subnet : "");
 	idx = subnet_index(net.subnet);
-	if (idx >= 0 && idalloc_mark(&agenticd->subnets, (uint32_t)idx) == 0)
+	if (idx >= 0 && idalloc_mark(subnet_map(), (uint32_t)idx) == 0)
 		sb->subnet = idx;
 }
 
@@ -226,7 +235,7 @@ static void settle_container(const char *id, struct recs *rs)
 		lifecycle_signal(sb, LC_EV_CONFLICT);
 	}
 	sb->uid = (uint32_t)uid;
-	sb->uid_taken = idalloc_mark(&agenticd->uids, sb->uid) == 0;
+	sb->uid_taken = idalloc_mark(sandbox_uid_map(), sb->uid) == 0;
 	adopt_network(sb);
 	/* after a reboot its workspace image is there but not mounted. A running container
 	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
@@ -244,13 +253,13 @@ static void settle_container(const char *id, struct recs *rs)
 /* Two containers claiming one uid: neither is trusted, both are reported. */
 static void flag_conflicts(void)
 {
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		struct sandbox *a = &agenticd->sb[i];
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		struct sandbox *a = sandbox_slot(i);
 
 		if (a->state == SB_FREE)
 			continue;
-		for (uint32_t k = i + 1; k < agenticd->nsb; k++) {
-			struct sandbox *b = &agenticd->sb[k];
+		for (uint32_t k = i + 1; k < sandbox_slots(); k++) {
+			struct sandbox *b = sandbox_slot(k);
 
 			if (b->state == SB_FREE || b->uid != a->uid)
 				continue;
@@ -287,8 +296,8 @@ static void settle_records(struct recs *rs)
 
 static bool network_in_use(const char *name)
 {
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		const struct sandbox *sb = &agenticd->sb[i];
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		const struct sandbox *sb = sandbox_slot(i);
 
 		if (sb->state != SB_FREE && sb->net_managed && strcmp(sb->network, name) == 0)
 			return true;
@@ -300,7 +309,7 @@ static bool network_in_use(const char *name)
 static int settle_networks(char *err, size_t err_size)
 {
 	struct rt_network net;
-	struct list l = { .cap = agenticd->nsb + LIMIT_WARM_NETWORKS + 64 };
+	struct list l = { .cap = sandbox_slots() + LIMIT_WARM_NETWORKS + 64 };
 	char text[1024];
 	int r;
 
@@ -318,12 +327,12 @@ static int settle_networks(char *err, size_t err_size)
 			continue;
 		}
 		idx = subnet_index(net.subnet);
-		if (agenticd->pool.n < LIMIT_WARM_NETWORKS && idx >= 0 && net.internal &&
+		if (pool->n < LIMIT_WARM_NETWORKS && idx >= 0 && net.internal &&
 		    strncmp(l.items[i].name, "agentic-net-", 12) == 0 &&
-		    idalloc_mark(&agenticd->subnets, (uint32_t)idx) == 0) {
-			netpool_keep(&agenticd->pool, l.items[i].name, net.id, idx);
+		    idalloc_mark(subnet_map(), (uint32_t)idx) == 0) {
+			netpool_keep(pool, l.items[i].name, net.id, idx);
 			log_info("recovery: warm network kept", "network=%s subnet=%s",
-				 log_q(agenticd->pool.warm[agenticd->pool.n - 1].name), log_q(net.subnet));
+				 log_q(pool->warm[pool->n - 1].name), log_q(net.subnet));
 			continue;
 		}
 		remove_network(l.items[i].id, "unused");
@@ -351,8 +360,8 @@ size_t recover_scratch_bytes(uint32_t nsb)
 
 int recover_state(struct runtime *runtime, char *err, size_t err_size)
 {
-	struct list l = { .cap = agenticd->nsb * 2 + 64 };
-	struct recs rs = { .cap = agenticd->nsb + 64 };
+	struct list l = { .cap = sandbox_slots() * 2 + 64 };
+	struct recs rs = { .cap = sandbox_slots() + 64 };
 	int r;
 
 	rt = runtime;
@@ -365,15 +374,15 @@ int recover_state(struct runtime *runtime, char *err, size_t err_size)
 		return -ENOMEM;
 	}
 	r = list_objects(false, &l, err, err_size);
-	if (r == 0 && (r = share_each_record(&agenticd->cfg, read_one, &rs)) != 0)
+	if (r == 0 && (r = share_each_record(cfg, read_one, &rs)) != 0)
 		snprintf(err, err_size, "cannot read the sandbox records under %s/instances: %s",
-			 agenticd->cfg.agentshare_root, err_str(r));
+			 cfg->agentshare_root, err_str(r));
 	for (uint32_t i = 0; r == 0 && i < l.n; i++)
 		settle_container(l.items[i].id, &rs);
 	if (r == 0) {
 		flag_conflicts();
 		settle_records(&rs);
-		share_sweep_empty(&agenticd->cfg);
+		share_sweep_empty(cfg);
 		r = settle_networks(err, err_size);
 	}
 	if (r == 0)
@@ -382,7 +391,7 @@ int recover_state(struct runtime *runtime, char *err, size_t err_size)
 	free(rs.items);
 	if (r == 0)
 		log_info("recovered", "sandboxes=%u uids_used=%u subnets_used=%u warm_networks=%u "
-			 "foreign_subnets=%u", agenticd->live, agenticd->uids.used,
-			 agenticd->subnets.used, agenticd->pool.n, agenticd->nforeign);
+			 "foreign_subnets=%u", sandbox_live(), sandbox_uid_map()->used,
+			 subnet_map()->used, pool->n, subnet_foreign_count());
 	return r;
 }

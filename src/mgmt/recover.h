@@ -9,6 +9,12 @@
 
 #include "mgmt/runtime.h"
 
+struct config;
+struct netpool;
+
+/* What recovery is handed at start: the config (the records' root) and the warm pool (it
+ * keeps the unused warm networks it finds). */
+void recover_init(const struct config *cfg, struct netpool *pool);
 /* Rebuilds the table through rt's synchronous calls: 0, or an error (err says which) that
  * stops the start. The table must be empty (every slot LC_FREE). */
 int recover_state(struct runtime *rt, char *err, size_t err_size);

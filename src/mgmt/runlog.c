@@ -23,6 +23,13 @@ static const char *const file_names[RUN_FILES] = {
 /* What tells one lifetime of the init from the next: the container's pid namespace, its
  * init's host pid and that process's start time (namespace inode numbers are reused at once,
  * measured across a docker restart). */
+static const struct config *cfg; /* agenticd.c's, handed over at start (runlog_init) */
+
+void runlog_init(const struct config *c)
+{
+	cfg = c;
+}
+
 static void run_key(const struct sandbox *sb, char *out, size_t size)
 {
 	char path[64], stat[512];
@@ -248,7 +255,7 @@ static int instance_fd(const struct sandbox *sb)
 {
 	char dir[LIMIT_PATH_BYTES];
 
-	if (host_instance_dir(&agenticd->cfg, sb->instance_id, dir, sizeof(dir)) != 0)
+	if (host_instance_dir(cfg, sb->instance_id, dir, sizeof(dir)) != 0)
 		return -ENAMETOOLONG;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 
@@ -610,8 +617,8 @@ void runlog_tick(int64_t now)
 	if (now < run_metrics_next)
 		return;
 	run_metrics_next = INT64_MAX;
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		struct sandbox *sb = &agenticd->sb[i];
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		struct sandbox *sb = sandbox_slot(i);
 
 		if (sb->state == SB_FREE || !sb->run.metrics_due)
 			continue;

@@ -8,6 +8,7 @@
 
 #include "base/limits.h"
 
+struct config;
 struct sandbox;
 
 /* ---- a run: the open transcript of one life of the sandbox's init ---- */
@@ -38,6 +39,8 @@ struct run {
  * is a plain write(2) to a local file; a failure (ENOSPC) is logged once, kept in run.error
  * until a write succeeds again, and the daemon goes on. A new run sets the sandbox's out_next
  * and out_results to 0, an adopted one to its file sizes and last result seq. */
+/* The config (agentshare_root: where the runs are), handed over at start. */
+void runlog_init(const struct config *cfg);
 /* The agent is READY: continues the open run when its pid namespace is the run's (a
  * reconnect, or agenticd restarted), else starts a new one. Returns true when a run began. */
 bool runlog_ready(struct sandbox *sb);

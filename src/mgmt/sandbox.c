@@ -1,4 +1,4 @@
-/* sandbox.c: the sandbox table, the control-uid and subnet maps, and a sandbox as JSON. */
+/* sandbox.c: the sandbox table, the control-uid map, and a sandbox as JSON. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,26 +9,57 @@
 #include <unistd.h>
 
 #include "json/json.h"
-#include "mgmt/daemon.h"
 #include "mgmt/host.h"
 #include "mgmt/sandbox.h"
 
-int strrun_add(char *run, uint32_t *len, uint32_t cap, const char *s)
-{
-	size_t n = strlen(s) + 1;
+/* The table and the uid map, in storage agenticd.c takes from its region at start. */
+static struct sandbox_table {
+	const struct config *cfg;
+	struct sandbox *sb;
+	uint32_t nsb;                 /* = max_sandboxes */
+	uint32_t live;                /* slots not SB_FREE */
+	struct idalloc uids;
+} T;
 
-	if (n > cap - *len)
-		return ERR_LIMIT;
-	memcpy(run + *len, s, n);
-	*len += (uint32_t)n;
-	return 0;
+void sandbox_table_init(const struct config *cfg, struct sandbox *sb, uint32_t nsb,
+			uint64_t *uid_bits)
+{
+	T.cfg = cfg;
+	T.sb = sb;
+	T.nsb = nsb;
+	T.live = 0;
+	idalloc_init(&T.uids, uid_bits, cfg->control_uid_min,
+		     cfg->control_uid_max - cfg->control_uid_min + 1);
+	for (uint32_t i = 0; i < nsb; i++) {
+		sb[i].subnet = -1;
+		sb[i].waiter = -1;
+		sb[i].init_pidfd = sb[i].peer_pidfd = -1;
+	}
 }
 
-const char *strrun_next(const char *run, uint32_t len, const char *p)
+uint32_t sandbox_slots(void)
 {
-	const char *q = p ? p + strlen(p) + 1 : run;
+	return T.nsb;
+}
 
-	return q < run + len ? q : NULL;
+struct sandbox *sandbox_slot(uint32_t i)
+{
+	return i < T.nsb ? &T.sb[i] : NULL;
+}
+
+uint32_t sandbox_index(const struct sandbox *sb)
+{
+	return (uint32_t)(sb - T.sb);
+}
+
+uint32_t sandbox_live(void)
+{
+	return T.live;
+}
+
+struct idalloc *sandbox_uid_map(void)
+{
+	return &T.uids;
 }
 
 static bool in_use(const struct sandbox *sb)
@@ -38,18 +69,18 @@ static bool in_use(const struct sandbox *sb)
 
 struct sandbox *sandbox_by_name(const char *name)
 {
-	for (uint32_t i = 0; i < agenticd->nsb; i++)
-		if (in_use(&agenticd->sb[i]) && strcmp(agenticd->sb[i].name, name) == 0)
-			return &agenticd->sb[i];
+	for (uint32_t i = 0; i < T.nsb; i++)
+		if (in_use(&T.sb[i]) && strcmp(T.sb[i].name, name) == 0)
+			return &T.sb[i];
 	return NULL;
 }
 
 struct sandbox *sandbox_by_uid(uint32_t uid)
 {
-	for (uint32_t i = 0; i < agenticd->nsb; i++)
-		if (in_use(&agenticd->sb[i]) && agenticd->sb[i].uid == uid &&
-		    (agenticd->sb[i].uid_taken || agenticd->sb[i].state == SB_CONFLICT))
-			return &agenticd->sb[i];
+	for (uint32_t i = 0; i < T.nsb; i++)
+		if (in_use(&T.sb[i]) && T.sb[i].uid == uid &&
+		    (T.sb[i].uid_taken || T.sb[i].state == SB_CONFLICT))
+			return &T.sb[i];
 	return NULL;
 }
 
@@ -59,17 +90,17 @@ struct sandbox *sandbox_by_container(const char *id)
 
 	if (n == 0)
 		return NULL;
-	for (uint32_t i = 0; i < agenticd->nsb; i++)
-		if (in_use(&agenticd->sb[i]) && agenticd->sb[i].ct_exists &&
-		    strncmp(agenticd->sb[i].container_id, id, n) == 0)
-			return &agenticd->sb[i];
+	for (uint32_t i = 0; i < T.nsb; i++)
+		if (in_use(&T.sb[i]) && T.sb[i].ct_exists &&
+		    strncmp(T.sb[i].container_id, id, n) == 0)
+			return &T.sb[i];
 	return NULL;
 }
 
 struct sandbox *sandbox_new(void)
 {
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		struct sandbox *sb = &agenticd->sb[i];
+	for (uint32_t i = 0; i < T.nsb; i++) {
+		struct sandbox *sb = &T.sb[i];
 		uint32_t gen = sb->gen;
 
 		if (in_use(sb))
@@ -83,7 +114,7 @@ struct sandbox *sandbox_new(void)
 		sb->peer_pidfd = -1;
 		sb->state = SB_CREATING;
 		sb->lc = LC_NEW;
-		agenticd->live++;
+		T.live++;
 		return sb;
 	}
 	return NULL;
@@ -100,13 +131,13 @@ void sandbox_free(struct sandbox *sb)
 	sb->peer_pidfd = -1;
 	sb->state = SB_FREE;
 	sb->lc = LC_FREE;
-	agenticd->live--;
+	T.live--;
 }
 
 void sandbox_table_reset(void)
 {
-	for (uint32_t i = 0; i < agenticd->nsb; i++) {
-		struct sandbox *sb = &agenticd->sb[i];
+	for (uint32_t i = 0; i < T.nsb; i++) {
+		struct sandbox *sb = &T.sb[i];
 		uint32_t gen = sb->gen;
 
 		if (sb->init_pidfd >= 0)
@@ -126,18 +157,14 @@ void sandbox_table_reset(void)
 		sb->waiter = -1;
 		sb->init_pidfd = sb->peer_pidfd = -1;
 	}
-	idalloc_init(&agenticd->uids, agenticd->uids.bits, agenticd->uids.first,
-		     agenticd->uids.count);
-	idalloc_init(&agenticd->subnets, agenticd->subnets.bits, agenticd->subnets.first,
-		     agenticd->subnets.count);
-	memset(agenticd->foreign, 0, ((agenticd->subnets.count + 63) / 64) * 8);
-	agenticd->nforeign = 0;
-	agenticd->live = 0;
+	idalloc_init(&T.uids, T.uids.bits, T.uids.first, T.uids.count);
+	subnet_reset();
+	T.live = 0;
 }
 
 int sandbox_take_uid(struct sandbox *sb)
 {
-	int r = idalloc_take(&agenticd->uids, &sb->uid);
+	int r = idalloc_take(&T.uids, &sb->uid);
 
 	if (r == 0)
 		sb->uid_taken = true;
@@ -147,7 +174,7 @@ int sandbox_take_uid(struct sandbox *sb)
 int sandbox_take_subnet(struct sandbox *sb)
 {
 	uint32_t idx;
-	int r = idalloc_take(&agenticd->subnets, &idx);
+	int r = idalloc_take(subnet_map(), &idx);
 
 	if (r != 0)
 		return r;
@@ -160,8 +187,8 @@ void sandbox_release_ids(struct sandbox *sb)
 {
 	if (sb->uid_taken) {
 		/* two containers claiming one uid (found at start): the other keeps it reserved */
-		for (uint32_t i = 0; i < agenticd->nsb; i++) {
-			struct sandbox *o = &agenticd->sb[i];
+		for (uint32_t i = 0; i < T.nsb; i++) {
+			struct sandbox *o = &T.sb[i];
 
 			if (o != sb && in_use(o) && !o->uid_taken && o->uid == sb->uid) {
 				o->uid_taken = true;
@@ -171,115 +198,11 @@ void sandbox_release_ids(struct sandbox *sb)
 		}
 	}
 	if (sb->uid_taken)
-		idalloc_free(&agenticd->uids, sb->uid);
+		idalloc_free(&T.uids, sb->uid);
 	sb->uid_taken = false;
 	if (sb->subnet >= 0)
-		idalloc_free(&agenticd->subnets, (uint32_t)sb->subnet);
+		idalloc_free(subnet_map(), (uint32_t)sb->subnet);
 	sb->subnet = -1;
-}
-
-void subnet_text(int32_t index, char *out, size_t size)
-{
-	uint32_t a = agenticd->cfg.subnet_pool_base + ((uint32_t)index << 4);
-
-	snprintf(out, size, "%u.%u.%u.%u/28", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
-}
-
-int32_t subnet_index(const char *cidr)
-{
-	const struct config *cfg = &agenticd->cfg;
-	unsigned a, b, c, d, p;
-	char tail;
-	uint32_t addr, mask = 0xffffffffu << (32 - cfg->subnet_pool_prefix);
-
-	if (!cidr || sscanf(cidr, "%3u.%3u.%3u.%3u/%2u%c", &a, &b, &c, &d, &p, &tail) != 5 ||
-	    a > 255 || b > 255 || c > 255 || d > 255 || p != 28)
-		return -1;
-	addr = (a << 24) | (b << 16) | (c << 8) | d;
-	if ((addr & mask) != cfg->subnet_pool_base || (addr & 15))
-		return -1;
-	return (int32_t)((addr - cfg->subnet_pool_base) >> 4);
-}
-
-int subnet_span(const char *cidr, uint32_t *first, uint32_t *count)
-{
-	const struct config *cfg = &agenticd->cfg;
-	uint64_t pool_end = (uint64_t)cfg->subnet_pool_base + (1ull << (32 - cfg->subnet_pool_prefix));
-	uint64_t lo, hi;
-	unsigned a, b, c, d, p;
-	char tail;
-
-	if (strchr(cidr, ':'))
-		return -ENOENT;
-	if (sscanf(cidr, "%3u.%3u.%3u.%3u/%2u%c", &a, &b, &c, &d, &p, &tail) != 5 || a > 255 ||
-	    b > 255 || c > 255 || d > 255 || p > 32)
-		return -EINVAL;
-	lo = ((uint64_t)a << 24 | b << 16 | c << 8 | d) & ~((1ull << (32 - p)) - 1);
-	hi = lo + (1ull << (32 - p));
-	if (lo < cfg->subnet_pool_base)
-		lo = cfg->subnet_pool_base;
-	if (hi > pool_end)
-		hi = pool_end;
-	if (lo >= hi)
-		return -ENOENT;
-	*first = (uint32_t)((lo - cfg->subnet_pool_base) >> 4);
-	*count = (uint32_t)(((hi - cfg->subnet_pool_base + 15) >> 4) - *first);
-	return 0;
-}
-
-static bool foreign_bit(uint32_t i)
-{
-	return (agenticd->foreign[i / 64] >> (i % 64)) & 1;
-}
-
-static void foreign_set(uint32_t i, bool on)
-{
-	uint64_t bit = (uint64_t)1 << (i % 64);
-
-	if (on) {
-		agenticd->foreign[i / 64] |= bit;
-		agenticd->nforeign++;
-	} else {
-		agenticd->foreign[i / 64] &= ~bit;
-		agenticd->nforeign--;
-	}
-}
-
-void subnet_foreign_clear(void)
-{
-	for (uint32_t i = 0; agenticd->nforeign && i < agenticd->subnets.count; i++)
-		if (foreign_bit(i)) {
-			foreign_set(i, false);
-			idalloc_free(&agenticd->subnets, i);
-		}
-}
-
-uint32_t subnet_foreign_count(void)
-{
-	return agenticd->nforeign;
-}
-
-int subnet_foreign_add(void *ctx, const char *cidr, bool ours)
-{
-	uint32_t first, count;
-
-	(void)ctx;
-	if (!cidr) {
-		subnet_foreign_clear();
-		return 0;
-	}
-	if (ours || subnet_span(cidr, &first, &count) != 0)
-		return 0;
-	for (uint32_t i = first; i < first + count; i++)
-		if (idalloc_mark(&agenticd->subnets, i) == 0)
-			foreign_set(i, true);
-	return 0;
-}
-
-void subnet_refused(uint32_t index)
-{
-	if (!foreign_bit(index))
-		foreign_set(index, true);
 }
 
 const char *sandbox_state_name(const struct sandbox *sb)
@@ -323,7 +246,7 @@ static const char *agent_state(const struct sandbox *sb)
 
 void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 {
-	const struct config *cfg = &agenticd->cfg;
+	const struct config *cfg = T.cfg;
 	char path[LIMIT_PATH_BYTES];
 	const char *p, *q;
 	uint32_t i = 0;

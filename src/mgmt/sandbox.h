@@ -1,5 +1,6 @@
 /* sandbox.h: a sandbox as agenticd holds it (its record, its agent stream's state, its run's
- * transcript), the sandbox table, the control-uid and subnet maps, and a sandbox as JSON. */
+ * transcript), the sandbox table, the control-uid map, and a sandbox as JSON. The subnet map
+ * is subnet.h's; a record's cmd, labels and mounts are string runs (strrun.h). */
 #ifndef AGENTIC_MGMT_SANDBOX_H
 #define AGENTIC_MGMT_SANDBOX_H
 
@@ -16,6 +17,8 @@
 #include "mgmt/request.h"
 #include "mgmt/runlog.h"
 #include "mgmt/runtime.h"
+#include "mgmt/strrun.h"
+#include "mgmt/subnet.h"
 
 enum sb_state {
 	SB_FREE = 0,
@@ -143,11 +146,16 @@ struct sandbox {
 	uint32_t exec_running;        /* exec sessions waiting for their CommandResult */
 };
 
-/* Appends s (and its NUL) to a string run; ERR_LIMIT when it does not fit. */
-int strrun_add(char *run, uint32_t *len, uint32_t cap, const char *s);
-/* The string after p in a run (p == NULL: the first). */
-const char *strrun_next(const char *run, uint32_t len, const char *p);
-
+/* The table: nsb slots at sb and the control-uid map's bits (control_uid_min..max of cfg,
+ * (count + 63) / 64 words), storage agenticd.c takes from its region at start. Every slot
+ * free; the subnet map is set up apart (subnet_init). */
+void sandbox_table_init(const struct config *cfg, struct sandbox *sb, uint32_t nsb,
+			uint64_t *uid_bits);
+uint32_t sandbox_slots(void);                 /* the table's size (max_sandboxes) */
+struct sandbox *sandbox_slot(uint32_t i);     /* slot i, free or not; NULL past the end */
+uint32_t sandbox_index(const struct sandbox *sb); /* sb's slot */
+uint32_t sandbox_live(void);                  /* slots not SB_FREE */
+struct idalloc *sandbox_uid_map(void);        /* the control uids taken (recovery marks) */
 struct sandbox *sandbox_by_name(const char *name);
 struct sandbox *sandbox_by_uid(uint32_t uid);
 struct sandbox *sandbox_by_container(const char *id);
@@ -163,20 +171,6 @@ int sandbox_take_uid(struct sandbox *sb);
 int sandbox_take_subnet(struct sandbox *sb);
 /* Gives uid and subnet back (a uid a conflicting twin also claims stays reserved for it). */
 void sandbox_release_ids(struct sandbox *sb);
-void subnet_text(int32_t index, char *out, size_t size);
-int32_t subnet_index(const char *cidr); /* -1 when not a /28 of the pool */
-/* The pool's /28s an IPv4 CIDR overlaps, as [*first, *first + *count); -ENOENT when none
- * (another family, another range), -EINVAL when it is no CIDR. */
-int subnet_span(const char *cidr, uint32_t *first, uint32_t *count);
-/* Reading the engine's networks again: every foreign /28 is given back, then
- * subnet_foreign_add (a runtime's each_subnet callback) takes what each network not ours
- * covers and no sandbox holds; a NULL cidr (a fresh reading begins) clears them first. */
-void subnet_foreign_clear(void);
-int subnet_foreign_add(void *ctx, const char *cidr, bool ours);
-uint32_t subnet_foreign_count(void);  /* /28s taken as foreign */
-/* The engine refused a /28 we hold as overlapping another network: it stays taken, as
- * foreign. */
-void subnet_refused(uint32_t index);
 const char *sandbox_state_name(const struct sandbox *sb);
 void sandbox_json(struct json_writer *w, const struct sandbox *sb);
 /* Pins the sandbox's container PID 1 (sb->pid, State.Pid) as sb->init_pidfd, for the resolver,

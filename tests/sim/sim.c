@@ -422,14 +422,15 @@ static void daemon_setup(bool fresh)
 	cfg->ready_timeout_ms = 4000;
 	cfg->stop_grace_ms = 1000;
 	D.nsb = NSB;
-	D.sb = table;
-	D.epfd = D.sigfd = D.timerfd = D.admin_fd = D.lock_fd = -1;
-	idalloc_init(&D.uids, uid_bits, cfg->control_uid_min, NUIDS);
-	idalloc_init(&D.subnets, subnet_bits, 0, NSUBNETS);
+	D.epfd = D.sigfd = D.timerfd = D.lock_fd = -1;
+	sandbox_table_init(cfg, table, NSB, uid_bits);
+	subnet_init(cfg, subnet_bits, foreign_bits);
+	agent_init(cfg, NULL);
+	runlog_init(cfg);
+	recover_init(cfg, &D.pool);
 	memset(uid_bits, 0, sizeof(uid_bits));
 	memset(subnet_bits, 0, sizeof(subnet_bits));
 	memset(foreign_bits, 0, sizeof(foreign_bits));
-	D.foreign = foreign_bits;
 	for (uint32_t i = 0; fresh && i < NSB; i++) {
 		table[i].subnet = -1;
 		table[i].waiter = -1;
@@ -458,7 +459,7 @@ static void daemon_setup(bool fresh)
 		rt = engine_runtime();
 	}
 	D.rt = rt;
-	netpool_init(&D.pool, rt, RT_SLOT_POOL(NSB), &D.subnets);
+	netpool_init(&D.pool, rt, RT_SLOT_POOL(NSB), subnet_map());
 	lifecycle_start(&(struct lifecycle_config){ .cfg = &D.cfg, .sb = table, .nsb = NSB,
 						    .rt = rt, .pool = &D.pool, .hooks = &hooks,
 						    .check = false });
@@ -575,12 +576,12 @@ static void check_maps(void)
 		for (uint32_t i = 0; i < NSB; i++)
 			holders += table[i].state != SB_FREE && table[i].uid_taken && table[i].uid == u;
 		SIM_CHECK(holders <= 1, "control uid %u held by %u sandboxes", u, holders);
-		SIM_CHECK(holders == (uint32_t)(idalloc_taken(&D.uids, u) == 1), "control uid %u: "
+		SIM_CHECK(holders == (uint32_t)(idalloc_taken(sandbox_uid_map(), u) == 1), "control uid %u: "
 			  "the map says %s, %u sandbox holds it", u,
-			  idalloc_taken(&D.uids, u) == 1 ? "taken" : "free", holders);
+			  idalloc_taken(sandbox_uid_map(), u) == 1 ? "taken" : "free", holders);
 		uids += holders;
 	}
-	SIM_CHECK(uids == D.uids.used, "uid map counts %u, sandboxes hold %u", D.uids.used, uids);
+	SIM_CHECK(uids == sandbox_uid_map()->used, "uid map counts %u, sandboxes hold %u", sandbox_uid_map()->used, uids);
 	for (uint32_t s = 0; s < NSUBNETS; s++) {
 		uint32_t holders = 0;
 		bool pool = D.pool.active && D.pool.pending.subnet == (int32_t)s;
@@ -592,16 +593,16 @@ static void check_maps(void)
 		holders += pool;
 		holders += (uint32_t)((foreign_bits[0] >> s) & 1);
 		SIM_CHECK(holders <= 1, "subnet %u held %u times", s, holders);
-		SIM_CHECK(holders == (uint32_t)(idalloc_taken(&D.subnets, s) == 1), "subnet %u: the "
+		SIM_CHECK(holders == (uint32_t)(idalloc_taken(subnet_map(), s) == 1), "subnet %u: the "
 			  "map says %s, held %u times", s,
-			  idalloc_taken(&D.subnets, s) == 1 ? "taken" : "free", holders);
+			  idalloc_taken(subnet_map(), s) == 1 ? "taken" : "free", holders);
 		subnets += holders;
 	}
-	SIM_CHECK(subnets == D.subnets.used, "subnet map counts %u, %u held", D.subnets.used,
+	SIM_CHECK(subnets == subnet_map()->used, "subnet map counts %u, %u held", subnet_map()->used,
 		  subnets);
 	for (uint32_t i = 0; i < NSB; i++)
 		live += table[i].state != SB_FREE;
-	SIM_CHECK(live == D.live, "agenticd counts %u live sandboxes, the table has %u", D.live,
+	SIM_CHECK(live == sandbox_live(), "agenticd counts %u live sandboxes, the table has %u", sandbox_live(),
 		  live);
 }
 
@@ -705,7 +706,7 @@ static void check_all(void)
 int __real_idalloc_free(struct idalloc *a, uint32_t id);
 int __wrap_idalloc_free(struct idalloc *a, uint32_t id)
 {
-	if (knobs.bug == BUG_LEAK_UID && a == &D.uids && chance(50)) {
+	if (knobs.bug == BUG_LEAK_UID && a == sandbox_uid_map() && chance(50)) {
 		trace("SIM_BUG: uid %u not given back", id);
 		return 0;
 	}
@@ -929,7 +930,7 @@ static void settle(void)
 	for (uint32_t i = 0; i < nreqs; i++)
 		SIM_CHECK(reqs[i].answered || reqs[i].lost, "%s %s (request %u) never answered",
 			  reqs[i].kind == RQ_CREATE ? "create" : "remove", reqs[i].name, i);
-	SIM_CHECK(D.uids.used == 0, "%u control uids held at the end", D.uids.used);
+	SIM_CHECK(sandbox_uid_map()->used == 0, "%u control uids held at the end", sandbox_uid_map()->used);
 	knobs = saved;
 }
 

@@ -30,7 +30,9 @@ static struct daemon d;
 static struct sandbox table[NSB];
 static struct admin_conn conns[NCONNS];
 static uint64_t uid_bits[(600000 + 63) / 64], subnet_bits[(4096 + 63) / 64];
+static uint64_t foreign_bits[(4096 + 63) / 64];
 static char sock_path[108];
+static int admin_fd = -1;
 
 static struct sandbox *put_sandbox(int i, const char *name, enum sb_state state)
 {
@@ -52,23 +54,22 @@ static int setup(void **state)
 	memset(table, 0, sizeof(table));
 	memset(conns, 0, sizeof(conns));
 	config_defaults(&d.cfg);
-	d.sb = table;
-	d.nsb = NSB;
-	d.conns = conns;
-	d.nconns = NCONNS;
-	for (int i = 0; i < NCONNS; i++)
-		conns[i].fd = conns[i].spill_fd = conns[i].file_fd = -1;
-	idalloc_init(&d.uids, uid_bits, d.cfg.control_uid_min,
-		     d.cfg.control_uid_max - d.cfg.control_uid_min + 1);
-	idalloc_init(&d.subnets, subnet_bits, 0, 4096);
+	sandbox_table_init(&d.cfg, table, NSB, uid_bits);
+	subnet_init(&d.cfg, subnet_bits, foreign_bits);
 	d.epfd = epoll_create1(EPOLL_CLOEXEC);
 	snprintf(sock_path, sizeof(sock_path), "/tmp/test_admin.%d.sock", (int)getpid());
 	unlink(sock_path);
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock_path);
-	d.admin_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	assert_int_equal(bind(d.admin_fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(d.admin_fd, 8), 0);
-	agenticd = &d;
+	admin_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(admin_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(admin_fd, 8), 0);
+	admin_init(&(struct admin_config){ .cfg = &d.cfg, .conns = conns, .nconns = NCONNS,
+					   .epfd = d.epfd, .engine_version = "", .api_version = "",
+					   .pool = &d.pool });
+	for (int i = 0; i < NCONNS; i++)
+		conns[i].spill_fd = conns[i].file_fd = -1;
+	agenticd = &d; /* agenticd_watch, the loop's */
+	admin_listen(admin_fd);
 	put_sandbox(0, "alpha", SB_READY);
 	put_sandbox(1, "beta", SB_CREATING);
 	return 0;
@@ -79,7 +80,7 @@ static int teardown(void **state)
 	for (int i = 0; i < NCONNS; i++)
 		if (conns[i].phase != AC_FREE)
 			admin_conn_close(&conns[i]);
-	close(d.admin_fd);
+	close(admin_fd);
 	close(d.epfd);
 	unlink(sock_path);
 	return 0;
@@ -430,7 +431,7 @@ static void test_create_and_exec_refusals_through_the_socket(void **state)
 	expect(&a, 409, "not_ready", "the sandbox's agent is not connected (yet)");
 	request("POST", "/api/v1/containers/beta/exec", "{\"cmd\":[\"ls\"]}", &a);
 	expect(&a, 409, "not_ready", "the sandbox is not ready");
-	assert_int_equal(d.live, 0); /* nothing was created */
+	assert_int_equal(sandbox_live(), 0); /* nothing was created */
 }
 
 static void test_a_body_over_the_limit_is_413_and_closes(void **state)

@@ -136,6 +136,7 @@ void __wrap_grpc_call_set_user(struct grpc_call *call, void *user)
 static struct daemon d;
 static struct sandbox table[2];
 static struct admin_conn conns[2];
+static uint64_t uid_bits[(600000 + 63) / 64];
 static char share[64];
 static int peer = -1;
 
@@ -148,14 +149,13 @@ static int setup(void **state)
 	snprintf(share, sizeof(share), "/tmp/test_exec_sink.%d", (int)getpid());
 	mkdir(share, 0700);
 	snprintf(d.cfg.agentshare_root, sizeof(d.cfg.agentshare_root), "%s", share);
-	d.sb = table;
-	d.nsb = 2;
-	d.conns = conns;
-	d.nconns = 2;
-	for (int i = 0; i < 2; i++)
-		conns[i].fd = conns[i].spill_fd = conns[i].file_fd = -1;
+	sandbox_table_init(&d.cfg, table, 2, uid_bits);
 	d.epfd = epoll_create1(EPOLL_CLOEXEC);
-	agenticd = &d;
+	admin_init(&(struct admin_config){ .cfg = &d.cfg, .conns = conns, .nconns = 2,
+					   .epfd = d.epfd, .pool = &d.pool });
+	for (int i = 0; i < 2; i++)
+		conns[i].spill_fd = conns[i].file_fd = -1;
+	agenticd = &d; /* agenticd_watch, the loop's */
 	pass_through = false;
 	stdin_len = stdin_calls = 0;
 	stdin_eofs = detaches = 0;

@@ -335,7 +335,7 @@ static void start(bool with_pool)
 	};
 
 	if (with_pool)
-		netpool_init(&pool, &fake_rt, RT_SLOT_POOL(NSB), &d.subnets);
+		netpool_init(&pool, &fake_rt, RT_SLOT_POOL(NSB), subnet_map());
 	lifecycle_start(&lc);
 }
 
@@ -356,19 +356,11 @@ static int setup(void **state)
 	snprintf(root, sizeof(root), "/tmp/test_lifecycle.XXXXXX");
 	assert_non_null(mkdtemp(root));
 	snprintf(d.cfg.agentshare_root, sizeof(d.cfg.agentshare_root), "%s", root);
-	d.sb = table;
-	d.nsb = NSB;
-	idalloc_init(&d.uids, uid_bits, d.cfg.control_uid_min,
-		     d.cfg.control_uid_max - d.cfg.control_uid_min + 1);
-	idalloc_init(&d.subnets, subnet_bits, 0, 4096);
-	memset(foreign_bits, 0, sizeof(foreign_bits));
-	d.foreign = foreign_bits;
-	for (uint32_t i = 0; i < NSB; i++) {
-		table[i].subnet = -1;
-		table[i].waiter = -1;
+	sandbox_table_init(&d.cfg, table, NSB, uid_bits);
+	subnet_init(&d.cfg, subnet_bits, foreign_bits);
+	recover_init(&d.cfg, &d.pool);
+	for (uint32_t i = 0; i < NSB; i++)
 		table[i].init_pidfd = table[i].peer_pidfd = -1;
-	}
-	agenticd = &d;
 	start(false);
 	return 0;
 }
@@ -500,9 +492,9 @@ static void assert_nothing_held(void)
 	}
 	for (uint32_t i = 0; i <= NSB; i++)
 		assert_null(fk.pending[i]);
-	assert_int_equal(d.uids.used, 0);
-	assert_int_equal(d.subnets.used, d.nforeign); /* a /28 the engine refused stays foreign */
-	assert_int_equal(d.live, 0);
+	assert_int_equal(sandbox_uid_map()->used, 0);
+	assert_int_equal(subnet_map()->used, subnet_foreign_count()); /* a /28 the engine refused stays foreign */
+	assert_int_equal(sandbox_live(), 0);
 	assert_int_equal(fk.nets, 0);
 	assert_int_equal(fk.cts, 0);
 	snprintf(path, sizeof(path), "%s/instances", root);
@@ -868,7 +860,7 @@ static void test_an_overlapping_subnet_moves_on(void **state)
 	struct sandbox *sb = drive(LC_NET_SCAN);
 	int32_t first;
 
-	assert_int_equal(d.nforeign, 1);  /* the refused /28 */
+	assert_int_equal(subnet_foreign_count(), 1);  /* the refused /28 */
 	answer(slot_of(sb), RT_OK);       /* a fresh reading: nothing foreign */
 	assert_int_equal(sb->lc, LC_NET_CREATE);
 	first = sb->subnet;
@@ -931,8 +923,8 @@ static void test_a_reset_table_is_rebuilt_by_recovery(void **state)
 
 	snprintf(name, sizeof(name), "%s", sb->name);
 	sandbox_table_reset();
-	assert_int_equal(d.uids.used, 0);
-	assert_int_equal(d.live, 0);
+	assert_int_equal(sandbox_uid_map()->used, 0);
+	assert_int_equal(sandbox_live(), 0);
 	start(false);
 	assert_int_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
 	sb = sandbox_by_name(name);
@@ -941,8 +933,8 @@ static void test_a_reset_table_is_rebuilt_by_recovery(void **state)
 	assert_int_equal(sb->uid, uid);
 	assert_true(sb->uid_taken);
 	assert_int_equal(sb->subnet, subnet);
-	assert_int_equal(d.uids.used, 1);
-	assert_int_equal(d.subnets.used, 1);
+	assert_int_equal(sandbox_uid_map()->used, 1);
+	assert_int_equal(subnet_map()->used, 1);
 	assert_true(lifecycle_check(sb));
 
 	/* a create cut short by the restart: its container and network go, its record too */

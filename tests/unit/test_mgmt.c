@@ -27,14 +27,8 @@ static int setup(void **state)
 	memset(&d, 0, sizeof(d));
 	memset(table, 0, sizeof(table));
 	config_defaults(&d.cfg);
-	d.sb = table;
-	d.nsb = NSB;
-	idalloc_init(&d.uids, uid_bits, d.cfg.control_uid_min,
-		     d.cfg.control_uid_max - d.cfg.control_uid_min + 1);
-	idalloc_init(&d.subnets, subnet_bits, 0, 4096);
-	memset(foreign_bits, 0, sizeof(foreign_bits));
-	d.foreign = foreign_bits;
-	agenticd = &d;
+	sandbox_table_init(&d.cfg, table, NSB, uid_bits);
+	subnet_init(&d.cfg, subnet_bits, foreign_bits);
 	return 0;
 }
 
@@ -93,16 +87,16 @@ static void test_foreign_subnets_are_skipped_and_given_back(void **state)
 	assert_int_equal(sandbox_take_subnet(sb), 0);           /* ours: slot 0 */
 	assert_int_equal(subnet_foreign_add(NULL, "10.213.0.0/27", false), 0);
 	assert_int_equal(subnet_foreign_add(NULL, "10.213.0.64/28", true), 0); /* ours: skipped */
-	assert_int_equal(d.nforeign, 1);                        /* slot 1; slot 0 is ours */
-	assert_int_equal(idalloc_take(&d.subnets, &idx), 0);
+	assert_int_equal(subnet_foreign_count(), 1);                        /* slot 1; slot 0 is ours */
+	assert_int_equal(idalloc_take(subnet_map(), &idx), 0);
 	assert_int_equal(idx, 2);
 	subnet_refused(idx);
-	assert_int_equal(d.nforeign, 2);
+	assert_int_equal(subnet_foreign_count(), 2);
 	subnet_foreign_clear();
-	assert_int_equal(d.nforeign, 0);
-	assert_int_equal(d.subnets.used, 1);                    /* only the sandbox's */
-	assert_int_equal(idalloc_taken(&d.subnets, 1), 0);
-	assert_int_equal(idalloc_taken(&d.subnets, 0), 1);
+	assert_int_equal(subnet_foreign_count(), 0);
+	assert_int_equal(subnet_map()->used, 1);                    /* only the sandbox's */
+	assert_int_equal(idalloc_taken(subnet_map(), 1), 0);
+	assert_int_equal(idalloc_taken(subnet_map(), 0), 1);
 }
 
 /* Only the form agenticd writes names a session: strtoul's leading space, sign and zeros,
@@ -133,7 +127,7 @@ static void test_sandbox_table_full_returns_null(void **state)
 	for (int i = 0; i < NSB; i++)
 		assert_non_null(sandbox_new());
 	assert_null(sandbox_new());
-	assert_int_equal(d.live, NSB);
+	assert_int_equal(sandbox_live(), NSB);
 	sandbox_free(&table[2]);
 	assert_ptr_equal(sandbox_new(), &table[2]);
 }
@@ -152,7 +146,7 @@ static void test_uids_are_next_fit_and_freed_with_the_sandbox(void **state)
 	c = sandbox_new();
 	assert_int_equal(sandbox_take_uid(c), 0);
 	assert_int_equal(c->uid, 200002); /* a freed uid comes back as late as possible */
-	assert_int_equal(d.uids.used, 2);
+	assert_int_equal(sandbox_uid_map()->used, 2);
 }
 
 static void test_conflicting_twin_keeps_the_uid_reserved(void **state)
@@ -160,14 +154,14 @@ static void test_conflicting_twin_keeps_the_uid_reserved(void **state)
 	struct sandbox *a = sandbox_new(), *b = sandbox_new(), *c;
 
 	a->uid = b->uid = 200000;
-	a->uid_taken = idalloc_mark(&d.uids, 200000) == 0;
-	b->uid_taken = idalloc_mark(&d.uids, 200000) == 0;
+	a->uid_taken = idalloc_mark(sandbox_uid_map(), 200000) == 0;
+	b->uid_taken = idalloc_mark(sandbox_uid_map(), 200000) == 0;
 	assert_true(a->uid_taken);
 	assert_false(b->uid_taken);
 	a->state = b->state = SB_CONFLICT;
 	assert_non_null(sandbox_by_uid(200000));
 	sandbox_free(a);
-	assert_true(idalloc_taken(&d.uids, 200000)); /* b still claims it */
+	assert_true(idalloc_taken(sandbox_uid_map(), 200000)); /* b still claims it */
 	assert_ptr_equal(sandbox_by_uid(200000), b);
 	c = sandbox_new();
 	assert_int_equal(sandbox_take_uid(c), 0);
