@@ -129,7 +129,8 @@ struct runtime_ops {
 	void (*start)(void *self);
 	void (*stop)(void *self);
 
-	/* Synchronous (recovery). Each returns 0 or a negative code with err set. */
+	/* Synchronous (recovery). Each returns 0 or a negative code with err set; inspect and
+	 * net_inspect return -ENOENT (and only then) when the object is not there. */
 	int (*containers)(void *self, int (*fn)(void *ctx, const char *id), void *ctx, char *err,
 			  size_t err_size);   /* this daemon's containers */
 	int (*inspect)(void *self, const char *id, struct rt_container *out, char *err,

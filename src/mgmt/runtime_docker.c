@@ -476,6 +476,8 @@ static int rd_inspect(void *self, const char *id, struct rt_container *out, char
 
 	if (docker_container_inspect(d->c.dc, id, &ct, &e) != 0) {
 		docker_error_text(&e, err, err_size);
+		if (e.code == DOCKER_ERR_API && e.status == 404)
+			return -ENOENT;
 		return e.code ? e.code : -EIO;
 	}
 	memset(out, 0, sizeof(*out));
@@ -498,6 +500,8 @@ static int rd_net_inspect(void *self, const char *id, struct rt_network *out, ch
 
 	if (docker_network_inspect(d->c.dc, id, &net, &e) != 0) {
 		docker_error_text(&e, err, err_size);
+		if (e.code == DOCKER_ERR_API && e.status == 404)
+			return -ENOENT;
 		return e.code ? e.code : -EIO;
 	}
 	memset(out, 0, sizeof(*out));

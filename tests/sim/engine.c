@@ -393,6 +393,13 @@ static void complete(struct pending *p)
 		fake.sink.call_done(fake.sink.ctx, c);
 }
 
+/* A start's recovery begins: a network an earlier one could not remove is its to settle. */
+void engine_recovery_begins(void)
+{
+	for (int i = 0; i < E_NETS; i++)
+		e_nets[i].stuck = false;
+}
+
 /* ---- the fake runtime's operations ---- */
 
 static int f_call(void *self, struct rt_call *c)
@@ -582,8 +589,11 @@ static int f_remove_now(void *self, bool network, const char *id, char *err, siz
 	struct rt_call c = { .op = network ? RT_NET_REMOVE : RT_CT_REMOVE, .id = id };
 	int r;
 
-	if ((r = sync_fault(network ? "network remove" : "container remove", err, err_size)) != 0)
+	if ((r = sync_fault(network ? "network remove" : "container remove", err, err_size)) != 0) {
+		if (network && net_find(id))
+			net_find(id)->stuck = true;
 		return r;
+	}
 	apply(&c);
 	trace("engine: recovery removes %s %.40s -> %d %s", network ? "network" : "container", id,
 	      c.res.outcome, c.res.text);
@@ -1316,6 +1326,9 @@ int __wrap_docker_network_remove(struct docker_client *dc, const char *id,
 {
 	struct docker_call c;
 	int r = dblocking(DOCKER_OP_NETWORK_REMOVE, id, false, err, &c);
+
+	if (r != 0 && net_find(id))
+		net_find(id)->stuck = true;
 
 	__wrap_docker_call_end(&c);
 	return r;

@@ -479,6 +479,7 @@ static void daemon_start(void)
 		sealed = false;
 		in_recovery = true;
 		rec_live = rec_peak = 0;
+		engine_recovery_begins();
 		r = recover_state(rt, err, sizeof(err));
 		in_recovery = false;
 		SIM_CHECK(rec_peak <= recover_scratch_bytes(NSB), "recovery allocated %zu bytes at "
@@ -640,7 +641,7 @@ static void check_no_leak(void)
 	for (int i = 0; i < E_NETS; i++) {
 		const struct e_net *n = &e_nets[i];
 
-		if (!n->used || !n->ours)
+		if (!n->used || !n->ours || n->stuck)
 			continue;
 		SIM_CHECK(net_claimed(n), "network %s (%s) is on the engine but neither a sandbox "
 			  "nor the warm pool holds it: leaked", n->name, n->subnet);
