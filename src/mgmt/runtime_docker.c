@@ -257,12 +257,16 @@ static enum rt_outcome outcome_of(const struct rt_call *rc, const struct docker_
 static void take_container(struct docker_call *c, struct rt_result *res)
 {
 	static struct docker_container ct;
+	const char *inst;
 
 	if (docker_result_container(c, &ct) != 0) {
 		res->outcome = RT_UNREADABLE;
 		snprintf(res->text, sizeof(res->text), "the engine's inspect answer is unreadable");
 		return;
 	}
+	memcpy(res->id, ct.id, sizeof(res->id));
+	inst = docker_kv_get(ct.labels, ct.nlabels, "agentic-instance-id");
+	snprintf(res->instance_id, sizeof(res->instance_id), "%s", inst ? inst : "");
 	res->running = ct.running;
 	res->pid = ct.running ? ct.pid : 0;
 	res->exit_code = ct.exit_code;

@@ -344,6 +344,8 @@ static enum rt_outcome apply(struct rt_call *c)
 	case RT_CT_INSPECT:
 		if (!(ct = ct_find(c->id)))
 			return fail_with(res, RT_GONE, "No such container: %s", c->id);
+		memcpy(res->id, ct->id, sizeof(res->id));
+		snprintf(res->instance_id, sizeof(res->instance_id), "%s", ct->instance);
 		res->running = ct->running;
 		res->pid = ct->running ? ct->pid : 0;
 		res->exit_code = ct->exit_code;

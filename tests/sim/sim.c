@@ -561,7 +561,7 @@ static bool net_claimed(const struct e_net *n)
 	for (uint32_t i = 0; i < D.pool.n; i++)
 		if (strcmp(D.pool.warm[i].name, n->name) == 0)
 			return true;
-	if (D.pool.active && strcmp(D.pool.pending.name, n->name) == 0)
+	if ((D.pool.active || D.pool.orphan) && strcmp(D.pool.pending.name, n->name) == 0)
 		return true;
 	return false;
 }
@@ -584,7 +584,7 @@ static void check_maps(void)
 	SIM_CHECK(uids == D.uids.used, "uid map counts %u, sandboxes hold %u", D.uids.used, uids);
 	for (uint32_t s = 0; s < NSUBNETS; s++) {
 		uint32_t holders = 0;
-		bool pool = D.pool.active && D.pool.pending.subnet == (int32_t)s;
+		bool pool = (D.pool.active || D.pool.orphan) && D.pool.pending.subnet == (int32_t)s;
 
 		for (uint32_t i = 0; i < NSB; i++)
 			holders += table[i].state != SB_FREE && table[i].subnet == (int32_t)s;
@@ -620,7 +620,9 @@ static void check_no_leak(void)
 		if (!ct->used || !ct->ours)
 			continue;
 		sb = live_by_instance(ct->instance);
-		SIM_CHECK(sb && sb->ct_exists && strcmp(sb->container_id, ct->id) == 0,
+		/* ct_maybe: its create's answer was lost, its rollback is looking for it */
+		SIM_CHECK(sb && ((sb->ct_exists && strcmp(sb->container_id, ct->id) == 0) ||
+				 sb->ct_maybe),
 			  "container %s (%.12s, instance %.8s) is on the engine but no sandbox "
 			  "holds it: leaked", ct->name, ct->id, ct->instance);
 	}
