@@ -1141,11 +1141,11 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	knobs.fail = env_u32("SIM_FAIL", 40);
-	knobs.rfail = env_u32("SIM_RECOVERY_FAIL", 0);
+	knobs.rfail = env_u32("SIM_RECOVERY_FAIL", 20);
 	knobs.disk = env_u32("SIM_DISK", 20);
 	knobs.busy = env_u32("SIM_BUSY", 20);
 	docker_mode = getenv("SIM_RUNTIME") && strcmp(getenv("SIM_RUNTIME"), "docker") == 0;
-	knobs.lost = env_u32("SIM_LOST", 0);
+	knobs.lost = env_u32("SIM_LOST", 10);
 	knobs.chaos = env_u32("SIM_CHAOS", 15);
 	knobs.restart = env_u32("SIM_RESTART", 3);
 	knobs.bug = !bug ? BUG_NONE : strcmp(bug, "leak-uid") == 0 ? BUG_LEAK_UID
