@@ -40,6 +40,7 @@ static const struct state_info {
 	[LC_RM_CT_REMOVE] = { "rm_ct_remove", SB_REMOVING, RT_CT_REMOVE, F_REMOVE },
 	[LC_RM_NET_REMOVE] = { "rm_net_remove", SB_REMOVING, RT_NET_REMOVE, F_REMOVE },
 	[LC_GONE_NET_REMOVE] = { "gone_net_remove", SB_REMOVING, RT_NET_REMOVE, F_GONE },
+	[LC_RB_CT_FIND] = { "rb_ct_find", SB_CREATING, RT_CT_INSPECT, F_ROLLBACK },
 };
 
 static struct lifecycle_config lc;
@@ -172,7 +173,8 @@ static void fill_call(struct sandbox *sb, enum rt_op op)
 		c->id = sb->container_id;
 		break;
 	default:
-		c->id = sb->container_id;
+		/* a container whose create's answer was lost is looked for by its name */
+		c->id = sb->lc == LC_RB_CT_FIND ? sb->name : sb->container_id;
 		break;
 	}
 }
@@ -294,6 +296,8 @@ static void teardown_next(struct sandbox *sb, enum family f)
 {
 	if (sb->ct_exists)
 		enter(sb, f == F_ROLLBACK ? LC_RB_CT_REMOVE : LC_RM_CT_REMOVE);
+	else if (f == F_ROLLBACK && sb->ct_maybe)
+		enter(sb, LC_RB_CT_FIND);
 	else if (sb->net_managed && sb->net_exists)
 		enter(sb, f == F_ROLLBACK ? LC_RB_NET_REMOVE : f == F_GONE ? LC_GONE_NET_REMOVE
 								       : LC_RM_NET_REMOVE);
@@ -358,6 +362,38 @@ static void step_failed(struct sandbox *sb, const char *what)
 		fail_create(sb, 502, "engine", "%s failed: %s", what, res->text);
 		break;
 	}
+}
+
+/* A create that failed without the engine's word that nothing was made (the answer lost, or
+ * unreadable) may have made its object. A refusal (name taken, overlap, no image, no bound
+ * for a writable root) made nothing; a 409's container is another's. */
+static bool may_exist(const struct rt_result *res)
+{
+	return res->outcome == RT_ENGINE || res->outcome == RT_UNREADABLE;
+}
+
+/* The rollback's look for a container its create may have made: only one carrying this
+ * create's instance label is its own (the name may be another's since). */
+static void find_done(struct sandbox *sb)
+{
+	const struct rt_result *res = &sb->call.res;
+
+	if (res->outcome != RT_OK && res->outcome != RT_GONE) {
+		log_error("teardown step failed; retrying", "name=%s step=%s error=%s",
+			  log_q(sb->name), lifecycle_state_name(sb->lc), log_q(res->text));
+		sb->retry_at = mono() + RETRY_MS;
+		return;
+	}
+	sb->ct_maybe = false;
+	if (res->outcome == RT_OK && strcmp(res->instance_id, sb->instance_id) == 0) {
+		log_warn("container made though its create failed; removing it", "name=%s "
+			 "instance=%s", log_q(sb->name), log_q(sb->instance_id));
+		memcpy(sb->container_id, res->id, sizeof(sb->container_id));
+		sb->ct_exists = true;
+		enter(sb, LC_RB_CT_REMOVE);
+		return;
+	}
+	teardown_next(sb, F_ROLLBACK);
 }
 
 static void take_inspect(struct sandbox *sb)
@@ -529,6 +565,8 @@ static void create_step_done(struct sandbox *sb)
 			sb->subnet_text[0] = '\0';
 			enter(sb, LC_NET_SCAN);
 		} else if (res->outcome != RT_OK) {
+			/* removed by its name, which is this create's own: RT_GONE is fine */
+			sb->net_exists = may_exist(res);
 			step_failed(sb, "network create");
 		} else {
 			memcpy(sb->network_id, res->id, sizeof(sb->network_id));
@@ -542,6 +580,7 @@ static void create_step_done(struct sandbox *sb)
 		break;
 	case LC_CT_CREATE:
 		if (res->outcome != RT_OK) {
+			sb->ct_maybe = may_exist(res);
 			step_failed(sb, "container create");
 			break;
 		}
@@ -609,6 +648,9 @@ static int on_call_done(struct sandbox *sb)
 	case LC_RM_PENDING:
 		take_inspect(sb);
 		remove_steps(sb);
+		break;
+	case LC_RB_CT_FIND:
+		find_done(sb);
 		break;
 	case LC_RB_LOGS:
 		append_init_log(sb);

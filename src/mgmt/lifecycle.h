@@ -21,6 +21,8 @@
  *   LC_CONFLICT        conflict  -            (found at start claiming another's uid)
  *   LC_CONFLICT_REFRESH conflict CT_INSPECT
  *   LC_RB_LOGS         creating  CT_LOGS      (rolling back: the init's last lines)
+ *   LC_RB_CT_FIND      creating  CT_INSPECT   (by name: did the create whose answer was
+ *                                              lost make a container with our instance label?)
  *   LC_RB_CT_REMOVE    creating  CT_REMOVE
  *   LC_RB_NET_REMOVE   creating  NET_REMOVE
  *   LC_RM_PENDING      removing  CT_INSPECT   (a refresh was running when the remove came)

@@ -20,7 +20,18 @@ void netpool_fill(struct netpool *p, int64_t now, bool hold)
 	char hex[16];
 	int r;
 
-	if (hold || p->active || p->n >= LIMIT_WARM_NETWORKS || now < p->retry_at)
+	if (hold || p->active || now < p->retry_at)
+		return;
+	if (p->orphan) {
+		p->call = (struct rt_call){ .op = RT_NET_REMOVE, .slot = p->call.slot,
+					    .id = p->pending.name };
+		if (runtime_call(p->rt, &p->call) != 0)
+			p->retry_at = now + POOL_RETRY_MS;
+		else
+			p->active = true;
+		return;
+	}
+	if (p->n >= LIMIT_WARM_NETWORKS)
 		return;
 	if (idalloc_take(p->subnets, &idx) != 0)
 		return;
@@ -44,6 +55,24 @@ void netpool_done(struct netpool *p, int64_t now)
 	struct rt_result *res = &p->call.res;
 
 	p->active = false;
+	if (p->call.op == RT_NET_REMOVE) {
+		if (res->outcome != RT_OK && res->outcome != RT_GONE) {
+			p->retry_at = now + POOL_RETRY_MS;
+			return;
+		}
+		p->orphan = false;
+		idalloc_free(p->subnets, (uint32_t)p->pending.subnet);
+		p->pending.subnet = -1;
+		return;
+	}
+	if (res->outcome == RT_ENGINE || res->outcome == RT_UNREADABLE) {
+		/* no word that nothing was made: removed by its name (its own) before the next */
+		log_warn("warm network not created; removing it in case it was", "name=%s error=%s",
+			 log_q(p->pending.name), log_q(res->text));
+		p->orphan = true;
+		p->retry_at = now + POOL_RETRY_MS;
+		return;
+	}
 	if (res->outcome != RT_OK) {
 		log_warn("warm network not created", "name=%s error=%s", p->pending.name,
 			 log_q(res->text));

@@ -25,6 +25,8 @@ struct netpool {
 	char subnet_text[20];
 	struct rt_call call;
 	bool active;                  /* call begun, not yet answered */
+	bool orphan;                  /* pending's create lost its answer: the network may exist;
+				       * it is removed (and its /28 kept) before the next fill */
 	int64_t retry_at;             /* monotonic ms: no refill before */
 	struct runtime *rt;
 	struct idalloc *subnets;

@@ -74,15 +74,20 @@ static void say(const char *what, const char *err)
 	log_error(what, "error=%s", log_q(err));
 }
 
-static void remove_container(const char *id, const char *why)
+/* A container that cannot be removed still runs with its uid: the start stops (err says why)
+ * rather than free what it holds. */
+static int remove_container(const char *id, const char *why, char *err, size_t err_size)
 {
 	char text[1024];
+	int r;
 
-	if (rt->ops->remove_now(rt->self, false, id, text, sizeof(text)) != 0) {
+	if ((r = rt->ops->remove_now(rt->self, false, id, text, sizeof(text))) != 0) {
 		say("recovery: container not removed", text);
-		return;
+		snprintf(err, err_size, "container %.64s (%s) not removed: %s", id, why, text);
+		return r;
 	}
 	log_info("recovery: container removed", "id=%s reason=%s", log_q(id), why);
+	return 0;
 }
 
 static void remove_network(const char *id, const char *why)
@@ -137,19 +142,25 @@ static struct rec *record_for(struct recs *rs, const char *instance)
 	return NULL;
 }
 
-/* Takes a ready sandbox's network: subnet from IPAM, id and name. */
-static void adopt_network(struct sandbox *sb)
+/* Takes a ready sandbox's network: subnet from IPAM, id and name. A network that cannot be
+ * read (other than not found) stops the start: its subnet would be free for the next create. */
+static int adopt_network(struct sandbox *sb, char *err, size_t err_size)
 {
 	struct rt_network net;
 	char text[1024];
 	int32_t idx;
+	int r;
 
 	if (!sb->net_managed)
-		return;
-	if (rt->ops->net_inspect(rt->self, sb->network, &net, text, sizeof(text)) != 0) {
+		return 0;
+	if ((r = rt->ops->net_inspect(rt->self, sb->network, &net, text, sizeof(text))) != 0) {
+		if (r != -ENOENT) {
+			snprintf(err, err_size, "network %s not inspected: %s", sb->network, text);
+			return r;
+		}
 		say("recovery: a sandbox's network is missing", text);
 		sb->net_exists = false;
-		return;
+		return 0;
 	}
 	sb->net_exists = true;
 	memcpy(sb->network_id, net.id, sizeof(sb->network_id));
@@ -157,10 +168,13 @@ static void adopt_network(struct sandbox *sb)
 	idx = subnet_index(net.subnet);
 	if (idx >= 0 && idalloc_mark(subnet_map(), (uint32_t)idx) == 0)
 		sb->subnet = idx;
+	return 0;
 }
 
-/* One agentic container: kept as a sandbox, or rolled back / finished. */
-static void settle_container(const char *id, struct recs *rs)
+/* One agentic container: kept as a sandbox, or rolled back / finished. A container that cannot
+ * be read or removed may run on with its uid: that stops the start (err says why); only one
+ * gone since it was listed is settled as missing. */
+static int settle_container(const char *id, struct recs *rs, char *err, size_t err_size)
 {
 	struct rt_container ct;
 	char text[1024], net_buf[SB_NET_BYTES];
@@ -170,9 +184,12 @@ static void settle_container(const char *id, struct recs *rs)
 	uint64_t uid;
 	int r;
 
-	if (rt->ops->inspect(rt->self, id, &ct, text, sizeof(text)) != 0) {
+	if ((r = rt->ops->inspect(rt->self, id, &ct, text, sizeof(text))) != 0) {
 		say("recovery: container not inspected", text);
-		return;
+		if (r == -ENOENT)
+			return 0;
+		snprintf(err, err_size, "container %.64s not inspected: %s", id, text);
+		return r;
 	}
 	inst = ct.instance_id;
 	uid_s = ct.control_uid;
@@ -188,20 +205,21 @@ static void settle_container(const char *id, struct recs *rs)
 		const char *why = !rec ? "unrecorded" : strcmp(rec->state, "removing") == 0
 			? "remove-unfinished" : "create-unfinished";
 
-		remove_container(ct.id, why);
+		if ((r = remove_container(ct.id, why, err, err_size)) != 0)
+			return r;
 		if (net)
 			remove_network(net, why);
 		if (rec)
 			rt->ops->workspace_retire(rt->self, &rec->sb,
 						  strcmp(rec->state, "removing") != 0 ||
 						  !rec->sb.keep_workspace);
-		return;
+		return 0;
 	}
 	sb = sandbox_new();
 	if (!sb) {
 		log_error("recovery: more sandboxes than max_sandboxes; one left untracked",
 			  "name=%s", log_q(ct.name));
-		return;
+		return 0;
 	}
 	memcpy(sb->name, rec->sb.name, sizeof(sb->name));
 	memcpy(sb->instance_id, rec->sb.instance_id, sizeof(sb->instance_id));
@@ -236,7 +254,8 @@ static void settle_container(const char *id, struct recs *rs)
 	}
 	sb->uid = (uint32_t)uid;
 	sb->uid_taken = idalloc_mark(sandbox_uid_map(), sb->uid) == 0;
-	adopt_network(sb);
+	if ((r = adopt_network(sb, err, err_size)) != 0)
+		return r;
 	/* after a reboot its workspace image is there but not mounted. A running container
 	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
 	 * the image would have two ext4 instances writing it. */
@@ -248,6 +267,7 @@ static void settle_container(const char *id, struct recs *rs)
 		log_error("recovery: workspace not mounted; the sandbox cannot start again until "
 			  "it is", "name=%s instance=%s error=%s", log_q(sb->name),
 			  log_q(sb->instance_id), log_q(text));
+	return 0;
 }
 
 /* Two containers claiming one uid: neither is trusted, both are reported. */
@@ -322,8 +342,10 @@ static int settle_networks(char *err, size_t err_size)
 
 		if (network_in_use(l.items[i].name))
 			continue;
+		/* unused either way: the inspect only chooses between the pool and a remove */
 		if (rt->ops->net_inspect(rt->self, l.items[i].id, &net, text, sizeof(text)) != 0) {
 			say("recovery: network not inspected", text);
+			remove_network(l.items[i].id, "unused");
 			continue;
 		}
 		idx = subnet_index(net.subnet);
@@ -378,7 +400,7 @@ int recover_state(struct runtime *runtime, char *err, size_t err_size)
 		snprintf(err, err_size, "cannot read the sandbox records under %s/instances: %s",
 			 cfg->agentshare_root, err_str(r));
 	for (uint32_t i = 0; r == 0 && i < l.n; i++)
-		settle_container(l.items[i].id, &rs);
+		r = settle_container(l.items[i].id, &rs, err, err_size);
 	if (r == 0) {
 		flag_conflicts();
 		settle_records(&rs);

@@ -18,6 +18,9 @@
  *  - container events (start, die, destroy) come through the sink's event, from tick() or
  *    ready(), for containers this runtime made (their id as call_done gave it); in any order
  *    relative to call answers, at any moment a container could really change.
+ *  - a create whose answer is lost (RT_ENGINE, RT_UNREADABLE) may have made its object: the
+ *    lifecycle removes a network of its name, and a container of its name that carries its
+ *    instance label.
  *  - results are outcomes, not engine codes: RT_GONE (the object is not there: a remove of it
  *    is done), RT_NAME_TAKEN, RT_OVERLAPS (network create: the subnet overlaps a network the
  *    runtime did not make), RT_IMAGE_MISSING, RT_ROOT_UNBOUNDED (a writable root asked, the
@@ -44,7 +47,7 @@ enum rt_op {
 			       * subnet, all right before call_done */
 	RT_CT_CREATE,         /* the sandbox's container (spec from sb and sb->req) -> id */
 	RT_CT_START,          /* id */
-	RT_CT_INSPECT,        /* id -> running, pid, exit_code */
+	RT_CT_INSPECT,        /* id or name -> id, running, pid, exit_code, instance_id */
 	RT_CT_LOGS,           /* id: the init's last lines into sb->init_log/log_len */
 	RT_CT_STOP,           /* id, stop_grace_s */
 	RT_CT_REMOVE,         /* id (forced) */
@@ -65,7 +68,8 @@ enum rt_outcome {
 struct rt_result {
 	enum rt_outcome outcome;
 	char text[RT_TEXT_BYTES];     /* set when outcome != RT_OK */
-	char id[RT_ID_BYTES];         /* NET_CREATE, CT_CREATE */
+	char id[RT_ID_BYTES];         /* NET_CREATE, CT_CREATE, CT_INSPECT */
+	char instance_id[RT_ID_BYTES]; /* CT_INSPECT: its agentic-instance-id label, "": none */
 	bool running;                 /* CT_INSPECT */
 	int64_t pid;                  /* CT_INSPECT: the container's PID 1 on the host, 0: none */
 	int64_t exit_code;            /* CT_INSPECT */
@@ -129,7 +133,8 @@ struct runtime_ops {
 	void (*start)(void *self);
 	void (*stop)(void *self);
 
-	/* Synchronous (recovery). Each returns 0 or a negative code with err set. */
+	/* Synchronous (recovery). Each returns 0 or a negative code with err set; inspect and
+	 * net_inspect return -ENOENT (and only then) when the object is not there. */
 	int (*containers)(void *self, int (*fn)(void *ctx, const char *id), void *ctx, char *err,
 			  size_t err_size);   /* this daemon's containers */
 	int (*inspect)(void *self, const char *id, struct rt_container *out, char *err,

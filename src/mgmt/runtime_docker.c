@@ -257,12 +257,16 @@ static enum rt_outcome outcome_of(const struct rt_call *rc, const struct docker_
 static void take_container(struct docker_call *c, struct rt_result *res)
 {
 	static struct docker_container ct;
+	const char *inst;
 
 	if (docker_result_container(c, &ct) != 0) {
 		res->outcome = RT_UNREADABLE;
 		snprintf(res->text, sizeof(res->text), "the engine's inspect answer is unreadable");
 		return;
 	}
+	memcpy(res->id, ct.id, sizeof(res->id));
+	inst = docker_kv_get(ct.labels, ct.nlabels, "agentic-instance-id");
+	snprintf(res->instance_id, sizeof(res->instance_id), "%s", inst ? inst : "");
 	res->running = ct.running;
 	res->pid = ct.running ? ct.pid : 0;
 	res->exit_code = ct.exit_code;
@@ -476,6 +480,8 @@ static int rd_inspect(void *self, const char *id, struct rt_container *out, char
 
 	if (docker_container_inspect(d->c.dc, id, &ct, &e) != 0) {
 		docker_error_text(&e, err, err_size);
+		if (e.code == DOCKER_ERR_API && e.status == 404)
+			return -ENOENT;
 		return e.code ? e.code : -EIO;
 	}
 	memset(out, 0, sizeof(*out));
@@ -498,6 +504,8 @@ static int rd_net_inspect(void *self, const char *id, struct rt_network *out, ch
 
 	if (docker_network_inspect(d->c.dc, id, &net, &e) != 0) {
 		docker_error_text(&e, err, err_size);
+		if (e.code == DOCKER_ERR_API && e.status == 404)
+			return -ENOENT;
 		return e.code ? e.code : -EIO;
 	}
 	memset(out, 0, sizeof(*out));

@@ -50,6 +50,7 @@ enum lc_state {
 	LC_RM_CT_REMOVE,
 	LC_RM_NET_REMOVE,
 	LC_GONE_NET_REMOVE,
+	LC_RB_CT_FIND,
 	LC_STATES
 };
 
@@ -80,6 +81,8 @@ struct sandbox {
 	bool net_managed;             /* our network, removed with the sandbox */
 	bool net_exists;
 	bool ct_exists;
+	bool ct_maybe;                /* its container create's answer was lost: one of its name
+				       * may be its own (the rollback looks) */
 	bool running;
 	bool force, keep_workspace;
 	bool dir_made;

@@ -344,6 +344,8 @@ static enum rt_outcome apply(struct rt_call *c)
 	case RT_CT_INSPECT:
 		if (!(ct = ct_find(c->id)))
 			return fail_with(res, RT_GONE, "No such container: %s", c->id);
+		memcpy(res->id, ct->id, sizeof(res->id));
+		snprintf(res->instance_id, sizeof(res->instance_id), "%s", ct->instance);
 		res->running = ct->running;
 		res->pid = ct->running ? ct->pid : 0;
 		res->exit_code = ct->exit_code;
@@ -391,6 +393,13 @@ static void complete(struct pending *p)
 	      c->res.text);
 	if (!sim_crashing && fake.sink.call_done)
 		fake.sink.call_done(fake.sink.ctx, c);
+}
+
+/* A start's recovery begins: a network an earlier one could not remove is its to settle. */
+void engine_recovery_begins(void)
+{
+	for (int i = 0; i < E_NETS; i++)
+		e_nets[i].stuck = false;
 }
 
 /* ---- the fake runtime's operations ---- */
@@ -582,8 +591,11 @@ static int f_remove_now(void *self, bool network, const char *id, char *err, siz
 	struct rt_call c = { .op = network ? RT_NET_REMOVE : RT_CT_REMOVE, .id = id };
 	int r;
 
-	if ((r = sync_fault(network ? "network remove" : "container remove", err, err_size)) != 0)
+	if ((r = sync_fault(network ? "network remove" : "container remove", err, err_size)) != 0) {
+		if (network && net_find(id))
+			net_find(id)->stuck = true;
 		return r;
+	}
 	apply(&c);
 	trace("engine: recovery removes %s %.40s -> %d %s", network ? "network" : "container", id,
 	      c.res.outcome, c.res.text);
@@ -1316,6 +1328,9 @@ int __wrap_docker_network_remove(struct docker_client *dc, const char *id,
 {
 	struct docker_call c;
 	int r = dblocking(DOCKER_OP_NETWORK_REMOVE, id, false, err, &c);
+
+	if (r != 0 && net_find(id))
+		net_find(id)->stuck = true;
 
 	__wrap_docker_call_end(&c);
 	return r;

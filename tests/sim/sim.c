@@ -480,6 +480,7 @@ static void daemon_start(void)
 		sealed = false;
 		in_recovery = true;
 		rec_live = rec_peak = 0;
+		engine_recovery_begins();
 		r = recover_state(rt, err, sizeof(err));
 		in_recovery = false;
 		SIM_CHECK(rec_peak <= recover_scratch_bytes(NSB), "recovery allocated %zu bytes at "
@@ -561,7 +562,7 @@ static bool net_claimed(const struct e_net *n)
 	for (uint32_t i = 0; i < D.pool.n; i++)
 		if (strcmp(D.pool.warm[i].name, n->name) == 0)
 			return true;
-	if (D.pool.active && strcmp(D.pool.pending.name, n->name) == 0)
+	if ((D.pool.active || D.pool.orphan) && strcmp(D.pool.pending.name, n->name) == 0)
 		return true;
 	return false;
 }
@@ -584,7 +585,7 @@ static void check_maps(void)
 	SIM_CHECK(uids == sandbox_uid_map()->used, "uid map counts %u, sandboxes hold %u", sandbox_uid_map()->used, uids);
 	for (uint32_t s = 0; s < NSUBNETS; s++) {
 		uint32_t holders = 0;
-		bool pool = D.pool.active && D.pool.pending.subnet == (int32_t)s;
+		bool pool = (D.pool.active || D.pool.orphan) && D.pool.pending.subnet == (int32_t)s;
 
 		for (uint32_t i = 0; i < NSB; i++)
 			holders += table[i].state != SB_FREE && table[i].subnet == (int32_t)s;
@@ -620,7 +621,9 @@ static void check_no_leak(void)
 		if (!ct->used || !ct->ours)
 			continue;
 		sb = live_by_instance(ct->instance);
-		SIM_CHECK(sb && sb->ct_exists && strcmp(sb->container_id, ct->id) == 0,
+		/* ct_maybe: its create's answer was lost, its rollback is looking for it */
+		SIM_CHECK(sb && ((sb->ct_exists && strcmp(sb->container_id, ct->id) == 0) ||
+				 sb->ct_maybe),
 			  "container %s (%.12s, instance %.8s) is on the engine but no sandbox "
 			  "holds it: leaked", ct->name, ct->id, ct->instance);
 	}
@@ -641,7 +644,7 @@ static void check_no_leak(void)
 	for (int i = 0; i < E_NETS; i++) {
 		const struct e_net *n = &e_nets[i];
 
-		if (!n->used || !n->ours)
+		if (!n->used || !n->ours || n->stuck)
 			continue;
 		SIM_CHECK(net_claimed(n), "network %s (%s) is on the engine but neither a sandbox "
 			  "nor the warm pool holds it: leaked", n->name, n->subnet);
@@ -1139,11 +1142,11 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	knobs.fail = env_u32("SIM_FAIL", 40);
-	knobs.rfail = env_u32("SIM_RECOVERY_FAIL", 0);
+	knobs.rfail = env_u32("SIM_RECOVERY_FAIL", 20);
 	knobs.disk = env_u32("SIM_DISK", 20);
 	knobs.busy = env_u32("SIM_BUSY", 20);
 	docker_mode = getenv("SIM_RUNTIME") && strcmp(getenv("SIM_RUNTIME"), "docker") == 0;
-	knobs.lost = env_u32("SIM_LOST", 0);
+	knobs.lost = env_u32("SIM_LOST", 10);
 	knobs.chaos = env_u32("SIM_CHAOS", 15);
 	knobs.restart = env_u32("SIM_RESTART", 3);
 	knobs.bug = !bug ? BUG_NONE : strcmp(bug, "leak-uid") == 0 ? BUG_LEAK_UID

@@ -83,10 +83,13 @@ struct e_net {
 	char subnet[20];
 	bool ours;
 	bool internal;
+	bool stuck;                   /* recovery's remove of it failed: it waits for the next
+				       * start (an unused network holds nothing) */
 };
 extern struct e_ct e_cts[E_CTS];
 extern struct e_net e_nets[E_NETS];
 void engine_reset(const char *owner);
+void engine_recovery_begins(void);
 /* A fresh fake runtime for a fresh agenticd: its calls empty, the engine as it is. */
 struct runtime *engine_runtime(void);
 /* agenticd died: each call in flight took effect or not (a coin each), then all are gone */

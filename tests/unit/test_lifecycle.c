@@ -39,6 +39,9 @@ static struct fake {
 	int ws_error;                 /* workspace_make fails with it */
 	int ws_made, ws_retired;
 	bool running;                 /* what an inspect says */
+	bool lose;                    /* the next answer's effect happens, the answer is lost */
+	int inspect_error;            /* recovery's inspect fails with it */
+	int remove_error;             /* recovery's container remove fails with it */
 	uint32_t calls;
 	/* the last container and network made, for recovery's synchronous reads */
 	char ct_id[RT_ID_BYTES], ct_name[SB_NAME_BYTES], inst[SB_ID_BYTES], uid[16];
@@ -133,6 +136,10 @@ static int fake_inspect(void *self, const char *id, struct rt_container *out, ch
 			size_t n)
 {
 	(void)self;
+	if (fk.inspect_error) {
+		snprintf(err, n, "fake engine: inspect failed (500)");
+		return fk.inspect_error;
+	}
 	if (!fk.cts || strcmp(id, fk.ct_id) != 0) {
 		snprintf(err, n, "no such container");
 		return -ENOENT;
@@ -178,8 +185,10 @@ static int fake_remove_now(void *self, bool network, const char *id, char *err, 
 {
 	(void)self;
 	(void)id;
-	(void)err;
-	(void)n;
+	if (!network && fk.remove_error) {
+		snprintf(err, n, "fake engine: remove failed (500)");
+		return fk.remove_error;
+	}
 	if (network && fk.nets)
 		fk.nets--;
 	else if (!network && fk.cts)
@@ -236,14 +245,20 @@ static void answer(uint32_t slot, enum rt_outcome o)
 			snprintf(fk.uid, sizeof(fk.uid), "%u", c->sb->uid);
 			break;
 		case RT_CT_INSPECT:
+			if (fk.cts && (strcmp(c->id, fk.ct_id) == 0 || strcmp(c->id, fk.ct_name) == 0)) {
+				snprintf(c->res.id, sizeof(c->res.id), "%s", fk.ct_id);
+				snprintf(c->res.instance_id, sizeof(c->res.instance_id), "%s", fk.inst);
+			}
 			c->res.running = fk.running;
 			c->res.exit_code = fk.running ? 0 : 3;
 			break;
 		case RT_CT_REMOVE:
-			fk.cts--;
+			if (fk.cts)
+				fk.cts--;
 			break;
 		case RT_NET_REMOVE:
-			fk.nets--;
+			if (fk.nets)
+				fk.nets--;
 			break;
 		case RT_NET_SCAN:
 			c->each_subnet(c, NULL, false);
@@ -251,6 +266,11 @@ static void answer(uint32_t slot, enum rt_outcome o)
 		default:
 			break;
 		}
+	}
+	if (fk.lose) {
+		fk.lose = false;
+		c->res.outcome = RT_ENGINE;
+		snprintf(c->res.text, sizeof(c->res.text), "connection reset after the engine acted");
 	}
 	fake_rt.sink.call_done(fake_rt.sink.ctx, c);
 }
@@ -418,6 +438,11 @@ static struct sandbox *drive(enum lc_state want)
 	answer(s, RT_OK);
 	if (want == LC_CT_CREATE)
 		return sb;
+	if (want == LC_RB_CT_FIND) {
+		answer(s, RT_ENGINE); /* the container create's answer lost: it may exist */
+		assert_int_equal(sb->lc, LC_RB_CT_FIND);
+		return sb;
+	}
 	answer(s, RT_OK);
 	if (want == LC_CT_START)
 		return sb;
@@ -546,6 +571,7 @@ static const int expect[LC_STATES][13] = {
 	[LC_RM_CT_REMOVE] = { X,           B,              LC_RM_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
 	[LC_RM_NET_REMOVE] = { X,          B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
 	[LC_GONE_NET_REMOVE] = { X,        B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+	[LC_RB_CT_FIND] = { X,             B,              LC_RB_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
 };
 
 static void test_every_state_takes_or_refuses_every_event(void **state)
@@ -950,6 +976,140 @@ static void test_a_reset_table_is_rebuilt_by_recovery(void **state)
 	assert_nothing_held();
 }
 
+/* A create whose answer was lost after the engine acted (RT_ENGINE: the connection reset)
+ * may have made its object: the rollback removes the network by its name, and the container
+ * it finds by its name when it carries this create's instance label; one of that name that is
+ * another's stays. */
+static void test_a_create_whose_answer_was_lost_leaves_nothing(void **state)
+{
+	struct sandbox *sb;
+
+	/* the network was made */
+	sb = drive(LC_NET_CREATE);
+	fk.lose = true;
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(fk.nets, 1);
+	assert_int_equal(sb->lc, LC_RB_NET_REMOVE);
+	assert_string_equal(sb->call.id, sb->network);
+	finish_rollback(sb);
+	assert_int_equal(seen.status, 502);
+	assert_nothing_held();
+	teardown(NULL);
+
+	/* the container was made, with the name taken */
+	setup(NULL);
+	sb = drive(LC_CT_CREATE);
+	fk.lose = true;
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(fk.cts, 1);
+	assert_int_equal(sb->lc, LC_RB_CT_FIND);
+	assert_string_equal(sb->call.id, sb->name);
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(sb->lc, LC_RB_CT_REMOVE);
+	assert_string_equal(sb->call.id, fk.ct_id);
+	finish_rollback(sb);
+	assert_string_equal(seen.code, "engine");
+	assert_nothing_held();
+	teardown(NULL);
+
+	/* nothing was made: the look finds nothing (RT_GONE), the rollback goes on */
+	setup(NULL);
+	sb = drive(LC_RB_CT_FIND);
+	answer(slot_of(sb), RT_GONE);
+	assert_int_equal(sb->lc, LC_RB_NET_REMOVE);
+	finish_rollback(sb);
+	assert_nothing_held();
+	teardown(NULL);
+
+	/* a container of that name that is another's (another instance label) is left alone */
+	setup(NULL);
+	sb = drive(LC_RB_CT_FIND);
+	fk.cts = 1;
+	snprintf(fk.ct_id, sizeof(fk.ct_id), "other0123456789abcdef");
+	snprintf(fk.ct_name, sizeof(fk.ct_name), "%s", sb->name);
+	snprintf(fk.inst, sizeof(fk.inst), "someone-else");
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(sb->lc, LC_RB_NET_REMOVE);
+	finish_rollback(sb);
+	assert_int_equal(fk.cts, 1);
+	fk.cts = 0;
+	assert_nothing_held();
+	teardown(NULL);
+
+	/* the look fails: retried, not taken as "nothing there" */
+	setup(NULL);
+	sb = drive(LC_RB_CT_FIND);
+	answer(slot_of(sb), RT_ENGINE);
+	assert_int_equal(sb->lc, LC_RB_CT_FIND);
+	assert_false(sb->call_active);
+	assert_true(sb->retry_at > 0);
+	now_ms = sb->retry_at;
+	lifecycle_tick(now_ms);
+	assert_true(sb->call_active);
+	answer(slot_of(sb), RT_GONE);
+	finish_rollback(sb);
+	assert_nothing_held();
+	teardown(NULL);
+
+	/* a refusal made nothing: a 409's container is another's, never looked for */
+	setup(NULL);
+	sb = drive(LC_CT_CREATE);
+	answer(slot_of(sb), RT_NAME_TAKEN);
+	assert_int_equal(sb->lc, LC_RB_NET_REMOVE);
+	finish_rollback(sb);
+	assert_int_equal(seen.status, 409);
+	assert_nothing_held();
+}
+
+/* Recovery whose inspect, or whose remove of an unfinished create's container, fails (not
+ * "not found"): the start stops, nothing is settled as missing (the record and workspace
+ * stay, the container runs on), and a start that can read the engine again recovers it. */
+static void test_recovery_that_cannot_read_a_container_stops_the_start(void **state)
+{
+	struct sandbox *sb = drive(LC_READY);
+	char name[SB_NAME_BYTES], err[256];
+	uint32_t uid = sb->uid;
+
+	snprintf(name, sizeof(name), "%s", sb->name);
+	sandbox_table_reset();
+	start(false);
+	fk.inspect_error = -EIO;
+	assert_int_not_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "not inspected"));
+	assert_int_equal(fk.ws_retired, 0);
+	assert_int_equal(fk.cts, 1);
+	assert_int_equal(fk.nets, 1);
+	fk.inspect_error = 0;
+	sandbox_table_reset();
+	start(false);
+	assert_int_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
+	sb = sandbox_by_name(name);
+	assert_non_null(sb);
+	assert_int_equal(sb->lc, LC_READY);
+	assert_int_equal(sb->uid, uid);
+	assert_true(sb->uid_taken);
+	assert_int_equal(lifecycle_remove(sb, true, false), 0);
+	finish_rollback(sb);
+	assert_nothing_held();
+
+	/* an unfinished create whose container cannot be removed */
+	sb = drive(LC_CT_INSPECT);
+	sandbox_table_reset();
+	for (uint32_t i = 0; i <= NSB; i++)
+		fk.pending[i] = NULL; /* the call that was running died with the old daemon */
+	start(false);
+	fk.remove_error = -EIO;
+	assert_int_not_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "not removed"));
+	assert_int_equal(fk.ws_retired, 1); /* the earlier remove's, none since */
+	assert_int_equal(fk.cts, 1);
+	fk.remove_error = 0;
+	sandbox_table_reset();
+	start(false);
+	assert_int_equal(recover_state(&fake_rt, err, sizeof(err)), 0);
+	assert_nothing_held();
+}
+
 /* The checker itself: a sandbox READY without a container is caught. */
 static void test_the_invariant_check_catches_a_broken_sandbox(void **state)
 {
@@ -988,6 +1148,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_the_warm_pool_fills_between_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recovery_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_reset_table_is_rebuilt_by_recovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_create_whose_answer_was_lost_leaves_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recovery_that_cannot_read_a_container_stops_the_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_invariant_check_catches_a_broken_sandbox, setup, teardown),
 	};
 
