@@ -329,7 +329,7 @@ static void hook_released(void *ctx, struct sandbox *sb)
 	agent_forget(sb);
 }
 
-static const struct lifecycle_hooks hooks = {
+const struct lifecycle_hooks agenticd_hooks = {
 	.created = hook_created,
 	.create_failed = hook_create_failed,
 	.removed = hook_removed,
@@ -357,7 +357,7 @@ static int start_lifecycle(struct daemon *d)
 		.tag = TAG_JOB, .slots = RT_SLOTS(d->nsb), .events_since = clock_wall_ms() / 1000,
 	};
 	struct lifecycle_config lcfg = {
-		.cfg = &d->cfg, .sb = sandbox_slot(0), .nsb = d->nsb, .pool = &d->pool, .hooks = &hooks,
+		.cfg = &d->cfg, .sb = sandbox_slot(0), .nsb = d->nsb, .pool = &d->pool, .hooks = &agenticd_hooks,
 		.check = checking(),
 	};
 	int r = runtime_docker_init(&d->docker, &rc, d->rt_storage,

@@ -67,6 +67,10 @@ struct daemon {
 
 extern struct daemon *agenticd;
 
+/* The lifecycle's hooks as agenticd wires them: answers to the admin API, exec sessions and
+ * transcripts ended, the agent socket told (tests/sim runs these, with its own answers). */
+extern const struct lifecycle_hooks agenticd_hooks;
+
 /* agenticd.c */
 void agenticd_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index);
 void agenticd_unwatch(int fd);

@@ -262,7 +262,7 @@ static void answered(struct req *r, int status, const struct sandbox *sb, const 
 		answered_now[nanswered_now++] = (uint32_t)(r - reqs);
 }
 
-/* The lifecycle's hooks, as agenticd.c's: the answers go to the requests table. */
+/* The lifecycle's answers go to the requests table instead of admin connections. */
 static void hook_created(void *ctx, struct sandbox *sb, int64_t took_ms)
 {
 	struct req *r = req_of(sb->waiter, sb->waiter_gen);
@@ -287,36 +287,8 @@ static void hook_removed(void *ctx, struct sandbox *sb)
 		answered(r, 200, sb, NULL);
 }
 
-static void hook_pid_known(void *ctx, struct sandbox *sb)
-{
-	agent_pid_known(sb);
-}
-
-static void hook_agent_drop(void *ctx, struct sandbox *sb, const char *why)
-{
-	agent_drop(sb, why);
-}
-
-static void hook_stopped(void *ctx, struct sandbox *sb, const char *exec_why, const char *run_why)
-{
-	exec_sandbox_gone(sb, exec_why);
-	runlog_stop(sb, run_why);
-}
-
-static void hook_released(void *ctx, struct sandbox *sb)
-{
-	agent_forget(sb);
-}
-
-static const struct lifecycle_hooks hooks = {
-	.created = hook_created,
-	.create_failed = hook_create_failed,
-	.removed = hook_removed,
-	.pid_known = hook_pid_known,
-	.agent_drop = hook_agent_drop,
-	.stopped = hook_stopped,
-	.released = hook_released,
-};
+/* The rest of the hooks are agenticd's own (agenticd_hooks). */
+static struct lifecycle_hooks hooks;
 
 void __wrap_metrics_provision(int64_t ms)
 {
@@ -460,6 +432,10 @@ static void daemon_setup(bool fresh)
 	}
 	D.rt = rt;
 	netpool_init(&D.pool, rt, RT_SLOT_POOL(NSB), subnet_map());
+	hooks = agenticd_hooks;
+	hooks.created = hook_created;
+	hooks.create_failed = hook_create_failed;
+	hooks.removed = hook_removed;
 	lifecycle_start(&(struct lifecycle_config){ .cfg = &D.cfg, .sb = table, .nsb = NSB,
 						    .rt = rt, .pool = &D.pool, .hooks = &hooks,
 						    .check = false });
