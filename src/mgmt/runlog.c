@@ -286,6 +286,12 @@ static void close_files(struct sandbox *sb)
 	sb->run.open = false;
 }
 
+void runlog_abandon(struct sandbox *sb)
+{
+	if (sb->run.open)
+		close_files(sb);
+}
+
 /* The seq of the last result commands.log holds (its last "seq" key), read backwards from
  * the end in blocks; 0 when there is none. Only a key can hold the quoted text "seq": inside
  * a JSON string its quotes are escaped. */

@@ -46,6 +46,9 @@ void runlog_init(const struct config *cfg);
 bool runlog_ready(struct sandbox *sb);
 /* The container stopped or the sandbox is going: a stop event, final metrics, files closed. */
 void runlog_stop(struct sandbox *sb, const char *why);
+/* The run's files closed with nothing written, as the death of agenticd leaves them (a
+ * simulated restart, sandbox_table_reset); the run is adopted again at the next READY. */
+void runlog_abandon(struct sandbox *sb);
 /* One line in trace/events.jsonl: {"ts":..,"event":event} plus the sandbox's ids. */
 void runlog_event(struct sandbox *sb, const char *event);
 /* Appends to stdout.log (stream 0) or stderr.log; returns how much was written (all of it

@@ -144,13 +144,7 @@ void sandbox_table_reset(void)
 			close(sb->init_pidfd);
 		if (sb->peer_pidfd >= 0)
 			close(sb->peer_pidfd);
-		if (sb->run.open) {
-			for (int f = 0; f < RUN_FILES; f++)
-				if (sb->run.fd[f] >= 0)
-					close(sb->run.fd[f]);
-			if (sb->run.dirfd >= 0)
-				close(sb->run.dirfd);
-		}
+		runlog_abandon(sb);
 		memset(sb, 0, sizeof(*sb));
 		sb->gen = gen + 1;
 		sb->subnet = -1;

@@ -488,14 +488,7 @@ static void daemon_crash(void)
 	for (uint32_t i = 0; i < NSB; i++) {
 		struct sandbox *sb = &table[i];
 
-		if (sb->run.open) {
-			for (int f = 0; f < RUN_FILES; f++)
-				if (sb->run.fd[f] >= 0)
-					close(sb->run.fd[f]);
-			if (sb->run.dirfd >= 0)
-				close(sb->run.dirfd);
-			sb->run.open = false;
-		}
+		runlog_abandon(sb); /* before exec_sandbox_gone: a dead process writes nothing */
 		/* the exec table lives in exec.c's statics: its sessions end with the process */
 		if (sb->state != SB_FREE)
 			exec_sandbox_gone(sb, "agenticd died");
