@@ -437,6 +437,7 @@ static int keep_request(struct sandbox *sb, const struct create_req *req)
 			sb->mount_ro |= 1u << i;
 		sb->mount_id[i] = req->mount_id[i];
 	}
+	posture_from_request(&sb->posture, req);
 	sb->ncmd = (uint16_t)req->ncmd;
 	sb->nlabels = (uint16_t)req->nlabels;
 	sb->nmounts = (uint16_t)req->nmounts;

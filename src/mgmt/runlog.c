@@ -141,11 +141,20 @@ static bool line_end(struct sandbox *sb, enum run_file f, struct json_writer *w,
 
 void runlog_event(struct sandbox *sb, const char *event)
 {
+	runlog_event_fields(sb, event, NULL);
+}
+
+void runlog_event_fields(struct sandbox *sb, const char *event, const char *const *kv)
+{
 	char store[1024];
 	struct buf b;
 	struct json_writer w;
 
 	line_begin(&w, &b, store, sizeof(store), event);
+	for (; kv && kv[0] && kv[1]; kv += 2) {
+		json_key(&w, kv[0]);
+		json_str_write(&w, kv[1]);
+	}
 	json_key(&w, "name");
 	json_str_write(&w, sb->name);
 	json_key(&w, "instance_id");

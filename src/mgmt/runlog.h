@@ -51,6 +51,8 @@ void runlog_stop(struct sandbox *sb, const char *why);
 void runlog_abandon(struct sandbox *sb);
 /* One line in trace/events.jsonl: {"ts":..,"event":event} plus the sandbox's ids. */
 void runlog_event(struct sandbox *sb, const char *event);
+/* The same with more string fields: kv is key, value, ..., NULL (fixed words only). */
+void runlog_event_fields(struct sandbox *sb, const char *event, const char *const *kv);
 /* Appends to stdout.log (stream 0) or stderr.log; returns how much was written (all of it
  * when no run is open: there is nowhere to write). */
 size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);

@@ -37,6 +37,11 @@ void sandbox_table_init(const struct config *cfg, struct sandbox *sb, uint32_t n
 	}
 }
 
+const struct config *sandbox_config(void)
+{
+	return T.cfg;
+}
+
 uint32_t sandbox_slots(void)
 {
 	return T.nsb;
@@ -210,13 +215,14 @@ const char *sandbox_state_name(const struct sandbox *sb)
 	}
 }
 
-static void time_write(struct json_writer *w, const char *key, int64_t ms)
+void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms)
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
 	char s[64];
 
-	json_key(w, key);
+	if (key)
+		json_key(w, key);
 	if (!ms) {
 		json_null_write(w);
 		return;
@@ -273,9 +279,9 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 		json_null_write(w);
 	json_key(w, "agent");
 	json_str_write(w, agent_state(sb));
-	time_write(w, "agent_seen_at", sb->agent_seen_ms);
-	time_write(w, "created_at", sb->created_ms);
-	time_write(w, "ready_at", sb->ready_ms);
+	sandbox_time_write(w, "agent_seen_at", sb->agent_seen_ms);
+	sandbox_time_write(w, "created_at", sb->created_ms);
+	sandbox_time_write(w, "ready_at", sb->ready_ms);
 	/* the run's transcript, and why it is not being written (a full disk): its output waits */
 	json_key(w, "run");
 	if (sb->run.open)
@@ -312,6 +318,8 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 		json_str_write(w, q);
 	}
 	json_obj_end(w);
+	json_key(w, "posture");
+	posture_json(w, &sb->posture);
 	json_key(w, "mounts");
 	json_arr_begin(w);
 	for (p = NULL; (p = strrun_next(sb->mounts, sb->mounts_len, p)) &&

@@ -14,6 +14,7 @@
 #include "json/json.h"
 #include "mgmt/config.h"
 #include "mgmt/policy.h"
+#include "mgmt/posture.h"
 #include "mgmt/request.h"
 #include "mgmt/runlog.h"
 #include "mgmt/runtime.h"
@@ -142,6 +143,7 @@ struct sandbox {
 	char mounts[LIMIT_SANDBOX_MOUNT_BYTES];
 	uint32_t mounts_len;
 	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS]; /* what each source was, checked */
+	struct posture posture;       /* its tier and why (posture.h); kept in sandbox.json */
 	/* the runtime call of the current step (sandbox_new clears what is above it) */
 	struct rt_call call;
 	bool call_active;
@@ -154,6 +156,7 @@ struct sandbox {
  * free; the subnet map is set up apart (subnet_init). */
 void sandbox_table_init(const struct config *cfg, struct sandbox *sb, uint32_t nsb,
 			uint64_t *uid_bits);
+const struct config *sandbox_config(void); /* the config the table was set up with */
 uint32_t sandbox_slots(void);                 /* the table's size (max_sandboxes) */
 struct sandbox *sandbox_slot(uint32_t i);     /* slot i, free or not; NULL past the end */
 uint32_t sandbox_index(const struct sandbox *sb); /* sb's slot */
@@ -176,6 +179,8 @@ int sandbox_take_subnet(struct sandbox *sb);
 void sandbox_release_ids(struct sandbox *sb);
 const char *sandbox_state_name(const struct sandbox *sb);
 void sandbox_json(struct json_writer *w, const struct sandbox *sb);
+/* key: an ISO 8601 UTC time of wall ms (ms 0: null); key NULL: the value alone. */
+void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms);
 /* Pins the sandbox's container PID 1 (sb->pid, State.Pid) as sb->init_pidfd, for the resolver,
  * and reads its pid namespace into sb->pid_ns (the run's key); both empty when the container
  * is not running or that process is already gone. */

@@ -14,6 +14,7 @@
 
 #include "json/json.h"
 #include "mgmt/host.h"
+#include "mgmt/posture.h"
 #include "mgmt/share.h"
 #include "mgmt/workspace.h"
 
@@ -212,6 +213,8 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 	write_strrun(&w, "mounts", sb->mounts, sb->mounts_len);
 	json_key(&w, "mount_ro");
 	json_int_write(&w, sb->mount_ro);
+	json_key(&w, "posture");
+	posture_record_write(&w, &sb->posture);
 	json_obj_end(&w);
 	if ((r = json_writer_finish(&w)) != 0 || buf_append(&b, "\n", 1) != 0)
 		return r ? r : ERR_LIMIT;
@@ -270,7 +273,7 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 	bool bv;
 	uint16_t npairs;
 	ssize_t n;
-	int fd, r;
+	int fd, r, pt;
 
 	if ((r = host_instance_dir(cfg, id, dir, sizeof(dir))) != 0)
 		return r;
@@ -323,6 +326,11 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		return ERR_PARSE;
 	sb->nlabels = npairs / 2;
 	sb->nmounts /= 2;
+	/* a record from before postures has none: T0 until the engine's view is read, and its
+	 * request (env) is gone, so nothing is known of it at create */
+	if ((pt = json_obj_get(&doc, 0, "posture")) >= 0 &&
+	    posture_record_read(&doc, pt, &sb->posture) != 0)
+		return ERR_PARSE;
 	return 0;
 }
 
