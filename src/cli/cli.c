@@ -232,11 +232,18 @@ static void json_strs(struct json_writer *w, const char *key, const char *const 
 }
 
 static const char create_help[] =
-	"usage: agentic create [--image I] [--name N] [--env K=V]... [--mount SRC:DST[:ro]]...\n"
-	"                      [--network NET] [--label K=V]... [--disk SIZE] [-- CMD...]\n"
+	"usage: agentic create [--profile ID] [--image I] [--name N] [--env K=V]...\n"
+	"                      [--mount SRC:DST[:ro]]... [--network NET] [--label K=V]...\n"
+	"                      [--disk SIZE] [--memory SIZE] [--cpus N] [--pids N]\n"
+	"                      [--require-tier T1|T0] [-- CMD...]\n"
 	"Creates a sandbox and waits until its agent is ready (or the create failed and was\n"
-	"rolled back). Prints the sandbox's name. --disk is its disk budget, the size of its\n"
-	"workspace, in bytes or with a binary suffix k, m, g, t (default: default_disk_bytes).\n";
+	"rolled back). Prints the sandbox's name. --profile starts from a startup profile of\n"
+	"profiles_dir (its image, env, cmd, resources, mounts, network; the options given here\n"
+	"override or add to it). --disk is its disk budget, the size of its workspace, and\n"
+	"--memory its memory limit, in bytes or with a binary suffix k, m, g, t (defaults:\n"
+	"default_disk_bytes, default_memory_bytes); --cpus a number of CPUs (0.5, 2); --pids\n"
+	"its process limit. --require-tier T1 refuses the create (422 tier_refused, with the\n"
+	"reasons) if the sandbox would be T0, before anything is made.\n";
 
 /* Bytes, or a number with a binary suffix k, m, g or t; 0 when malformed. */
 static uint64_t size_arg(const char *s)
@@ -261,9 +268,9 @@ static uint64_t size_arg(const char *s)
 static int verb_create(int argc, char **argv, struct opts *o)
 {
 	static char out[256 * 1024];
-	const char *image = NULL, *name = NULL, *network = NULL;
-	const char *env[MAX_ENV], *mounts[MAX_MOUNTS], *labels[16];
-	uint64_t disk = 0;
+	const char *image = NULL, *name = NULL, *network = NULL, *profile = NULL, *tier = NULL;
+	const char *env[MAX_ENV], *mounts[MAX_MOUNTS], *labels[16], *cpus = NULL;
+	uint64_t disk = 0, memory = 0, pids = 0;
 	char **cmd = NULL;
 	int nenv = 0, nmounts = 0, nlabels = 0, ncmd = 0, status, c;
 	struct buf b;
@@ -296,6 +303,31 @@ static int verb_create(int argc, char **argv, struct opts *o)
 				fprintf(stderr, "agentic create: --disk takes a size (bytes, or 512m, 2g)\n");
 				return 2;
 			}
+		} else if (i + 1 < argc && strcmp(argv[i], "--memory") == 0) {
+			if (!(memory = size_arg(argv[++i])) || memory > INT64_MAX) {
+				fprintf(stderr, "agentic create: --memory takes a size (bytes, or 512m, "
+					"2g)\n");
+				return 2;
+			}
+		} else if (i + 1 < argc && strcmp(argv[i], "--pids") == 0) {
+			if (parse_u64(argv[++i], INT32_MAX, &pids) != 0 || !pids) {
+				fprintf(stderr, "agentic create: --pids takes a positive whole number\n");
+				return 2;
+			}
+		} else if (i + 1 < argc && strcmp(argv[i], "--cpus") == 0) {
+			cpus = argv[++i];
+			if (!*cpus || strspn(cpus, "0123456789.") != strlen(cpus) || *cpus == '.') {
+				fprintf(stderr, "agentic create: --cpus takes a number (0.5, 2)\n");
+				return 2;
+			}
+		} else if (i + 1 < argc && strcmp(argv[i], "--profile") == 0) {
+			profile = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--require-tier") == 0) {
+			tier = argv[++i];
+			if (strcmp(tier, "T1") != 0 && strcmp(tier, "T0") != 0) {
+				fprintf(stderr, "agentic create: --require-tier is T1 or T0\n");
+				return 2;
+			}
 		} else {
 			fprintf(stderr, "agentic create: unexpected %s\n", argv[i]);
 			return usage(create_help);
@@ -320,9 +352,34 @@ static int verb_create(int argc, char **argv, struct opts *o)
 		json_key(&w, "network");
 		json_str_write(&w, network);
 	}
+	if (profile) {
+		json_key(&w, "profile");
+		json_str_write(&w, profile);
+	}
+	if (tier) {
+		json_key(&w, "require_tier");
+		json_str_write(&w, tier);
+	}
 	if (disk) {
 		json_key(&w, "disk_bytes");
 		json_int_write(&w, (int64_t)disk);
+	}
+	if (memory || pids || cpus) {
+		json_key(&w, "resources");
+		json_obj_begin(&w);
+		if (memory) {
+			json_key(&w, "memory");
+			json_int_write(&w, (int64_t)memory);
+		}
+		if (pids) {
+			json_key(&w, "pids");
+			json_int_write(&w, (int64_t)pids);
+		}
+		if (cpus) {
+			json_key(&w, "cpus");
+			json_str_write(&w, cpus); /* the API takes "0.5" as it takes 0.5 */
+		}
+		json_obj_end(&w);
 	}
 	json_strs(&w, "env", env, nenv);
 	json_strs(&w, "mounts", mounts, nmounts);

@@ -444,22 +444,39 @@ static int keep_request(struct sandbox *sb, const struct create_req *req)
 	return r;
 }
 
-static void route_create(struct admin_conn *c, struct sandbox *unused, const char *query)
+/* Admission by tier: a create that would be T0 (posture_request_reasons: a raw credential in
+ * its env, an operator network) while T1 is required (its require_tier, or min_tier = T1) is
+ * refused, naming the reasons (fixed words, never a value), before a slot is taken or the
+ * engine is asked anything. */
+static int tier_refused(struct admin_conn *c, const struct create_req *req)
+{
+	uint16_t why = posture_request_reasons(req);
+	const char *by = req->require_t1 ? "require_tier" : "min_tier";
+	char m[320], words[192];
+	struct buf b;
+
+	if (!why || !(req->require_t1 || A.ac.cfg->min_tier_t1))
+		return 0;
+	buf_init(&b, words, sizeof(words));
+	for (int i = 0; i < POSTURE_REASONS; i++)
+		if (why & POSTURE_BIT(i))
+			buf_printf(&b, "%s%s", b.len ? ", " : "", posture_reason_name(i));
+	snprintf(m, sizeof(m), "T1 is required (%s) and this create would be T0: %s", by, words);
+	log_info("create refused", "reason=tier_refused required_by=%s reasons=%s", by,
+		 log_q(words));
+	admin_respond_error(c, 422, "tier_refused", m);
+	return -1;
+}
+
+void admin_create_start(struct admin_conn *c)
 {
 	const struct config *cfg = A.ac.cfg;
-	struct request_error e = { 0 };
 	struct create_req *req = &c->req;
 	struct sandbox *sb;
 	char hex[16];
 
-	if (A.stopping) {
-		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
+	if (tier_refused(c, req) != 0)
 		return;
-	}
-	if (request_create_parse(req, cfg, c->body, c->body_len, &e) != 0) {
-		admin_respond_error(c, e.status, e.code, e.message);
-		return;
-	}
 	if (req->name && sandbox_by_name(req->name)) {
 		admin_respond_error(c, 409, "name_taken", "a sandbox with that name exists");
 		return;
@@ -491,6 +508,26 @@ static void route_create(struct admin_conn *c, struct sandbox *unused, const cha
 	sb->waiter_gen = c->gen;
 	c->phase = AC_WAIT;
 	lifecycle_create(sb, req);
+}
+
+bool admin_stopping(void)
+{
+	return A.stopping;
+}
+
+static void route_create(struct admin_conn *c, struct sandbox *unused, const char *query)
+{
+	struct request_error e = { 0 };
+
+	if (A.stopping) {
+		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
+		return;
+	}
+	if (request_create_parse(&c->req, A.ac.cfg, c->body, c->body_len, &e) != 0) {
+		admin_respond_error(c, e.status, e.code, e.message);
+		return;
+	}
+	admin_create_start(c);
 }
 
 /* ---- inspect and remove ---- */

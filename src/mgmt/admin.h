@@ -135,6 +135,13 @@ void admin_respond_error(struct admin_conn *c, int status, const char *code, con
 /* Sends what is queued (a gRPC call: admin_grpc_pump); a whole answer ends the exchange. */
 void admin_flush(struct admin_conn *c);
 
+/* A create parsed into c->req (request_create_parse): admitted by tier (422 tier_refused
+ * when T1 is required and it would be T0), then a sandbox slot, its name, and the lifecycle's
+ * create; the answer comes at its end. Every create route ends here. */
+void admin_create_start(struct admin_conn *c);
+/* admin_shutdown was called: no new creates. */
+bool admin_stopping(void);
+
 /* ---- admin_exec.c: the exec route and the client side of its sessions ---- */
 /* The route's handler (POST /api/v1/containers/NAME/exec), and the connection's events while
  * its exec runs. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json/json.h"
 #include "mgmt/request.h"
@@ -210,6 +211,97 @@ static int parse_cmd(struct create_req *req, struct request_text *t, const struc
 	return 0;
 }
 
+/* ---- resources: {"memory": bytes, "pids": n, "cpus": number, "disk": bytes} ---- */
+
+/* A number of CPUs (2, 0.5, at most 9 decimals; a JSON number or a string holding one) as
+ * nano-CPUs; 0 when malformed. */
+static uint64_t nano_cpus_of(const struct json_doc *doc, int idx)
+{
+	const char *p = doc->src + doc->tok[idx].start, *end = doc->src + doc->tok[idx].end;
+	uint64_t whole = 0, frac = 0, scale = 1000000000ull;
+
+	if ((doc->tok[idx].type != JSON_NUMBER && doc->tok[idx].type != JSON_STRING) || p == end ||
+	    *p < '0' || *p > '9')
+		return 0;
+	for (; p < end && *p >= '0' && *p <= '9'; p++)
+		if ((whole = whole * 10 + (uint64_t)(*p - '0')) > 1000000)
+			return 0;
+	if (p < end && *p == '.')
+		for (p++; p < end && *p >= '0' && *p <= '9'; p++) {
+			if (scale == 1)
+				return 0;
+			scale /= 10;
+			frac += (uint64_t)(*p - '0') * scale;
+		}
+	return p == end ? whole * 1000000000ull + frac : 0;
+}
+
+/* The bounds every create's resources meet, from the request or its profile. */
+static int resources_check(const struct create_req *req, struct request_error *e)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t max_cpus = ncpu > 0 ? (uint64_t)ncpu * 1000000000ull : 1000000000ull;
+
+	if (req->memory_bytes && (req->memory_bytes < LIMIT_SANDBOX_MEMORY_MIN_BYTES ||
+				  req->memory_bytes > LIMIT_SANDBOX_MEMORY_MAX_BYTES))
+		return bad(e, 400, "bad_request", "resources.memory is a whole number of bytes from "
+			   "%llu (32 MiB) to %llu (1 TiB)",
+			   (unsigned long long)LIMIT_SANDBOX_MEMORY_MIN_BYTES,
+			   (unsigned long long)LIMIT_SANDBOX_MEMORY_MAX_BYTES);
+	if (req->pids && (req->pids < LIMIT_SANDBOX_PIDS_MIN || req->pids > LIMIT_SANDBOX_PIDS_MAX))
+		return bad(e, 400, "bad_request", "resources.pids is a whole number from %u to %u",
+			   LIMIT_SANDBOX_PIDS_MIN, LIMIT_SANDBOX_PIDS_MAX);
+	if (req->nano_cpus && (req->nano_cpus < LIMIT_SANDBOX_NANO_CPUS_MIN ||
+			       req->nano_cpus > max_cpus))
+		return bad(e, 400, "bad_request", "resources.cpus is a number of CPUs from 0.01 to "
+			   "%llu (this host's online CPUs)", (unsigned long long)(max_cpus / 1000000000ull));
+	if (req->disk_bytes && (req->disk_bytes < LIMIT_DISK_MIN_BYTES ||
+				req->disk_bytes > LIMIT_DISK_MAX_BYTES))
+		return bad(e, 400, "bad_request", "disk_bytes (resources.disk) is a whole number of "
+			   "bytes from %llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
+			   (unsigned long long)LIMIT_DISK_MAX_BYTES);
+	return 0;
+}
+
+/* A positive whole number, or -1 (so that 0, negatives and other types are refused). */
+static int64_t positive(const struct json_doc *doc, int idx)
+{
+	int64_t n;
+
+	return json_int(doc, idx, &n) == 0 && n > 0 ? n : -1;
+}
+
+static int parse_resources(struct create_req *req, const struct json_doc *doc, int val,
+			   struct request_error *e)
+{
+	if (doc->tok[val].type != JSON_OBJECT)
+		return bad(e, 400, "bad_request", "resources is an object: {\"memory\": bytes, "
+			   "\"pids\": n, \"cpus\": n, \"disk\": bytes}");
+	for (int k = json_first(doc, val); k >= 0; k = json_next(doc, val, json_next(doc, val, k))) {
+		int64_t n = -1;
+
+		if (json_str_eq(doc, k, "cpus")) {
+			if (!(req->nano_cpus = nano_cpus_of(doc, k + 1)))
+				req->nano_cpus = 1; /* below the minimum: refused by resources_check */
+			continue;
+		}
+		if (!json_str_eq(doc, k, "memory") && !json_str_eq(doc, k, "pids") &&
+		    !json_str_eq(doc, k, "disk"))
+			return bad(e, 400, "bad_request", "unknown field in resources (known: memory "
+				   "pids cpus disk)");
+		if ((n = positive(doc, k + 1)) < 0)
+			return bad(e, 400, "bad_request", "resources.memory, .pids and .disk are "
+				   "positive whole numbers (bytes; pids: a count)");
+		if (json_str_eq(doc, k, "memory"))
+			req->memory_bytes = (uint64_t)n;
+		else if (json_str_eq(doc, k, "disk"))
+			req->disk_bytes = (uint64_t)n;
+		else
+			req->pids = n > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+	}
+	return 0;
+}
+
 /* One field of the create's object. */
 static int create_field(struct create_req *req, struct request_text *t, const struct config *cfg,
 			const struct json_doc *doc, int k, struct request_error *e)
@@ -242,6 +334,14 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 				   "%llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
 				   (unsigned long long)LIMIT_DISK_MAX_BYTES);
 		req->disk_bytes = (uint64_t)n;
+	} else if (json_str_eq(doc, k, "resources")) {
+		return parse_resources(req, doc, val, e);
+	} else if (json_str_eq(doc, k, "require_tier")) {
+		if (json_str_eq(doc, val, "T1"))
+			req->require_t1 = true;
+		else if (!json_str_eq(doc, val, "T0"))
+			return bad(e, 400, "bad_request", "require_tier is \"T1\" or \"T0\" (no "
+				   "requirement)");
 	} else if (json_str_eq(doc, k, "writable_root")) {
 		if (json_bool(doc, val, &req->writable_root) != 0)
 			return bad(e, 400, "bad_request", "writable_root is a boolean");
@@ -256,7 +356,7 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 
 		json_str(doc, k, key, sizeof(key));
 		return bad(e, 400, "bad_request", "unknown field %s (known: name image env mounts "
-			   "network cmd labels disk_bytes writable_root)", key);
+			   "network cmd labels disk_bytes resources writable_root require_tier)", key);
 	}
 	return 0;
 }
@@ -284,7 +384,7 @@ int request_create_parse(struct create_req *req, const struct config *cfg, const
 		return -1;
 	if (req->name && !policy_name_valid(req->name))
 		return bad(e, 400, "bad_name", "a sandbox name matches ^[a-z][a-z0-9-]{1,62}$");
-	return 0;
+	return resources_check(req, e);
 }
 
 /* ---- exec ---- */

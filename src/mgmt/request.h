@@ -44,7 +44,11 @@ struct create_req {
 	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS];
 	uint32_t nmounts;
 	uint64_t disk_bytes;          /* 0: default_disk_bytes */
+	uint64_t memory_bytes;        /* 0: default_memory_bytes */
+	uint32_t pids;                /* 0: default_pids_limit */
+	uint64_t nano_cpus;           /* 0: default_nano_cpus */
 	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
+	bool require_t1;              /* require_tier "T1": refused if it would be T0 */
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };
