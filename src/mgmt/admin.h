@@ -14,6 +14,7 @@
 #include "grpc/grpc.h"
 #include "http/frame.h"
 #include "http/http.h"
+#include "json/json.h"
 #include "mgmt/exec.h"
 #include "mgmt/request.h"
 
@@ -43,8 +44,11 @@ struct admin_conn {
 	bool body_too_big;
 	uint8_t out[LIMIT_ADMIN_OUT_BYTES];
 	uint32_t out_len, out_off;
-	uint32_t list_cursor;         /* AC_LIST: next sandbox slot to render */
+	uint32_t list_cursor;         /* AC_LIST: next item to render (admin_list_start) */
+	uint32_t list_n;
+	bool (*list_item)(struct json_writer *w, uint32_t i);
 	bool list_first;
+	char segment[128];            /* the path segment a route's '*' stood for */
 	struct create_req req;
 	/* AC_EXEC: the session (exec.c) and the frame being read: stdin from an upgraded
 	 * client, or a gRPC call's output going out as messages */
@@ -114,6 +118,8 @@ struct admin_route {
 	const char *method;
 	const char *path;   /* '*' stands for one path segment: a sandbox's name */
 	void (*handler)(struct admin_conn *c, struct sandbox *sb, const char *query);
+	bool not_sandbox;   /* the segment is no sandbox's name (a profile's id): the handler
+			     * gets sb NULL and reads c->segment */
 };
 /* The route for method and path (no query): 0 with *route and, for a path with '*', the name
  * it stood for in name; 404 when no route has that path, 405 when routes have it with other
@@ -141,6 +147,25 @@ void admin_flush(struct admin_conn *c);
 void admin_create_start(struct admin_conn *c);
 /* admin_shutdown was called: no new creates. */
 bool admin_stopping(void);
+/* A whole JSON answer: body (a newline is added), or the sandbox's JSON. */
+void admin_respond(struct admin_conn *c, int status, struct buf *body);
+void admin_respond_sandbox(struct admin_conn *c, int status, const struct sandbox *sb);
+/* DELETE of a sandbox (?force=1, ?keep_workspace=1): answered at the remove's end. */
+void admin_remove_start(struct admin_conn *c, struct sandbox *sb, const char *query);
+/* A list streamed in chunks: head (the JSON up to and with the array's '['), then
+ * item(w, i) for each i below n (false: nothing for that i), then "]}". */
+void admin_list_start(struct admin_conn *c, const char *head, size_t head_len,
+		      bool (*item)(struct json_writer *w, uint32_t i), uint32_t n);
+/* The i-th slot of the sandbox table as a list item (false: a free slot). */
+bool admin_sandbox_item(struct json_writer *w, uint32_t i);
+
+/* ---- admin_v2.c: the /api/v2/admin routes (README: admin API, v2) ---- */
+void admin_v2_instances_list(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_instances_create(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_instance_get(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_instance_delete(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_profiles_list(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_profile_get(struct admin_conn *c, struct sandbox *sb, const char *query);
 
 /* ---- admin_exec.c: the exec route and the client side of its sessions ---- */
 /* The route's handler (POST /api/v1/containers/NAME/exec), and the connection's events while

@@ -29,6 +29,15 @@ struct request_text {
 
 /* ---- a parsed create request (lives in its admin connection) ---- */
 #define REQUEST_NETWORK_BYTES 64      /* a network name, with its NUL: a sandbox keeps it */
+/* The container label naming the startup profile a sandbox was made from. */
+#define REQUEST_PROFILE_LABEL "agentic-startup-profile"
+
+struct profile_set;
+
+/* Which create body: v1's (POST /api/v1/containers: every field, "profile" optional) or
+ * admin-v2's (POST /api/v2/admin/instances: "startup_profile_id" required, env and cmd only
+ * from the profile, "runtime" "docker"). */
+enum request_api { REQUEST_API_V1 = 0, REQUEST_API_V2 };
 
 struct create_req {
 	const char *name;             /* NULL: sbx-<8 hex> */
@@ -49,14 +58,29 @@ struct create_req {
 	uint64_t nano_cpus;           /* 0: default_nano_cpus */
 	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
 	bool require_t1;              /* require_tier "T1": refused if it would be T0 */
+	const char *profile_id;       /* the startup profile it starts from, NULL: none */
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };
 
 /* A create's body (JSON; empty: every default) into req. Mount sources are resolved and
- * checked against cfg's mount policy (they must exist). 0, or -1 with e filled. */
-int request_create_parse(struct create_req *req, const struct config *cfg, const void *body,
+ * checked against cfg's mount policy (they must exist). A body naming a startup profile of
+ * profiles (NULL: none can be named) starts from it: its image, env, cmd, resources, mounts
+ * and network, copied into req->text (a reload of the set later changes nothing here), then
+ * the body's fields on top (image, network, resources and a non-empty cmd replace; env,
+ * labels and mounts add). A profile is refused (422) when it is unknown or invalid, names a
+ * runtime other than docker, would materialize raw credentials in this shared-kernel
+ * sandbox (profile_shared_kernel_refusal), or asks for what this build lacks (egress
+ * allowlists, readiness probes). 0, or -1 with e filled. */
+int request_create_parse(struct create_req *req, const struct config *cfg,
+			 const struct profile_set *profiles, enum request_api api, const void *body,
 			 size_t len, struct request_error *e);
+
+/* What this build refuses of startup profile p, whoever names it (a create, or GET
+ * /api/v2/admin/profiles/ID saying whether it can be used): 0, or -1 with e (422 and the
+ * words the create would get). */
+struct profile;
+int request_profile_check(const struct profile *p, struct request_error *e);
 
 /* ---- an exec request ---- */
 struct exec_req {

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct exec_req er;
 
 	config_defaults(&cfg);
-	if (request_create_parse(&req, &cfg, data, size, &e) != 0)
+	if (request_create_parse(&req, &cfg, NULL, REQUEST_API_V1, data, size, &e) != 0)
 		refusal_ok(&e);
 	memset(&e, 0, sizeof(e));
 	if (request_exec_parse(&er, &t, data, size, &e) != 0) {

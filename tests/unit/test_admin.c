@@ -345,7 +345,7 @@ static void test_create_parse_refusals(void **state)
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
 		struct request_error e = { 0 };
 
-		if (request_create_parse(&req, &d.cfg, cases[i].json, strlen(cases[i].json), &e) == 0 ||
+		if (request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V1, cases[i].json, strlen(cases[i].json), &e) == 0 ||
 		    e.status != cases[i].status || strcmp(e.code, cases[i].code) != 0 ||
 		    !strstr(e.message, cases[i].words))
 			fail_msg("%s: %d %s %s", cases[i].json, e.status, e.code, e.message);
@@ -355,13 +355,13 @@ static void test_create_parse_refusals(void **state)
 		const char *ok = "{\"name\":\"a1\",\"env\":{\"K\":\"v\"},\"cmd\":[\"sh\",\"-c\",\"x\"],"
 				 "\"labels\":{\"team\":\"x\"},\"writable_root\":true}";
 
-		assert_int_equal(request_create_parse(&req, &d.cfg, ok, strlen(ok), &e), 0);
+		assert_int_equal(request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V1, ok, strlen(ok), &e), 0);
 		assert_string_equal(req.name, "a1");
 		assert_string_equal(req.env[0], "K=v");
 		assert_int_equal(req.ncmd, 3);
 		assert_int_equal(req.nlabels, 1);
 		assert_true(req.writable_root);
-		assert_int_equal(request_create_parse(&req, &d.cfg, "", 0, &e), 0);
+		assert_int_equal(request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V1, "", 0, &e), 0);
 		assert_null(req.name);
 	}
 }
