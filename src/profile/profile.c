@@ -778,7 +778,7 @@ static void load_entry(struct profile_entry *e, int dfd, const char *name)
 	ssize_t len;
 
 	memset(e, 0, offsetof(struct profile_entry, p));
-	snprintf(e->file, sizeof(e->file), "%s", name);
+	memcpy(e->file, name, strlen(name) + 1); /* wanted() kept it shorter than file */
 	len = read_file(dfd, name, why, sizeof(why));
 	if (len >= 0) {
 		e->valid = profile_parse(&e->p, file_buf, (size_t)len, why, sizeof(why)) == 0;
