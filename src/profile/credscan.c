@@ -312,13 +312,27 @@ static const char *value_rule(const char *v)
 	return NULL;
 }
 
+const char *credscan_value(const char *s)
+{
+	return value_rule(s);
+}
+
+/* Keys longer than this are judged on their first bytes by the value shapes. */
+#define CREDSCAN_KEY_BYTES 1024
+
 const char *credscan_pair(const char *key, size_t key_len, const char *value)
 {
 	const char *rule = key_rule(key, key_len);
+	char k[CREDSCAN_KEY_BYTES + 1];
+	size_t n = key_len < CREDSCAN_KEY_BYTES ? key_len : CREDSCAN_KEY_BYTES;
 
 	if (rule && (!value || !value_inert(value)))
 		return rule;
-	return value ? value_rule(value) : NULL;
+	if (value && (rule = value_rule(value)))
+		return rule;
+	memcpy(k, key, n);
+	k[n] = '\0';
+	return value_rule(k);
 }
 
 const char *credscan_entry(const char *kv)

@@ -44,6 +44,12 @@ static enum json_type type_of(const struct rd *r, int idx)
 	return r->doc->tok[idx].type;
 }
 
+/* A name from the file as an error may echo it: never one shaped like a token. */
+static const char *shown(const char *name)
+{
+	return credscan_value(name) ? "(a name shaped like a credential)" : name;
+}
+
 /* ---- checks of one value ---- */
 
 /* Only the named fields, each at most once. */
@@ -68,7 +74,7 @@ static int known_fields(struct rd *r, int obj, const char *path, const char *con
 			if (json_str(r->doc, k, key, sizeof(key)) < 0)
 				return bad(r, "%s%s(a long field name): unknown field (known: %s)", path,
 					   sep, known);
-			return bad(r, "%s%s%s: unknown field (known: %s)", path, sep, key, known);
+			return bad(r, "%s%s%s: unknown field (known: %s)", path, sep, shown(key), known);
 		}
 		for (int e = json_first(r->doc, obj); e != k;
 		     e = json_next(r->doc, obj, json_next(r->doc, obj, e)))
@@ -258,7 +264,7 @@ static int read_env(struct rd *r, int obj)
 		if (n < 0 || !env_name_ok(key, (size_t)n))
 			return bad(r, "env: keys must be names of letters, digits and _ that do not "
 				   "start with a digit, at most %zu bytes", sizeof(key) - 1);
-		snprintf(at, sizeof(at), "env.%s", key);
+		snprintf(at, sizeof(at), "env.%s", shown(key));
 		if (strncmp(key, "AGENT_", 6) == 0)
 			return bad(r, "%s: keys starting with AGENT_ are the init's own", at);
 		for (uint32_t i = 0; i < p->nenv; i++)
@@ -667,8 +673,10 @@ const char *profile_shared_kernel_refusal(const struct profile *p, char *why, si
 		const char *rule = credscan_entry(p->env[i]);
 
 		if (rule) {
-			snprintf(why, size, "env.%.*s (%s): %s", (int)strcspn(p->env[i], "="),
-				 p->env[i], rule, CRED_REFUSAL);
+			char key[256];
+
+			snprintf(key, sizeof(key), "%.*s", (int)strcspn(p->env[i], "="), p->env[i]);
+			snprintf(why, size, "env.%s (%s): %s", shown(key), rule, CRED_REFUSAL);
 			return why;
 		}
 	}

@@ -204,6 +204,12 @@ static void test_credscan_pair_reads_only_key_len_bytes_of_the_key(void **state)
 	assert_string_equal(credscan_pair("X", 1, "AKIAIOSFODNN7EXAMPLE"), "value_aws_key_id");
 	assert_string_equal(credscan_pair("API_KEY", 7, NULL), "key_api_key");
 	assert_null(credscan_pair("X", 1, NULL));
+	/* a token pasted where the name belongs */
+	assert_string_equal(credscan_pair("ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", 40, "1"),
+			    "value_github");
+	assert_string_equal(credscan_entry("AKIAIOSFODNN7EXAMPLE=x"), "value_aws_key_id");
+	assert_string_equal(credscan_value("sk-ant-aaaaaaaaaaaaaaaaaaaaaa"), "value_sk_ant");
+	assert_null(credscan_value("GITHUB_TOKEN"));
 }
 
 /* The answer is one of the fixed words, never a piece of the value. */

@@ -168,6 +168,11 @@ static void test_profile_refuses_unknown_fields_at_every_level(void **state)
 		{ "{\"id\": \"a\", \"resources\": {\"pids\": 9, \"pids\": 10}}",
 		  "resources.pids: given twice" },
 		{ "{\"id\": \"a\", \"env\": {\"A\": \"1\", \"A\": \"2\"}}", "env.A: given twice" },
+		/* a token where a name belongs is not echoed */
+		{ "{\"id\": \"a\", \"ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789\": 1}",
+		  "(a name shaped like a credential): unknown field (known: id, description, image, "
+		  "runtime, env, cmd, resources, mounts, network, egress, credential_refs, "
+		  "readiness_probes)" },
 	};
 
 	expect_refusals(cases, ARRAY_LEN(cases));
@@ -435,6 +440,12 @@ static void test_profile_shared_kernel_refusal_names_the_field_never_the_value(v
 	assert_non_null(profile_shared_kernel_refusal(&prof, why, sizeof(why)));
 	assert_non_null(strstr(why, "env.UPSTREAM (value_url_password): "));
 	assert_null(strstr(why, "Canary"));
+
+	assert_int_equal(parse("{\"id\": \"a\", \"env\": {\"AKIAIOSFODNN7EXAMPLE\": \"x\"}}",
+			       err), 0);
+	assert_non_null(profile_shared_kernel_refusal(&prof, why, sizeof(why)));
+	assert_non_null(strstr(why, "env.(a name shaped like a credential) (value_aws_key_id): "));
+	assert_null(strstr(why, "AKIA"));
 
 	assert_int_equal(parse("{\"id\": \"a\", \"credential_refs\": [{\"id\": \"c\", \"provider\": "
 			       "\"p\", \"allowed_use\": \"u\", \"target\": {\"type\": \"env\", "
