@@ -699,22 +699,22 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 
 /* GET before POST and DELETE: a 405 lists them in this order ("use GET or POST"). */
 static const struct admin_route routes[] = {
-	{ "GET", API "/containers", route_list },
-	{ "POST", API "/containers", route_create },
-	{ "GET", API "/containers/", route_list },
-	{ "POST", API "/containers/", route_create },
-	{ "GET", API "/containers/*", route_inspect },
-	{ "DELETE", API "/containers/*", admin_remove_start },
-	{ "POST", API "/containers/*/exec", admin_exec_route },
-	{ "GET", API "/containers/*/logs", route_logs },
-	{ "GET", API "/info", route_info },
-	{ "GET", "/metrics", route_metrics },
-	{ "GET", API2 "/instances", admin_v2_instances_list },
-	{ "POST", API2 "/instances", admin_v2_instances_create },
-	{ "GET", API2 "/instances/*", admin_v2_instance_get },
-	{ "DELETE", API2 "/instances/*", admin_v2_instance_delete },
-	{ "GET", API2 "/profiles", admin_v2_profiles_list },
-	{ "GET", API2 "/profiles/*", admin_v2_profile_get, .not_sandbox = true },
+	{ "GET", API "/containers", route_list, false },
+	{ "POST", API "/containers", route_create, false },
+	{ "GET", API "/containers/", route_list, false },
+	{ "POST", API "/containers/", route_create, false },
+	{ "GET", API "/containers/*", route_inspect, false },
+	{ "DELETE", API "/containers/*", admin_remove_start, false },
+	{ "POST", API "/containers/*/exec", admin_exec_route, false },
+	{ "GET", API "/containers/*/logs", route_logs, false },
+	{ "GET", API "/info", route_info, false },
+	{ "GET", "/metrics", route_metrics, false },
+	{ "GET", API2 "/instances", admin_v2_instances_list, false },
+	{ "POST", API2 "/instances", admin_v2_instances_create, false },
+	{ "GET", API2 "/instances/*", admin_v2_instance_get, false },
+	{ "DELETE", API2 "/instances/*", admin_v2_instance_delete, false },
+	{ "GET", API2 "/profiles", admin_v2_profiles_list, false },
+	{ "GET", API2 "/profiles/*", admin_v2_profile_get, true },
 };
 
 /* path against a route's: '*' matches one non-empty segment, copied (cut to size) to name. */

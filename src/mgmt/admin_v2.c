@@ -16,6 +16,7 @@
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
 #include "mgmt/profiles.h"
+#include "profile/credscan.h"
 #include "profile/profile.h"
 
 /* one profile, or the list's head, rendered (a profile's strings fit PROFILE_FILE_BYTES,
@@ -139,7 +140,7 @@ void admin_v2_profiles_list(struct admin_conn *c, struct sandbox *unused, const 
 		admin_respond_error(c, 500, "internal", "the profile list does not fit its buffer");
 		return;
 	}
-	admin_list_start(c, b.data, b.len, profile_item, set->n);
+	admin_list_start(c, (const char *)b.data, b.len, profile_item, set->n);
 }
 
 static void resources_write(struct json_writer *w, const struct profile *p)
@@ -261,8 +262,8 @@ void admin_v2_profile_get(struct admin_conn *c, struct sandbox *unused, const ch
 
 	profile_set_find(profiles_current(), c->segment, &en);
 	if (!en) {
-		/* the id is echoed only when it has a profile id's shape */
-		if (strlen(c->segment) < PROFILE_ID_BYTES &&
+		/* the id is echoed only when it has a profile id's shape and no token's */
+		if (strlen(c->segment) < PROFILE_ID_BYTES && !credscan_value(c->segment) &&
 		    strspn(c->segment, "abcdefghijklmnopqrstuvwxyz0123456789_.-") ==
 			    strlen(c->segment))
 			snprintf(m, sizeof(m), "no startup profile has the id %s", c->segment);

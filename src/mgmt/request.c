@@ -9,6 +9,7 @@
 
 #include "json/json.h"
 #include "mgmt/request.h"
+#include "profile/credscan.h"
 #include "profile/profile.h"
 
 static struct json_token tokens[4096];
@@ -451,6 +452,9 @@ static int profile_base(struct create_req *req, struct request_text *t,
 	if (!p && entry)
 		return bad(e, 422, "profile_invalid", "startup profile %s is invalid: %s", id,
 			   entry->error);
+	if (!p && credscan_value(id))
+		return bad(e, 422, "profile_unknown", "no startup profile has that id (GET "
+			   "/api/v2/admin/profiles lists them)");
 	if (!p)
 		return bad(e, 422, "profile_unknown", "no startup profile has the id %s (GET "
 			   "/api/v2/admin/profiles lists them)", id);
