@@ -463,26 +463,38 @@ static int profile_base(struct create_req *req, struct request_text *t,
 	return profile_apply(req, t, cfg, p, e);
 }
 
-/* One field of the create's object. */
-static int create_field(struct create_req *req, struct request_text *t, const struct config *cfg,
-			enum request_api api, const struct json_doc *doc, int k,
-			struct request_error *e)
+/* admin-v2's body has fewer fields than v1's: env and cmd are the profile's alone. Checked
+ * before the profile is looked up, so a misspelt field is named first. */
+static int v2_fields_known(const struct json_doc *doc, struct request_error *e)
 {
 	static const char *const v2_fields[] = { "name", "runtime", "startup_profile_id", "image",
 						 "network", "labels", "mounts", "resources",
 						 "require_tier" };
-	int val = k + 1;
-	bool known = api == REQUEST_API_V1;
 	char key[64];
 
-	for (size_t i = 0; !known && i < ARRAY_LEN(v2_fields); i++)
-		known = json_str_eq(doc, k, v2_fields[i]);
-	if (!known) {
+	for (int k = json_first(doc, 0); k >= 0; k = json_next(doc, 0, json_next(doc, 0, k))) {
+		bool known = false;
+
+		for (size_t i = 0; !known && i < ARRAY_LEN(v2_fields); i++)
+			known = json_str_eq(doc, k, v2_fields[i]);
+		if (known)
+			continue;
 		json_str(doc, k, key, sizeof(key));
 		return bad(e, 400, "bad_request", "unknown field %s (known: name runtime "
 			   "startup_profile_id image network labels mounts resources require_tier; env "
 			   "and cmd come from the profile)", key);
 	}
+	return 0;
+}
+
+/* One field of the create's object. */
+static int create_field(struct create_req *req, struct request_text *t, const struct config *cfg,
+			enum request_api api, const struct json_doc *doc, int k,
+			struct request_error *e)
+{
+	int val = k + 1;
+	char key[64];
+
 	if (json_str_eq(doc, k, "name")) {
 		if (!(req->name = take_str(t, doc, val)))
 			return bad(e, 400, "bad_request", "name is a string");
@@ -563,6 +575,8 @@ int request_create_parse(struct create_req *req, const struct config *cfg,
 			   doc.err_offset, doc.err_what ? doc.err_what : "malformed");
 	if (doc.tok[0].type != JSON_OBJECT)
 		return bad(e, 400, "bad_request", "the body is a JSON object");
+	if (api == REQUEST_API_V2 && v2_fields_known(&doc, e) != 0)
+		return -1;
 	r = profile_base(req, &t, cfg, profiles, api, &doc, e);
 	for (int k = json_first(&doc, 0); r == 0 && k >= 0; k = json_next(&doc, 0, json_next(&doc, 0, k)))
 		r = create_field(req, &t, cfg, api, &doc, k, e);
