@@ -546,6 +546,8 @@ static void route_create(struct admin_conn *c, struct sandbox *unused, const cha
 	}
 	if (request_create_parse(&c->req, A.ac.cfg, profiles_current(), REQUEST_API_V1,
 				 c->body, c->body_len, &e) != 0) {
+		if (e.status == 422)
+			log_info("create refused", "route=v1 code=%s", log_q(e.code));
 		admin_respond_error(c, e.status, e.code, e.message);
 		return;
 	}
