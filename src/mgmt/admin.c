@@ -264,6 +264,10 @@ void admin_finish_sandbox(int32_t i, uint32_t gen, const struct sandbox *sb, int
 
 	if (!c)
 		return;
+	if (status == 201 && c->req.nprobes) {
+		admin_probes_start(c, sb);
+		return;
+	}
 	admin_respond_sandbox(c, status, sb);
 	admin_flush(c);
 }

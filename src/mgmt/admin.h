@@ -49,6 +49,11 @@ struct admin_conn {
 	bool (*list_item)(struct json_writer *w, uint32_t i);
 	bool list_first;
 	char segment[128];            /* the path segment a route's '*' stood for */
+	/* a create's readiness probes, run one after another once it is ready (admin_v2.c) */
+	char probe_sandbox[64];
+	uint32_t probe_next;
+	int32_t probe_failed;         /* the first probe that failed, -1: none */
+	int32_t probe_exit;
 	struct create_req req;
 	/* AC_EXEC: the session (exec.c) and the frame being read: stdin from an upgraded
 	 * client, or a gRPC call's output going out as messages */
@@ -166,6 +171,9 @@ void admin_v2_instance_get(struct admin_conn *c, struct sandbox *sb, const char 
 void admin_v2_instance_delete(struct admin_conn *c, struct sandbox *sb, const char *query);
 void admin_v2_profiles_list(struct admin_conn *c, struct sandbox *sb, const char *query);
 void admin_v2_profile_get(struct admin_conn *c, struct sandbox *sb, const char *query);
+/* A create with readiness probes is ready: runs them (exec sessions whose sink is c) and
+ * answers 201 with the sandbox and "probes": "passed" or "failed" once the last ended. */
+void admin_probes_start(struct admin_conn *c, const struct sandbox *sb);
 
 /* ---- admin_exec.c: the exec route and the client side of its sessions ---- */
 /* The route's handler (POST /api/v1/containers/NAME/exec), and the connection's events while

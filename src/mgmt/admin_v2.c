@@ -8,7 +8,9 @@
  *   GET    /api/v2/admin/profiles/ID     one profile; env values are never shown
  *
  * An instance is a sandbox: a create goes through the same request checks, admission and
- * lifecycle as v1's, with the profile as its base (request.h). */
+ * lifecycle as v1's, with the profile as its base (request.h). A profile's readiness probes
+ * run once the sandbox is ready, as execs one after another, and the create's answer says
+ * how they ended (whichever route made it). */
 #include <stdio.h>
 #include <string.h>
 
@@ -284,4 +286,116 @@ void admin_v2_profile_get(struct admin_conn *c, struct sandbox *unused, const ch
 		return;
 	}
 	admin_respond(c, 200, &b);
+}
+
+/* ---- readiness probes: a create from a profile that has them answers once they ran ---- */
+
+_Static_assert(sizeof(((struct admin_conn *)0)->probe_sandbox) >= SB_NAME_BYTES,
+	       "a sandbox's name fits the probe state");
+
+static void probes_next(struct admin_conn *c);
+
+/* Their output is in the run's transcript; the answer says only how they ended. */
+static int probe_output(void *ctx, int stream, const void *data, size_t len)
+{
+	return 0;
+}
+
+static void probe_done(void *ctx, int32_t exit_code, int64_t duration_ms, const char *error,
+		       const char *transcript_error)
+{
+	struct admin_conn *c = ctx;
+	bool failed = exit_code != 0 || (error && *error);
+
+	if (c->phase == AC_ZOMBIE) {
+		c->phase = AC_FREE; /* its client left: nothing to answer, no probe to run */
+		return;
+	}
+	log_info("readiness probe", "name=%s probe=%u exit_code=%d duration_ms=%lld failed=%d",
+		 log_q(c->probe_sandbox), c->probe_next, exit_code, (long long)duration_ms,
+		 failed);
+	if (failed && c->probe_failed < 0) {
+		c->probe_failed = (int32_t)c->probe_next;
+		c->probe_exit = exit_code;
+	}
+	c->probe_next++;
+	probes_next(c);
+}
+
+static const struct exec_sink_ops probe_ops = {
+	.client = "probe",
+	.output = probe_output,
+	.done = probe_done,
+};
+
+/* The sandbox's JSON with how its probes ended: {..., "probes": "passed"|"failed",
+ * "probe_failed": {"index", "exit_code"}}. */
+static void respond_probed(struct admin_conn *c, const struct sandbox *sb)
+{
+	struct buf b;
+	struct json_writer w;
+
+	buf_init(&b, text, sizeof(text));
+	json_writer_init(&w, &b);
+	sandbox_json(&w, sb);
+	if (json_writer_finish(&w) != 0 || b.len < 2) {
+		admin_respond_error(c, 500, "internal", "the sandbox does not fit the response buffer");
+		admin_flush(c);
+		return;
+	}
+	b.len--; /* the object's '}' */
+	buf_printf(&b, ",\"probes\":\"%s\"", c->probe_failed < 0 ? "passed" : "failed");
+	if (c->probe_failed >= 0)
+		buf_printf(&b, ",\"probe_failed\":{\"index\":%d,\"exit_code\":%d}", c->probe_failed,
+			   c->probe_exit);
+	if (buf_append(&b, "}", 1) != 0) {
+		admin_respond_error(c, 500, "internal", "the sandbox does not fit the response buffer");
+		admin_flush(c);
+		return;
+	}
+	admin_respond(c, 201, &b);
+	admin_flush(c);
+}
+
+/* Starts the next probe, or answers after the last. A probe that cannot start has failed. */
+static void probes_next(struct admin_conn *c)
+{
+	struct sandbox *sb = sandbox_by_name(c->probe_sandbox);
+	const struct exec_sink sink = { &probe_ops, c };
+
+	for (; c->probe_next < c->req.nprobes; c->probe_next++) {
+		const struct request_probe *rp = &c->req.probes[c->probe_next];
+		struct exec_req er = { .argc = rp->argc, .timeout_seconds = rp->timeout_s };
+
+		if (!sb || sb->state != SB_READY) {
+			admin_respond_error(c, 409, "not_ready", "the sandbox stopped being ready while "
+					    "its readiness probes ran");
+			admin_flush(c);
+			return;
+		}
+		memcpy(er.argv, rp->argv, sizeof(er.argv));
+		if (exec_begin(sb, &er, &sink) >= 0)
+			return; /* probe_done goes on */
+		log_info("readiness probe", "name=%s probe=%u failed=1 error=%s",
+			 log_q(c->probe_sandbox), c->probe_next, "not_started");
+		if (c->probe_failed < 0) {
+			c->probe_failed = (int32_t)c->probe_next;
+			c->probe_exit = -1;
+		}
+	}
+	if (!sb) {
+		admin_respond_error(c, 409, "not_ready", "the sandbox is gone");
+		admin_flush(c);
+		return;
+	}
+	respond_probed(c, sb);
+}
+
+void admin_probes_start(struct admin_conn *c, const struct sandbox *sb)
+{
+	snprintf(c->probe_sandbox, sizeof(c->probe_sandbox), "%s", sb->name);
+	c->probe_next = 0;
+	c->probe_failed = -1;
+	c->probe_exit = 0;
+	probes_next(c);
 }

@@ -14,6 +14,9 @@
 
 static struct json_token tokens[4096];
 
+_Static_assert(REQUEST_PROBES_MAX >= PROFILE_PROBES_MAX && LIMIT_SANDBOX_CMD_ARGS >= PROFILE_CMD_MAX,
+	       "a profile's probes and their commands fit a create request");
+
 static int bad(struct request_error *e, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -368,9 +371,6 @@ int request_profile_check(const struct profile *p, struct request_error *e)
 	if (p->negress)
 		return bad(e, 422, "egress_unavailable", "%segress allowlists need the egress proxy, "
 			   "not in this build", whose);
-	if (p->nprobes)
-		return bad(e, 422, "probes_unavailable", "%sreadiness probes are not in this build",
-			   whose);
 	return 0;
 }
 
@@ -416,6 +416,14 @@ static int profile_apply(struct create_req *req, struct request_text *t,
 			r = -1;
 		else if (mount_add(req, t, cfg, src, dst, p->mounts[i].read_only, e) != 0)
 			return -1;
+	}
+	for (uint32_t i = 0; r == 0 && i < p->nprobes; i++) {
+		struct request_probe *rp = &req->probes[req->nprobes++];
+
+		rp->timeout_s = p->probes[i].timeout_s;
+		for (uint32_t j = 0; r == 0 && j < p->probes[i].ncmd; j++)
+			if (!(rp->argv[rp->argc++] = copy_str(t, p->probes[i].cmd[j])))
+				r = -1;
 	}
 	if (r != 0)
 		return bad(e, 400, "bad_request", "the request and its startup profile do not fit "

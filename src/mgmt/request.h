@@ -39,6 +39,15 @@ struct profile_set;
  * from the profile, "runtime" "docker"). */
 enum request_api { REQUEST_API_V1 = 0, REQUEST_API_V2 };
 
+/* A readiness probe of the create's startup profile: a command run in the sandbox once it is
+ * ready (as an exec: the workload user, /workspace), which must exit 0 within timeout_s. */
+#define REQUEST_PROBES_MAX 4
+struct request_probe {
+	const char *argv[LIMIT_SANDBOX_CMD_ARGS + 1];
+	uint32_t argc;
+	int32_t timeout_s;
+};
+
 struct create_req {
 	const char *name;             /* NULL: sbx-<8 hex> */
 	const char *image;            /* NULL: default_image */
@@ -59,6 +68,8 @@ struct create_req {
 	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
 	bool require_t1;              /* require_tier "T1": refused if it would be T0 */
 	const char *profile_id;       /* the startup profile it starts from, NULL: none */
+	struct request_probe probes[REQUEST_PROBES_MAX]; /* the profile's, run once it is ready */
+	uint32_t nprobes;
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };
@@ -71,7 +82,7 @@ struct create_req {
  * labels and mounts add). A profile is refused (422) when it is unknown or invalid, names a
  * runtime other than docker, would materialize raw credentials in this shared-kernel
  * sandbox (profile_shared_kernel_refusal), or asks for what this build lacks (egress
- * allowlists, readiness probes). 0, or -1 with e filled. */
+ * allowlists). 0, or -1 with e filled. */
 int request_create_parse(struct create_req *req, const struct config *cfg,
 			 const struct profile_set *profiles, enum request_api api, const void *body,
 			 size_t len, struct request_error *e);
