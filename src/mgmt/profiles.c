@@ -1,11 +1,13 @@
 /* profiles.c: the startup profiles agenticd holds, read at start and on SIGHUP (profiles.h). */
+#include <stdbool.h>
+
 #include "mgmt/profiles.h"
 
 static struct profile_set sets[2];
 static unsigned current;
 static const struct config *config;
 
-static void load(const char *why)
+static void load(bool sighup)
 {
 	struct profile_set *next = &sets[current ^ 1];
 	uint32_t valid = 0;
@@ -25,20 +27,21 @@ static void load(const char *why)
 	if (next->skipped)
 		log_warn("profiles not read", "skipped=%u max=%d", next->skipped, PROFILE_MAX);
 	current ^= 1;
-	log_info("profiles loaded", "on=%s dir=%s valid=%u invalid=%d skipped=%u", why,
+	log_info("profiles loaded", "on=%s dir=%s valid=%u invalid=%d skipped=%u",
+		 sighup ? "sighup" : "start",
 		 log_q(config->profiles_dir), valid, invalid, next->skipped);
 }
 
 void profiles_init(const struct config *cfg)
 {
 	config = cfg;
-	load("start");
+	load(false);
 }
 
 void profiles_reload(void)
 {
 	if (config)
-		load("sighup");
+		load(true);
 }
 
 size_t profiles_storage_bytes(void)
