@@ -102,11 +102,15 @@ static const char *key_rule(const char *key, size_t len)
 	return NULL;
 }
 
-/* A value no secret can be: the key alone does not make it a credential. */
+/* A value no secret can be: the key alone does not make it a credential. An absolute path
+ * (SSH_PRIVATE_KEY=/home/agent/.ssh/id_ed25519) names where a secret is. */
 static bool value_inert(const char *v)
 {
 	static const char *const words[] = { "", "0", "1", "TRUE", "FALSE", "YES", "NO", "ON",
 					     "OFF" };
+
+	if (v[0] == '/' && strcspn(v, " \t\n") == strlen(v))
+		return true;
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (key_eq(v, strlen(v), words[i]))

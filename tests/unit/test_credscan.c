@@ -53,6 +53,8 @@ static void test_credscan_flags_credential_key_shapes_in_any_case(void **state)
 		{ "PGPASSWORD=hunter2", "key_password" },
 		{ "DB_PASSWORD=hunter2", "key_password" },
 		{ "PASSWORD=12", "key_password" },
+		{ "PASSWORD=/not a path", "key_password" },
+		{ "DB_PASSWORD=./relative", "key_password" },
 		{ "MINIO_ACCESS_KEY=abc", "key_access_key" },
 		{ "SSH_PRIVATE_KEY=abc", "key_private_key" },
 		{ "private_key_pem=abc", "key_private_key" },
@@ -80,6 +82,8 @@ static void test_credscan_leaves_ordinary_keys_and_secret_file_pointers_alone(vo
 		{ "POSTGRES_PASSWORD_FILE=/run/secrets/pg", NULL },
 		{ "SSH_PRIVATE_KEY_PATH=/home/agent/.ssh/id_ed25519", NULL },
 		{ "SECRETS_DIR=/run/secrets", NULL },
+		{ "SSH_PRIVATE_KEY=/home/agent/.ssh/id_ed25519", NULL },
+		{ "VAULT_TOKEN=/run/secrets/vault", NULL },
 		/* a credential-shaped key with nothing secret in it */
 		{ "GITHUB_TOKEN=", NULL },
 		{ "HF_HUB_DISABLE_TOKEN=1", NULL },
