@@ -1014,7 +1014,7 @@ int profile_set_load(struct profile_set *set, const char *dir)
 const struct profile *profile_set_find(const struct profile_set *set, const char *id,
 				       const struct profile_entry **entry_out)
 {
-	for (uint32_t i = 0; i < set->n; i++) {
+	for (uint32_t i = 0; i < set->n && id[0]; i++) {
 		const struct profile_entry *e = &set->e[i];
 
 		if (strcmp(e->id, id) != 0)

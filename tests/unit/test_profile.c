@@ -619,6 +619,9 @@ static void test_profile_set_reads_json_files_in_order_and_keeps_bad_ones_as_inv
 	assert_null(e);
 	assert_null(profile_set_find(&set, "ignored", NULL));
 	assert_null(profile_set_find(&set, "hidden", NULL));
+	/* d.json has no id: "" finds nothing */
+	assert_null(profile_set_find(&set, "", &e));
+	assert_null(e);
 }
 
 static void test_profile_set_two_files_with_one_id_are_both_invalid(void **state)
