@@ -102,11 +102,15 @@ static const char *key_rule(const char *key, size_t len)
 	return NULL;
 }
 
-/* A value no secret can be: the key alone does not make it a credential. */
+/* A value no secret can be: the key alone does not make it a credential. An absolute path
+ * (SSH_PRIVATE_KEY=/home/agent/.ssh/id_ed25519) names where a secret is. */
 static bool value_inert(const char *v)
 {
 	static const char *const words[] = { "", "0", "1", "TRUE", "FALSE", "YES", "NO", "ON",
 					     "OFF" };
+
+	if (v[0] == '/' && strcspn(v, " \t\n") == strlen(v))
+		return true;
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (key_eq(v, strlen(v), words[i]))
@@ -121,14 +125,21 @@ static bool starts(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Length of the run of s made of alnum bytes and the bytes of `more`. */
-static size_t span(const char *s, const char *more)
+/* Length of the run of s made of alnum bytes and the bytes of `more`, counted up to max
+ * (the rules need a few dozen: a value full of word starts stays linear). */
+static size_t span_max(const char *s, const char *more, size_t max)
 {
 	size_t n = 0;
 
-	while (s[n] && (is_alnum((unsigned char)s[n]) || (*more && strchr(more, s[n]))))
+	while (n < max && s[n] && (is_alnum((unsigned char)s[n]) || (*more && strchr(more, s[n]))))
 		n++;
 	return n;
+}
+
+#define SPAN_ENOUGH 64
+static size_t span(const char *s, const char *more)
+{
+	return span_max(s, more, SPAN_ENOUGH);
 }
 
 static bool has_class(const char *s, size_t n, bool (*cls)(unsigned char))
@@ -167,24 +178,32 @@ static const char *prefix_rule(const char *s)
 	if (starts(s, "xox") && s[3] && strchr("abposr", s[3]) && s[4] == '-' &&
 	    span(s + 5, "-") >= 10)
 		return "value_slack";
-	/* a JWT: base64url of a JSON header ("{\"...") and two more dot-separated parts */
-	if (starts(s, "eyJ") && (n = span(s, "_-")) >= 10 && s[n] == '.') {
-		size_t m = span(s + n + 1, "_-");
-
-		if (m >= 10 && s[n + 1 + m] == '.')
-			return "value_jwt";
-	}
 	return NULL;
 }
 
+/* A JWT: base64url of a JSON header ("{\"...") and two more dot-separated parts. Its parts
+ * are read whole, so only where a run of them starts (the value's start, or after a byte
+ * that is no base64url nor '.'): no byte is read by two tries. */
+static bool jwt(const char *s)
+{
+	size_t n, m;
+
+	if (!starts(s, "eyJ") || (n = span_max(s, "_-", SIZE_MAX)) < 10 || s[n] != '.')
+		return false;
+	m = span_max(s + n + 1, "_-", SIZE_MAX);
+	return m >= 10 && s[n + 1 + m] == '.';
+}
+
+/* "-----BEGIN ... PRIVATE KEY-----" on one line; each line read a bounded number of times. */
 static bool pem_private_key(const char *v)
 {
-	for (const char *b = strstr(v, "-----BEGIN "); b; b = strstr(b + 1, "-----BEGIN ")) {
-		const char *eol = strchr(b, '\n');
-		const char *k = strstr(b, "PRIVATE KEY-----");
+	for (const char *line = v; *line;) {
+		size_t len = strcspn(line, "\n");
+		const char *b = memmem(line, len, "-----BEGIN ", 11);
 
-		if (k && (!eol || k < eol))
+		if (b && memmem(b, len - (size_t)(b - line), "PRIVATE KEY-----", 16))
 			return true;
+		line += len + (line[len] == '\n');
 	}
 	return false;
 }
@@ -295,11 +314,17 @@ static const char *value_rule(const char *v)
 		return "value_private_key";
 	if (url_password(v))
 		return "value_url_password";
-	/* every word: the value's start, and each byte after one no token is made of */
-	for (size_t i = 0; v[i]; i++)
-		if (i == 0 || !is_alnum((unsigned char)v[i - 1]))
-			if ((w = prefix_rule(v + i)))
-				return w;
+	/* every word: the value's start, and each byte after one that is no letter or digit */
+	for (size_t i = 0; v[i]; i++) {
+		unsigned char before = i ? (unsigned char)v[i - 1] : ' ';
+
+		if (is_alnum(before))
+			continue;
+		if ((w = prefix_rule(v + i)))
+			return w;
+		if (before != '_' && before != '-' && before != '.' && jwt(v + i))
+			return "value_jwt";
+	}
 	for (size_t i = 0; v[i];) {
 		size_t n = 0;
 

@@ -683,6 +683,137 @@ const char *profile_shared_kernel_refusal(const struct profile *p, char *why, si
 	return NULL;
 }
 
+/* ---- as the admin API shows them ---- */
+
+static void str_or_null(struct json_writer *w, const char *key, const char *s)
+{
+	json_key(w, key);
+	if (s)
+		json_str_write(w, s);
+	else
+		json_null_write(w);
+}
+
+static void int_or_null(struct json_writer *w, const char *key, uint64_t v)
+{
+	json_key(w, key);
+	if (v)
+		json_int_write(w, (int64_t)v);
+	else
+		json_null_write(w);
+}
+
+static void strs_write(struct json_writer *w, const char *key, const char *const *v, uint32_t n)
+{
+	json_key(w, key);
+	json_arr_begin(w);
+	for (uint32_t i = 0; i < n; i++)
+		json_str_write(w, v[i]);
+	json_arr_end(w);
+}
+
+static void lists_write(struct json_writer *w, const struct profile *p)
+{
+	json_key(w, "mounts");
+	json_arr_begin(w);
+	for (uint32_t i = 0; i < p->nmounts; i++) {
+		json_obj_begin(w);
+		str_or_null(w, "source", p->mounts[i].source);
+		str_or_null(w, "target", p->mounts[i].target);
+		json_key(w, "read_only");
+		json_bool_write(w, p->mounts[i].read_only);
+		json_obj_end(w);
+	}
+	json_arr_end(w);
+	json_key(w, "egress");
+	json_arr_begin(w);
+	for (uint32_t i = 0; i < p->negress; i++) {
+		json_obj_begin(w);
+		str_or_null(w, "host", p->egress[i].host);
+		json_key(w, "port");
+		json_int_write(w, p->egress[i].port);
+		json_obj_end(w);
+	}
+	json_arr_end(w);
+	json_key(w, "credential_refs");
+	json_arr_begin(w);
+	for (uint32_t i = 0; i < p->ncreds; i++) {
+		json_obj_begin(w);
+		str_or_null(w, "id", p->creds[i].id);
+		str_or_null(w, "provider", p->creds[i].provider);
+		str_or_null(w, "allowed_use", p->creds[i].allowed_use);
+		json_key(w, "target");
+		json_obj_begin(w);
+		str_or_null(w, "type", p->creds[i].target_type);
+		str_or_null(w, "name", p->creds[i].target_name);
+		json_obj_end(w);
+		json_obj_end(w);
+	}
+	json_arr_end(w);
+	json_key(w, "readiness_probes");
+	json_arr_begin(w);
+	for (uint32_t i = 0; i < p->nprobes; i++) {
+		json_obj_begin(w);
+		strs_write(w, "cmd", p->probes[i].cmd, p->probes[i].ncmd);
+		json_key(w, "timeout_seconds");
+		json_int_write(w, p->probes[i].timeout_s);
+		json_obj_end(w);
+	}
+	json_arr_end(w);
+}
+
+void profile_json_write(struct json_writer *w, const struct profile *p)
+{
+	char why[512];
+
+	json_obj_begin(w);
+	str_or_null(w, "id", p->id);
+	str_or_null(w, "description", p->description);
+	str_or_null(w, "image", p->image);
+	str_or_null(w, "runtime", p->runtime ? p->runtime : "docker");
+	json_key(w, "env_keys");
+	json_arr_begin(w);
+	for (uint32_t i = 0; i < p->nenv; i++) {
+		char key[256];
+
+		snprintf(key, sizeof(key), "%.*s", (int)strcspn(p->env[i], "="), p->env[i]);
+		json_str_write(w, shown(key));
+	}
+	json_arr_end(w);
+	if (p->ncmd)
+		strs_write(w, "cmd", p->cmd, p->ncmd);
+	else
+		str_or_null(w, "cmd", NULL);
+	json_key(w, "resources");
+	json_obj_begin(w);
+	int_or_null(w, "memory", p->memory_bytes);
+	int_or_null(w, "pids", p->pids);
+	int_or_null(w, "nano_cpus", p->nano_cpus);
+	int_or_null(w, "disk", p->disk_bytes);
+	json_obj_end(w);
+	str_or_null(w, "network", p->network ? p->network : "managed");
+	lists_write(w, p);
+	str_or_null(w, "shared_kernel_refusal", profile_shared_kernel_refusal(p, why, sizeof(why)));
+	json_obj_end(w);
+}
+
+void profile_entry_json_write(struct json_writer *w, const struct profile_entry *e)
+{
+	json_obj_begin(w);
+	str_or_null(w, "id", e->id[0] ? e->id : NULL);
+	str_or_null(w, "file", e->file);
+	json_key(w, "valid");
+	json_bool_write(w, e->valid);
+	if (!e->valid) {
+		str_or_null(w, "error", e->error);
+	} else {
+		str_or_null(w, "image", e->p.image);
+		str_or_null(w, "description", e->p.description);
+		str_or_null(w, "runtime", e->p.runtime ? e->p.runtime : "docker");
+	}
+	json_obj_end(w);
+}
+
 /* ---- the set ---- */
 
 struct dirent64_raw {
@@ -780,6 +911,15 @@ static ssize_t read_file(int dfd, const char *name, char *why, size_t size)
 	return (ssize_t)len;
 }
 
+/* A file name and an error are shown (JSON, a terminal): bytes outside printable ASCII,
+ * and so a UTF-8 sequence the cuts above may have split, become '?'. */
+static void printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			*s = '?';
+}
+
 static void load_entry(struct profile_entry *e, int dfd, const char *name)
 {
 	char why[sizeof(e->error)];
@@ -787,6 +927,7 @@ static void load_entry(struct profile_entry *e, int dfd, const char *name)
 
 	memset(e, 0, offsetof(struct profile_entry, p));
 	memcpy(e->file, name, strlen(name) + 1); /* wanted() kept it shorter than file */
+	printable(e->file);
 	len = read_file(dfd, name, why, sizeof(why));
 	if (len >= 0) {
 		e->valid = profile_parse(&e->p, file_buf, (size_t)len, why, sizeof(why)) == 0;
@@ -796,6 +937,7 @@ static void load_entry(struct profile_entry *e, int dfd, const char *name)
 	}
 	/* the name cut first, so the reason shows */
 	snprintf(e->error, sizeof(e->error), "%.64s: %.180s", name, why);
+	printable(e->error);
 }
 
 /* Two files with one id: neither is used, each names the other. */
@@ -872,7 +1014,7 @@ int profile_set_load(struct profile_set *set, const char *dir)
 const struct profile *profile_set_find(const struct profile_set *set, const char *id,
 				       const struct profile_entry **entry_out)
 {
-	for (uint32_t i = 0; i < set->n; i++) {
+	for (uint32_t i = 0; i < set->n && id[0]; i++) {
 		const struct profile_entry *e = &set->e[i];
 
 		if (strcmp(e->id, id) != 0)

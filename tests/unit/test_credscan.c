@@ -53,6 +53,8 @@ static void test_credscan_flags_credential_key_shapes_in_any_case(void **state)
 		{ "PGPASSWORD=hunter2", "key_password" },
 		{ "DB_PASSWORD=hunter2", "key_password" },
 		{ "PASSWORD=12", "key_password" },
+		{ "PASSWORD=/not a path", "key_password" },
+		{ "DB_PASSWORD=./relative", "key_password" },
 		{ "MINIO_ACCESS_KEY=abc", "key_access_key" },
 		{ "SSH_PRIVATE_KEY=abc", "key_private_key" },
 		{ "private_key_pem=abc", "key_private_key" },
@@ -80,6 +82,8 @@ static void test_credscan_leaves_ordinary_keys_and_secret_file_pointers_alone(vo
 		{ "POSTGRES_PASSWORD_FILE=/run/secrets/pg", NULL },
 		{ "SSH_PRIVATE_KEY_PATH=/home/agent/.ssh/id_ed25519", NULL },
 		{ "SECRETS_DIR=/run/secrets", NULL },
+		{ "SSH_PRIVATE_KEY=/home/agent/.ssh/id_ed25519", NULL },
+		{ "VAULT_TOKEN=/run/secrets/vault", NULL },
 		/* a credential-shaped key with nothing secret in it */
 		{ "GITHUB_TOKEN=", NULL },
 		{ "HF_HUB_DISABLE_TOKEN=1", NULL },
@@ -251,6 +255,32 @@ static void test_credscan_scans_long_values_to_their_end(void **state)
 	assert_string_equal(credscan_pair("X", 1, v), "value_aws_key_id");
 }
 
+/* Values made of nothing but rule starts: every one is tried, each byte read a bounded
+ * number of times (a quadratic scan of these took seconds). */
+static void test_credscan_values_full_of_rule_starts_are_judged(void **state)
+{
+	static const char *const units[] = { "sk-x-", "-eyJ", "=eyJ.", "-----BEGIN ", "ghp_-",
+					     "://@", "xoxb+" };
+	static char v[65536];
+
+	for (size_t u = 0; u < ARRAY_LEN(units); u++) {
+		size_t len = strlen(units[u]), n = 0;
+
+		while (n + len < sizeof(v)) {
+			memcpy(v + n, units[u], len);
+			n += len;
+		}
+		v[n] = '\0';
+		if (credscan_pair("X", 1, v)) {
+			print_error("%s: %s\n", units[u], credscan_pair("X", 1, v));
+			fail();
+		}
+	}
+	/* and one that matches at the very end */
+	strcpy(v + sizeof(v) - 40, " -----BEGIN EC PRIVATE KEY-----");
+	assert_string_equal(credscan_pair("X", 1, v), "value_private_key");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_credscan_pair_reads_only_key_len_bytes_of_the_key),
 		cmocka_unit_test(test_credscan_answers_a_fixed_word_never_the_value),
 		cmocka_unit_test(test_credscan_scans_long_values_to_their_end),
+		cmocka_unit_test(test_credscan_values_full_of_rule_starts_are_judged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
