@@ -265,8 +265,9 @@ static int resources_check(const struct create_req *req, struct request_error *e
 
 	if (req->memory_bytes && (req->memory_bytes < LIMIT_SANDBOX_MEMORY_MIN_BYTES ||
 				  req->memory_bytes > LIMIT_SANDBOX_MEMORY_MAX_BYTES))
-		return bad(e, 400, "bad_request", "resources.memory is a whole number of bytes from "
-			   "%llu (32 MiB) to %llu (1 TiB)",
+		return bad(e, 400, "bad_request", "resources.memory (the request's or its profile's) "
+			   "is a whole number of bytes from %llu (32 MiB: the init and /tmp live in it) "
+			   "to %llu (1 TiB)",
 			   (unsigned long long)LIMIT_SANDBOX_MEMORY_MIN_BYTES,
 			   (unsigned long long)LIMIT_SANDBOX_MEMORY_MAX_BYTES);
 	if (req->pids && (req->pids < LIMIT_SANDBOX_PIDS_MIN || req->pids > LIMIT_SANDBOX_PIDS_MAX))
@@ -274,8 +275,9 @@ static int resources_check(const struct create_req *req, struct request_error *e
 			   LIMIT_SANDBOX_PIDS_MIN, LIMIT_SANDBOX_PIDS_MAX);
 	if (req->nano_cpus && (req->nano_cpus < LIMIT_SANDBOX_NANO_CPUS_MIN ||
 			       req->nano_cpus > max_cpus))
-		return bad(e, 400, "bad_request", "resources.cpus is a number of CPUs from 0.01 to "
-			   "%llu (this host's online CPUs)", (unsigned long long)(max_cpus / 1000000000ull));
+		return bad(e, 400, "bad_request", "resources.cpus (the request's or its profile's) is "
+			   "a number of CPUs from 0.01 to %llu (this host's online CPUs)",
+			   (unsigned long long)(max_cpus / 1000000000ull));
 	if (req->disk_bytes && (req->disk_bytes < LIMIT_DISK_MIN_BYTES ||
 				req->disk_bytes > LIMIT_DISK_MAX_BYTES))
 		return bad(e, 400, "bad_request", "disk_bytes (resources.disk) is a whole number of "

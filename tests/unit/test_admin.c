@@ -341,7 +341,7 @@ static void test_create_parse_refusals(void **state)
 		{ "{\"mounts\":[\"/nonexistent-src-for-test:/d\"]}", 422, "refused", "mount source" },
 		{ "{\"require_tier\":\"T2\"}", 400, "bad_request", "require_tier is" },
 		{ "{\"resources\":{\"memory\":0}}", 400, "bad_request", "resources.memory" },
-		{ "{\"resources\":{\"memory\":1024}}", 400, "bad_request", "resources.memory is" },
+		{ "{\"resources\":{\"memory\":1024}}", 400, "bad_request", "from 33554432 (32 MiB" },
 		{ "{\"resources\":{\"pids\":-1}}", 400, "bad_request", ".pids" },
 		{ "{\"resources\":{\"pids\":4}}", 400, "bad_request", "resources.pids is" },
 		{ "{\"resources\":{\"cpus\":0}}", 400, "bad_request", "resources.cpus" },
