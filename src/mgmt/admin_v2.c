@@ -62,11 +62,18 @@ void admin_v2_instance_delete(struct admin_conn *c, struct sandbox *sb, const ch
 
 /* ---- profiles ---- */
 
+/* Every string a profile gives is shown, but none shaped like a credential: a token pasted
+ * into a cmd, a path or a name stays in the file. */
+static void shown_write(struct json_writer *w, const char *s)
+{
+	json_str_write(w, credscan_value(s) ? "(hidden: shaped like a credential)" : s);
+}
+
 static void str_or_null(struct json_writer *w, const char *key, const char *s)
 {
 	json_key(w, key);
 	if (s && *s)
-		json_str_write(w, s);
+		shown_write(w, s);
 	else
 		json_null_write(w);
 }
@@ -76,7 +83,7 @@ static void strs(struct json_writer *w, const char *key, const char *const *v, u
 	json_key(w, key);
 	json_arr_begin(w);
 	for (uint32_t i = 0; i < n; i++)
-		json_str_write(w, v[i]);
+		shown_write(w, v[i]);
 	json_arr_end(w);
 }
 
@@ -84,8 +91,7 @@ static void strs(struct json_writer *w, const char *key, const char *const *v, u
 static void entry_head(struct json_writer *w, const struct profile_entry *en)
 {
 	str_or_null(w, "id", en->id);
-	json_key(w, "file");
-	json_str_write(w, en->file);
+	str_or_null(w, "file", en->file);
 	json_key(w, "valid");
 	json_bool_write(w, en->valid);
 	if (!en->valid) {
@@ -167,9 +173,10 @@ static void env_keys_write(struct json_writer *w, const struct profile *p)
 	json_key(w, "env_keys");
 	json_arr_begin(w);
 	for (uint32_t i = 0; i < p->nenv; i++) {
-		const char *eq = strchr(p->env[i], '=');
+		char key[256];
 
-		json_strn_write(w, p->env[i], eq ? (size_t)(eq - p->env[i]) : strlen(p->env[i]));
+		snprintf(key, sizeof(key), "%.*s", (int)strcspn(p->env[i], "="), p->env[i]);
+		shown_write(w, key);
 	}
 	json_arr_end(w);
 }
