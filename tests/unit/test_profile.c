@@ -457,6 +457,30 @@ static void test_profile_shared_kernel_refusal_names_the_field_never_the_value(v
 			    "credential proxy or a VM runtime");
 }
 
+/* The examples README points at stay valid (tests run from the tree's top). */
+static void test_profile_examples_in_config_are_valid(void **state)
+{
+	static const char *const files[] = { "config/profiles/base.json",
+					     "config/profiles/python-dev.json" };
+	static char text[PROFILE_FILE_BYTES + 1];
+	char err[256], why[512];
+
+	for (size_t i = 0; i < ARRAY_LEN(files); i++) {
+		FILE *f = fopen(files[i], "r");
+		size_t len;
+
+		assert_non_null(f);
+		len = fread(text, 1, sizeof(text), f);
+		fclose(f);
+		if (profile_parse(&prof, text, len, err, sizeof(err)) != 0) {
+			print_error("%s: %s\n", files[i], err);
+			fail();
+		}
+		assert_null(profile_shared_kernel_refusal(&prof, why, sizeof(why)));
+	}
+	assert_int_equal(prof.negress, 3);
+}
+
 /* ---- as the admin API shows them ---- */
 
 static char out_bytes[16384];
@@ -726,6 +750,7 @@ int main(void)
 		cmocka_unit_test(test_profile_refuses_not_json_and_too_large),
 		cmocka_unit_test(test_profile_refuses_too_many_entries),
 		cmocka_unit_test(test_profile_shared_kernel_refusal_names_the_field_never_the_value),
+		cmocka_unit_test(test_profile_examples_in_config_are_valid),
 		cmocka_unit_test(test_profile_json_shows_the_fields_and_env_keys_never_values),
 		cmocka_unit_test_setup_teardown(
 			test_profile_set_reads_json_files_in_order_and_keeps_bad_ones_as_invalid,
