@@ -40,7 +40,7 @@ struct exec_sink {
 /* An internal client: stdout gathered into a bounded buffer (what does not fit is counted,
  * not kept; stderr only counted), then on_done once with the result. For agenticd's own
  * commands (the verifier's probe): nothing waits for it, the loop goes on. */
-#define EXEC_COLLECT_BYTES 4096
+#define EXEC_COLLECT_BYTES LIMIT_EXEC_COLLECT_BYTES
 
 struct exec_collect {
 	char out[EXEC_COLLECT_BYTES + 1]; /* NUL-terminated */

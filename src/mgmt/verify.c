@@ -1095,9 +1095,9 @@ void verify_result_json(struct json_writer *w, const struct verify_result *r,
 
 /* ---- a verification on the loop ---- */
 
-#define VERIFY_RUNS 4
-#define VERIFY_DEADLINE_MS 10000
-#define VERIFY_WALK_MAX 4096
+#define VERIFY_RUNS LIMIT_VERIFY_RUNS
+#define VERIFY_DEADLINE_MS LIMIT_VERIFY_MS
+#define VERIFY_WALK_MAX LIMIT_VERIFY_WALK_ENTRIES
 #define VERIFY_PROBE_ARGS 40
 
 enum step { ST_FREE = 0, ST_INSPECT, ST_NETS, ST_PROBE };

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/limits.h"
 #include "docker/docker.h"
 #include "json/json.h"
 #include "mgmt/config.h"
@@ -28,7 +29,7 @@ struct sandbox;
 #define VERIFY_MOUNTS 24
 #define VERIFY_NETS 4
 #define VERIFY_PATH_BYTES 256
-#define VERIFY_JSON_BYTES (24u * 1024u)
+#define VERIFY_JSON_BYTES LIMIT_VERIFY_JSON_BYTES
 
 enum verify_status { VERIFY_PASS = 0, VERIFY_FAIL, VERIFY_INFO, VERIFY_SKIP };
 

@@ -182,7 +182,7 @@ static void print_status(const char *prefix, const struct priv_status *st)
 }
 
 #define PROBE_CONNECTS 8
-#define PROBE_CONNECT_MS 250
+#define PROBE_CONNECT_MS LIMIT_PROBE_CONNECT_MS
 
 /* A connect in flight: fd, or done with word (or the errno err). */
 struct probe_connect {
