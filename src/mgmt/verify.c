@@ -1700,15 +1700,11 @@ void verify_tick(int64_t now)
 
 		if (v->step == ST_FREE && !v->finish_due)
 			continue;
-		if (!v->finish_due && now >= v->deadline) {
-			if (v->exec >= 0) {
-				exec_detach(v->exec);
-				v->exec = -1;
-				v->facts.probe_error = "the probe did not answer in time";
-			} else {
-				engine_end(&V.eng, &v->job);
-				fail_run(v, 504, "timeout", "the engine did not answer in time");
-			}
+		/* the engine's calls end by the Docker client's own timeouts; the probe by this */
+		if (!v->finish_due && v->step == ST_PROBE && v->exec >= 0 && now >= v->deadline) {
+			exec_detach(v->exec);
+			v->exec = -1;
+			v->facts.probe_error = "the probe did not answer in time";
 			v->finish_due = true;
 		}
 		if (v->finish_due)
@@ -1723,7 +1719,7 @@ int64_t verify_next_deadline(int64_t now)
 	for (uint32_t i = 0; i < VERIFY_RUNS; i++) {
 		if (V.run[i].finish_due)
 			return now;
-		if (V.run[i].step != ST_FREE && V.run[i].deadline < next)
+		if (V.run[i].step == ST_PROBE && V.run[i].deadline < next)
 			next = V.run[i].deadline;
 	}
 	return next;
