@@ -657,10 +657,12 @@ static void eval_identity(const struct verify_facts *f, struct verify_result *r)
 		set(r, AGV(3), VERIFY_FAIL, "CapAdd has %u entries%s", ct->ncap_add,
 		    ct->cap_add_setuid && ct->cap_add_setgid ? "" : ", not SETUID and SETGID");
 	verdict(r, AGV(4), ct->nnp, "SecurityOpt has no no-new-privileges");
-	verdict(r, AGV(5), !ct->privileged, "Privileged is true");
-	if (ct->seccomp_unconfined || ct->privileged)
-		set(r, AGV(6), VERIFY_FAIL, ct->privileged ? "privileged: no seccomp filter"
-							   : "seccomp=unconfined");
+	/* privileged also means no seccomp filter and every device: AGV-005's to say, so that one
+	 * control weakened fails one check */
+	verdict(r, AGV(5), !ct->privileged, "Privileged is true (every capability and device, "
+		"no seccomp filter)");
+	if (ct->seccomp_unconfined)
+		set(r, AGV(6), VERIFY_FAIL, "seccomp=unconfined");
 	else
 		set(r, AGV(6), VERIFY_PASS, ct->seccomp_profile ? "a profile of its own"
 							      : "the engine's default profile");
