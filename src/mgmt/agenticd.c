@@ -64,6 +64,7 @@ void agenticd_unwatch(int fd)
 struct budget {
 	size_t sandboxes, admin, jobs, grpc, agrpc, docker, scratch, total_region, total_heap, image;
 	size_t execs;                  /* the exec session table: static, touched as it is used */
+	size_t verify;                 /* the verifier's runs and buffers: the same */
 	struct grpc_server_config gcfg;
 	struct grpc_server_config acfg; /* gRPC Exec on the admin socket */
 	struct docker_client_config dcfg;
@@ -141,6 +142,7 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + (1u << 20);
 	b->execs = round64(exec_table_bytes());
+	b->verify = round64(verify_table_bytes());
 	return 0;
 }
 
@@ -563,15 +565,15 @@ int agenticd_main(int argc, char **argv)
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (region == MAP_FAILED)
 		return fail("cannot reserve the memory budget", strerror(errno));
-	d->budget = b.total_region + b.total_heap + b.image + b.execs;
+	d->budget = b.total_region + b.total_heap + b.image + b.execs + b.verify;
 	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
 		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
 		 "agent_guest_connections=%u grpc_bytes=%zu admin_grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu "
-		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu", d->budget,
+		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu verify_bytes=%zu", d->budget,
 		 d->cfg.max_sandboxes, b.sandboxes, sizeof(struct sandbox),
 		 d->cfg.max_admin_connections, b.admin, b.gcfg.reserved_connections,
 		 b.gcfg.max_connections, b.grpc, b.agrpc, b.docker,
-		 b.scratch, exec_table_slots(), b.execs, b.image);
+		 b.scratch, exec_table_slots(), b.execs, b.image, b.verify);
 	if ((r = docker_client_init(&d->dc, &b.dcfg)) != 0)
 		return fail("cannot set up the Docker client", err_str(r));
 	if (setup_loop(d) != 0)

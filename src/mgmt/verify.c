@@ -1214,6 +1214,11 @@ void verify_init(const struct verify_config *vc)
 	lsm_read();
 }
 
+size_t verify_table_bytes(void)
+{
+	return sizeof(V) + sizeof(toks);
+}
+
 static bool sb_alive(const struct vrun *v)
 {
 	return v->sb && v->sb->state != SB_FREE && v->sb->gen == v->sb_gen;
