@@ -65,6 +65,7 @@ void agenticd_unwatch(int fd)
 struct budget {
 	size_t sandboxes, admin, jobs, grpc, agrpc, docker, scratch, total_region, total_heap, image;
 	size_t execs;                  /* the exec session table: static, touched as it is used */
+	size_t verify;                 /* the verifier's runs and buffers: the same */
 	struct grpc_server_config gcfg;
 	struct grpc_server_config acfg; /* gRPC Exec on the admin socket */
 	struct docker_client_config dcfg;
@@ -142,6 +143,7 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + (1u << 20);
 	b->execs = round64(exec_table_bytes());
+	b->verify = round64(verify_table_bytes());
 	return 0;
 }
 
@@ -370,6 +372,9 @@ static int start_lifecycle(struct daemon *d)
 	netpool_init(&d->pool, d->rt, RT_SLOT_POOL(d->nsb), subnet_map());
 	lcfg.rt = d->rt;
 	lifecycle_start(&lcfg);
+	verify_init(&(struct verify_config){ .cfg = &d->cfg, .dc = &d->dc,
+					     .self_exe = d->self_exe, .epfd = d->epfd,
+					     .tag = TAG_VERIFY });
 	return 0;
 }
 
@@ -381,7 +386,7 @@ static bool arm_timer(struct daemon *d)
 {
 	int64_t now = clock_mono_ms(), next = lifecycle_next_deadline(now), rl = runlog_next_deadline();
 	bool due = next <= now;
-	int64_t retry = agent_next_deadline();
+	int64_t retry = agent_next_deadline(), ver = verify_next_deadline(now);
 	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
 
@@ -389,6 +394,9 @@ static bool arm_timer(struct daemon *d)
 		next = rl;
 	if (retry < next)
 		next = retry;
+	if (ver < next)
+		next = ver;
+	due |= ver <= now;
 	if (g >= 0 && now + g < next)
 		next = now + g;
 	if (ag >= 0 && now + ag < next)
@@ -463,6 +471,9 @@ static int run_loop(struct daemon *d)
 			case TAG_JOB:
 				d->rt->ops->ready(d->rt->self, idx);
 				break;
+			case TAG_VERIFY:
+				verify_ready(idx);
+				break;
 			}
 		}
 		if (grpc_server_timeout(d->grpc) == 0)
@@ -472,6 +483,7 @@ static int run_loop(struct daemon *d)
 		lifecycle_tick(clock_mono_ms());
 		agent_tick(clock_mono_ms());
 		runlog_tick(clock_mono_ms());
+		verify_tick(clock_mono_ms());
 		admin_tick(clock_mono_ms());
 		if (d->stopping) {
 			if (!stop_started)
@@ -557,15 +569,15 @@ int agenticd_main(int argc, char **argv)
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (region == MAP_FAILED)
 		return fail("cannot reserve the memory budget", strerror(errno));
-	d->budget = b.total_region + b.total_heap + b.image + b.execs;
+	d->budget = b.total_region + b.total_heap + b.image + b.execs + b.verify;
 	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
 		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
 		 "agent_guest_connections=%u grpc_bytes=%zu admin_grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu "
-		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu", d->budget,
+		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu verify_bytes=%zu", d->budget,
 		 d->cfg.max_sandboxes, b.sandboxes, sizeof(struct sandbox),
 		 d->cfg.max_admin_connections, b.admin, b.gcfg.reserved_connections,
 		 b.gcfg.max_connections, b.grpc, b.agrpc, b.docker,
-		 b.scratch, exec_table_slots(), b.execs, b.image);
+		 b.scratch, exec_table_slots(), b.execs, b.image, b.verify);
 	if ((r = docker_client_init(&d->dc, &b.dcfg)) != 0)
 		return fail("cannot set up the Docker client", err_str(r));
 	if (setup_loop(d) != 0)
