@@ -9,6 +9,8 @@
  *                                        `Connection: Upgrade` + `Upgrade: tcp` the framed
  *                                        bidirectional stream (README)
  *   GET    /api/v1/containers/NAME/logs  a run's transcript (?run=, ?stream=stdout|stderr)
+ *   GET    /api/v1/containers/NAME/posture          its tier and why
+ *   POST   /api/v1/containers/NAME/posture/taints   an operator's taint {"reason": WORD}
  *   GET    /api/v1/info                the daemon
  *   GET    /metrics                    Prometheus text
  *
@@ -30,6 +32,7 @@
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
 #include "mgmt/metrics.h"
+#include "mgmt/taint.h"
 #include "version.h"
 
 #define API "/api/v1"
@@ -530,6 +533,126 @@ static void route_remove(struct admin_conn *c, struct sandbox *sb, const char *q
 	lifecycle_remove(sb, query_flag(query, "force"), query_flag(query, "keep_workspace"));
 }
 
+/* ---- posture: the tier and its reasons; an operator's taint ---- */
+
+/* The taints an operator may declare: what happened to a sandbox after its create that
+ * agenticd may not have seen (a manual login inside it, an exec or network change made while
+ * the engine's event stream could not show it). The reasons known at create (env_credential,
+ * operator_network, platform_compatibility) are facts of the create request and its network,
+ * which agenticd reads itself: declared later they would misstate how the sandbox was made
+ * (a credential put in by hand afterwards is operator_declared). network_unverified is no
+ * taint: it is the engine's view, read again at each start. */
+static const enum posture_reason operator_taints[] = {
+	POSTURE_DIRECT_DOCKER_EXEC,
+	POSTURE_NETWORK_ATTACHED,
+	POSTURE_CONTAINER_CHANGED,
+	POSTURE_OPERATOR_DECLARED,
+};
+
+static bool operator_taint(enum posture_reason r)
+{
+	for (size_t i = 0; i < ARRAY_LEN(operator_taints); i++)
+		if (operator_taints[i] == r)
+			return true;
+	return false;
+}
+
+/* {"name", "posture": {...}} plus, for a taint's answer, "reason" and "already_held". */
+static void respond_posture(struct admin_conn *c, const struct sandbox *sb,
+			    const char *reason, bool held)
+{
+	static char text[4096];
+	struct buf b;
+	struct json_writer w;
+
+	buf_init(&b, text, sizeof(text));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "name");
+	json_str_write(&w, sb->name);
+	json_key(&w, "posture");
+	posture_json(&w, &sb->posture);
+	if (reason) {
+		json_key(&w, "reason");
+		json_str_write(&w, reason);
+		json_key(&w, "already_held");
+		json_bool_write(&w, held);
+	}
+	json_obj_end(&w);
+	if (json_writer_finish(&w) != 0) {
+		admin_respond_error(c, 500, "internal", "the posture does not fit its buffer");
+		return;
+	}
+	respond(c, 200, &b);
+}
+
+static void route_posture(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	respond_posture(c, sb, NULL, false);
+}
+
+/* The body's reason: 0 and *r, or an answer sent (400) and -1. Nothing but "reason". */
+static int taint_body(struct admin_conn *c, enum posture_reason *r)
+{
+	static struct json_token tokens[16];
+	struct json_doc doc;
+	char word[40], m[256];
+	struct buf b;
+	int k, v;
+
+	if (json_parse(&doc, (const char *)c->body, c->body_len, tokens, ARRAY_LEN(tokens)) != 0) {
+		admin_respond_error(c, 400, "bad_json", "the body is not valid JSON; send "
+				    "{\"reason\": \"operator_declared\"}");
+		return -1;
+	}
+	if (doc.tok[0].type != JSON_OBJECT) {
+		admin_respond_error(c, 400, "bad_request", "the body is a JSON object; send "
+				    "{\"reason\": \"operator_declared\"}");
+		return -1;
+	}
+	for (k = json_first(&doc, 0); k >= 0; k = json_next(&doc, 0, json_next(&doc, 0, k)))
+		if (!json_str_eq(&doc, k, "reason")) {
+			admin_respond_error(c, 400, "bad_request", "the body has one field, reason");
+			return -1;
+		}
+	v = json_obj_get(&doc, 0, "reason");
+	if (v >= 0 && json_str(&doc, v, word, sizeof(word)) >= 0 &&
+	    posture_reason_parse(word, r) == 0 && operator_taint(*r))
+		return 0;
+	buf_init(&b, m, sizeof(m));
+	buf_printf(&b, "reason is one of:");
+	for (size_t i = 0; i < ARRAY_LEN(operator_taints); i++)
+		buf_printf(&b, "%s %s", i ? "," : "", posture_reason_name(operator_taints[i]));
+	admin_respond_error(c, 400, "bad_reason", m);
+	return -1;
+}
+
+/* A sandbox being created has no record or run yet to hold the taint (and may be rolled
+ * back); one being removed is going with its record: both 409, nothing recorded. */
+static void route_taint(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	enum posture_reason r;
+	int held;
+
+	if (sb->state == SB_CREATING || sb->state == SB_REMOVING) {
+		admin_respond_error(c, 409, "busy", sb->state == SB_CREATING
+				    ? "the sandbox is still being created: declare the taint once it is ready"
+				    : "the sandbox is being removed");
+		return;
+	}
+	if (taint_body(c, &r) != 0)
+		return;
+	held = posture_taint(sb, r, "operator");
+	log_info("posture taint declared", "name=%s reason=%s uid=%u pid=%d already_held=%s",
+		 log_q(sb->name), posture_reason_name(r), (unsigned)c->uid, (int)c->pid,
+		 held == 0 ? "true" : "false");
+	if (held < 0) {
+		admin_respond_error(c, 500, "internal", "the taint was not recorded");
+		return;
+	}
+	respond_posture(c, sb, posture_reason_name(r), held == 0);
+}
+
 /* ---- logs: a run's stdout.log or stderr.log, as it is now ---- */
 
 static void query_value(const char *query, const char *name, char *out, size_t size)
@@ -622,7 +745,26 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
 	struct buf b;
 
+	static const char *taint_names[POSTURE_REASONS];
+	static uint64_t taints[POSTURE_REASONS];
+	uint32_t nt = 0;
+
 	count_sandboxes(v.sandboxes, &v.agents_connected);
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		const struct sandbox *sb = sandbox_slot(i);
+
+		if (sb->state != SB_FREE)
+			v.tiers[posture_is_t1(&sb->posture)]++;
+	}
+	/* every word a taint can be (all but network_unverified, which is the engine's view) */
+	for (int i = 0; i < POSTURE_REASONS; i++)
+		if (i != POSTURE_NETWORK_UNVERIFIED) {
+			taint_names[nt] = posture_reason_name(i);
+			taints[nt++] = posture_taints_total(i);
+		}
+	v.taint_names = taint_names;
+	v.taints = taints;
+	v.ntaints = nt;
 	for (int i = 0; i < AGENT_REFUSAL_REASONS; i++)
 		names[i] = agent_refusal_name(i);
 	v.refused_admins = A.refused;
@@ -648,6 +790,8 @@ static const struct admin_route routes[] = {
 	{ "DELETE", API "/containers/*", route_remove },
 	{ "POST", API "/containers/*/exec", admin_exec_route },
 	{ "GET", API "/containers/*/logs", route_logs },
+	{ "GET", API "/containers/*/posture", route_posture },
+	{ "POST", API "/containers/*/posture/taints", route_taint },
 	{ "GET", API "/info", route_info },
 	{ "GET", "/metrics", route_metrics },
 };
