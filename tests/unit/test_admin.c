@@ -336,6 +336,8 @@ static void test_create_parse_refusals(void **state)
 		{ "{\"name\":", 400, "bad_json", "the body is not valid JSON" },
 		{ "[]", 400, "bad_request", "the body is a JSON object" },
 		{ "{\"nmae\":\"x1\"}", 400, "bad_request", "unknown field nmae" },
+		/* a name no field could have is not echoed: it may be a secret */
+		{ "{\"sk-ant-api03-AbCdEf\":\"x1\"}", 400, "bad_request", "unknown field (known: name" },
 		{ "{\"name\":\"Bad_Name\"}", 400, "bad_name", "a sandbox name matches" },
 		{ "{\"labels\":{\"agentic-x\":\"1\"}}", 422, "refused", "are reserved" },
 		{ "{\"env\":[\"AGENT_CONTROL_UID=0\"]}", 422, "refused", "AGENT_" },
