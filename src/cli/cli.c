@@ -458,7 +458,7 @@ static void posture_print(const struct json_doc *doc, int p)
 }
 
 static const char posture_help[] =
-	"usage: agentic posture NAME [--taint REASON]\n"
+	"usage: agentic posture NAME [--json] [--taint REASON]\n"
 	"Shows the sandbox's posture: its tier (T1, or T0 with reasons), isolation, egress,\n"
 	"identity, each reason with what it means, and its taints with the time each was seen.\n"
 	"--taint REASON records a taint (sticky for the rest of the container's life: T0):\n"
