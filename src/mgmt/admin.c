@@ -535,24 +535,24 @@ static void route_remove(struct admin_conn *c, struct sandbox *sb, const char *q
 
 /* ---- posture: the tier and its reasons; an operator's taint ---- */
 
-/* The taints an operator may declare: what happened to a sandbox after its create that
- * agenticd may not have seen (a manual login inside it, an exec or network change made while
- * the engine's event stream could not show it). The reasons known at create (env_credential,
- * operator_network, platform_compatibility) are facts of the create request and its network,
- * which agenticd reads itself: declared later they would misstate how the sandbox was made
- * (a credential put in by hand afterwards is operator_declared). network_unverified is no
- * taint: it is the engine's view, read again at each start. */
-static const enum posture_reason operator_taints[] = {
+/* The taints: what can happen to a sandbox after its create (README: Posture, kind "taint").
+ * An operator may declare any of them: a manual login inside it, or an exec or network change
+ * made where the engine's event stream could not show it. The reasons known at create
+ * (env_credential, operator_network, platform_compatibility) are facts of the create request
+ * and its network, which agenticd reads itself: declared later they would misstate how the
+ * sandbox was made (a credential put in by hand afterwards is operator_declared).
+ * network_unverified is no taint: it is the engine's view, read again at each start. */
+static const enum posture_reason taint_reasons[] = {
 	POSTURE_DIRECT_DOCKER_EXEC,
 	POSTURE_NETWORK_ATTACHED,
 	POSTURE_CONTAINER_CHANGED,
 	POSTURE_OPERATOR_DECLARED,
 };
 
-static bool operator_taint(enum posture_reason r)
+static bool is_taint(enum posture_reason r)
 {
-	for (size_t i = 0; i < ARRAY_LEN(operator_taints); i++)
-		if (operator_taints[i] == r)
+	for (size_t i = 0; i < ARRAY_LEN(taint_reasons); i++)
+		if (taint_reasons[i] == r)
 			return true;
 	return false;
 }
@@ -617,12 +617,12 @@ static int taint_body(struct admin_conn *c, enum posture_reason *r)
 		}
 	v = json_obj_get(&doc, 0, "reason");
 	if (v >= 0 && json_str(&doc, v, word, sizeof(word)) >= 0 &&
-	    posture_reason_parse(word, r) == 0 && operator_taint(*r))
+	    posture_reason_parse(word, r) == 0 && is_taint(*r))
 		return 0;
 	buf_init(&b, m, sizeof(m));
 	buf_printf(&b, "reason is one of:");
-	for (size_t i = 0; i < ARRAY_LEN(operator_taints); i++)
-		buf_printf(&b, "%s %s", i ? "," : "", posture_reason_name(operator_taints[i]));
+	for (size_t i = 0; i < ARRAY_LEN(taint_reasons); i++)
+		buf_printf(&b, "%s %s", i ? "," : "", posture_reason_name(taint_reasons[i]));
 	admin_respond_error(c, 400, "bad_reason", m);
 	return -1;
 }
@@ -745,9 +745,8 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
 	struct buf b;
 
-	static const char *taint_names[POSTURE_REASONS];
-	static uint64_t taints[POSTURE_REASONS];
-	uint32_t nt = 0;
+	static const char *taint_names[ARRAY_LEN(taint_reasons)];
+	static uint64_t taints[ARRAY_LEN(taint_reasons)];
 
 	count_sandboxes(v.sandboxes, &v.agents_connected);
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
@@ -756,15 +755,13 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 		if (sb->state != SB_FREE)
 			v.tiers[posture_is_t1(&sb->posture)]++;
 	}
-	/* every word a taint can be (all but network_unverified, which is the engine's view) */
-	for (int i = 0; i < POSTURE_REASONS; i++)
-		if (i != POSTURE_NETWORK_UNVERIFIED) {
-			taint_names[nt] = posture_reason_name(i);
-			taints[nt++] = posture_taints_total(i);
-		}
+	for (size_t i = 0; i < ARRAY_LEN(taint_reasons); i++) {
+		taint_names[i] = posture_reason_name(taint_reasons[i]);
+		taints[i] = posture_taints_total(taint_reasons[i]);
+	}
 	v.taint_names = taint_names;
 	v.taints = taints;
-	v.ntaints = nt;
+	v.ntaints = ARRAY_LEN(taint_reasons);
 	for (int i = 0; i < AGENT_REFUSAL_REASONS; i++)
 		names[i] = agent_refusal_name(i);
 	v.refused_admins = A.refused;

@@ -466,6 +466,7 @@ static void test_posture_routes_answer_record_and_refuse(void **state)
 	assert_non_null(strstr(a.body, "agentic_posture_taints_total{reason=\"operator_declared\"} 1\n"));
 	assert_non_null(strstr(a.body, "agentic_posture_taints_total{reason=\"direct_docker_exec\"} 0\n"));
 	assert_null(strstr(a.body, "agentic_posture_taints_total{reason=\"network_unverified\"}"));
+	assert_null(strstr(a.body, "agentic_posture_taints_total{reason=\"env_credential\"}"));
 }
 
 static void test_create_and_exec_refusals_through_the_socket(void **state)
