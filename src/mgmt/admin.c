@@ -643,13 +643,14 @@ static void route_taint(struct admin_conn *c, struct sandbox *sb, const char *qu
 	if (taint_body(c, &r) != 0)
 		return;
 	held = posture_taint(sb, r, "operator");
-	log_info("posture taint declared", "name=%s reason=%s uid=%u pid=%d already_held=%s",
-		 log_q(sb->name), posture_reason_name(r), (unsigned)c->uid, (int)c->pid,
-		 held == 0 ? "true" : "false");
 	if (held < 0) {
 		admin_respond_error(c, 500, "internal", "the taint was not recorded");
 		return;
 	}
+	/* who declared it: the posture's own line says what changed */
+	log_info("posture taint declared", "name=%s reason=%s uid=%u pid=%d already_held=%s",
+		 log_q(sb->name), posture_reason_name(r), (unsigned)c->uid, (int)c->pid,
+		 held == 0 ? "true" : "false");
 	respond_posture(c, sb, posture_reason_name(r), held == 0);
 }
 
@@ -742,11 +743,10 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	};
 	static char text[16384];
 	static const char *names[AGENT_REFUSAL_REASONS];
-	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
-	struct buf b;
-
 	static const char *taint_names[ARRAY_LEN(taint_reasons)];
 	static uint64_t taints[ARRAY_LEN(taint_reasons)];
+	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
+	struct buf b;
 
 	count_sandboxes(v.sandboxes, &v.agents_connected);
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
