@@ -30,6 +30,7 @@ const char cli_usage[] =
 	"  create   make a sandbox and wait until it is ready\n"
 	"  ls       list sandboxes\n"
 	"  inspect  show one sandbox\n"
+	"  posture  show a sandbox's tier and why; declare a taint\n"
 	"  rm       remove a sandbox\n"
 	"  exec     run a command in a sandbox\n"
 	"  logs     print a run's transcript\n"
@@ -417,35 +418,6 @@ static int verb_create(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static const char ls_help[] = "usage: agentic ls\nLists the sandboxes.\n";
-
-static int verb_ls(int argc, char **argv, struct opts *o)
-{
-	struct json_doc doc;
-	char name[64], state[16], agent[24], uid[16], subnet[24], image[256], created[40];
-	int status, arr, c;
-
-	for (int i = 1; i < argc; i++)
-		if ((c = common_opt(o, argc, argv, &i)) <= 0)
-			return usage(ls_help);
-	status = call(o, "GET", "/api/v1/containers", NULL, 0, 200, &doc);
-	if (status)
-		return status < 0 ? 0 : status;
-	if ((arr = json_obj_get(&doc, 0, "containers")) < 0)
-		return 1;
-	printf("%-24s %-9s %-14s %-8s %-18s %-24s %s\n", "NAME", "STATE", "AGENT", "UID", "SUBNET",
-	       "CREATED", "IMAGE");
-	for (int i = json_first(&doc, arr); i >= 0; i = json_next(&doc, arr, i))
-		printf("%-24s %-9s %-14s %-8s %-18s %-24s %s\n", field(&doc, i, "name", name, sizeof(name)),
-		       field(&doc, i, "state", state, sizeof(state)),
-		       field(&doc, i, "agent", agent, sizeof(agent)),
-		       field(&doc, i, "control_uid", uid, sizeof(uid)),
-		       field(&doc, i, "subnet", subnet, sizeof(subnet)),
-		       field(&doc, i, "created_at", created, sizeof(created)),
-		       field(&doc, i, "image", image, sizeof(image)));
-	return 0;
-}
-
 static int name_target(const char *name, char *out, size_t size)
 {
 	for (const char *p = name; *p; p++)
@@ -457,7 +429,189 @@ static int name_target(const char *name, char *out, size_t size)
 	return 0;
 }
 
-static const char inspect_help[] = "usage: agentic inspect NAME\nShows one sandbox.\n";
+/* ---- posture (README: "Posture") ---- */
+
+/* Every reason word agenticd may show, with what it means; taint: an operator may declare it
+ * (agentic posture --taint). The CLI is not linked with agenticd's posture code: the API's
+ * 400 names the same declarable words, and test_posture_cli checks both lists agree. */
+static const struct {
+	const char *word;
+	bool taint;
+	const char *means;
+} reasons[] = {
+	{ "env_credential", false, "a raw credential's shape in the create request's env" },
+	{ "operator_network", false, "the create named its network: used as given, unchecked" },
+	{ "platform_compatibility", false, "a normal bridge made for a platform's sake" },
+	{ "network_unverified", false, "the engine does not show the managed internal network "
+	  "(or it is not read yet)" },
+	{ "direct_docker_exec", true, "a docker exec into its container, behind agenticd's back" },
+	{ "network_attached", true, "another network was connected to its container" },
+	{ "container_changed", true, "docker update, cp into it, commit or rename of its container" },
+	{ "operator_declared", true, "an admin declared it (a manual login, ...)" },
+};
+
+static const char *reason_means(const char *word)
+{
+	for (size_t i = 0; i < ARRAY_LEN(reasons); i++)
+		if (strcmp(reasons[i].word, word) == 0)
+			return reasons[i].means;
+	return "(a reason this CLI does not know)";
+}
+
+static bool reason_declarable(const char *word)
+{
+	for (size_t i = 0; i < ARRAY_LEN(reasons); i++)
+		if (reasons[i].taint && strcmp(reasons[i].word, word) == 0)
+			return true;
+	return false;
+}
+
+/* The tier of the sandbox at obj ("-" when its answer has none). */
+static const char *posture_tier(const struct json_doc *doc, int obj, char *out, size_t size)
+{
+	field(doc, json_obj_get(doc, obj, "posture"), "tier", out, size);
+	if (!out[0])
+		snprintf(out, size, "-");
+	return out;
+}
+
+/* "T0 (env_credential, network_unverified)": the posture object at p, on one line. */
+static const char *posture_line(const struct json_doc *doc, int p, char *out, size_t size)
+{
+	int arr = json_obj_get(doc, p, "reasons");
+	char word[64];
+	struct buf b;
+
+	buf_init(&b, out, size);
+	field(doc, p, "tier", word, sizeof(word));
+	buf_printf(&b, "%s", word[0] ? word : "-");
+	for (int i = json_first(doc, arr), n = 0; i >= 0; i = json_next(doc, arr, i)) {
+		json_str(doc, i, word, sizeof(word));
+		buf_printf(&b, "%s%s", n++ ? ", " : " (", word);
+		if (json_next(doc, arr, i) < 0)
+			buf_printf(&b, ")");
+	}
+	return out;
+}
+
+static void posture_print(const struct json_doc *doc, int p)
+{
+	int arr = json_obj_get(doc, p, "reasons");
+	char v[128], at[48];
+
+	printf("%-10s %s\n", "tier", field(doc, p, "tier", v, sizeof(v)));
+	printf("%-10s %s\n", "isolation", field(doc, p, "isolation", v, sizeof(v)));
+	printf("%-10s %s\n", "egress", field(doc, p, "egress", v, sizeof(v)));
+	printf("%-10s %s\n", "identity", field(doc, p, "identity", v, sizeof(v)));
+	printf("%-10s %s\n", "network", strcmp(field(doc, p, "network_verified", v, sizeof(v)),
+						 "true") == 0 ? "verified on the engine" : "not verified");
+	printf("reasons:%s\n", json_first(doc, arr) < 0 ? " none (T1)" : "");
+	for (int i = json_first(doc, arr); i >= 0; i = json_next(doc, arr, i)) {
+		json_str(doc, i, v, sizeof(v));
+		printf("  %-24s %s\n", v, reason_means(v));
+	}
+	arr = json_obj_get(doc, p, "taints");
+	printf("taints:%s\n", json_first(doc, arr) < 0 ? " none" : "");
+	for (int i = json_first(doc, arr); i >= 0; i = json_next(doc, arr, i))
+		printf("  %-24s %s\n", field(doc, i, "reason", v, sizeof(v)),
+		       field(doc, i, "at", at, sizeof(at)));
+}
+
+static const char posture_help[] =
+	"usage: agentic posture NAME [--json] [--taint REASON]\n"
+	"Shows the sandbox's posture: its tier (T1, or T0 with reasons), isolation, egress,\n"
+	"identity, each reason with what it means, and its taints with the time each was seen.\n"
+	"--taint REASON records a taint (sticky for the rest of the container's life: T0):\n"
+	"operator_declared (e.g. a manual provider login inside it), or direct_docker_exec,\n"
+	"network_attached, container_changed for what agenticd could not see happen.\n";
+
+static int verb_posture(int argc, char **argv, struct opts *o)
+{
+	struct json_doc doc;
+	const char *name = NULL, *taint = NULL;
+	char target[160], data[96], v[16];
+	int status, c, p;
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = common_opt(o, argc, argv, &i)) < 0)
+			return usage(posture_help);
+		if (c)
+			continue;
+		if (i + 1 < argc && strcmp(argv[i], "--taint") == 0 && !taint)
+			taint = argv[++i];
+		else if (!name && argv[i][0] != '-')
+			name = argv[i];
+		else
+			return usage(posture_help);
+	}
+	if (!name || name_target(name, target, 128) != 0)
+		return usage(posture_help);
+	if (taint && !reason_declarable(taint)) {
+		fprintf(stderr, "agentic posture: --taint takes one of:");
+		for (size_t i = 0, n = 0; i < ARRAY_LEN(reasons); i++)
+			if (reasons[i].taint)
+				fprintf(stderr, "%s %s", n++ ? "," : "", reasons[i].word);
+		fprintf(stderr, "\n");
+		return 2;
+	}
+	strcat(target, taint ? "/posture/taints" : "/posture");
+	if (taint)
+		snprintf(data, sizeof(data), "{\"reason\":\"%s\"}", taint);
+	status = call(o, taint ? "POST" : "GET", target, taint ? data : NULL,
+		      taint ? strlen(data) : 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	if ((p = json_obj_get(&doc, 0, "posture")) < 0) {
+		fprintf(stderr, "agentic posture: agenticd's answer has no posture\n");
+		return 1;
+	}
+	printf("%-10s %s\n", "name", field(&doc, 0, "name", data, sizeof(data)));
+	posture_print(&doc, p);
+	if (taint)
+		fprintf(stderr, "%s %s\n", taint,
+			strcmp(field(&doc, 0, "already_held", v, sizeof(v)), "true") == 0
+			? "was already held: nothing changed" : "recorded");
+	return 0;
+}
+
+static const char ls_help[] =
+	"usage: agentic ls\n"
+	"Lists the sandboxes: name, state, posture tier (T1 or T0: agentic posture NAME says\n"
+	"why), agent, control uid, subnet, creation time, image.\n";
+
+static int verb_ls(int argc, char **argv, struct opts *o)
+{
+	struct json_doc doc;
+	char name[64], state[16], tier[8], agent[24], uid[16], subnet[24], image[256], created[40];
+	int status, arr, c;
+
+	for (int i = 1; i < argc; i++)
+		if ((c = common_opt(o, argc, argv, &i)) <= 0)
+			return usage(ls_help);
+	status = call(o, "GET", "/api/v1/containers", NULL, 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	if ((arr = json_obj_get(&doc, 0, "containers")) < 0)
+		return 1;
+	printf("%-24s %-9s %-4s %-14s %-8s %-18s %-24s %s\n", "NAME", "STATE", "TIER", "AGENT", "UID",
+	       "SUBNET", "CREATED", "IMAGE");
+	for (int i = json_first(&doc, arr); i >= 0; i = json_next(&doc, arr, i))
+		printf("%-24s %-9s %-4s %-14s %-8s %-18s %-24s %s\n",
+		       field(&doc, i, "name", name, sizeof(name)),
+		       field(&doc, i, "state", state, sizeof(state)),
+		       posture_tier(&doc, i, tier, sizeof(tier)),
+		       field(&doc, i, "agent", agent, sizeof(agent)),
+		       field(&doc, i, "control_uid", uid, sizeof(uid)),
+		       field(&doc, i, "subnet", subnet, sizeof(subnet)),
+		       field(&doc, i, "created_at", created, sizeof(created)),
+		       field(&doc, i, "image", image, sizeof(image)));
+	return 0;
+}
+
+static const char inspect_help[] =
+	"usage: agentic inspect NAME\n"
+	"Shows one sandbox, a field a line; posture is its tier and the reasons for it (agentic\n"
+	"posture NAME explains them).\n";
 
 static int verb_inspect(int argc, char **argv, struct opts *o)
 {
@@ -484,7 +638,9 @@ static int verb_inspect(int argc, char **argv, struct opts *o)
 		int val = k + 1;
 
 		json_str(&doc, k, key, sizeof(key));
-		if (doc.tok[val].type == JSON_ARRAY || doc.tok[val].type == JSON_OBJECT)
+		if (strcmp(key, "posture") == 0 && doc.tok[val].type == JSON_OBJECT)
+			posture_line(&doc, val, v, sizeof(v));
+		else if (doc.tok[val].type == JSON_ARRAY || doc.tok[val].type == JSON_OBJECT)
 			snprintf(v, sizeof(v), "%.*s", (int)(doc.tok[val].end - doc.tok[val].start),
 				 body + doc.tok[val].start);
 		else
@@ -933,6 +1089,7 @@ static const struct verb verbs[] = {
 	{ "create", verb_create, create_help },
 	{ "ls", verb_ls, ls_help },
 	{ "inspect", verb_inspect, inspect_help },
+	{ "posture", verb_posture, posture_help },
 	{ "rm", verb_rm, rm_help },
 	{ "exec", verb_exec, exec_help },
 	{ "logs", verb_logs, logs_help },

@@ -9,8 +9,11 @@
  *                                        `Connection: Upgrade` + `Upgrade: tcp` the framed
  *                                        bidirectional stream (README)
  *   GET    /api/v1/containers/NAME/logs  a run's transcript (?run=, ?stream=stdout|stderr)
+ *   GET    /api/v1/containers/NAME/posture          its tier and why
+ *   POST   /api/v1/containers/NAME/posture/taints   an operator's taint {"reason": WORD}
  *   GET    /api/v1/info                the daemon
  *   GET    /metrics                    Prometheus text
+ *   GET,POST /api/v1/containers/NAME/verify   the verifier (verify.c); POST /api/v1/verify?container=ID
  *   /api/v2/admin/instances[/NAME], /api/v2/admin/profiles[/ID]: admin-v2, in admin_v2.c
  *
  * Errors are {"error": {"code": ..., "message": ...}}; a path no route has is 404, a path
@@ -32,6 +35,7 @@
 #include "mgmt/daemon.h"
 #include "mgmt/metrics.h"
 #include "mgmt/profiles.h"
+#include "mgmt/taint.h"
 #include "mgmt/verify.h"
 #include "version.h"
 
@@ -596,6 +600,127 @@ void admin_remove_start(struct admin_conn *c, struct sandbox *sb, const char *qu
 	lifecycle_remove(sb, query_flag(query, "force"), query_flag(query, "keep_workspace"));
 }
 
+/* ---- posture: the tier and its reasons; an operator's taint ---- */
+
+/* The taints: what can happen to a sandbox after its create (README: Posture, kind "taint").
+ * An operator may declare any of them: a manual login inside it, or an exec or network change
+ * made where the engine's event stream could not show it. The reasons known at create
+ * (env_credential, operator_network, platform_compatibility) are facts of the create request
+ * and its network, which agenticd reads itself: declared later they would misstate how the
+ * sandbox was made (a credential put in by hand afterwards is operator_declared).
+ * network_unverified is no taint: it is the engine's view, read again at each start. */
+static const enum posture_reason taint_reasons[] = {
+	POSTURE_DIRECT_DOCKER_EXEC,
+	POSTURE_NETWORK_ATTACHED,
+	POSTURE_CONTAINER_CHANGED,
+	POSTURE_OPERATOR_DECLARED,
+};
+
+static bool is_taint(enum posture_reason r)
+{
+	for (size_t i = 0; i < ARRAY_LEN(taint_reasons); i++)
+		if (taint_reasons[i] == r)
+			return true;
+	return false;
+}
+
+/* {"name", "posture": {...}} plus, for a taint's answer, "reason" and "already_held". */
+static void respond_posture(struct admin_conn *c, const struct sandbox *sb,
+			    const char *reason, bool held)
+{
+	static char text[4096];
+	struct buf b;
+	struct json_writer w;
+
+	buf_init(&b, text, sizeof(text));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "name");
+	json_str_write(&w, sb->name);
+	json_key(&w, "posture");
+	posture_json(&w, &sb->posture);
+	if (reason) {
+		json_key(&w, "reason");
+		json_str_write(&w, reason);
+		json_key(&w, "already_held");
+		json_bool_write(&w, held);
+	}
+	json_obj_end(&w);
+	if (json_writer_finish(&w) != 0) {
+		admin_respond_error(c, 500, "internal", "the posture does not fit its buffer");
+		return;
+	}
+	admin_respond(c, 200, &b);
+}
+
+static void route_posture(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	respond_posture(c, sb, NULL, false);
+}
+
+/* The body's reason: 0 and *r, or an answer sent (400) and -1. Nothing but "reason". */
+static int taint_body(struct admin_conn *c, enum posture_reason *r)
+{
+	static struct json_token tokens[16];
+	struct json_doc doc;
+	char word[40], m[256];
+	struct buf b;
+	int k, v;
+
+	if (json_parse(&doc, (const char *)c->body, c->body_len, tokens, ARRAY_LEN(tokens)) != 0) {
+		admin_respond_error(c, 400, "bad_json", "the body is not valid JSON; send "
+				    "{\"reason\": \"operator_declared\"}");
+		return -1;
+	}
+	if (doc.tok[0].type != JSON_OBJECT) {
+		admin_respond_error(c, 400, "bad_request", "the body is a JSON object; send "
+				    "{\"reason\": \"operator_declared\"}");
+		return -1;
+	}
+	for (k = json_first(&doc, 0); k >= 0; k = json_next(&doc, 0, json_next(&doc, 0, k)))
+		if (!json_str_eq(&doc, k, "reason")) {
+			admin_respond_error(c, 400, "bad_request", "the body has one field, reason");
+			return -1;
+		}
+	v = json_obj_get(&doc, 0, "reason");
+	if (v >= 0 && json_str(&doc, v, word, sizeof(word)) >= 0 &&
+	    posture_reason_parse(word, r) == 0 && is_taint(*r))
+		return 0;
+	buf_init(&b, m, sizeof(m));
+	buf_printf(&b, "reason is one of:");
+	for (size_t i = 0; i < ARRAY_LEN(taint_reasons); i++)
+		buf_printf(&b, "%s %s", i ? "," : "", posture_reason_name(taint_reasons[i]));
+	admin_respond_error(c, 400, "bad_reason", m);
+	return -1;
+}
+
+/* A sandbox being created has no record or run yet to hold the taint (and may be rolled
+ * back); one being removed is going with its record: both 409, nothing recorded. */
+static void route_taint(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	enum posture_reason r;
+	int held;
+
+	if (sb->state == SB_CREATING || sb->state == SB_REMOVING) {
+		admin_respond_error(c, 409, "busy", sb->state == SB_CREATING
+				    ? "the sandbox is still being created: declare the taint once it is ready"
+				    : "the sandbox is being removed");
+		return;
+	}
+	if (taint_body(c, &r) != 0)
+		return;
+	held = posture_taint(sb, r, "operator");
+	if (held < 0) {
+		admin_respond_error(c, 500, "internal", "the taint was not recorded");
+		return;
+	}
+	/* who declared it: the posture's own line says what changed */
+	log_info("posture taint declared", "name=%s reason=%s uid=%u pid=%d already_held=%s",
+		 log_q(sb->name), posture_reason_name(r), (unsigned)c->uid, (int)c->pid,
+		 held == 0 ? "true" : "false");
+	respond_posture(c, sb, posture_reason_name(r), held == 0);
+}
+
 /* ---- logs: a run's stdout.log or stderr.log, as it is now ---- */
 
 static void query_value(const char *query, const char *name, char *out, size_t size)
@@ -786,10 +911,25 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	};
 	static char text[16384];
 	static const char *names[AGENT_REFUSAL_REASONS];
+	static const char *taint_names[ARRAY_LEN(taint_reasons)];
+	static uint64_t taints[ARRAY_LEN(taint_reasons)];
 	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
 	struct buf b;
 
 	count_sandboxes(v.sandboxes, &v.agents_connected);
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		const struct sandbox *sb = sandbox_slot(i);
+
+		if (sb->state != SB_FREE)
+			v.tiers[posture_is_t1(&sb->posture)]++;
+	}
+	for (size_t i = 0; i < ARRAY_LEN(taint_reasons); i++) {
+		taint_names[i] = posture_reason_name(taint_reasons[i]);
+		taints[i] = posture_taints_total(taint_reasons[i]);
+	}
+	v.taint_names = taint_names;
+	v.taints = taints;
+	v.ntaints = ARRAY_LEN(taint_reasons);
 	for (int i = 0; i < AGENT_REFUSAL_REASONS; i++)
 		names[i] = agent_refusal_name(i);
 	v.refused_admins = A.refused;
@@ -815,6 +955,8 @@ static const struct admin_route routes[] = {
 	{ "DELETE", API "/containers/*", admin_remove_start, false },
 	{ "POST", API "/containers/*/exec", admin_exec_route, false },
 	{ "GET", API "/containers/*/logs", route_logs, false },
+	{ "GET", API "/containers/*/posture", route_posture, false },
+	{ "POST", API "/containers/*/posture/taints", route_taint, false },
 	{ "GET", API "/containers/*/verify", route_verify_last, false },
 	{ "POST", API "/containers/*/verify", route_verify, false },
 	{ "POST", API "/verify", route_verify_container, false },

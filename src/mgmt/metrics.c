@@ -95,10 +95,13 @@ int metrics_render(struct buf *b, const struct metrics_view *v)
 	size_t start = b->len;
 	int r;
 
-	r = buf_printf(b, "# HELP agentic_sandboxes Sandboxes by lifecycle state.\n"
-		   "# TYPE agentic_sandboxes gauge\n");
+	/* one family, two ways to count it: each sandbox is in one state and in one tier */
+	r = buf_printf(b, "# HELP agentic_sandboxes Sandboxes by lifecycle state, and by posture "
+		   "tier.\n# TYPE agentic_sandboxes gauge\n");
 	for (int i = 0; i < 4; i++)
 		r |= buf_printf(b, "agentic_sandboxes{state=\"%s\"} %u\n", states[i], v->sandboxes[i]);
+	r |= buf_printf(b, "agentic_sandboxes{tier=\"T0\"} %u\nagentic_sandboxes{tier=\"T1\"} %u\n",
+		   v->tiers[0], v->tiers[1]);
 	r |= buf_printf(b, "# HELP agentic_agents_connected Sandboxes whose agent is connected and ready.\n"
 		   "# TYPE agentic_agents_connected gauge\nagentic_agents_connected %u\n",
 		   v->agents_connected);
@@ -118,6 +121,11 @@ int metrics_render(struct buf *b, const struct metrics_view *v)
 	for (uint32_t i = 0; i < v->nrefusals && i < METRICS_REFUSAL_REASONS; i++)
 		r |= buf_printf(b, "agentic_identity_rejections_total{reason=\"%s\"} %llu\n",
 			   v->refusal_names[i], (unsigned long long)refusals[i]);
+	r |= buf_printf(b, "# HELP agentic_posture_taints_total Taints recorded since agenticd "
+		   "started, by reason.\n# TYPE agentic_posture_taints_total counter\n");
+	for (uint32_t i = 0; i < v->ntaints; i++)
+		r |= buf_printf(b, "agentic_posture_taints_total{reason=\"%s\"} %llu\n",
+			   v->taint_names[i], (unsigned long long)v->taints[i]);
 	r |= buf_printf(b, "# HELP agentic_admin_rejections_total Admin connections refused (peer "
 		   "credentials).\n# TYPE agentic_admin_rejections_total counter\n"
 		   "agentic_admin_rejections_total %llu\n", (unsigned long long)v->refused_admins);

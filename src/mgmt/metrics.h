@@ -24,6 +24,10 @@ void metrics_exec_latency(int64_t ms);
 /* What the rendering reads from the daemon. */
 struct metrics_view {
 	uint32_t sandboxes[4];           /* creating, ready, removing, conflict */
+	uint32_t tiers[2];               /* sandboxes not free, by posture: T0, T1 */
+	const char *const *taint_names;  /* the taint words, ntaints of them ... */
+	const uint64_t *taints;          /* ... and the taints recorded since start, each */
+	uint32_t ntaints;
 	uint32_t agents_connected;
 	const char *const *refusal_names; /* the reasons' fixed words, nrefusals of them */
 	uint32_t nrefusals;

@@ -563,9 +563,14 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 	}
 	return 0;
 unknown:
+	/* the name is echoed only when it looks like a field's (a typo of one): any other may be
+	 * a secret pasted in the wrong place */
 	json_str(doc, k, key, sizeof(key));
-	return bad(e, 400, "bad_request", "unknown field %s (known: name image env mounts network "
-		   "cmd labels disk_bytes resources writable_root require_tier profile)", key);
+	if (strlen(key) > 24 || strspn(key, "abcdefghijklmnopqrstuvwxyz_") != strlen(key))
+		key[0] = '\0';
+	return bad(e, 400, "bad_request", "unknown field%s%s (known: name image env mounts network "
+		   "cmd labels disk_bytes resources writable_root require_tier profile)",
+		   key[0] ? " " : "", key);
 }
 
 int request_create_parse(struct create_req *req, const struct config *cfg,

@@ -42,7 +42,7 @@ static int begin_container_create(struct runtime_docker *d, struct docker_call *
 	const struct config *cfg = d->c.cfg;
 	const struct create_req *req = sb ? sb->req : NULL;
 	static const char *env[LIMIT_SANDBOX_ENV + 16];
-	static struct docker_kv labels[LIMIT_SANDBOX_LABELS + 12];
+	static struct docker_kv labels[LIMIT_SANDBOX_LABELS + 16]; /* 11 of ours, the NULL */
 	static struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 4];
 	static const char *const entry[] = { "/sbin/agentic-init", NULL };
 	static const char *const cap_drop[] = { "ALL", NULL };
@@ -94,6 +94,12 @@ static int begin_container_create(struct runtime_docker *d, struct docker_call *
 		labels[nl++] = (struct docker_kv){ "agentic-managed-network", sb->network };
 	labels[nl++] = (struct docker_kv){ "agentic-runtime", "docker" };
 	labels[nl++] = (struct docker_kv){ "agentic-transport", "uds" };
+	labels[nl++] = (struct docker_kv){ "agentic-egress-policy",
+					   posture_egress_name(sb->posture.egress) };
+	/* What was known at create: the engine's view of the network is read only once the
+	 * container exists, and a label never changes; the API says the tier now. */
+	labels[nl++] = (struct docker_kv){ "agentic-posture-at-create",
+					   !sb->posture.at_create && c->managed_net ? "T1" : "T0" };
 	for (uint32_t i = 0; i < req->nlabels; i++)
 		labels[nl++] = req->labels[i];
 	labels[nl] = (struct docker_kv){ NULL, NULL };

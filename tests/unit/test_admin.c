@@ -22,6 +22,7 @@
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
 #include "mgmt/request.h"
+#include "mgmt/taint.h"
 
 #define NSB 4
 #define NCONNS 2
@@ -203,6 +204,10 @@ static void test_route_table_finds_each_route_and_its_name(void **state)
 		{ "DELETE", "/api/v1/containers/alpha", "alpha", 0, "" },
 		{ "POST", "/api/v1/containers/alpha/exec", "alpha", 0, "" },
 		{ "GET", "/api/v1/containers/alpha/logs", "alpha", 0, "" },
+		{ "GET", "/api/v1/containers/alpha/posture", "alpha", 0, "" },
+		{ "POST", "/api/v1/containers/alpha/posture/taints", "alpha", 0, "" },
+		{ "POST", "/api/v1/containers/alpha/posture", "", 405, "GET" },
+		{ "GET", "/api/v1/containers/alpha/posture/taints", "", 405, "POST" },
 		{ "GET", "/api/v1/info", "", 0, "" },
 		{ "GET", "/metrics", "", 0, "" },
 		{ "PUT", "/api/v1/containers", "", 405, "GET, POST" },
@@ -331,6 +336,8 @@ static void test_create_parse_refusals(void **state)
 		{ "{\"name\":", 400, "bad_json", "the body is not valid JSON" },
 		{ "[]", 400, "bad_request", "the body is a JSON object" },
 		{ "{\"nmae\":\"x1\"}", 400, "bad_request", "unknown field nmae" },
+		/* a name no field could have is not echoed: it may be a secret */
+		{ "{\"sk-ant-api03-AbCdEf\":\"x1\"}", 400, "bad_request", "unknown field (known: name" },
 		{ "{\"name\":\"Bad_Name\"}", 400, "bad_name", "a sandbox name matches" },
 		{ "{\"labels\":{\"agentic-x\":\"1\"}}", 422, "refused", "are reserved" },
 		{ "{\"env\":[\"AGENT_CONTROL_UID=0\"]}", 422, "refused", "AGENT_" },
@@ -472,6 +479,56 @@ static void test_sandbox_routes_answer_from_the_table(void **state)
 	assert_non_null(strstr(a.body, "agentic_identity_rejections_total{reason="));
 }
 
+/* The posture route answers the name and the posture; an operator's taint is recorded once
+ * (a second one is "already_held"), a word no operator may declare is 400 naming the ones
+ * they may, a sandbox being created is 409; what is refused changes nothing. /metrics counts
+ * the tiers and the taints. */
+static void test_posture_routes_answer_record_and_refuse(void **state)
+{
+	static struct answer a;
+	static const char *const refused[] = {
+		"{\"reason\":\"nope\"}", "{\"reason\":\"network_unverified\"}",
+		"{\"reason\":\"env_credential\"}", "{\"reason\":\"operator_network\"}",
+		"{\"reason\":\"platform_compatibility\"}", "{\"reason\":7}",
+	};
+	const struct sandbox *alpha = sandbox_by_name("alpha"), *beta = sandbox_by_name("beta");
+
+	request("GET", "/api/v1/containers/alpha/posture", "", &a);
+	expect(&a, 200, NULL, "{\"name\":\"alpha\",\"posture\":{\"tier\":\"T0\"");
+	for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
+		request("POST", "/api/v1/containers/alpha/posture/taints", refused[i], &a);
+		expect(&a, 400, "bad_reason", "reason is one of: direct_docker_exec, network_attached, "
+		       "container_changed, operator_declared");
+	}
+	request("POST", "/api/v1/containers/alpha/posture/taints", "{\"reason\":\"operator_declared\","
+		"\"by\":\"me\"}", &a);
+	expect(&a, 400, "bad_request", "one field, reason");
+	request("POST", "/api/v1/containers/alpha/posture/taints", "{", &a);
+	expect(&a, 400, "bad_json", NULL);
+	assert_int_equal(alpha->posture.taints, 0);
+	request("POST", "/api/v1/containers/beta/posture/taints", "{\"reason\":\"operator_declared\"}", &a);
+	expect(&a, 409, "busy", "still being created");
+	assert_int_equal(beta->posture.taints, 0);
+	assert_int_equal(posture_taints_total(POSTURE_OPERATOR_DECLARED), 0);
+
+	request("POST", "/api/v1/containers/alpha/posture/taints", "{\"reason\":\"operator_declared\"}", &a);
+	expect(&a, 200, NULL, "\"reason\":\"operator_declared\",\"already_held\":false}");
+	assert_int_equal(alpha->posture.taints, POSTURE_BIT(POSTURE_OPERATOR_DECLARED));
+	assert_non_null(strstr(a.body, "\"taints\":[{\"reason\":\"operator_declared\",\"at\":"));
+	request("POST", "/api/v1/containers/alpha/posture/taints", "{\"reason\":\"operator_declared\"}", &a);
+	expect(&a, 200, NULL, "\"already_held\":true}");
+	assert_int_equal(posture_taints_total(POSTURE_OPERATOR_DECLARED), 1);
+	request("GET", "/api/v1/containers/alpha", "", &a);
+	expect(&a, 200, NULL, "\"reasons\":[\"operator_declared\",\"network_unverified\"]");
+
+	request("GET", "/metrics", "", &a);
+	expect(&a, 200, NULL, "agentic_sandboxes{tier=\"T0\"} 2\nagentic_sandboxes{tier=\"T1\"} 0\n");
+	assert_non_null(strstr(a.body, "agentic_posture_taints_total{reason=\"operator_declared\"} 1\n"));
+	assert_non_null(strstr(a.body, "agentic_posture_taints_total{reason=\"direct_docker_exec\"} 0\n"));
+	assert_null(strstr(a.body, "agentic_posture_taints_total{reason=\"network_unverified\"}"));
+	assert_null(strstr(a.body, "agentic_posture_taints_total{reason=\"env_credential\"}"));
+}
+
 static void test_create_and_exec_refusals_through_the_socket(void **state)
 {
 	static struct answer a;
@@ -539,6 +596,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create_parse_v2_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_path_is_404_and_a_known_path_with_another_method_405_with_allow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sandbox_routes_answer_from_the_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_posture_routes_answer_record_and_refuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_and_exec_refusals_through_the_socket, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_body_over_the_limit_is_413_and_closes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_connection_slot_left_is_a_whole_503, setup, teardown),
