@@ -324,11 +324,25 @@ static void hook_stopped(void *ctx, struct sandbox *sb, const char *exec_why, co
 	runlog_stop(sb, run_why);
 }
 
+static void untraced_drop(const struct sandbox *sb);
+
 static void hook_released(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
 	agent_forget(sb);
+	untraced_drop(sb);
 }
+
+/* A taint seen while the sandbox's run is closed (the engine's events replayed after a
+ * restart come before its agent is back) is logged and kept at once; its trace event waits
+ * here for the run to open. */
+static struct untraced {
+	struct sandbox *sb;
+	uint32_t gen;
+	enum posture_reason reason;
+	const char *source;           /* a fixed word */
+} untraced[LIMIT_TAINTS_UNTRACED];
+static uint32_t nuntraced;
 
 static void hook_tainted(void *ctx, struct sandbox *sb, enum rt_event kind, const char *source)
 {
@@ -337,7 +351,45 @@ static void hook_tainted(void *ctx, struct sandbox *sb, enum rt_event kind, cons
 				: POSTURE_CONTAINER_CHANGED;
 
 	(void)ctx;
-	posture_taint(sb, r, source);
+	if (posture_taint(sb, r, source) != 1 || sb->run.open)
+		return;
+	if (nuntraced == LIMIT_TAINTS_UNTRACED) {
+		log_warn("taint not traced: too many wait for their runs", "name=%s reason=%s",
+			 log_q(sb->name), posture_reason_name(r));
+		return;
+	}
+	untraced[nuntraced++] = (struct untraced){ sb, sb->gen, r, source };
+}
+
+static void untraced_drop(const struct sandbox *sb)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < nuntraced; i++)
+		if (untraced[i].sb != sb)
+			untraced[k++] = untraced[i];
+	nuntraced = k;
+}
+
+static void hook_agent_ready(void *ctx, struct sandbox *sb)
+{
+	uint32_t k = 0;
+
+	(void)ctx;
+	for (uint32_t i = 0; i < nuntraced; i++) {
+		struct untraced *u = &untraced[i];
+		const char *kv[] = { "reason", posture_reason_name(u->reason), "source", u->source,
+				     "tier", posture_tier(&sb->posture), "traced", "when_run_opened",
+				     NULL };
+
+		if (u->sb != sb || !sb->run.open) {
+			untraced[k++] = *u;
+			continue;
+		}
+		if (u->gen == sb->gen)
+			runlog_event_fields(sb, "posture_taint", kv);
+	}
+	nuntraced = k;
 }
 
 /* An operator's network is T0 (operator_network) whatever the engine says of it; only its
@@ -359,6 +411,7 @@ const struct lifecycle_hooks agenticd_hooks = {
 	.released = hook_released,
 	.tainted = hook_tainted,
 	.network_read = hook_network_read,
+	.agent_ready = hook_agent_ready,
 };
 
 /* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a

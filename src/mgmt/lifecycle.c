@@ -788,6 +788,8 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 	case LC_EV_CALL_DONE:
 		return on_call_done(sb);
 	case LC_EV_AGENT_READY:
+		if (sb->lc == LC_WAIT_READY || family_of(sb) == F_READY)
+			HOOK(agent_ready, sb);
 		if (sb->lc == LC_WAIT_READY)
 			finish_create(sb);
 		else if (family_of(sb) == F_READY) /* idle or refreshing: both are ready */
@@ -906,6 +908,8 @@ static void sink_event(void *ctx, const struct rt_notice *n)
 	case RT_EV_NET_CONNECT:
 		if (own_network(sb, n->net_name, n->net_id))
 			return;
+		/* its network is no longer its own alone, as an inspect would read it now */
+		HOOK(network_read, sb, false, "other_network");
 		HOOK(tainted, sb, n->ev, n->source);
 		return;
 	case RT_EV_EXEC:

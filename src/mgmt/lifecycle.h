@@ -133,10 +133,14 @@ struct lifecycle_hooks {
 	 * come again for the same thing (a replayed event): the hook treats that as nothing
 	 * new. Whatever the sandbox's state; its state does not change. */
 	void (*tainted)(void *ctx, struct sandbox *sb, enum rt_event kind, const char *source);
-	/* The engine's view of its network was read (the create's inspect, recovery): ok when
-	 * it is its own network alone (and, managed, internal with IPv4 inhibited); why is
-	 * struct rt_netcheck's word. */
+	/* The engine's view of its network was read (the create's inspect, recovery), or
+	 * another network was connected to it (not ok, "other_network"): ok when it is its own
+	 * network alone (and, managed, internal with IPv4 inhibited); why is struct
+	 * rt_netcheck's word. */
 	void (*network_read)(void *ctx, struct sandbox *sb, bool ok, const char *why);
+	/* The agent is READY (the create's, or again after a reconnect or a restart of
+	 * agenticd): its run is open. */
+	void (*agent_ready)(void *ctx, struct sandbox *sb);
 	int64_t (*mono_ms)(void);     /* NULL: clock_mono_ms */
 	int64_t (*wall_ms)(void);     /* NULL: clock_wall_ms */
 	void *ctx;

@@ -555,18 +555,24 @@ static void since_write(struct runtime_docker *d)
 {
 	char tmp[LIMIT_PATH_BYTES + 8], buf[32];
 	int fd, n;
+	bool ok;
 
 	if (!d->c.since_path || d->since_saved == d->events_since)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", d->c.since_path);
 	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)d->events_since);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || write(fd, buf, (size_t)n) != n || close(fd) != 0 ||
-	    rename(tmp, d->c.since_path) != 0) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0 && errno == ENOENT)
+		return; /* the agentshare is made with the first sandbox: tried again then */
+	ok = fd >= 0 && write(fd, buf, (size_t)n) == n;
+	if (fd >= 0 && close(fd) != 0)
+		ok = false;
+	if (ok && rename(tmp, d->c.since_path) != 0)
+		ok = false;
+	if (!ok) {
 		log_warn("cannot keep the engine events' time", "path=%s error=%s",
 			 log_q(d->c.since_path), log_q(strerror(errno)));
+		unlink(tmp);
 	}
 	d->since_saved = d->events_since;
 }

@@ -948,6 +948,9 @@ static void test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state(
 	assert_int_equal(seen.tainted, 2);
 	assert_int_equal(seen.taint_kind, RT_EV_NET_CONNECT);
 	assert_string_equal(seen.taint_source, "connect");
+	assert_int_equal(seen.net_reads, 2);     /* not its own network alone any more */
+	assert_false(seen.net_ok);
+	assert_string_equal(seen.net_why, "other_network");
 	notice(sb->container_id, RT_EV_CHANGED, "update", NULL, NULL);
 	assert_int_equal(seen.tainted, 3);
 	assert_int_equal(seen.taint_kind, RT_EV_CHANGED);
