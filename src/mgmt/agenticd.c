@@ -355,7 +355,7 @@ static void hook_tainted(void *ctx, struct sandbox *sb, enum rt_event kind, cons
 		return;
 	if (nuntraced == LIMIT_TAINTS_UNTRACED) {
 		log_warn("taint not traced: too many wait for their runs", "name=%s reason=%s",
-			 log_q(sb->name), posture_reason_name(r));
+			 log_q(sb->name), log_q(posture_reason_name(r)));
 		return;
 	}
 	untraced[nuntraced++] = (struct untraced){ sb, sb->gen, r, source };

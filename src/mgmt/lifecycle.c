@@ -611,7 +611,6 @@ static void create_step_done(struct sandbox *sb)
 			break;
 		}
 		take_inspect(sb);
-		lifecycle_network_read(sb, &res->net);
 		if (!sb->running) {
 			fail_create(sb, 500, "init_exited", "the sandbox's init exited (status %lld) "
 				    "before it was ready", (long long)sb->exit_code);
@@ -624,6 +623,7 @@ static void create_step_done(struct sandbox *sb)
 			break;
 		}
 		set_state(sb, LC_WAIT_READY);
+		lifecycle_network_read(sb, &res->net);
 		HOOK(pid_known, sb);  /* may bring AGENT_READY (nested) at once */
 		if (sb->lc == LC_WAIT_READY && sb->agent_ready)
 			finish_create(sb);
