@@ -79,7 +79,8 @@ enum rt_outcome {
 };
 
 /* The engine's view of a container's networks. why is a fixed word: "verified",
- * "not_internal", "no_inhibit_ipv4", "other_network", "unreadable". */
+ * "other_network" (another one attached), "not_attached" (its own one is not),
+ * "not_internal", "no_inhibit_ipv4" (managed only), "unreadable". */
 struct rt_netcheck {
 	bool read;                    /* the check ran */
 	bool ok;                      /* its own network alone; managed: Internal, inhibit_ipv4 */
