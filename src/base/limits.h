@@ -252,6 +252,19 @@ _Static_assert(LIMIT_DISK_JOURNAL_BYTES >= LIMIT_DISK_MIN_BYTES + (4ull << 20) *
 _Static_assert(LIMIT_DISK_MAX_BYTES / 4096 <= 0xffffffffull,
 	       "block numbers of the largest image fit 32 bits");
 _Static_assert(LIMIT_SANDBOX_ENV + 12 <= 256, "env with AGENT_* fits the create request lists");
+/* What one create may ask for in `resources` (config-free caps: a request outside them is a
+ * mistake, refused with 400 before any engine call). Memory from 32 MiB (the init takes about
+ * 13 MiB and /tmp counts in it) to 1 TiB; pids from 8 to 4M (the kernel's pid_max ceiling);
+ * CPUs from 0.01 (Docker's own minimum) to the host's online CPUs, which the engine would
+ * refuse beyond anyway (read at each create: sysconf is cheap). */
+#define LIMIT_SANDBOX_MEMORY_MIN_BYTES (32ull << 20)
+#define LIMIT_SANDBOX_MEMORY_MAX_BYTES (1ull << 40)
+#define LIMIT_SANDBOX_PIDS_MIN 8u
+#define LIMIT_SANDBOX_PIDS_MAX (1u << 22)
+#define LIMIT_SANDBOX_NANO_CPUS_MIN 10000000ull
+_Static_assert(LIMIT_SANDBOX_MEMORY_MIN_BYTES >= LIMIT_SANDBOX_TMP_BYTES / 2 &&
+	       LIMIT_SANDBOX_MEMORY_MIN_BYTES < LIMIT_SANDBOX_MEMORY_MAX_BYTES,
+	       "the smallest memory limit holds the init and some of /tmp");
 
 /* ---- agenticd exec spill (src/mgmt/admin.c) ---- */
 /* Exec output a client has not taken waits in a spill file, at most exec_spill_max_bytes per

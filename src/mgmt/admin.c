@@ -11,6 +11,7 @@
  *   GET    /api/v1/containers/NAME/logs  a run's transcript (?run=, ?stream=stdout|stderr)
  *   GET    /api/v1/info                the daemon
  *   GET    /metrics                    Prometheus text
+ *   /api/v2/admin/instances[/NAME], /api/v2/admin/profiles[/ID]: admin-v2, in admin_v2.c
  *
  * Errors are {"error": {"code": ..., "message": ...}}; a path no route has is 404, a path
  * with other methods 405 with Allow. The exec route and its sinks are admin_exec.c's; a
@@ -30,9 +31,11 @@
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
 #include "mgmt/metrics.h"
+#include "mgmt/profiles.h"
 #include "version.h"
 
 #define API "/api/v1"
+#define API2 "/api/v2/admin"
 
 _Static_assert(AGENT_REFUSAL_REASONS <= METRICS_REFUSAL_REASONS, "every refusal is counted");
 
@@ -196,7 +199,7 @@ static ssize_t send_now(int fd, int status, const struct http_field *fields, con
 }
 
 /* Sends a whole JSON body built into `body`, with a newline after it. */
-static void respond(struct admin_conn *c, int status, struct buf *body)
+void admin_respond(struct admin_conn *c, int status, struct buf *body)
 {
 	if (buf_append(body, "\n", 1) != 0) {
 		c->keep_alive = false;
@@ -227,7 +230,7 @@ void admin_respond_error(struct admin_conn *c, int status, const char *code, con
 	respond_error_fields(c, status, code, msg, NULL);
 }
 
-static void respond_sandbox(struct admin_conn *c, int status, const struct sandbox *sb)
+void admin_respond_sandbox(struct admin_conn *c, int status, const struct sandbox *sb)
 {
 	struct buf b;
 	struct json_writer w;
@@ -239,7 +242,7 @@ static void respond_sandbox(struct admin_conn *c, int status, const struct sandb
 		admin_respond_error(c, 500, "internal", "the sandbox does not fit the response buffer");
 		return;
 	}
-	respond(c, status, &b);
+	admin_respond(c, status, &b);
 }
 
 /* The connection waiting at (i, gen) for a create or remove to end, or NULL: gone, or a
@@ -261,7 +264,11 @@ void admin_finish_sandbox(int32_t i, uint32_t gen, const struct sandbox *sb, int
 
 	if (!c)
 		return;
-	respond_sandbox(c, status, sb);
+	if (status == 201 && c->req.nprobes) {
+		admin_probes_start(c, sb);
+		return;
+	}
+	admin_respond_sandbox(c, status, sb);
 	admin_flush(c);
 }
 
@@ -276,35 +283,33 @@ void admin_finish_error(int32_t i, uint32_t gen, int status, const char *code,
 	admin_flush(c);
 }
 
-/* ---- the list, streamed one sandbox per chunk ---- */
+/* ---- lists, streamed one item per chunk ---- */
 
-/* Fills the output with as many sandboxes as fit; ends the list after the last. */
+/* Fills the output with as many items as fit; ends the list after the last. */
 static void list_fill(struct admin_conn *c)
 {
 	struct buf out;
 
 	buf_init(&out, c->out, sizeof(c->out));
 	out.len = c->out_len;
-	while (c->list_cursor < sandbox_slots()) {
-		const struct sandbox *sb = sandbox_slot(c->list_cursor);
+	while (c->list_cursor < c->list_n) {
 		struct buf b;
 		struct json_writer w;
 
-		if (sb->state == SB_FREE) {
-			c->list_cursor++;
-			continue;
-		}
 		buf_init(&b, item, sizeof(item));
 		if (!c->list_first)
 			buf_append(&b, ",", 1);
 		json_writer_init(&w, &b);
-		sandbox_json(&w, sb);
+		if (!c->list_item(&w, c->list_cursor)) {
+			c->list_cursor++;
+			continue;
+		}
 		if (json_writer_finish(&w) != 0 || http_chunk_write(&out, b.data, b.len) != 0)
 			break; /* room comes back as the socket drains */
 		c->list_first = false;
 		c->list_cursor++;
 	}
-	if (c->list_cursor == sandbox_slots()) {
+	if (c->list_cursor == c->list_n) {
 		size_t at = out.len;
 
 		if (http_chunk_write(&out, "]}\n", 3) == 0 && http_chunk_end(&out) == 0)
@@ -315,19 +320,39 @@ static void list_fill(struct admin_conn *c)
 	c->out_len = (uint32_t)out.len;
 }
 
-static void route_list(struct admin_conn *c, struct sandbox *unused, const char *query)
+void admin_list_start(struct admin_conn *c, const char *head, size_t head_len,
+		      bool (*item_fn)(struct json_writer *w, uint32_t i), uint32_t n)
 {
 	struct buf b;
 
 	buf_init(&b, c->out, sizeof(c->out));
 	http_response_head_write(&b, 200, json_fields, HTTP_CHUNKED, !c->keep_alive);
-	http_chunk_write(&b, "{\"containers\":[", 15);
+	http_chunk_write(&b, head, head_len);
 	c->out_len = (uint32_t)b.len;
 	c->out_off = 0;
 	c->list_cursor = 0;
 	c->list_first = true;
+	c->list_item = item_fn;
+	c->list_n = n;
 	c->phase = AC_LIST;
 	list_fill(c);
+}
+
+bool admin_sandbox_item(struct json_writer *w, uint32_t i)
+{
+	const struct sandbox *sb = sandbox_slot(i);
+
+	if (sb->state == SB_FREE)
+		return false;
+	sandbox_json(w, sb);
+	return true;
+}
+
+static void route_list(struct admin_conn *c, struct sandbox *unused, const char *query)
+{
+	static const char head[] = "{\"containers\":[";
+
+	admin_list_start(c, head, sizeof(head) - 1, admin_sandbox_item, sandbox_slots());
 }
 
 /* ---- info ---- */
@@ -410,7 +435,7 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 		admin_respond_error(c, 500, "internal", "info does not fit its buffer");
 		return;
 	}
-	respond(c, 200, &b);
+	admin_respond(c, 200, &b);
 }
 
 /* ---- create ---- */
@@ -444,22 +469,39 @@ static int keep_request(struct sandbox *sb, const struct create_req *req)
 	return r;
 }
 
-static void route_create(struct admin_conn *c, struct sandbox *unused, const char *query)
+/* Admission by tier: a create that would be T0 (posture_request_reasons: a raw credential in
+ * its env, an operator network) while T1 is required (its require_tier, or min_tier = T1) is
+ * refused, naming the reasons (fixed words, never a value), before a slot is taken or the
+ * engine is asked anything. */
+static int tier_refused(struct admin_conn *c, const struct create_req *req)
+{
+	uint16_t why = posture_request_reasons(req);
+	char m[320], words[192];
+	struct buf b;
+
+	if (!why || !(req->require_t1 || A.ac.cfg->min_tier_t1))
+		return 0;
+	buf_init(&b, words, sizeof(words));
+	for (int i = 0; i < POSTURE_REASONS; i++)
+		if (why & POSTURE_BIT(i))
+			buf_printf(&b, "%s%s", b.len ? ", " : "", posture_reason_name(i));
+	snprintf(m, sizeof(m), "T1 is required (%s) and this create would be T0: %s",
+		 req->require_t1 ? "require_tier" : "min_tier", words);
+	log_info("create refused", "reason=tier_refused required_by=%s reasons=%s",
+		 req->require_t1 ? "require_tier" : "min_tier", log_q(words));
+	admin_respond_error(c, 422, "tier_refused", m);
+	return -1;
+}
+
+void admin_create_start(struct admin_conn *c)
 {
 	const struct config *cfg = A.ac.cfg;
-	struct request_error e = { 0 };
 	struct create_req *req = &c->req;
 	struct sandbox *sb;
 	char hex[16];
 
-	if (A.stopping) {
-		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
+	if (tier_refused(c, req) != 0)
 		return;
-	}
-	if (request_create_parse(req, cfg, c->body, c->body_len, &e) != 0) {
-		admin_respond_error(c, e.status, e.code, e.message);
-		return;
-	}
 	if (req->name && sandbox_by_name(req->name)) {
 		admin_respond_error(c, 409, "name_taken", "a sandbox with that name exists");
 		return;
@@ -493,11 +535,34 @@ static void route_create(struct admin_conn *c, struct sandbox *unused, const cha
 	lifecycle_create(sb, req);
 }
 
+bool admin_stopping(void)
+{
+	return A.stopping;
+}
+
+static void route_create(struct admin_conn *c, struct sandbox *unused, const char *query)
+{
+	struct request_error e = { 0 };
+
+	if (A.stopping) {
+		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
+		return;
+	}
+	if (request_create_parse(&c->req, A.ac.cfg, profiles_current(), REQUEST_API_V1,
+				 c->body, c->body_len, &e) != 0) {
+		if (e.status == 422)
+			log_info("create refused", "route=v1 code=%s", log_q(e.code));
+		admin_respond_error(c, e.status, e.code, e.message);
+		return;
+	}
+	admin_create_start(c);
+}
+
 /* ---- inspect and remove ---- */
 
 static void route_inspect(struct admin_conn *c, struct sandbox *sb, const char *query)
 {
-	respond_sandbox(c, 200, sb);
+	admin_respond_sandbox(c, 200, sb);
 }
 
 static bool query_flag(const char *query, const char *name)
@@ -514,7 +579,7 @@ static bool query_flag(const char *query, const char *name)
 	return false;
 }
 
-static void route_remove(struct admin_conn *c, struct sandbox *sb, const char *query)
+void admin_remove_start(struct admin_conn *c, struct sandbox *sb, const char *query)
 {
 	if (sb->state == SB_CREATING) {
 		admin_respond_error(c, 409, "busy", "the sandbox is still being created");
@@ -640,16 +705,22 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 
 /* GET before POST and DELETE: a 405 lists them in this order ("use GET or POST"). */
 static const struct admin_route routes[] = {
-	{ "GET", API "/containers", route_list },
-	{ "POST", API "/containers", route_create },
-	{ "GET", API "/containers/", route_list },
-	{ "POST", API "/containers/", route_create },
-	{ "GET", API "/containers/*", route_inspect },
-	{ "DELETE", API "/containers/*", route_remove },
-	{ "POST", API "/containers/*/exec", admin_exec_route },
-	{ "GET", API "/containers/*/logs", route_logs },
-	{ "GET", API "/info", route_info },
-	{ "GET", "/metrics", route_metrics },
+	{ "GET", API "/containers", route_list, false },
+	{ "POST", API "/containers", route_create, false },
+	{ "GET", API "/containers/", route_list, false },
+	{ "POST", API "/containers/", route_create, false },
+	{ "GET", API "/containers/*", route_inspect, false },
+	{ "DELETE", API "/containers/*", admin_remove_start, false },
+	{ "POST", API "/containers/*/exec", admin_exec_route, false },
+	{ "GET", API "/containers/*/logs", route_logs, false },
+	{ "GET", API "/info", route_info, false },
+	{ "GET", "/metrics", route_metrics, false },
+	{ "GET", API2 "/instances", admin_v2_instances_list, false },
+	{ "POST", API2 "/instances", admin_v2_instances_create, false },
+	{ "GET", API2 "/instances/*", admin_v2_instance_get, false },
+	{ "DELETE", API2 "/instances/*", admin_v2_instance_delete, false },
+	{ "GET", API2 "/profiles", admin_v2_profiles_list, false },
+	{ "GET", API2 "/profiles/*", admin_v2_profile_get, true },
 };
 
 /* path against a route's: '*' matches one non-empty segment, copied (cut to size) to name. */
@@ -752,7 +823,8 @@ static void dispatch(struct admin_conn *c)
 		admin_respond_error(c, 404, "not_found", m);
 		return;
 	}
-	if (name[0] && !(sb = sandbox_by_name(name))) {
+	snprintf(c->segment, sizeof(c->segment), "%s", name);
+	if (name[0] && !route->not_sandbox && !(sb = sandbox_by_name(name))) {
 		snprintf(m, sizeof(m), "no sandbox is named %.64s", name);
 		admin_respond_error(c, 404, "not_found", m);
 		return;

@@ -14,6 +14,7 @@
 #include "grpc/grpc.h"
 #include "http/frame.h"
 #include "http/http.h"
+#include "json/json.h"
 #include "mgmt/exec.h"
 #include "mgmt/request.h"
 
@@ -43,8 +44,16 @@ struct admin_conn {
 	bool body_too_big;
 	uint8_t out[LIMIT_ADMIN_OUT_BYTES];
 	uint32_t out_len, out_off;
-	uint32_t list_cursor;         /* AC_LIST: next sandbox slot to render */
+	uint32_t list_cursor;         /* AC_LIST: next item to render (admin_list_start) */
+	uint32_t list_n;
+	bool (*list_item)(struct json_writer *w, uint32_t i);
 	bool list_first;
+	char segment[128];            /* the path segment a route's '*' stood for */
+	/* a create's readiness probes, run one after another once it is ready (admin_v2.c) */
+	char probe_sandbox[64];
+	uint32_t probe_next;
+	int32_t probe_failed;         /* the first probe that failed, -1: none */
+	int32_t probe_exit;
 	struct create_req req;
 	/* AC_EXEC: the session (exec.c) and the frame being read: stdin from an upgraded
 	 * client, or a gRPC call's output going out as messages */
@@ -114,6 +123,8 @@ struct admin_route {
 	const char *method;
 	const char *path;   /* '*' stands for one path segment: a sandbox's name */
 	void (*handler)(struct admin_conn *c, struct sandbox *sb, const char *query);
+	bool not_sandbox;   /* the segment is no sandbox's name (a profile's id): the handler
+			     * gets sb NULL and reads c->segment */
 };
 /* The route for method and path (no query): 0 with *route and, for a path with '*', the name
  * it stood for in name; 404 when no route has that path, 405 when routes have it with other
@@ -134,6 +145,35 @@ void admin_watch(struct admin_conn *c, uint32_t events);
 void admin_respond_error(struct admin_conn *c, int status, const char *code, const char *msg);
 /* Sends what is queued (a gRPC call: admin_grpc_pump); a whole answer ends the exchange. */
 void admin_flush(struct admin_conn *c);
+
+/* A create parsed into c->req (request_create_parse): admitted by tier (422 tier_refused
+ * when T1 is required and it would be T0), then a sandbox slot, its name, and the lifecycle's
+ * create; the answer comes at its end. Every create route ends here. */
+void admin_create_start(struct admin_conn *c);
+/* admin_shutdown was called: no new creates. */
+bool admin_stopping(void);
+/* A whole JSON answer: body (a newline is added), or the sandbox's JSON. */
+void admin_respond(struct admin_conn *c, int status, struct buf *body);
+void admin_respond_sandbox(struct admin_conn *c, int status, const struct sandbox *sb);
+/* DELETE of a sandbox (?force=1, ?keep_workspace=1): answered at the remove's end. */
+void admin_remove_start(struct admin_conn *c, struct sandbox *sb, const char *query);
+/* A list streamed in chunks: head (the JSON up to and with the array's '['), then
+ * item(w, i) for each i below n (false: nothing for that i), then "]}". */
+void admin_list_start(struct admin_conn *c, const char *head, size_t head_len,
+		      bool (*item)(struct json_writer *w, uint32_t i), uint32_t n);
+/* The i-th slot of the sandbox table as a list item (false: a free slot). */
+bool admin_sandbox_item(struct json_writer *w, uint32_t i);
+
+/* ---- admin_v2.c: the /api/v2/admin routes (README: admin API, v2) ---- */
+void admin_v2_instances_list(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_instances_create(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_instance_get(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_instance_delete(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_profiles_list(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_v2_profile_get(struct admin_conn *c, struct sandbox *sb, const char *query);
+/* A create with readiness probes is ready: runs them (exec sessions whose sink is c) and
+ * answers 201 with the sandbox and "probes": "passed" or "failed" once the last ended. */
+void admin_probes_start(struct admin_conn *c, const struct sandbox *sb);
 
 /* ---- admin_exec.c: the exec route and the client side of its sessions ---- */
 /* The route's handler (POST /api/v1/containers/NAME/exec), and the connection's events while

@@ -22,6 +22,7 @@
 #include "mgmt/host.h"
 #include "mgmt/lifecycle.h"
 #include "mgmt/netpool.h"
+#include "mgmt/profiles.h"
 #include "mgmt/recover.h"
 #include "mgmt/runtime_docker.h"
 #include "mgmt/share.h"
@@ -493,7 +494,9 @@ static void on_signal(struct daemon *d)
 		if (si.ssi_signo == SIGCHLD) {
 			share_reap_children();
 		} else if (si.ssi_signo == SIGHUP) {
-			log_info("SIGHUP ignored", "note=%s", "\"restart agenticd to apply a new config\"");
+			profiles_reload();
+			log_info("SIGHUP", "note=%s", "\"profiles reloaded; a changed config needs a "
+				 "restart of agenticd\"");
 		} else if (!d->stopping) {
 			log_info("stopping", "signal=%u creates_in_flight_roll_back=1 sandboxes_keep_running=1",
 				 si.ssi_signo);
@@ -629,7 +632,8 @@ int agenticd_main(int argc, char **argv)
 	if (budget_compute(&d->cfg, &b) != 0)
 		return fail("configuration out of range", "max_sandboxes, max_streams_per_connection "
 			    "or max_message_bytes is outside what the gRPC server takes");
-	b.image = image_bytes() + LIMIT_DAEMON_SLACK_BYTES;
+	/* the profile sets are static and not touched yet: counted whole */
+	b.image = image_bytes() + LIMIT_DAEMON_SLACK_BYTES + profiles_storage_bytes();
 	if ((r = alloc_budget(b.total_heap)) != 0)
 		return fail("cannot reserve the memory budget", err_str(r));
 	region = mmap(NULL, b.total_region, PROT_READ | PROT_WRITE,
@@ -659,6 +663,7 @@ int agenticd_main(int argc, char **argv)
 	snprintf(d->owner_label, sizeof(d->owner_label), "agentic-daemon=%.16s", d->owner);
 	log_info("owner", "label=%s agentshare_root=%s", d->owner_label,
 		 log_q(d->cfg.agentshare_root));
+	profiles_init(&d->cfg);
 	if (engine_checks(d) != 0)
 		return 1;
 	if ((r = start_lifecycle(d)) != 0)

@@ -8,7 +8,8 @@
 
 #include "mgmt/config.h"
 
-enum key_type { K_STR, K_PATH, K_PATH_OR_EMPTY, K_U32, K_BYTES, K_CIDR, K_MOUNTS, K_LEVEL };
+enum key_type { K_STR, K_PATH, K_PATH_OR_EMPTY, K_U32, K_BYTES, K_CIDR, K_MOUNTS, K_LEVEL,
+		K_TIER };
 
 struct key {
 	const char *name;
@@ -47,6 +48,7 @@ static const struct key keys[] = {
 	{ "mount_allowlist", K_MOUNTS, 0, 0, 0 },
 	{ "seccomp_profile", K_PATH_OR_EMPTY, F(seccomp_profile), 0, 0 },
 	{ "log_level", K_LEVEL, F(log_level), 0, 0 },
+	{ "min_tier", K_TIER, F(min_tier_t1), 0, 0 },
 };
 
 const char *config_key_name(size_t i)
@@ -216,6 +218,13 @@ static int set_key(struct config *cfg, const struct key *k, const char *val, cha
 			return ERR_PARSE;
 		}
 		return 0;
+	case K_TIER:
+		if (strcmp(val, "T0") != 0 && strcmp(val, "T1") != 0) {
+			snprintf(why, why_size, "%s must be T0 (no requirement) or T1", k->name);
+			return ERR_PARSE;
+		}
+		*(bool *)field = strcmp(val, "T1") == 0;
+		return 0;
 	}
 	return ERR_STATE;
 }
@@ -363,6 +372,9 @@ static const char *key_text(const struct config *cfg, const struct key *k, char 
 		break;
 	case K_LEVEL:
 		snprintf(out, size, "%s", log_level_name(*(const enum log_level *)field));
+		break;
+	case K_TIER:
+		snprintf(out, size, "%s", *(const bool *)field ? "T1" : "T0");
 		break;
 	}
 	return out;

@@ -3,6 +3,7 @@
 #ifndef AGENTIC_MGMT_CONFIG_H
 #define AGENTIC_MGMT_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,7 @@ struct config {
 	char mount_allowlist[CONFIG_MAX_ALLOWED_MOUNTS][CONFIG_STR_BYTES];
 	char seccomp_profile[CONFIG_STR_BYTES]; /* a profile file; empty: the built-in profile */
 	enum log_level log_level;               /* lines above it are not written */
+	bool min_tier_t1;                       /* min_tier = T1: a create that would be T0 is refused */
 };
 
 /* Fills cfg with the built-in defaults (config/agenticd.conf documents each). */

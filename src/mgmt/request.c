@@ -5,11 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json/json.h"
 #include "mgmt/request.h"
+#include "profile/credscan.h"
+#include "profile/profile.h"
 
 static struct json_token tokens[4096];
+
+_Static_assert(REQUEST_PROBES_MAX >= PROFILE_PROBES_MAX && LIMIT_SANDBOX_CMD_ARGS >= PROFILE_CMD_MAX,
+	       "a profile's probes and their commands fit a create request");
 
 static int bad(struct request_error *e, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -111,12 +117,13 @@ static int parse_env(const char **env, uint32_t *n, struct request_text *t,
 
 /* ---- create ---- */
 
+static int mount_add(struct create_req *req, struct request_text *t, const struct config *cfg,
+		     const char *src, const char *dst, bool ro, struct request_error *e);
+
 /* "SRC:DST[:ro]" or {"source","target","read_only"}. */
 static int parse_mount(struct create_req *req, struct request_text *t, const struct config *cfg,
 		       const struct json_doc *doc, int m, struct request_error *e)
 {
-	struct docker_mount *dm = &req->mounts[req->nmounts];
-	char real[PATH_MAX], why[512];
 	const char *src, *dst;
 	char *s;
 	bool ro = false;
@@ -147,6 +154,19 @@ static int parse_mount(struct create_req *req, struct request_text *t, const str
 				return bad(e, 400, "bad_request", "a mount's mode is ro or rw");
 		}
 	}
+	return mount_add(req, t, cfg, src, dst, ro, e);
+}
+
+/* One host mount, checked against the mount policy; src and dst already in t. */
+static int mount_add(struct create_req *req, struct request_text *t, const struct config *cfg,
+		     const char *src, const char *dst, bool ro, struct request_error *e)
+{
+	struct docker_mount *dm = &req->mounts[req->nmounts];
+	char real[PATH_MAX], why[512];
+	char *s;
+
+	if (req->nmounts == LIMIT_SANDBOX_MOUNTS)
+		return bad(e, 400, "bad_request", "at most %d mounts", LIMIT_SANDBOX_MOUNTS);
 	if (!src || !dst || !*src || !*dst)
 		return bad(e, 400, "bad_request", "a mount needs a source and a target");
 	if (!realpath(src, real))
@@ -200,6 +220,8 @@ static int parse_cmd(struct create_req *req, struct request_text *t, const struc
 {
 	if (doc->tok[val].type != JSON_ARRAY)
 		return bad(e, 400, "bad_request", "cmd is an array of strings");
+	if (json_first(doc, val) >= 0)
+		req->ncmd = 0; /* it replaces a profile's */
 	for (int i = json_first(doc, val); i >= 0; i = json_next(doc, val, i)) {
 		if (req->ncmd == LIMIT_SANDBOX_CMD_ARGS)
 			return bad(e, 400, "bad_request", "at most %d cmd arguments",
@@ -210,15 +232,292 @@ static int parse_cmd(struct create_req *req, struct request_text *t, const struc
 	return 0;
 }
 
+/* ---- resources: {"memory": bytes, "pids": n, "cpus": number, "disk": bytes} ---- */
+
+/* A number of CPUs (2, 0.5, at most 9 decimals; a JSON number or a string holding one) as
+ * nano-CPUs; 0 when malformed. */
+static uint64_t nano_cpus_of(const struct json_doc *doc, int idx)
+{
+	const char *p = doc->src + doc->tok[idx].start, *end = doc->src + doc->tok[idx].end;
+	uint64_t whole = 0, frac = 0, scale = 1000000000ull;
+
+	if ((doc->tok[idx].type != JSON_NUMBER && doc->tok[idx].type != JSON_STRING) || p == end ||
+	    *p < '0' || *p > '9')
+		return 0;
+	for (; p < end && *p >= '0' && *p <= '9'; p++)
+		if ((whole = whole * 10 + (uint64_t)(*p - '0')) > 1000000)
+			return 0;
+	if (p < end && *p == '.')
+		for (p++; p < end && *p >= '0' && *p <= '9'; p++) {
+			if (scale == 1)
+				return 0;
+			scale /= 10;
+			frac += (uint64_t)(*p - '0') * scale;
+		}
+	return p == end ? whole * 1000000000ull + frac : 0;
+}
+
+/* The bounds every create's resources meet, from the request or its profile. */
+static int resources_check(const struct create_req *req, struct request_error *e)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t max_cpus = ncpu > 0 ? (uint64_t)ncpu * 1000000000ull : 1000000000ull;
+
+	if (req->memory_bytes && (req->memory_bytes < LIMIT_SANDBOX_MEMORY_MIN_BYTES ||
+				  req->memory_bytes > LIMIT_SANDBOX_MEMORY_MAX_BYTES))
+		return bad(e, 400, "bad_request", "resources.memory (the request's or its profile's) "
+			   "is a whole number of bytes from %llu (32 MiB: the init and /tmp live in it) "
+			   "to %llu (1 TiB)",
+			   (unsigned long long)LIMIT_SANDBOX_MEMORY_MIN_BYTES,
+			   (unsigned long long)LIMIT_SANDBOX_MEMORY_MAX_BYTES);
+	if (req->pids && (req->pids < LIMIT_SANDBOX_PIDS_MIN || req->pids > LIMIT_SANDBOX_PIDS_MAX))
+		return bad(e, 400, "bad_request", "resources.pids is a whole number from %u to %u",
+			   LIMIT_SANDBOX_PIDS_MIN, LIMIT_SANDBOX_PIDS_MAX);
+	if (req->nano_cpus && (req->nano_cpus < LIMIT_SANDBOX_NANO_CPUS_MIN ||
+			       req->nano_cpus > max_cpus))
+		return bad(e, 400, "bad_request", "resources.cpus (the request's or its profile's) is "
+			   "a number of CPUs from 0.01 to %llu (this host's online CPUs)",
+			   (unsigned long long)(max_cpus / 1000000000ull));
+	if (req->disk_bytes && (req->disk_bytes < LIMIT_DISK_MIN_BYTES ||
+				req->disk_bytes > LIMIT_DISK_MAX_BYTES))
+		return bad(e, 400, "bad_request", "disk_bytes (resources.disk) is a whole number of "
+			   "bytes from %llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
+			   (unsigned long long)LIMIT_DISK_MAX_BYTES);
+	return 0;
+}
+
+/* A positive whole number, or -1 (so that 0, negatives and other types are refused). */
+static int64_t positive(const struct json_doc *doc, int idx)
+{
+	int64_t n;
+
+	return json_int(doc, idx, &n) == 0 && n > 0 ? n : -1;
+}
+
+static int parse_resources(struct create_req *req, const struct json_doc *doc, int val,
+			   struct request_error *e)
+{
+	if (doc->tok[val].type != JSON_OBJECT)
+		return bad(e, 400, "bad_request", "resources is an object: {\"memory\": bytes, "
+			   "\"pids\": n, \"cpus\": n, \"disk\": bytes}");
+	for (int k = json_first(doc, val); k >= 0; k = json_next(doc, val, json_next(doc, val, k))) {
+		int64_t n = -1;
+
+		if (json_str_eq(doc, k, "cpus")) {
+			if (!(req->nano_cpus = nano_cpus_of(doc, k + 1)))
+				req->nano_cpus = 1; /* below the minimum: refused by resources_check */
+			continue;
+		}
+		if (!json_str_eq(doc, k, "memory") && !json_str_eq(doc, k, "pids") &&
+		    !json_str_eq(doc, k, "disk"))
+			return bad(e, 400, "bad_request", "unknown field in resources (known: memory "
+				   "pids cpus disk)");
+		if ((n = positive(doc, k + 1)) < 0)
+			return bad(e, 400, "bad_request", "resources.memory, .pids and .disk are "
+				   "positive whole numbers (bytes; pids: a count)");
+		if (json_str_eq(doc, k, "memory"))
+			req->memory_bytes = (uint64_t)n;
+		else if (json_str_eq(doc, k, "disk"))
+			req->disk_bytes = (uint64_t)n;
+		else
+			req->pids = n > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+	}
+	return 0;
+}
+
+/* ---- a startup profile, the base a create starts from ---- */
+
+/* A copy of s in t; NULL when it does not fit. */
+static const char *copy_str(struct request_text *t, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *out = t->buf + t->len;
+
+	if (n > t->cap - t->len)
+		return NULL;
+	memcpy(out, s, n);
+	t->len += (uint32_t)n;
+	return out;
+}
+
+static bool profile_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	return n > 0 && n < PROFILE_ID_BYTES && ((*id >= 'a' && *id <= 'z') || (*id >= '0' &&
+		*id <= '9')) && strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+/* Why this build cannot run a sandbox on runtime (NULL or "docker": it can). */
+static int runtime_check(const char *runtime, const char *whose, struct request_error *e)
+{
+	if (!runtime || strcmp(runtime, "docker") == 0)
+		return 0;
+	if (strcmp(runtime, "vm") == 0)
+		return bad(e, 422, "runtime_unavailable", "%sthe vm runtime is not in this build",
+			   whose);
+	return bad(e, 400, "bad_request", "%sruntime is \"docker\" (\"vm\" is not in this build)",
+		   whose);
+}
+
+int request_profile_check(const struct profile *p, struct request_error *e)
+{
+	char whose[PROFILE_ID_BYTES + 24], why[400];
+	const char *no;
+
+	snprintf(whose, sizeof(whose), "startup profile %s: ", p->id);
+	if (runtime_check(p->runtime, whose, e) != 0)
+		return -1;
+	if ((no = profile_shared_kernel_refusal(p, why, sizeof(why))))
+		return bad(e, 422, "profile_refused", "%s%s", whose, no);
+	if (p->negress)
+		return bad(e, 422, "egress_unavailable", "%segress allowlists need the egress proxy, "
+			   "not in this build", whose);
+	return 0;
+}
+
+/* p's fields into req, as the base the body's go on top of. */
+static int profile_apply(struct create_req *req, struct request_text *t,
+			 const struct config *cfg, const struct profile *p, struct request_error *e)
+{
+	const char *id = copy_str(t, p->id);
+	int r = id ? 0 : -1;
+
+	req->profile_id = id;
+	if (id)
+		req->labels[req->nlabels++] = (struct docker_kv){ REQUEST_PROFILE_LABEL, id };
+	if (r == 0 && p->image && !(req->image = copy_str(t, p->image)))
+		r = -1;
+	if (r == 0 && p->network) {
+		if (strlen(p->network) >= REQUEST_NETWORK_BYTES)
+			return bad(e, 422, "profile_invalid", "startup profile %s: network is a "
+				   "network name", p->id);
+		if (!(req->network = copy_str(t, p->network)))
+			r = -1;
+	}
+	for (uint32_t i = 0; r == 0 && i < p->nenv; i++) {
+		const char *kv = copy_str(t, p->env[i]);
+
+		if (!kv)
+			r = -1;
+		else if (env_add(req->env, &req->nenv, kv, e) != 0)
+			return -1;
+	}
+	for (uint32_t i = 0; r == 0 && i < p->ncmd; i++) {
+		if (req->ncmd == LIMIT_SANDBOX_CMD_ARGS)
+			return bad(e, 400, "bad_request", "at most %d cmd arguments",
+				   LIMIT_SANDBOX_CMD_ARGS);
+		if (!(req->cmd[req->ncmd++] = copy_str(t, p->cmd[i])))
+			r = -1;
+	}
+	for (uint32_t i = 0; r == 0 && i < p->nmounts; i++) {
+		const char *src = copy_str(t, p->mounts[i].source);
+		const char *dst = src ? copy_str(t, p->mounts[i].target) : NULL;
+
+		if (!dst)
+			r = -1;
+		else if (mount_add(req, t, cfg, src, dst, p->mounts[i].read_only, e) != 0)
+			return -1;
+	}
+	for (uint32_t i = 0; r == 0 && i < p->nprobes; i++) {
+		struct request_probe *rp = &req->probes[req->nprobes++];
+
+		rp->timeout_s = p->probes[i].timeout_s;
+		for (uint32_t j = 0; r == 0 && j < p->probes[i].ncmd; j++)
+			if (!(rp->argv[rp->argc++] = copy_str(t, p->probes[i].cmd[j])))
+				r = -1;
+	}
+	if (r != 0)
+		return bad(e, 400, "bad_request", "the request and its startup profile do not fit "
+			   "%u bytes together", t->cap);
+	req->memory_bytes = p->memory_bytes;
+	req->pids = p->pids;
+	req->nano_cpus = p->nano_cpus;
+	req->disk_bytes = p->disk_bytes;
+	return 0;
+}
+
+/* The profile the body names (v1 "profile", v2 "startup_profile_id", required there) applied
+ * to req; 0 also when it names none. */
+static int profile_base(struct create_req *req, struct request_text *t,
+			const struct config *cfg, const struct profile_set *profiles,
+			enum request_api api, const struct json_doc *doc, struct request_error *e)
+{
+	const char *key = api == REQUEST_API_V2 ? "startup_profile_id" : "profile";
+	int k = json_obj_get(doc, 0, key);
+	const struct profile_entry *entry = NULL;
+	const struct profile *p;
+	char id[PROFILE_ID_BYTES];
+
+	if (k < 0 && api == REQUEST_API_V2)
+		return bad(e, 400, "bad_request", "startup_profile_id is required (GET "
+			   "/api/v2/admin/profiles lists them)");
+	if (k < 0)
+		return 0;
+	if (doc->tok[k].type != JSON_STRING || json_str(doc, k, id, sizeof(id)) < 0 ||
+	    !profile_id_valid(id))
+		return bad(e, 400, "bad_request", "%s is a profile id ([a-z0-9][a-z0-9_.-]*, at most "
+			   "%d characters)", key, PROFILE_ID_BYTES - 1);
+	p = profiles ? profile_set_find(profiles, id, &entry) : NULL;
+	if (!p && entry)
+		return bad(e, 422, "profile_invalid", "startup profile %s is invalid: %s", id,
+			   entry->error);
+	if (!p && credscan_value(id))
+		return bad(e, 422, "profile_unknown", "no startup profile has that id (GET "
+			   "/api/v2/admin/profiles lists them)");
+	if (!p)
+		return bad(e, 422, "profile_unknown", "no startup profile has the id %s (GET "
+			   "/api/v2/admin/profiles lists them)", id);
+	if (request_profile_check(p, e) != 0)
+		return -1;
+	return profile_apply(req, t, cfg, p, e);
+}
+
+/* admin-v2's body has fewer fields than v1's: env and cmd are the profile's alone. Checked
+ * before the profile is looked up, so a misspelt field is named first. */
+static int v2_fields_known(const struct json_doc *doc, struct request_error *e)
+{
+	static const char *const v2_fields[] = { "name", "runtime", "startup_profile_id", "image",
+						 "network", "labels", "mounts", "resources",
+						 "require_tier" };
+	char key[64];
+
+	for (int k = json_first(doc, 0); k >= 0; k = json_next(doc, 0, json_next(doc, 0, k))) {
+		bool known = false;
+
+		for (size_t i = 0; !known && i < ARRAY_LEN(v2_fields); i++)
+			known = json_str_eq(doc, k, v2_fields[i]);
+		if (known)
+			continue;
+		json_str(doc, k, key, sizeof(key));
+		return bad(e, 400, "bad_request", "unknown field %s (known: name runtime "
+			   "startup_profile_id image network labels mounts resources require_tier; env "
+			   "and cmd come from the profile)", key);
+	}
+	return 0;
+}
+
 /* One field of the create's object. */
 static int create_field(struct create_req *req, struct request_text *t, const struct config *cfg,
-			const struct json_doc *doc, int k, struct request_error *e)
+			enum request_api api, const struct json_doc *doc, int k,
+			struct request_error *e)
 {
 	int val = k + 1;
+	char key[64];
 
 	if (json_str_eq(doc, k, "name")) {
 		if (!(req->name = take_str(t, doc, val)))
 			return bad(e, 400, "bad_request", "name is a string");
+	} else if (json_str_eq(doc, k, "profile") || json_str_eq(doc, k, "startup_profile_id")) {
+		if (api == REQUEST_API_V1 && json_str_eq(doc, k, "startup_profile_id"))
+			goto unknown;
+		/* applied first, by profile_base */
+	} else if (api == REQUEST_API_V2 && json_str_eq(doc, k, "runtime")) {
+		const char *rt = take_str(t, doc, val);
+
+		if (!rt)
+			return bad(e, 400, "bad_request", "runtime is \"docker\"");
+		return runtime_check(rt, "", e);
 	} else if (json_str_eq(doc, k, "image")) {
 		if (!(req->image = take_str(t, doc, val)) || !*req->image ||
 		    strlen(req->image) >= CONFIG_STR_BYTES)
@@ -242,6 +541,14 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 				   "%llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
 				   (unsigned long long)LIMIT_DISK_MAX_BYTES);
 		req->disk_bytes = (uint64_t)n;
+	} else if (json_str_eq(doc, k, "resources")) {
+		return parse_resources(req, doc, val, e);
+	} else if (json_str_eq(doc, k, "require_tier")) {
+		if (json_str_eq(doc, val, "T1"))
+			req->require_t1 = true;
+		else if (!json_str_eq(doc, val, "T0"))
+			return bad(e, 400, "bad_request", "require_tier is \"T1\" or \"T0\" (no "
+				   "requirement)");
 	} else if (json_str_eq(doc, k, "writable_root")) {
 		if (json_bool(doc, val, &req->writable_root) != 0)
 			return bad(e, 400, "bad_request", "writable_root is a boolean");
@@ -252,16 +559,17 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 			if (parse_mount(req, t, cfg, doc, i, e) != 0)
 				return -1;
 	} else {
-		char key[64];
-
-		json_str(doc, k, key, sizeof(key));
-		return bad(e, 400, "bad_request", "unknown field %s (known: name image env mounts "
-			   "network cmd labels disk_bytes writable_root)", key);
+		goto unknown;
 	}
 	return 0;
+unknown:
+	json_str(doc, k, key, sizeof(key));
+	return bad(e, 400, "bad_request", "unknown field %s (known: name image env mounts network "
+		   "cmd labels disk_bytes resources writable_root require_tier profile)", key);
 }
 
-int request_create_parse(struct create_req *req, const struct config *cfg, const void *body,
+int request_create_parse(struct create_req *req, const struct config *cfg,
+			 const struct profile_set *profiles, enum request_api api, const void *body,
 			 size_t len, struct request_error *e)
 {
 	struct request_text t = { req->text, 0, sizeof(req->text) };
@@ -270,21 +578,24 @@ int request_create_parse(struct create_req *req, const struct config *cfg, const
 
 	memset(req, 0, offsetof(struct create_req, text));
 	req->text_len = 0;
-	if (len == 0)
+	if (len == 0 && api == REQUEST_API_V1)
 		return 0; /* every field has a default */
 	if (json_parse(&doc, body, len, tokens, ARRAY_LEN(tokens)) != 0)
 		return bad(e, 400, "bad_json", "the body is not valid JSON (byte %zu: %s)",
 			   doc.err_offset, doc.err_what ? doc.err_what : "malformed");
 	if (doc.tok[0].type != JSON_OBJECT)
 		return bad(e, 400, "bad_request", "the body is a JSON object");
+	if (api == REQUEST_API_V2 && v2_fields_known(&doc, e) != 0)
+		return -1;
+	r = profile_base(req, &t, cfg, profiles, api, &doc, e);
 	for (int k = json_first(&doc, 0); r == 0 && k >= 0; k = json_next(&doc, 0, json_next(&doc, 0, k)))
-		r = create_field(req, &t, cfg, &doc, k, e);
+		r = create_field(req, &t, cfg, api, &doc, k, e);
 	req->text_len = t.len;
 	if (r != 0)
 		return -1;
 	if (req->name && !policy_name_valid(req->name))
 		return bad(e, 400, "bad_name", "a sandbox name matches ^[a-z][a-z0-9-]{1,62}$");
-	return 0;
+	return resources_check(req, e);
 }
 
 /* ---- exec ---- */

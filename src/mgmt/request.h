@@ -29,6 +29,24 @@ struct request_text {
 
 /* ---- a parsed create request (lives in its admin connection) ---- */
 #define REQUEST_NETWORK_BYTES 64      /* a network name, with its NUL: a sandbox keeps it */
+/* The container label naming the startup profile a sandbox was made from. */
+#define REQUEST_PROFILE_LABEL "agentic-startup-profile"
+
+struct profile_set;
+
+/* Which create body: v1's (POST /api/v1/containers: every field, "profile" optional) or
+ * admin-v2's (POST /api/v2/admin/instances: "startup_profile_id" required, env and cmd only
+ * from the profile, "runtime" "docker"). */
+enum request_api { REQUEST_API_V1 = 0, REQUEST_API_V2 };
+
+/* A readiness probe of the create's startup profile: a command run in the sandbox once it is
+ * ready (as an exec: the workload user, /workspace), which must exit 0 within timeout_s. */
+#define REQUEST_PROBES_MAX 4
+struct request_probe {
+	const char *argv[LIMIT_SANDBOX_CMD_ARGS + 1];
+	uint32_t argc;
+	int32_t timeout_s;
+};
 
 struct create_req {
 	const char *name;             /* NULL: sbx-<8 hex> */
@@ -44,15 +62,36 @@ struct create_req {
 	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS];
 	uint32_t nmounts;
 	uint64_t disk_bytes;          /* 0: default_disk_bytes */
+	uint64_t memory_bytes;        /* 0: default_memory_bytes */
+	uint32_t pids;                /* 0: default_pids_limit */
+	uint64_t nano_cpus;           /* 0: default_nano_cpus */
 	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
+	bool require_t1;              /* require_tier "T1": refused if it would be T0 */
+	const char *profile_id;       /* the startup profile it starts from, NULL: none */
+	struct request_probe probes[REQUEST_PROBES_MAX]; /* the profile's, run once it is ready */
+	uint32_t nprobes;
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };
 
 /* A create's body (JSON; empty: every default) into req. Mount sources are resolved and
- * checked against cfg's mount policy (they must exist). 0, or -1 with e filled. */
-int request_create_parse(struct create_req *req, const struct config *cfg, const void *body,
+ * checked against cfg's mount policy (they must exist). A body naming a startup profile of
+ * profiles (NULL: none can be named) starts from it: its image, env, cmd, resources, mounts
+ * and network, copied into req->text (a reload of the set later changes nothing here), then
+ * the body's fields on top (image, network, resources and a non-empty cmd replace; env,
+ * labels and mounts add). A profile is refused (422) when it is unknown or invalid, names a
+ * runtime other than docker, would materialize raw credentials in this shared-kernel
+ * sandbox (profile_shared_kernel_refusal), or asks for what this build lacks (egress
+ * allowlists). 0, or -1 with e filled. */
+int request_create_parse(struct create_req *req, const struct config *cfg,
+			 const struct profile_set *profiles, enum request_api api, const void *body,
 			 size_t len, struct request_error *e);
+
+/* What this build refuses of startup profile p, whoever names it (a create, or GET
+ * /api/v2/admin/profiles/ID saying whether it can be used): 0, or -1 with e (422 and the
+ * words the create would get). */
+struct profile;
+int request_profile_check(const struct profile *p, struct request_error *e);
 
 /* ---- an exec request ---- */
 struct exec_req {

@@ -138,9 +138,9 @@ static int begin_container_create(struct runtime_docker *d, struct docker_call *
 	spec.sysctls = sysctls;
 	spec.mounts = mounts;
 	spec.network_mode = sb->network;
-	spec.pids_limit = cfg->default_pids_limit;
-	spec.memory = (int64_t)cfg->default_memory_bytes;
-	spec.nano_cpus = (int64_t)cfg->default_nano_cpus;
+	spec.pids_limit = req->pids ? req->pids : cfg->default_pids_limit;
+	spec.memory = (int64_t)(req->memory_bytes ? req->memory_bytes : cfg->default_memory_bytes);
+	spec.nano_cpus = (int64_t)(req->nano_cpus ? req->nano_cpus : cfg->default_nano_cpus);
 	spec.restart_policy = "no";
 	/* CIS Docker Benchmark 5.13: a read-only root; a writable one only where the engine
 	 * bounds it (overlay2 on xfs with pquota), to the same budget as the workspace */

@@ -1,6 +1,7 @@
 /* fuzz_request.c: any bytes as a create's and an exec's body: the validator never crashes,
  * every refusal carries a status, a code and a message, and what it accepts holds the rules
- * (a program, an absolute working_dir or none, env entries KEY=VALUE, no AGENT_ key). */
+ * (a program, an absolute working_dir or none, env entries KEY=VALUE, no AGENT_ key); an
+ * admin-v2 create is always refused here, since no profile exists. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct exec_req er;
 
 	config_defaults(&cfg);
-	if (request_create_parse(&req, &cfg, data, size, &e) != 0)
+	if (request_create_parse(&req, &cfg, NULL, REQUEST_API_V1, data, size, &e) != 0)
 		refusal_ok(&e);
+	memset(&e, 0, sizeof(e));
+	if (request_create_parse(&req, &cfg, NULL, REQUEST_API_V2, data, size, &e) == 0)
+		abort(); /* a v2 create names a profile, and none exists here */
+	refusal_ok(&e);
 	memset(&e, 0, sizeof(e));
 	if (request_exec_parse(&er, &t, data, size, &e) != 0) {
 		refusal_ok(&e);

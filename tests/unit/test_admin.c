@@ -339,13 +339,27 @@ static void test_create_parse_refusals(void **state)
 		{ "{\"disk_bytes\":1}", 400, "bad_request", "disk_bytes is a whole number" },
 		{ "{\"mounts\":[\"nocolon\"]}", 400, "bad_request", "mounts are" },
 		{ "{\"mounts\":[\"/nonexistent-src-for-test:/d\"]}", 422, "refused", "mount source" },
+		{ "{\"require_tier\":\"T2\"}", 400, "bad_request", "require_tier is" },
+		{ "{\"resources\":{\"memory\":0}}", 400, "bad_request", "resources.memory" },
+		{ "{\"resources\":{\"memory\":1024}}", 400, "bad_request", "from 33554432 (32 MiB" },
+		{ "{\"resources\":{\"pids\":-1}}", 400, "bad_request", ".pids" },
+		{ "{\"resources\":{\"pids\":4}}", 400, "bad_request", "resources.pids is" },
+		{ "{\"resources\":{\"cpus\":0}}", 400, "bad_request", "resources.cpus" },
+		{ "{\"resources\":{\"cpus\":100000}}", 400, "bad_request", "resources.cpus" },
+		{ "{\"resources\":{\"cpus\":\"1e3\"}}", 400, "bad_request", "resources.cpus" },
+		{ "{\"resources\":{\"swap\":1}}", 400, "bad_request", "unknown field in resources" },
+		{ "{\"resources\":[]}", 400, "bad_request", "resources is an object" },
+		{ "{\"profile\":\"Bad Id\"}", 400, "bad_request", "profile is a profile id" },
+		{ "{\"profile\":\"dev\"}", 422, "profile_unknown", "no startup profile has the id dev" },
+		{ "{\"startup_profile_id\":\"dev\"}", 400, "bad_request", "unknown field" },
 	};
 	static struct create_req req;
 
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
 		struct request_error e = { 0 };
 
-		if (request_create_parse(&req, &d.cfg, cases[i].json, strlen(cases[i].json), &e) == 0 ||
+		if (request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V1, cases[i].json,
+					 strlen(cases[i].json), &e) == 0 ||
 		    e.status != cases[i].status || strcmp(e.code, cases[i].code) != 0 ||
 		    !strstr(e.message, cases[i].words))
 			fail_msg("%s: %d %s %s", cases[i].json, e.status, e.code, e.message);
@@ -355,14 +369,60 @@ static void test_create_parse_refusals(void **state)
 		const char *ok = "{\"name\":\"a1\",\"env\":{\"K\":\"v\"},\"cmd\":[\"sh\",\"-c\",\"x\"],"
 				 "\"labels\":{\"team\":\"x\"},\"writable_root\":true}";
 
-		assert_int_equal(request_create_parse(&req, &d.cfg, ok, strlen(ok), &e), 0);
+		assert_int_equal(request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V1, ok, strlen(ok),
+						      &e), 0);
 		assert_string_equal(req.name, "a1");
 		assert_string_equal(req.env[0], "K=v");
 		assert_int_equal(req.ncmd, 3);
 		assert_int_equal(req.nlabels, 1);
 		assert_true(req.writable_root);
-		assert_int_equal(request_create_parse(&req, &d.cfg, "", 0, &e), 0);
+		assert_int_equal(request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V1, "", 0, &e), 0);
 		assert_null(req.name);
+		ok = "{\"require_tier\":\"T1\",\"resources\":{\"memory\":67108864,\"pids\":64,"
+		     "\"cpus\":0.25,\"disk\":8388608}}";
+		assert_int_equal(request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V1, ok, strlen(ok),
+						      &e), 0);
+		assert_true(req.require_t1);
+		assert_int_equal(req.memory_bytes, 64u << 20);
+		assert_int_equal(req.pids, 64);
+		assert_int_equal(req.nano_cpus, 250000000);
+		assert_int_equal(req.disk_bytes, 8u << 20);
+		ok = "{\"resources\":{\"cpus\":\"0.5\"}}";
+		assert_int_equal(request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V1, ok, strlen(ok),
+						      &e), 0);
+		assert_int_equal(req.nano_cpus, 500000000);
+		assert_false(req.require_t1);
+	}
+}
+
+/* admin-v2's body: a startup profile is required, env and cmd are the profile's alone, and
+ * runtime is docker (the vm one is not in this build). */
+static void test_create_parse_v2_fields(void **state)
+{
+	static const struct {
+		const char *json;
+		int status;
+		const char *code, *words;
+	} cases[] = {
+		{ "{}", 400, "bad_request", "startup_profile_id is required" },
+		{ "", 400, "bad_json", "not valid JSON" },
+		{ "{\"startup_profile_id\":\"dev\",\"env\":{}}", 400, "bad_request", "unknown field env" },
+		{ "{\"startup_profile_id\":\"dev\",\"cmd\":[]}", 400, "bad_request", "unknown field cmd" },
+		{ "{\"profile\":\"dev\"}", 400, "bad_request", "unknown field profile" },
+		{ "{\"startup_profile_id\":\"dev\"}", 422, "profile_unknown", "has the id dev" },
+		{ "{\"startup_profile_id\":\"ghp_0123456789abcdefghijklmnopqrstuvwxyz\"}", 422,
+		  "profile_unknown", "has that id" },
+	};
+	static struct create_req req;
+
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct request_error e = { 0 };
+
+		if (request_create_parse(&req, &d.cfg, NULL, REQUEST_API_V2, cases[i].json,
+					 strlen(cases[i].json), &e) == 0 ||
+		    e.status != cases[i].status || strcmp(e.code, cases[i].code) != 0 ||
+		    !strstr(e.message, cases[i].words))
+			fail_msg("%s: %d %s %s", cases[i].json, e.status, e.code, e.message);
 	}
 }
 
@@ -476,6 +536,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_exec_rules_and_words_are_the_same_for_json_and_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_refuses_more_args_than_the_limit_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_parse_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_parse_v2_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_path_is_404_and_a_known_path_with_another_method_405_with_allow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sandbox_routes_answer_from_the_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_and_exec_refusals_through_the_socket, setup, teardown),
