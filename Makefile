@@ -140,7 +140,8 @@ SIM_WRAPS := clock_mono_ms clock_wall_ms random_hex uuid7 close malloc calloc re
 	     docker_call_fd docker_call_events docker_call_timeout_ms docker_call_end \
 	     docker_result_id docker_result_container docker_result_each \
 	     docker_result_each_subnet docker_container_inspect docker_container_remove \
-	     docker_network_remove docker_network_inspect
+	     docker_network_remove docker_network_inspect docker_network_inspect_begin \
+	     docker_result_network
 SIM_PROG  := $(BUILD)/asan/sim/test_simulation
 $(SIM_PROG): $(SIM_SRCS) tests/sim/sim.h $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)

@@ -182,6 +182,11 @@ _Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
 #define RETRY_MS 2000
 #define POOL_RETRY_MS 5000
 #define EVENTS_RETRY_MS 1000
+/* The Docker runtime writes the last engine event's time down at most this often. */
+#define EVENTS_SINCE_SAVE_MS 1000
+/* Taints seen while a sandbox's run was closed (replayed after a restart, before its agent
+ * is back), whose trace events wait for the run to open again. */
+#define LIMIT_TAINTS_UNTRACED 256
 /* A command's start is in the run's metrics within this long. */
 #define RUN_METRICS_DELAY_MS 100
 /* Exec sessions at once, and the stdin one StdinChunk carries. */

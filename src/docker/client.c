@@ -201,6 +201,28 @@ static int buffer_body(struct docker_call *c, const struct http_slice *s)
 	return 0;
 }
 
+/* The action's word: an exec's action goes on with its command line ("exec_start: sh -c
+ * ..."), which may be long and may hold a secret; only what comes before the colon is
+ * copied, and an action that is not a plain word is left empty. */
+static void action_word(const struct json_doc *doc, int idx, char *out, size_t size)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (idx < 0 || doc->tok[idx].type != JSON_STRING)
+		return;
+	for (uint32_t p = doc->tok[idx].start; p < doc->tok[idx].end && doc->src[p] != ':'; p++) {
+		char ch = doc->src[p];
+
+		if (ch == '\\' || (unsigned char)ch < 0x20 || n + 1 == size) {
+			out[0] = '\0';
+			return;
+		}
+		out[n++] = ch;
+	}
+	out[n] = '\0';
+}
+
 static int event_object(void *ctx, const char *obj, size_t len)
 {
 	struct docker_call *c = ctx;
@@ -208,12 +230,18 @@ static int event_object(void *ctx, const char *obj, size_t len)
 	struct docker_event ev;
 	int actor, r;
 
+	if (!obj) {
+		memset(&ev, 0, sizeof(ev));
+		ev.attributes = -1;
+		ev.oversized = true;
+		return c->on_event(c->ctx, &ev);
+	}
 	r = json_parse(&doc, obj, len, c->dc->tok, c->dc->tok_cap);
 	if (r != 0)
 		return r == ERR_LIMIT ? DOCKER_ERR_TOO_BIG : DOCKER_ERR_REPLY;
 	memset(&ev, 0, sizeof(ev));
 	json_str(&doc, json_obj_get(&doc, 0, "Type"), ev.type, sizeof(ev.type));
-	json_str(&doc, json_obj_get(&doc, 0, "Action"), ev.action, sizeof(ev.action));
+	action_word(&doc, json_obj_get(&doc, 0, "Action"), ev.action, sizeof(ev.action));
 	actor = json_obj_get(&doc, 0, "Actor");
 	json_str(&doc, json_obj_get(&doc, actor, "ID"), ev.id, sizeof(ev.id));
 	json_int(&doc, json_obj_get(&doc, 0, "timeNano"), &ev.time_nano);

@@ -113,11 +113,14 @@ typedef int (*docker_log_fn)(void *ctx, int stream, const uint8_t *data, size_t 
 
 struct docker_event {
 	char type[32];       /* container, network, image ... */
-	char action[256];    /* create, start, die, destroy, connect ... */
+	char action[256];    /* create, start, die, destroy, connect, exec_start ...: the word
+			      * before any ':' (an exec's command line is never copied) */
 	char id[256];        /* Actor.ID */
 	int64_t time_nano;
 	const struct json_doc *doc; /* valid during the callback only */
 	int attributes;      /* token of Actor.Attributes, or -1 */
+	bool oversized;      /* an event over LIMIT_DOCKER_EVENT_BYTES was skipped: nothing
+			      * above is known of it */
 };
 /* One event of the stream. Non-zero return stops the call. */
 typedef int (*docker_event_fn)(void *ctx, const struct docker_event *ev);
@@ -146,9 +149,12 @@ struct docker_splitter {
 	uint32_t depth;
 	bool in_string;
 	bool escape;
+	bool skipping;       /* the object being read is over cap: read to its end, kept not */
 };
-/* Feeds bytes; each complete object is handed to fn(ctx, obj, len). 0, ERR_LIMIT (an object
- * over cap), ERR_PARSE (bytes outside an object that are not whitespace), or fn's non-zero. */
+/* Feeds bytes; each complete object is handed to fn(ctx, obj, len). An object over cap is
+ * read to its end and handed over as fn(ctx, NULL, 0), so one oversized event does not end
+ * the stream (which would read it again when reopened). 0, ERR_PARSE (bytes outside an
+ * object that are not whitespace), or fn's non-zero. */
 int docker_splitter_feed(struct docker_splitter *s, const uint8_t *in, size_t len,
 			 int (*fn)(void *ctx, const char *obj, size_t len), void *ctx);
 
@@ -332,6 +338,9 @@ struct docker_container {
 	struct docker_mount mounts[DOCKER_LIST_MAX]; /* top-level Mounts: what is mounted */
 	uint32_t nmounts;
 	const char *network_mode;
+	/* NetworkSettings.Networks: each attached network, its name -> its NetworkID */
+	struct docker_kv networks[DOCKER_LIST_MAX];
+	uint32_t nnetworks;
 	const char *restart_policy;
 	int64_t pids_limit;
 	int64_t memory;

@@ -188,7 +188,7 @@ int docker_result_container(struct docker_call *c, struct docker_container *out)
 	struct json_doc d;
 	struct store s = { out->text, &out->text_len, sizeof(out->text), 0 };
 	int r = parse(c, &d, JSON_OBJECT);
-	int cfg, st, hc, mounts;
+	int cfg, st, hc, mounts, nets;
 
 	memset(out, 0, offsetof(struct docker_container, text));
 	out->text_len = 0;
@@ -230,6 +230,18 @@ int docker_result_container(struct docker_call *c, struct docker_container *out)
 	out->readonly_rootfs = get_bool(&d, hc, "ReadonlyRootfs");
 	out->init = get_bool(&d, hc, "Init");
 	out->privileged = get_bool(&d, hc, "Privileged");
+
+	nets = json_obj_get(&d, json_obj_get(&d, 0, "NetworkSettings"), "Networks");
+	for (int k = nets >= 0 && d.tok[nets].type == JSON_OBJECT ? json_first(&d, nets) : -1;
+	     k >= 0; k = json_next(&d, nets, k + 1)) {
+		if (out->nnetworks == DOCKER_LIST_MAX) {
+			s.err = DOCKER_ERR_TOO_BIG;
+			break;
+		}
+		out->networks[out->nnetworks].key = keep(&s, &d, k);
+		out->networks[out->nnetworks].value = keep(&s, &d, json_obj_get(&d, k + 1, "NetworkID"));
+		out->nnetworks++;
+	}
 
 	mounts = json_obj_get(&d, 0, "Mounts");
 	for (int m = json_first(&d, mounts); m >= 0; m = json_next(&d, mounts, m)) {

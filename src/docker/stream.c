@@ -50,9 +50,12 @@ int docker_splitter_feed(struct docker_splitter *s, const uint8_t *in, size_t le
 			if (c != '{')
 				return ERR_PARSE;
 		}
-		if (s->len == s->cap)
-			return ERR_LIMIT;
-		s->buf[s->len++] = (char)c;
+		if (s->len == s->cap && !s->skipping) {
+			s->skipping = true;
+			s->len = 0;
+		}
+		if (!s->skipping)
+			s->buf[s->len++] = (char)c;
 		if (s->in_string) {
 			if (s->escape)
 				s->escape = false;
@@ -71,8 +74,10 @@ int docker_splitter_feed(struct docker_splitter *s, const uint8_t *in, size_t le
 			 * that unbalances the object is left for json_parse to refuse */
 			if (--s->depth == 0) {
 				uint32_t n = s->len;
+				bool skipped = s->skipping;
 				s->len = 0;
-				int r = fn(ctx, s->buf, n);
+				s->skipping = false;
+				int r = skipped ? fn(ctx, NULL, 0) : fn(ctx, s->buf, n);
 				if (r != 0)
 					return r;
 			}

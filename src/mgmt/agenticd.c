@@ -26,6 +26,7 @@
 #include "mgmt/recover.h"
 #include "mgmt/runtime_docker.h"
 #include "mgmt/share.h"
+#include "mgmt/taint.h"
 #include "version.h"
 
 const char agenticd_help[] =
@@ -326,10 +327,81 @@ static void hook_stopped(void *ctx, struct sandbox *sb, const char *exec_why, co
 	runlog_stop(sb, run_why);
 }
 
+static void untraced_drop(const struct sandbox *sb);
+
 static void hook_released(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
 	agent_forget(sb);
+	untraced_drop(sb);
+}
+
+/* A taint seen while the sandbox's run is closed (the engine's events replayed after a
+ * restart come before its agent is back) is logged and kept at once; its trace event waits
+ * here for the run to open. */
+static struct untraced {
+	struct sandbox *sb;
+	uint32_t gen;
+	enum posture_reason reason;
+	const char *source;           /* a fixed word */
+} untraced[LIMIT_TAINTS_UNTRACED];
+static uint32_t nuntraced;
+
+static void hook_tainted(void *ctx, struct sandbox *sb, enum rt_event kind, const char *source)
+{
+	enum posture_reason r = kind == RT_EV_EXEC ? POSTURE_DIRECT_DOCKER_EXEC
+				: kind == RT_EV_NET_CONNECT ? POSTURE_NETWORK_ATTACHED
+				: POSTURE_CONTAINER_CHANGED;
+
+	(void)ctx;
+	if (posture_taint(sb, r, source) != 1 || sb->run.open)
+		return;
+	if (nuntraced == LIMIT_TAINTS_UNTRACED) {
+		log_warn("taint not traced: too many wait for their runs", "name=%s reason=%s",
+			 log_q(sb->name), log_q(posture_reason_name(r)));
+		return;
+	}
+	untraced[nuntraced++] = (struct untraced){ sb, sb->gen, r, source };
+}
+
+static void untraced_drop(const struct sandbox *sb)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < nuntraced; i++)
+		if (untraced[i].sb != sb)
+			untraced[k++] = untraced[i];
+	nuntraced = k;
+}
+
+static void hook_agent_ready(void *ctx, struct sandbox *sb)
+{
+	uint32_t k = 0;
+
+	(void)ctx;
+	for (uint32_t i = 0; i < nuntraced; i++) {
+		struct untraced *u = &untraced[i];
+		const char *kv[] = { "reason", posture_reason_name(u->reason), "source", u->source,
+				     "tier", posture_tier(&sb->posture), "traced", "when_run_opened",
+				     NULL };
+
+		if (u->sb != sb || !sb->run.open) {
+			untraced[k++] = *u;
+			continue;
+		}
+		if (u->gen == sb->gen)
+			runlog_event_fields(sb, "posture_taint", kv);
+	}
+	nuntraced = k;
+}
+
+/* An operator's network is T0 (operator_network) whatever the engine says of it; only its
+ * other networks matter, and those come as a taint. */
+static void hook_network_read(void *ctx, struct sandbox *sb, bool ok, const char *why)
+{
+	(void)ctx;
+	if (sb->net_managed)
+		posture_set_network(sb, ok, why);
 }
 
 const struct lifecycle_hooks agenticd_hooks = {
@@ -340,6 +412,9 @@ const struct lifecycle_hooks agenticd_hooks = {
 	.agent_drop = hook_agent_drop,
 	.stopped = hook_stopped,
 	.released = hook_released,
+	.tainted = hook_tainted,
+	.network_read = hook_network_read,
+	.agent_ready = hook_agent_ready,
 };
 
 /* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a
@@ -354,18 +429,26 @@ static bool checking(void)
 /* The Docker runtime on the loop, the warm pool on it, the lifecycle driving both. */
 static int start_lifecycle(struct daemon *d)
 {
+	/* the last engine event's time: what was done to a sandbox while agenticd was down is
+	 * read back from the engine from then on */
+	static char since_path[LIMIT_PATH_BYTES];
 	struct runtime_docker_config rc = {
 		.cfg = &d->cfg, .dc = &d->dc, .owner = d->owner, .owner_label = d->owner_label,
 		.self_exe = d->self_exe, .seccomp_opt = d->seccomp_opt, .epfd = d->epfd,
 		.tag = TAG_JOB, .slots = RT_SLOTS(d->nsb), .events_since = clock_wall_ms() / 1000,
+		.since_path = since_path,
 	};
 	struct lifecycle_config lcfg = {
 		.cfg = &d->cfg, .sb = sandbox_slot(0), .nsb = d->nsb, .pool = &d->pool, .hooks = &agenticd_hooks,
 		.check = checking(),
 	};
-	int r = runtime_docker_init(&d->docker, &rc, d->rt_storage,
-				   runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
+	int r;
 
+	if ((size_t)snprintf(since_path, sizeof(since_path), "%s/engine-events-since",
+			     d->cfg.agentshare_root) >= sizeof(since_path))
+		return -ENAMETOOLONG;
+	r = runtime_docker_init(&d->docker, &rc, d->rt_storage,
+				runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
 	if (r != 0)
 		return r;
 	d->rt = &d->docker.rt;

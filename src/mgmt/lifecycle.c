@@ -175,6 +175,9 @@ static void fill_call(struct sandbox *sb, enum rt_op op)
 	default:
 		/* a container whose create's answer was lost is looked for by its name */
 		c->id = sb->lc == LC_RB_CT_FIND ? sb->name : sb->container_id;
+		/* the create's inspect reads the engine's view of its network too */
+		c->check_net = sb->lc == LC_CT_INSPECT;
+		c->managed_net = sb->net_managed;
 		break;
 	}
 }
@@ -620,6 +623,7 @@ static void create_step_done(struct sandbox *sb)
 			break;
 		}
 		set_state(sb, LC_WAIT_READY);
+		lifecycle_network_read(sb, &res->net);
 		HOOK(pid_known, sb);  /* may bring AGENT_READY (nested) at once */
 		if (sb->lc == LC_WAIT_READY && sb->agent_ready)
 			finish_create(sb);
@@ -784,6 +788,8 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 	case LC_EV_CALL_DONE:
 		return on_call_done(sb);
 	case LC_EV_AGENT_READY:
+		if (sb->lc == LC_WAIT_READY || family_of(sb) == F_READY)
+			HOOK(agent_ready, sb);
 		if (sb->lc == LC_WAIT_READY)
 			finish_create(sb);
 		else if (family_of(sb) == F_READY) /* idle or refreshing: both are ready */
@@ -859,18 +865,58 @@ static void sink_call_done(void *ctx, struct rt_call *c)
 		lifecycle_signal(&lc.sb[c->slot], LC_EV_CALL_DONE);
 }
 
-/* Container events are acted on at the end of the loop's turn (lifecycle_tick), after the
- * call that read them is done, as the flags they set ask. */
-static void sink_event(void *ctx, const char *id, enum rt_event ev)
+/* Its own network, as the create named it (a name, or an id's prefix) or as it was made. */
+static bool own_network(const struct sandbox *sb, const char *name, const char *id)
+{
+	size_t n = strlen(sb->network);
+
+	if (name && strcmp(name, sb->network) == 0)
+		return true;
+	if (id && sb->network_id[0] && strcmp(id, sb->network_id) == 0)
+		return true;
+	return id && n > 0 && strspn(sb->network, "0123456789abcdef") == n &&
+	       strncmp(id, sb->network, n) == 0;
+}
+
+void lifecycle_network_read(struct sandbox *sb, const struct rt_netcheck *nc)
+{
+	if (!nc->read)
+		return;
+	HOOK(network_read, sb, nc->ok, nc->why ? nc->why : "unreadable");
+	if (nc->other)
+		HOOK(tainted, sb, RT_EV_NET_CONNECT, "inspect");
+}
+
+/* What was done to a container behind the lifecycle's back taints it now, whatever its
+ * state (its state changes not). Its life is acted on at the end of the loop's turn
+ * (lifecycle_tick), after the call that read it is done, as the flags it sets ask. */
+static void sink_event(void *ctx, const struct rt_notice *n)
 {
 	struct sandbox *sb;
 
 	(void)ctx;
-	if (!(sb = sandbox_by_container(id)))
+	if (!(sb = sandbox_by_container(n->container_id)) || sb->lc == LC_FREE)
 		return;
-	sb->pending |= ev == RT_EV_START ? LC_PEND_START : ev == RT_EV_DIE ? LC_PEND_DIE
-					     : LC_PEND_DESTROY;
-	events_dirty = true;
+	switch (n->ev) {
+	case RT_EV_START:
+	case RT_EV_DIE:
+	case RT_EV_DESTROY:
+		sb->pending |= n->ev == RT_EV_START ? LC_PEND_START : n->ev == RT_EV_DIE
+			       ? LC_PEND_DIE : LC_PEND_DESTROY;
+		events_dirty = true;
+		return;
+	case RT_EV_NET_CONNECT:
+		if (own_network(sb, n->net_name, n->net_id))
+			return;
+		/* its network is no longer its own alone, as an inspect would read it now */
+		HOOK(network_read, sb, false, "other_network");
+		HOOK(tainted, sb, n->ev, n->source);
+		return;
+	case RT_EV_EXEC:
+	case RT_EV_CHANGED:
+		HOOK(tainted, sb, n->ev, n->source);
+		return;
+	}
 }
 
 void lifecycle_start(const struct lifecycle_config *cfg)

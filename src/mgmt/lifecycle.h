@@ -47,6 +47,9 @@
  *   CT_START     running; READY/CONFLICT: refresh; c while a call runs
  *   CT_DIE       running no more, the hooks' stopped; WAIT_READY: rolls back; c
  *   CT_DESTROY   creating with a container: rolls back; READY/CONFLICT: GONE_NET_REMOVE; c
+ *   (what the runtime says was done to a container behind agenticd's back, EXEC,
+ *   NET_CONNECT of another network, CHANGED, is no event: it reaches the tainted hook at
+ *   once, in any state, and changes none)
  *   DEADLINE     WAIT_READY past sb->deadline: rolls back (504); else -
  *   RETRY        a teardown step waiting past sb->retry_at: runs it again; else -
  *   SHUTDOWN     creating, no call running: rolls back (503); a running create step rolls
@@ -124,6 +127,20 @@ struct lifecycle_hooks {
 	void (*stopped)(void *ctx, struct sandbox *sb, const char *exec_why, const char *run_why);
 	/* The slot is given up: anything holding it lets go (the agent's connection). */
 	void (*released)(void *ctx, struct sandbox *sb);
+	/* Something was done to its container behind agenticd's back (runtime.h: EXEC,
+	 * NET_CONNECT of another network, CHANGED), seen on the engine's events or, for another
+	 * network attached, on its inspect (source "inspect"). source is a fixed word. It may
+	 * come again for the same thing (a replayed event): the hook treats that as nothing
+	 * new. Whatever the sandbox's state; its state does not change. */
+	void (*tainted)(void *ctx, struct sandbox *sb, enum rt_event kind, const char *source);
+	/* The engine's view of its network was read (the create's inspect, recovery), or
+	 * another network was connected to it (not ok, "other_network"): ok when it is its own
+	 * network alone (and, managed, internal with IPv4 inhibited); why is struct
+	 * rt_netcheck's word. */
+	void (*network_read)(void *ctx, struct sandbox *sb, bool ok, const char *why);
+	/* The agent is READY (the create's, or again after a reconnect or a restart of
+	 * agenticd): its run is open. */
+	void (*agent_ready)(void *ctx, struct sandbox *sb);
 	int64_t (*mono_ms)(void);     /* NULL: clock_mono_ms */
 	int64_t (*wall_ms)(void);     /* NULL: clock_wall_ms */
 	void *ctx;
@@ -173,6 +190,10 @@ static inline int lifecycle_signal(struct sandbox *sb, enum lc_event_kind kind)
  * with no call running; the others when theirs ends), deadlines and retries due at now, the
  * warm pool. */
 void lifecycle_tick(int64_t now);
+/* The engine's view of sb's networks (nc from CT_INSPECT or recovery's inspect) to the
+ * hooks: network_read, and tainted when another network is attached. Nothing when it was
+ * not read. */
+void lifecycle_network_read(struct sandbox *sb, const struct rt_netcheck *nc);
 /* The next time lifecycle_tick must run (monotonic ms), or INT64_MAX. */
 int64_t lifecycle_next_deadline(int64_t now);
 /* SIGTERM: no new work; creates in flight roll back; the event stream closes. */

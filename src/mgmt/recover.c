@@ -257,6 +257,8 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 	sb->uid_taken = idalloc_mark(sandbox_uid_map(), sb->uid) == 0;
 	if ((r = adopt_network(sb, err, err_size)) != 0)
 		return r;
+	/* the tier is the engine's view now, not the one the record had */
+	lifecycle_network_read(sb, &ct.net);
 	/* after a reboot its workspace image is there but not mounted. A running container
 	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
 	 * the image would have two ext4 instances writing it. */

@@ -15,9 +15,22 @@
  *  - call_done comes exactly once per begun call, from tick() or from ready() (the loop's
  *    I/O), never from inside another runtime function the lifecycle called. The lifecycle may
  *    begin the slot's next call from inside call_done: the slot is free by then.
- *  - container events (start, die, destroy) come through the sink's event, from tick() or
- *    ready(), for containers this runtime made (their id as call_done gave it); in any order
- *    relative to call answers, at any moment a container could really change.
+ *  - container events come through the sink's event, from tick() or ready(), for containers
+ *    this runtime made (their id as call_done gave it); in any order relative to call
+ *    answers, at any moment a container could really change. Two kinds:
+ *     - its life (START, DIE, DESTROY): only what happened from the runtime's setup on
+ *       (recovery reads the state as it was then);
+ *     - what was done to it behind the lifecycle's back (EXEC, NET_CONNECT, CHANGED): also
+ *       what happened while no runtime of this daemon ran, from the last event an earlier
+ *       one saw (the Docker runtime keeps that time on disk), so a `docker exec` done while
+ *       agenticd was down still comes. These may come more than once (a reopened stream
+ *       replays its second): whoever takes them treats a repeat as nothing new. NET_CONNECT
+ *       comes for the container's own network too (at its start): the sink tells them apart.
+ *    The notice names the engine's action by a fixed word, never by anything a command line
+ *    or a workload chose.
+ *  - CT_INSPECT with check_net reads the engine's view of the container's networks too
+ *    (res.net): exactly its own attached, and when managed_net, that network Internal and
+ *    with IPv4 inhibited. recovery's inspect fills rt_container.net the same way.
  *  - a create whose answer is lost (RT_ENGINE, RT_UNREADABLE) may have made its object: the
  *    lifecycle removes a network of its name, and a container of its name that carries its
  *    instance label.
@@ -65,6 +78,16 @@ enum rt_outcome {
 	RT_ENGINE,
 };
 
+/* The engine's view of a container's networks. why is a fixed word: "verified",
+ * "other_network" (another one attached), "not_attached" (its own one is not),
+ * "not_internal", "no_inhibit_ipv4" (managed only), "unreadable". */
+struct rt_netcheck {
+	bool read;                    /* the check ran */
+	bool ok;                      /* its own network alone; managed: Internal, inhibit_ipv4 */
+	bool other;                   /* a network other than its own is attached */
+	const char *why;
+};
+
 struct rt_result {
 	enum rt_outcome outcome;
 	char text[RT_TEXT_BYTES];     /* set when outcome != RT_OK */
@@ -73,6 +96,7 @@ struct rt_result {
 	bool running;                 /* CT_INSPECT */
 	int64_t pid;                  /* CT_INSPECT: the container's PID 1 on the host, 0: none */
 	int64_t exit_code;            /* CT_INSPECT */
+	struct rt_netcheck net;       /* CT_INSPECT with check_net */
 };
 
 /* One asynchronous call, in the caller's storage, untouched by the caller until call_done. */
@@ -84,7 +108,10 @@ struct rt_call {
 	const char *name;             /* NET_CREATE: the network's name */
 	const char *subnet;           /* NET_CREATE: its /28 */
 	const char *id;               /* the container or network the call is about */
-	bool managed_net;             /* CT_CREATE: sb->network is ours (a label says so) */
+	bool managed_net;             /* CT_CREATE: sb->network is ours (a label says so);
+				       * CT_INSPECT with check_net: read that network too */
+	bool check_net;               /* CT_INSPECT: res.net (one more engine call when
+				       * managed_net) */
 	int stop_grace_s;             /* CT_STOP */
 	int (*each_subnet)(void *ctx, const char *cidr, bool ours); /* NET_SCAN */
 	struct rt_result res;
@@ -92,12 +119,28 @@ struct rt_call {
 #define RT_SLOT_POOL(nsb) (nsb)
 #define RT_SLOTS(nsb) ((nsb) + 1)
 
-enum rt_event { RT_EV_START = 1, RT_EV_DIE, RT_EV_DESTROY };
+enum rt_event {
+	RT_EV_START = 1,
+	RT_EV_DIE,
+	RT_EV_DESTROY,
+	RT_EV_EXEC,          /* a process begun in it from outside (`docker exec`) */
+	RT_EV_NET_CONNECT,   /* a network connected to it (its own one too, at its start) */
+	RT_EV_CHANGED,       /* its limits, files or name changed, or an image made of it */
+};
+
+struct rt_notice {
+	enum rt_event ev;
+	const char *container_id;
+	const char *source;           /* the engine's action word ("exec_start", "connect",
+				       * "update", "extract-to-dir", "commit", "rename") */
+	const char *net_name;         /* NET_CONNECT: the network's name, */
+	const char *net_id;           /* and its id */
+};
 
 /* Where a runtime reports: set by whoever drives it (lifecycle_start for agenticd). */
 struct runtime_sink {
 	void (*call_done)(void *ctx, struct rt_call *c);
-	void (*event)(void *ctx, const char *container_id, enum rt_event ev);
+	void (*event)(void *ctx, const struct rt_notice *n);
 	void *ctx;
 };
 
@@ -110,6 +153,7 @@ struct rt_container {
 	const char *instance_id;      /* its labels: agentic-instance-id, */
 	const char *control_uid;      /* agentic-control-uid, */
 	const char *managed_network;  /* agentic-managed-network (NULL: none) */
+	struct rt_netcheck net;       /* its networks, as CT_INSPECT with check_net reads them */
 };
 
 struct rt_network {

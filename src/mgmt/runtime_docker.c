@@ -2,9 +2,11 @@
  * engine makes them, its results turned into runtime outcomes, the event stream, and the
  * synchronous calls of recovery (runtime.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mgmt/runtime_docker.h"
 #include "mgmt/sandbox.h"
@@ -17,6 +19,8 @@ struct rd_slot {
 	struct engine_job job;
 	struct runtime_docker *d;
 	struct rt_call *call;         /* the slot's call, NULL when none */
+	bool net_phase;               /* CT_INSPECT's second call: its network's inspect */
+	char net[SB_NET_BYTES];       /* ... of this network (the container's NetworkMode) */
 };
 
 size_t runtime_docker_storage_bytes(uint32_t slots)
@@ -217,6 +221,8 @@ static int slot_begin(struct engine_job *j)
 	case RT_CT_START:
 		return docker_container_start_begin(&j->call, dc, c->id);
 	case RT_CT_INSPECT:
+		if (s->net_phase)
+			return docker_network_inspect_begin(&j->call, dc, s->net);
 		return docker_container_inspect_begin(&j->call, dc, c->id);
 	case RT_CT_LOGS:
 		c->sb->log_len = 0;
@@ -260,7 +266,57 @@ static enum rt_outcome outcome_of(const struct rt_call *rc, const struct docker_
 	return RT_ENGINE;
 }
 
-static void take_container(struct docker_call *c, struct rt_result *res)
+/* ---- the engine's view of a container's networks ---- */
+
+static const struct rt_netcheck net_unreadable = { .read = true, .why = "unreadable" };
+
+/* Its own network is the one it was created on (HostConfig.NetworkMode): by name, or by id
+ * (or a prefix of it) when that is what the create named. */
+static bool own_network(const char *mode, const char *name, const char *id)
+{
+	size_t n = strlen(mode);
+
+	if (strcmp(mode, name) == 0)
+		return true;
+	if (n == 0 || strspn(mode, "0123456789abcdef") != n)
+		return false;
+	return strncmp(id, mode, n) == 0;
+}
+
+/* The networks attached: exactly its own. */
+static void check_attached(const struct docker_container *ct, struct rt_netcheck *nc)
+{
+	bool own = false;
+
+	*nc = (struct rt_netcheck){ .read = true };
+	for (uint32_t i = 0; i < ct->nnetworks; i++) {
+		if (own_network(ct->network_mode, ct->networks[i].key, ct->networks[i].value))
+			own = true;
+		else
+			nc->other = true;
+	}
+	nc->ok = own && !nc->other;
+	nc->why = nc->other ? "other_network" : own ? "verified" : "not_attached";
+}
+
+/* A managed network as the engine has it: internal, with IPv4 inhibited on its bridge. */
+static void check_managed(const struct docker_network *net, struct rt_netcheck *nc)
+{
+	const char *inhibit = docker_kv_get(net->options, net->noptions,
+					    "com.docker.network.bridge.inhibit_ipv4");
+
+	if (!nc->ok)
+		return;
+	if (!net->internal)
+		nc->why = "not_internal";
+	else if (!inhibit || strcmp(inhibit, "true") != 0)
+		nc->why = "no_inhibit_ipv4";
+	else
+		return;
+	nc->ok = false;
+}
+
+static void take_container(struct docker_call *c, struct rt_result *res, struct rd_slot *s)
 {
 	static struct docker_container ct;
 	const char *inst;
@@ -268,7 +324,13 @@ static void take_container(struct docker_call *c, struct rt_result *res)
 	if (docker_result_container(c, &ct) != 0) {
 		res->outcome = RT_UNREADABLE;
 		snprintf(res->text, sizeof(res->text), "the engine's inspect answer is unreadable");
+		if (s->call->check_net)
+			res->net = net_unreadable;
 		return;
+	}
+	if (s->call->check_net) {
+		check_attached(&ct, &res->net);
+		snprintf(s->net, sizeof(s->net), "%s", ct.network_mode);
 	}
 	memcpy(res->id, ct.id, sizeof(res->id));
 	inst = docker_kv_get(ct.labels, ct.nlabels, "agentic-instance-id");
@@ -276,6 +338,46 @@ static void take_container(struct docker_call *c, struct rt_result *res)
 	res->running = ct.running;
 	res->pid = ct.running ? ct.pid : 0;
 	res->exit_code = ct.exit_code;
+}
+
+/* The inspect's second call, its network's: one more round trip, on the same slot. */
+static bool chain_network(struct rd_slot *s)
+{
+	struct rt_call *rc = s->call;
+
+	if (!rc->check_net || !rc->managed_net || rc->res.outcome != RT_OK || !rc->res.running ||
+	    !rc->res.net.ok)
+		return false;
+	engine_end(&s->d->eng, &s->job);
+	s->net_phase = true;
+	if (engine_start(&s->d->eng, &s->job) == 0)
+		return true;
+	s->net_phase = false;
+	rc->res.net = net_unreadable;
+	return false;
+}
+
+static void slot_finish(struct rd_slot *s, struct rt_call *rc)
+{
+	struct runtime_docker *d = s->d;
+
+	s->call = NULL;
+	if (d->rt.sink.call_done)
+		d->rt.sink.call_done(d->rt.sink.ctx, rc);
+}
+
+static void network_done(struct rd_slot *s, int r)
+{
+	static struct docker_network net;
+	struct rt_result *res = &s->call->res;
+
+	s->net_phase = false;
+	if (r != 0 || docker_result_network(&s->job.call, &net) != 0)
+		res->net = net_unreadable;
+	else
+		check_managed(&net, &res->net);
+	engine_end(&s->d->eng, &s->job);
+	slot_finish(s, s->call);
 }
 
 static void slot_done(struct engine_job *j, int r)
@@ -286,13 +388,19 @@ static void slot_done(struct engine_job *j, int r)
 	struct rt_result *res = &rc->res;
 	struct docker_call *c = &j->call;
 
+	if (s->net_phase) {
+		network_done(s, r);
+		return;
+	}
 	if (r == 0 && (rc->op == RT_NET_CREATE || rc->op == RT_CT_CREATE))
 		r = docker_result_id(c, res->id);
 	res->outcome = outcome_of(rc, c, r);
 	if (res->outcome != RT_OK)
 		docker_error_text(&c->error, res->text, sizeof(res->text));
 	if (r == 0 && rc->op == RT_CT_INSPECT)
-		take_container(c, res);
+		take_container(c, res, s);
+	else if (rc->op == RT_CT_INSPECT && rc->check_net)
+		res->net = net_unreadable;
 	if (r == 0 && rc->op == RT_NET_SCAN) {
 		rc->each_subnet(rc, NULL, false);
 		r = docker_result_each_subnet(c, "agentic-daemon", d->c.owner, rc->each_subnet, rc);
@@ -301,10 +409,10 @@ static void slot_done(struct engine_job *j, int r)
 			snprintf(res->text, sizeof(res->text), "%s", err_str(r));
 		}
 	}
+	if (rc->op == RT_CT_INSPECT && chain_network(s))
+		return;
 	engine_end(&d->eng, j);
-	s->call = NULL;
-	if (d->rt.sink.call_done)
-		d->rt.sink.call_done(d->rt.sink.ctx, rc);
+	slot_finish(s, rc);
 }
 
 static int rd_call(void *self, struct rt_call *rc)
@@ -320,6 +428,7 @@ static int rd_call(void *self, struct rt_call *rc)
 		return ERR_STATE;
 	memset(&rc->res, 0, sizeof(rc->res));
 	s->call = rc;
+	s->net_phase = false;
 	r = engine_start(&d->eng, &s->job);
 	if (r != 0) {
 		s->call = NULL;
@@ -331,36 +440,147 @@ static int rd_call(void *self, struct rt_call *rc)
 
 /* ---- the event stream ---- */
 
+/* The engine's actions the stream delivers, as the engine spells them (an exec's action
+ * goes on with its command line after a colon: the docker client keeps the word only). */
+static const struct {
+	const char *action;
+	enum rt_event ev;
+} actions[] = {
+	{ "start", RT_EV_START },
+	{ "die", RT_EV_DIE },
+	{ "destroy", RT_EV_DESTROY },
+	{ "exec_create", RT_EV_EXEC },
+	{ "exec_start", RT_EV_EXEC },
+	{ "update", RT_EV_CHANGED },         /* `docker update`: its limits */
+	{ "extract-to-dir", RT_EV_CHANGED }, /* `docker cp` into it */
+	{ "commit", RT_EV_CHANGED },         /* an image made of it */
+	{ "rename", RT_EV_CHANGED },
+	{ "connect", RT_EV_NET_CONNECT },    /* a network event, about the network */
+};
+
+/* A container's life from before the setup is what recovery read already: only what was
+ * done to it comes from that window. */
+static void on_container_event(struct runtime_docker *d, const struct docker_event *ev,
+			       enum rt_event kind, const char *word)
+{
+	char owner[64];
+	struct rt_notice n = { .ev = kind, .container_id = ev->id, .source = word };
+
+	if (kind <= RT_EV_DESTROY && ev->time_nano < d->live_from_ns)
+		return;
+	/* the label filter, here: the stream has none, or it would drop the network events */
+	if (docker_event_attr(ev, "agentic-daemon", owner, sizeof(owner)) != 0 ||
+	    strcmp(owner, d->c.owner) != 0)
+		return;
+	d->rt.sink.event(d->rt.sink.ctx, &n);
+}
+
+static void on_network_event(struct runtime_docker *d, const struct docker_event *ev,
+			     const char *word)
+{
+	char ct[RT_ID_BYTES], name[SB_NET_BYTES];
+	struct rt_notice n = { .ev = RT_EV_NET_CONNECT, .container_id = ct, .source = word,
+			       .net_name = name, .net_id = ev->id };
+
+	if (docker_event_attr(ev, "container", ct, sizeof(ct)) != 0)
+		return;
+	if (docker_event_attr(ev, "name", name, sizeof(name)) != 0)
+		name[0] = '\0';
+	d->rt.sink.event(d->rt.sink.ctx, &n);
+}
+
 static int on_event(void *ctx, const struct docker_event *ev)
 {
 	struct runtime_docker *d = ctx;
-	enum rt_event kind;
+	bool network;
 
+	if (ev->oversized) {
+		log_warn("an engine event too large to read was skipped",
+			 "limit_bytes=%u", LIMIT_DOCKER_EVENT_BYTES);
+		return 0;
+	}
 	if (ev->time_nano)
 		d->events_since = ev->time_nano / 1000000000;
-	if (strcmp(ev->type, "container") != 0)
+	network = strcmp(ev->type, "network") == 0;
+	if (!d->rt.sink.event || (!network && strcmp(ev->type, "container") != 0))
 		return 0;
-	if (strcmp(ev->action, "start") == 0)
-		kind = RT_EV_START;
-	else if (strcmp(ev->action, "die") == 0)
-		kind = RT_EV_DIE;
-	else if (strcmp(ev->action, "destroy") == 0)
-		kind = RT_EV_DESTROY;
-	else
-		return 0;
-	if (d->rt.sink.event)
-		d->rt.sink.event(d->rt.sink.ctx, ev->id, kind);
+	for (size_t i = 0; i < ARRAY_LEN(actions); i++) {
+		if (strcmp(ev->action, actions[i].action) != 0 ||
+		    network != (actions[i].ev == RT_EV_NET_CONNECT))
+			continue;
+		if (network)
+			on_network_event(d, ev, actions[i].action);
+		else
+			on_container_event(d, ev, actions[i].ev, actions[i].action);
+		break;
+	}
 	return 0;
 }
 
 static int events_begin(struct engine_job *j)
 {
 	struct runtime_docker *d = j->ctx;
-	char filters[128];
+	char filters[384];
+	size_t n;
 
-	snprintf(filters, sizeof(filters), "{\"type\":[\"container\"],\"label\":[\"%s\"]}",
-		 d->c.owner_label);
+	n = (size_t)snprintf(filters, sizeof(filters), "{\"type\":[\"container\",\"network\"],"
+			     "\"event\":[");
+	for (size_t i = 0; i < ARRAY_LEN(actions) && n < sizeof(filters); i++)
+		n += (size_t)snprintf(filters + n, sizeof(filters) - n, "%s\"%s\"", i ? "," : "",
+				      actions[i].action);
+	if (n >= sizeof(filters) - 3)
+		return ERR_LIMIT;
+	snprintf(filters + n, sizeof(filters) - n, "]}");
 	return docker_events_begin(&j->call, d->c.dc, filters, d->events_since, on_event, d);
+}
+
+/* ---- the last event's time, kept for the next start ---- */
+
+static int64_t since_read(const char *path)
+{
+	char buf[32];
+	uint64_t v = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (parse_u64(buf, INT64_MAX, &v) != 0)
+		return 0;
+	return (int64_t)v;
+}
+
+/* Written whole then renamed: a crash leaves the old time or the new one. */
+static void since_write(struct runtime_docker *d)
+{
+	char tmp[LIMIT_PATH_BYTES + 8], buf[32];
+	int fd, n;
+	bool ok;
+
+	if (!d->c.since_path || d->since_saved == d->events_since)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", d->c.since_path);
+	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)d->events_since);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == ENOENT)
+		return; /* the agentshare is made with the first sandbox: tried again then */
+	ok = fd >= 0 && write(fd, buf, (size_t)n) == n;
+	if (fd >= 0 && close(fd) != 0)
+		ok = false;
+	if (ok && rename(tmp, d->c.since_path) != 0)
+		ok = false;
+	if (!ok) {
+		log_warn("cannot keep the engine events' time", "path=%s error=%s",
+			 log_q(d->c.since_path), log_q(strerror(errno)));
+		unlink(tmp);
+	}
+	d->since_saved = d->events_since;
 }
 
 static void events_done(struct engine_job *j, int r)
@@ -398,6 +618,7 @@ static void rd_stop(void *self)
 	d->stopping = true;
 	if (d->events.active)
 		engine_end(&d->eng, &d->events);
+	since_write(d);
 }
 
 static void rd_tick(void *self, int64_t now)
@@ -407,6 +628,10 @@ static void rd_tick(void *self, int64_t now)
 	engine_tick(&d->eng);
 	if (d->events_retry && now >= d->events_retry)
 		rd_start(d);
+	if (d->since_saved != d->events_since && now - d->since_save_at >= EVENTS_SINCE_SAVE_MS) {
+		d->since_save_at = now;
+		since_write(d);
+	}
 }
 
 static int64_t rd_next_deadline(void *self, int64_t now)
@@ -498,6 +723,15 @@ static int rd_inspect(void *self, const char *id, struct rt_container *out, char
 	out->instance_id = docker_kv_get(ct.labels, ct.nlabels, "agentic-instance-id");
 	out->control_uid = docker_kv_get(ct.labels, ct.nlabels, "agentic-control-uid");
 	out->managed_network = docker_kv_get(ct.labels, ct.nlabels, "agentic-managed-network");
+	check_attached(&ct, &out->net);
+	if (out->managed_network && out->net.ok) {
+		static struct docker_network net;
+
+		if (docker_network_inspect(d->c.dc, ct.network_mode, &net, &e) != 0)
+			out->net = net_unreadable;
+		else
+			check_managed(&net, &out->net);
+	}
 	return 0;
 }
 
@@ -619,7 +853,15 @@ int runtime_docker_init(struct runtime_docker *d, const struct runtime_docker_co
 	d->events.ctx = d;
 	d->events.urgent = true;
 	engine_add(&d->eng, &d->events);
-	d->events_since = c->events_since;
+	d->live_from_ns = clock_wall_ms() * 1000000;
+	d->events_since = c->since_path ? since_read(c->since_path) : 0;
+	/* none kept, or a time ahead of the clock (set back since): from now on */
+	if (d->events_since <= 0 || d->events_since > c->events_since)
+		d->events_since = c->events_since;
+	else
+		log_info("engine events replayed from the last one seen", "since=%lld",
+			 (long long)d->events_since);
+	d->since_saved = -1; /* written on the first tick: a start with no event still leaves it */
 	d->rt = (struct runtime){ .ops = &docker_ops, .self = d, .name = "docker" };
 	return 0;
 }

@@ -3,8 +3,10 @@
  * begin, fail when answered (each outcome runtime.h names: RT_ENGINE, RT_UNREADABLE,
  * RT_IMAGE_MISSING, and RT_GONE, RT_NAME_TAKEN, RT_OVERLAPS where the engine's state says so),
  * or take effect and lose its answer. Containers and networks live here, not in agenticd:
- * they survive its restarts, and container events are replayed from the second the runtime
- * starts in, as Docker's `since` does. */
+ * they survive its restarts. The event stream opens from the second of the last event an
+ * earlier runtime delivered (as the Docker runtime's kept time and Docker's `since` do); a
+ * container's life from before the runtime's setup is not delivered (recovery read it), what
+ * was done to it (exec, update) is. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,8 @@ struct e_event {
 };
 static struct e_event events[E_EVENTS];
 static uint32_t nevents;
+static int64_t seen_ns;       /* the last event delivered: kept across restarts */
+static int64_t setup_ns;      /* the runtime's setup */
 
 static void emit(const char *action, const struct e_ct *ct)
 {
@@ -202,6 +206,7 @@ void engine_reset(const char *own)
 	memset(dtickets, 0, sizeof(dtickets));
 	nevents = 0;
 	ev_cursor = 0;
+	seen_ns = 0;
 	started = false;
 	next_id = 0;
 	next_pid = 5000000; /* above pid_max: no /proc entry answers for a fake init */
@@ -349,6 +354,8 @@ static enum rt_outcome apply(struct rt_call *c)
 		res->running = ct->running;
 		res->pid = ct->running ? ct->pid : 0;
 		res->exit_code = ct->exit_code;
+		if (c->check_net)
+			res->net = (struct rt_netcheck){ .read = true, .ok = true, .why = "verified" };
 		return RT_OK;
 	case RT_CT_LOGS:
 		if (!(ct = ct_find(c->id)))
@@ -436,12 +443,17 @@ static void deliver_events(void)
 {
 	while (started && ev_cursor < nevents) {
 		const struct e_event *e = &events[ev_cursor++];
-		enum rt_event k = strcmp(e->action, "start") == 0 ? RT_EV_START
-				 : strcmp(e->action, "die") == 0 ? RT_EV_DIE
-				 : strcmp(e->action, "destroy") == 0 ? RT_EV_DESTROY : 0;
+		struct rt_notice n = { .container_id = e->id, .source = e->action };
 
-		if (k && fake.sink.event)
-			fake.sink.event(fake.sink.ctx, e->id, k);
+		n.ev = strcmp(e->action, "start") == 0 ? RT_EV_START
+		       : strcmp(e->action, "die") == 0 ? RT_EV_DIE
+		       : strcmp(e->action, "destroy") == 0 ? RT_EV_DESTROY
+		       : strcmp(e->action, "exec_start") == 0 ? RT_EV_EXEC : RT_EV_CHANGED;
+		seen_ns = e->time_ns;
+		if (n.ev <= RT_EV_DESTROY && e->time_ns < setup_ns)
+			continue;
+		if (fake.sink.event)
+			fake.sink.event(fake.sink.ctx, &n);
 	}
 }
 
@@ -495,6 +507,8 @@ static void f_start(void *self)
 {
 	int64_t second = ((SIM_WALL_BASE + sim_now) / 1000) * 1000000000ll;
 
+	if (seen_ns)
+		second = (seen_ns / 1000000000ll) * 1000000000ll;
 	ev_cursor = 0;
 	while (ev_cursor < nevents && events[ev_cursor].time_ns < second)
 		ev_cursor++;
@@ -694,6 +708,7 @@ struct runtime *engine_runtime(void)
 	fake.ops = &fake_ops;
 	fake.name = "fake";
 	started = false;
+	setup_ns = (SIM_WALL_BASE + sim_now) * 1000000ll;
 	return &fake;
 }
 
@@ -718,9 +733,11 @@ void engine_crash(void)
 }
 
 /* ---- behind agenticd's back ---- */
+static void taint(struct e_ct *ct, bool exec);
+
 void engine_chaos(void)
 {
-	uint32_t mine[E_CTS], n = 0, k = rnd_below(10);
+	uint32_t mine[E_CTS], n = 0, k = rnd_below(12);
 	struct e_ct *ct;
 
 	for (uint32_t i = 0; i < E_CTS; i++)
@@ -735,10 +752,37 @@ void engine_chaos(void)
 	} else if (k < 8 && !ct->running && ct->life) {
 		trace("chaos: %s started again", ct->name);
 		ct_start(ct);
-	} else if (k >= 8) {
+	} else if (k == 8 || k == 9) {
 		trace("chaos: docker rm -f %s", ct->name);
 		ct_destroy(ct);
+	} else if (k >= 10) {
+		taint(ct, k == 10);
 	}
+}
+
+/* A `docker exec` into a running container of ours, or a `docker update` of it. */
+static void taint(struct e_ct *ct, bool exec)
+{
+	if (exec && ct->running) {
+		trace("chaos: docker exec into %s", ct->name);
+		ct->tainted |= E_TAINT_EXEC;
+		emit("exec_start", ct);
+	} else if (!exec) {
+		trace("chaos: docker update %s", ct->name);
+		ct->tainted |= E_TAINT_CHANGED;
+		emit("update", ct);
+	}
+}
+
+void engine_taint(void)
+{
+	uint32_t mine[E_CTS], n = 0;
+
+	for (uint32_t i = 0; i < E_CTS; i++)
+		if (e_cts[i].used && e_cts[i].ours)
+			mine[n++] = i;
+	if (n)
+		taint(&e_cts[mine[rnd_below(n)]], chance(500));
 }
 
 /* ==== the same engine under the Docker client (SIM_RUNTIME=docker) ====
@@ -1114,6 +1158,24 @@ int __wrap_docker_events_begin(struct docker_call *c, struct docker_client *dc,
 	return r;
 }
 
+/* A container event's Actor.Attributes: its labels, of which the owner's is read. */
+static const struct json_doc *owner_attributes(void)
+{
+	static char text[64];
+	static struct json_token tok[8];
+	static struct json_doc doc;
+	int n = snprintf(text, sizeof(text), "{\"agentic-daemon\":\"%s\"}", owner);
+
+	SIM_CHECK(json_parse(&doc, text, (size_t)n, tok, 8) == 0, "harness: attributes");
+	return &doc;
+}
+
+int __wrap_docker_network_inspect_begin(struct docker_call *c, struct docker_client *dc,
+					const char *id)
+{
+	return dbegin(c, dc, DOCKER_OP_NETWORK_INSPECT, id);
+}
+
 /* ---- stepping ---- */
 
 int __wrap_docker_call_step(struct docker_call *c)
@@ -1132,7 +1194,8 @@ int __wrap_docker_call_step(struct docker_call *c)
 		}
 		while (t->ev_cursor < nevents) {
 			const struct e_event *e = &events[t->ev_cursor++];
-			struct docker_event ev = { .time_nano = e->time_ns, .attributes = -1 };
+			struct docker_event ev = { .time_nano = e->time_ns, .attributes = 0,
+						   .doc = owner_attributes() };
 
 			snprintf(ev.type, sizeof(ev.type), "container");
 			snprintf(ev.action, sizeof(ev.action), "%s", e->action);
@@ -1196,8 +1259,38 @@ int __wrap_docker_result_id(struct docker_call *c, char id[RT_ID_BYTES])
 	return 0;
 }
 
+static void dfill_network(const struct e_net *n, struct docker_network *out)
+{
+	memset(out, 0, offsetof(struct docker_network, text));
+	memcpy(out->id, n->id, sizeof(out->id));
+	snprintf(out->text, sizeof(out->text), "%s", n->name);
+	out->name = out->text;
+	snprintf(out->text + 100, sizeof(out->text) - 100, "%s", n->subnet);
+	out->subnet = out->text + 100;
+	out->internal = n->internal;
+	out->driver = "bridge";
+	if (n->ours) {
+		out->options[0] = (struct docker_kv){ "com.docker.network.bridge.inhibit_ipv4",
+						      "true" };
+		out->noptions = 1;
+	}
+}
+
+int __wrap_docker_result_network(struct docker_call *c, struct docker_network *out)
+{
+	struct dticket *t = dticket_of(c);
+	struct e_net *n = t ? net_find(t->rid) : NULL;
+
+	if (!n)
+		return DOCKER_ERR_REPLY;
+	dfill_network(n, out);
+	return 0;
+}
+
 static void dfill_container(const struct e_ct *ct, struct docker_container *out)
 {
+	struct e_net *net = net_find(ct->netmode);
+
 	uint32_t n = 0;
 
 	memset(out, 0, offsetof(struct docker_container, text));
@@ -1216,6 +1309,10 @@ static void dfill_container(const struct e_ct *ct, struct docker_container *out)
 		out->labels[n++] = (struct docker_kv){ "agentic-managed-network", ct->mnet };
 	out->nlabels = n;
 	out->network_mode = ct->netmode;
+	if (net) {
+		out->networks[0] = (struct docker_kv){ net->name, net->id };
+		out->nnetworks = 1;
+	}
 }
 
 int __wrap_docker_result_container(struct docker_call *c, struct docker_container *out)
@@ -1343,16 +1440,8 @@ int __wrap_docker_network_inspect(struct docker_client *dc, const char *id,
 	int r = dblocking(DOCKER_OP_NETWORK_INSPECT, id, false, err, &c);
 	struct e_net *n = r == 0 ? net_find(dticket_of(&c)->rid) : NULL;
 
-	if (r == 0 && n) {
-		memset(out, 0, offsetof(struct docker_network, text));
-		memcpy(out->id, n->id, sizeof(out->id));
-		snprintf(out->text, sizeof(out->text), "%s", n->name);
-		out->name = out->text;
-		snprintf(out->text + 100, sizeof(out->text) - 100, "%s", n->subnet);
-		out->subnet = out->text + 100;
-		out->internal = n->internal;
-		out->driver = "bridge";
-	}
+	if (r == 0 && n)
+		dfill_network(n, out);
 	__wrap_docker_call_end(&c);
 	return r;
 }

@@ -381,12 +381,14 @@ static uint32_t restarts, graceful_stops;
 static void daemon_setup(bool fresh)
 {
 	struct config *cfg = &D.cfg;
+	static char since_path[300];
 
 	memset(&D, 0, sizeof(D));
 	if (fresh)
 		memset(table, 0, sizeof(table));
 	config_defaults(cfg);
 	snprintf(cfg->agentshare_root, sizeof(cfg->agentshare_root), "%s", share_root);
+	snprintf(since_path, sizeof(since_path), "%s/engine-events-since", share_root);
 	cfg->max_sandboxes = NSB;
 	cfg->control_uid_min = 300000;
 	cfg->control_uid_max = 300000 + NUIDS - 1;
@@ -418,7 +420,7 @@ static void daemon_setup(bool fresh)
 			.cfg = &D.cfg, .dc = &D.dc, .owner = D.owner, .owner_label = D.owner_label,
 			.self_exe = D.self_exe, .seccomp_opt = D.seccomp_opt, .epfd = -1,
 			.tag = TAG_JOB, .slots = RT_SLOTS(NSB),
-			.events_since = (SIM_WALL_BASE + sim_now) / 1000,
+			.events_since = (SIM_WALL_BASE + sim_now) / 1000, .since_path = since_path,
 		};
 
 		SIM_CHECK(runtime_docker_storage_bytes(RT_SLOTS(NSB)) <= sizeof(rd_storage),
@@ -839,6 +841,10 @@ static void step(void)
 			graceful_restart();
 		} else {
 			daemon_crash();
+			/* while it is down: maybe a taint it must see when back, then a while */
+			if (chance(500))
+				engine_taint();
+			sim_now += 1000 + rnd_below(3000);
 			daemon_start();
 		}
 	} else {
@@ -846,6 +852,33 @@ static void step(void)
 		loop_turn();
 	}
 	check_all();
+}
+
+/* What was done to a sandbox's container behind agenticd's back is in its posture, whatever
+ * restarts came between (the events of the window it was down are replayed). */
+static uint64_t taints_checked;
+
+static void check_taints(void)
+{
+	for (uint32_t i = 0; i < NSB; i++) {
+		const struct sandbox *sb = &table[i];
+		const struct e_ct *ct = NULL;
+
+		if (sb->state != SB_READY && sb->state != SB_CONFLICT)
+			continue;
+		for (int k = 0; k < E_CTS; k++)
+			if (e_cts[k].used && strcmp(e_cts[k].id, sb->container_id) == 0)
+				ct = &e_cts[k];
+		if (!ct || !ct->tainted)
+			continue;
+		SIM_CHECK(!(ct->tainted & E_TAINT_EXEC) ||
+			  (sb->posture.taints & POSTURE_BIT(POSTURE_DIRECT_DOCKER_EXEC)),
+			  "%s: a docker exec into its container is not in its posture", sb->name);
+		SIM_CHECK(!(ct->tainted & E_TAINT_CHANGED) ||
+			  (sb->posture.taints & POSTURE_BIT(POSTURE_CONTAINER_CHANGED)),
+			  "%s: a docker update of its container is not in its posture", sb->name);
+		taints_checked++;
+	}
 }
 
 /* The end: no more faults; every init says what it holds, every sandbox is removed. */
@@ -868,6 +901,7 @@ static void settle(void)
 		if (table[i].state == SB_READY)
 			init_check_complete(&table[i]);
 	}
+	check_taints();
 	for (int i = 0; i < 3000; i++) {
 		bool left = false;
 
@@ -915,7 +949,7 @@ static uint32_t env_u32(const char *name, uint32_t def)
 
 struct totals {
 	uint64_t steps, creates_ready, creates_failed, removes, restarts, stops, bytes, execs,
-		 exec_bytes;
+		 exec_bytes, taints;
 };
 
 static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
@@ -936,6 +970,7 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	restarts = graceful_stops = 0;
 	sim_bytes_checked = 0;
 	sim_execs = sim_exec_bytes = 0;
+	taints_checked = 0;
 	init_clients_reset();
 	snprintf(share_root, sizeof(share_root), "%s/seed-%llu", share_base, (unsigned long long)s);
 	if (mkdir(share_root, 0700) != 0)
@@ -964,6 +999,7 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	tot->bytes += sim_bytes_checked;
 	tot->execs += sim_execs;
 	tot->exec_bytes += sim_exec_bytes;
+	tot->taints += taints_checked;
 	/* the daemon's fds die with it */
 	daemon_crash();
 	sealed = false;
@@ -1028,13 +1064,14 @@ static void print_totals(uint32_t nseeds, double secs, const struct totals *tot)
 {
 	printf("# %u seeds run in %.1f s (%.1f ms a seed); the passing ones: %llu steps, %llu "
 	       "creates ready, %llu rolled back, %llu removes, %llu restarts (%llu graceful), %llu "
-	       "execs (%llu bytes to their clients checked), %llu transcript bytes compared\n",
+	       "execs (%llu bytes to their clients checked), %llu transcript bytes compared, %llu "
+	       "tainted sandboxes whose taints held\n",
 	       nseeds, secs, secs * 1000 / (nseeds ? nseeds : 1),
 	       (unsigned long long)tot->steps, (unsigned long long)tot->creates_ready,
 	       (unsigned long long)tot->creates_failed, (unsigned long long)tot->removes,
 	       (unsigned long long)tot->restarts, (unsigned long long)tot->stops,
 	       (unsigned long long)tot->execs, (unsigned long long)tot->exec_bytes,
-	       (unsigned long long)tot->bytes);
+	       (unsigned long long)tot->bytes, (unsigned long long)tot->taints);
 }
 
 static double since(const struct timespec *t0)

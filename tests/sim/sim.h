@@ -75,7 +75,10 @@ struct e_ct {
 	int64_t pid;
 	int64_t exit_code;
 	uint32_t life;                /* which life of its init runs (0: never started) */
+	uint8_t tainted;              /* done to it behind agenticd's back: E_TAINT_* */
 };
+#define E_TAINT_EXEC 1u               /* `docker exec` */
+#define E_TAINT_CHANGED 2u            /* `docker update` */
 struct e_net {
 	bool used;
 	char id[RT_ID_BYTES];
@@ -97,6 +100,7 @@ void engine_crash(void);
 uint32_t engine_inflight(void);
 /* behind agenticd's back */
 void engine_chaos(void);
+void engine_taint(void);              /* a docker exec or update of one of ours */
 struct e_ct *engine_ct_by_instance(const char *instance);
 struct e_net *engine_net_by_name(const char *name);
 struct e_ct *engine_ct_by_pid(int64_t pid);

@@ -41,6 +41,7 @@ static struct fake {
 	bool running;                 /* what an inspect says */
 	bool lose;                    /* the next answer's effect happens, the answer is lost */
 	int inspect_error;            /* recovery's inspect fails with it */
+	bool net_other;               /* inspects see another network attached */
 	int remove_error;             /* recovery's container remove fails with it */
 	uint32_t calls;
 	/* the last container and network made, for recovery's synchronous reads */
@@ -151,6 +152,8 @@ static int fake_inspect(void *self, const char *id, struct rt_container *out, ch
 	out->instance_id = fk.inst;
 	out->control_uid = fk.uid;
 	out->managed_network = fk.nets ? fk.net_name : NULL;
+	out->net = (struct rt_netcheck){ .read = true, .ok = !fk.net_other, .other = fk.net_other,
+					 .why = fk.net_other ? "other_network" : "verified" };
 	return 0;
 }
 
@@ -251,6 +254,11 @@ static void answer(uint32_t slot, enum rt_outcome o)
 			}
 			c->res.running = fk.running;
 			c->res.exit_code = fk.running ? 0 : 3;
+			if (c->check_net)
+				c->res.net = (struct rt_netcheck){ .read = true, .ok = !fk.net_other,
+								   .other = fk.net_other,
+								   .why = fk.net_other ? "other_network"
+											: "verified" };
 			break;
 		case RT_CT_REMOVE:
 			if (fk.cts)
@@ -275,10 +283,23 @@ static void answer(uint32_t slot, enum rt_outcome o)
 	fake_rt.sink.call_done(fake_rt.sink.ctx, c);
 }
 
+static void notice(const char *id, enum rt_event ev, const char *source, const char *net_name,
+		   const char *net_id)
+{
+	struct rt_notice n = { .ev = ev, .container_id = id, .source = source,
+			       .net_name = net_name, .net_id = net_id };
+
+	fake_rt.sink.event(fake_rt.sink.ctx, &n);
+}
+
 /* ---- what the hooks saw ---- */
 
 static struct seen {
 	int created, failed, removed, pid_known, drops, stopped, released;
+	int tainted, net_reads;
+	enum rt_event taint_kind;
+	const char *taint_source, *net_why;
+	bool net_ok;
 	int status;
 	const char *code;
 	char error[SB_ERROR_BYTES];
@@ -339,9 +360,28 @@ static void h_released(void *ctx, struct sandbox *sb)
 	seen.released++;
 }
 
+static void h_tainted(void *ctx, struct sandbox *sb, enum rt_event kind, const char *source)
+{
+	(void)ctx;
+	(void)sb;
+	seen.tainted++;
+	seen.taint_kind = kind;
+	seen.taint_source = source;
+}
+
+static void h_net(void *ctx, struct sandbox *sb, bool ok, const char *why)
+{
+	(void)ctx;
+	(void)sb;
+	seen.net_reads++;
+	seen.net_ok = ok;
+	seen.net_why = why;
+}
+
 static const struct lifecycle_hooks hooks = {
 	.created = h_created, .create_failed = h_failed, .removed = h_removed,
 	.pid_known = h_pid, .agent_drop = h_drop, .stopped = h_stopped, .released = h_released,
+	.tainted = h_tainted, .network_read = h_net,
 	.mono_ms = clock_now, .wall_ms = clock_now,
 };
 
@@ -869,15 +909,73 @@ static void test_runtime_events_are_acted_on_at_the_tick(void **state)
 {
 	struct sandbox *sb = drive(LC_READY);
 
-	fake_rt.sink.event(fake_rt.sink.ctx, sb->container_id, RT_EV_DIE);
+	notice(sb->container_id, RT_EV_DIE, "die", NULL, NULL);
 	assert_true(sb->running);
 	assert_true(lifecycle_next_deadline(now_ms) <= now_ms);
 	lifecycle_tick(now_ms);
 	assert_false(sb->running);
 	assert_int_equal(seen.stopped, 1);
-	fake_rt.sink.event(fake_rt.sink.ctx, "not-ours", RT_EV_DESTROY);
+	notice("not-ours", RT_EV_DESTROY, "destroy", NULL, NULL);
 	lifecycle_tick(now_ms);
 	assert_int_equal(sb->lc, LC_READY);
+}
+
+/* What was done to a container behind agenticd's back reaches the tainted hook at once,
+ * with the engine's word, in a create's step as in READY, and changes no state; its own
+ * network connecting (at its start) is no taint, another one is. */
+static void test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state(void **state)
+{
+	struct sandbox *sb = drive(LC_CT_INSPECT);
+
+	notice(sb->container_id, RT_EV_NET_CONNECT, "connect", sb->network, "n0");
+	notice(sb->container_id, RT_EV_NET_CONNECT, "connect", "other", sb->network_id);
+	assert_int_equal(seen.tainted, 0);
+	notice(sb->container_id, RT_EV_EXEC, "exec_start", NULL, NULL);
+	assert_int_equal(seen.tainted, 1);
+	assert_int_equal(seen.taint_kind, RT_EV_EXEC);
+	assert_string_equal(seen.taint_source, "exec_start");
+	assert_int_equal(sb->lc, LC_CT_INSPECT);
+	assert_true(sb->call_active);
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(seen.net_reads, 1);     /* the create's inspect read its network */
+	assert_true(seen.net_ok);
+	assert_string_equal(seen.net_why, "verified");
+	assert_int_equal(seen.tainted, 1);
+	assert_int_equal(sb->lc, LC_WAIT_READY);
+	assert_int_equal(lifecycle_signal(sb, LC_EV_AGENT_READY), 0);
+	assert_int_equal(sb->lc, LC_READY);
+	notice(sb->container_id, RT_EV_NET_CONNECT, "connect", "operator-net", "abc123");
+	assert_int_equal(seen.tainted, 2);
+	assert_int_equal(seen.taint_kind, RT_EV_NET_CONNECT);
+	assert_string_equal(seen.taint_source, "connect");
+	assert_int_equal(seen.net_reads, 2);     /* not its own network alone any more */
+	assert_false(seen.net_ok);
+	assert_string_equal(seen.net_why, "other_network");
+	notice(sb->container_id, RT_EV_CHANGED, "update", NULL, NULL);
+	assert_int_equal(seen.tainted, 3);
+	assert_int_equal(seen.taint_kind, RT_EV_CHANGED);
+	notice("not-ours", RT_EV_EXEC, "exec_start", NULL, NULL);
+	assert_int_equal(seen.tainted, 3);
+	lifecycle_tick(now_ms);
+	assert_int_equal(sb->lc, LC_READY);
+	assert_true(sb->running);
+}
+
+/* Another network attached when the create's inspect reads the container: a taint, and the
+ * network not ok. */
+static void test_another_network_seen_on_the_inspect_taints(void **state)
+{
+	struct sandbox *sb = drive(LC_CT_INSPECT);
+
+	fk.net_other = true;
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(seen.net_reads, 1);
+	assert_false(seen.net_ok);
+	assert_string_equal(seen.net_why, "other_network");
+	assert_int_equal(seen.tainted, 1);
+	assert_int_equal(seen.taint_kind, RT_EV_NET_CONNECT);
+	assert_string_equal(seen.taint_source, "inspect");
+	fk.net_other = false;
 }
 
 /* A subnet that overlaps another network: read the engine's networks, take the next /28. */
@@ -1138,6 +1236,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failures_without_the_engine_roll_back_too, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_waiting_for_the_agent_ends_in_ready_or_a_rollback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_ready_before_the_inspect_finishes_the_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_another_network_seen_on_the_inspect_taints, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_ready_again_is_logged_while_ready_or_refreshing,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_failed_teardown_step_is_retried, setup, teardown),
