@@ -14,9 +14,9 @@
 # its own, and removes all of it afterwards: the sandbox, the daemon's networks, its mounts,
 # the temp dir. With a sandbox named, the arguments go to `agentic verify` unchanged.
 #
-# AGENTIC_REQUIRE_DEDICATED_AGENTSHARE=1 adds the check that the agentshare root is on a device
-# other than `/`'s (AGV-900 in the check table: the agenticd's agentshare_root, st_dev against
-# /'s), as one more PASS/FAIL line in the verifier's own format.
+# AGENTIC_REQUIRE_DEDICATED_AGENTSHARE=1 makes the check that the agentshare root is on a device
+# other than `/`'s (AGV-041, otherwise INFO) a boundary: `agentic verify` reads it from the
+# environment (it is --require-dedicated-agentshare).
 #
 # It prints only what `agentic verify` prints (pass/fail evidence, never an env value, token,
 # transcript byte or host inventory) and its own failures on stderr. Exit status as the CLI's:
@@ -27,7 +27,6 @@ me=verify-container-security.sh
 here=$(cd "$(dirname "$0")" && pwd)
 image=${AGENTIC_SECURITY_IMAGE:-agentic/base:local}
 sock=${AGENTIC_ADMIN_SOCKET:-/run/agentic/admin.sock}
-dedicated=${AGENTIC_REQUIRE_DEDICATED_AGENTSHARE:-0}
 
 bin=${AGENTIC_BIN:-}
 if [ -z "$bin" ]; then
@@ -44,74 +43,31 @@ if [ -z "$bin" ]; then
 		exit 2
 	}
 fi
-case $dedicated in
-0 | 1) ;;
-*) echo "$me: AGENTIC_REQUIRE_DEDICATED_AGENTSHARE must be 0 or 1" >&2; exit 2 ;;
-esac
 
 # Does the caller name what to verify? Then the arguments are all `agentic verify`'s.
-named=0 json=0 skip=0
+named=0 skip=
 for a in "$@"; do
-	if [ "$skip" = 1 ]; then skip=0; continue; fi
+	case $skip in
+	socket) sock=$a skip=; continue ;;
+	1) skip=; continue ;;
+	esac
 	case $a in
 	-h | --help)
 		sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
 		exit 0 ;;
 	--all | --container=*) named=1 ;;
 	--container) named=1 skip=1 ;;
-	--junit | --socket) skip=1 ;;
-	--json) json=1 ;;
+	--junit) skip=1 ;;
+	--socket) skip=socket ;;
 	-*) ;;
 	*) named=1 ;;
 	esac
 done
 
-# dedicated_line ROOT: the agentshare-device check, one line in the verifier's format
-dedicated_line() {
-	local root=$1 d r
-	d=$(stat -c %d -- "$root" 2>/dev/null) || {
-		echo "FAIL AGV-900 agentshare root is on a device of its own: cannot stat it"
-		return 1
-	}
-	r=$(stat -c %d /)
-	if [ "$d" != "$r" ]; then
-		echo "PASS AGV-900 agentshare root is on a device of its own"
-		return 0
-	fi
-	echo "FAIL AGV-900 agentshare root is on a device of its own: it shares /'s device"
-	return 1
-}
+run_verify() { "$bin" verify "$@"; }
 
-# run_verify ARGS...: `agentic verify`, plus the agentshare-device check when asked (text
-# output only: a JSON or JUnit document is the verifier's own and stays whole; there the check
-# goes to stderr in the same line format)
-run_verify() {
-	local rc drc
-	"$bin" verify "$@"
-	rc=$?
-	[ "$rc" -le 1 ] || return "$rc"
-	if [ "$dedicated" = 1 ]; then
-		if [ -z "${share_root:-}" ]; then
-			share_root=$(share_root_of "$sock") || {
-				echo "$me: cannot read agenticd's agentshare_root" >&2
-				return 2
-			}
-		fi
-		if [ "$json" = 1 ]; then dedicated_line "$share_root" >&2; else dedicated_line "$share_root"; fi
-		drc=$?
-		[ "$drc" -eq 0 ] || rc=1
-	fi
-	return "$rc"
-}
-
-# share_root_of SOCK: agenticd's agentshare_root, from /api/v1/info
-share_root_of() {
-	local j
-	command -v curl >/dev/null 2>&1 || return 1
-	j=$(curl -sf --max-time 10 --unix-socket "$1" http://agenticd/api/v1/info) || return 1
-	sed -n 's/.*"agentshare_root":"\(\([^"\\]\|\\.\)*\)".*/\1/p' <<<"$j" | sed 's/\\\//\//g; s/\\\\/\\/g'
-}
-
+# the socket a --socket names is the agenticd to provision through, too (the CLI is given the
+# same one through the environment, and an argument of its own wins anyway)
 export AGENTIC_ADMIN_SOCKET=$sock
 if [ "$named" = 1 ]; then
 	run_verify "$@"
@@ -169,11 +125,10 @@ if ! answers "$sock"; then
 	uidmin=$((700000 + ($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 90) * 1000))
 	sock=$tmp/run/admin.sock
 	export AGENTIC_ADMIN_SOCKET=$sock
-	share_root=$tmp/share
 	cat >"$tmp/agenticd.conf" <<-EOF
 	agent_socket_dir = $tmp/run/agent
 	admin_socket = $sock
-	agentshare_root = $share_root
+	agentshare_root = $tmp/share
 	default_image = $image
 	sandbox_subnet_pool = 10.$octet.0.0/16
 	control_uid_min = $uidmin
