@@ -11,8 +11,9 @@
 # AGENTIC_ADMIN_SOCKET (default /run/agentic/admin.sock), runs `agentic verify` on it with the
 # arguments given (--json, --junit FILE) and removes it. When no agenticd answers there, it
 # starts a private one (root only) on sockets, an agentshare and a subnet pool in a temp dir of
-# its own, and removes all of it afterwards: the sandbox, the daemon's networks, its mounts,
-# the temp dir. With a sandbox named, the arguments go to `agentic verify` unchanged.
+# its own (under $TMPDIR, default /tmp), and removes all of it afterwards: the sandbox, the
+# daemon's networks, its mounts, the temp dir. With a sandbox named, the arguments go to
+# `agentic verify` unchanged.
 #
 # AGENTIC_REQUIRE_DEDICATED_AGENTSHARE=1 makes the check that the agentshare root is on a device
 # other than `/`'s (AGV-041, otherwise INFO) a boundary: `agentic verify` reads it from the
@@ -112,7 +113,7 @@ if ! answers "$sock"; then
 		echo "$me: no agenticd answers on $sock, and no Docker engine answers to start one" >&2
 		exit 2
 	fi
-	tmp=$(mktemp -d /tmp/agentic-verify-XXXXXX) || exit 2
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/agentic-verify-XXXXXX") || exit 2
 	trap 'cleanup; exit 2' INT TERM HUP
 	# a /16 of 10.200-249.0.0 that no network on the engine uses yet
 	used=" $(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' \
