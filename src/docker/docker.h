@@ -367,6 +367,9 @@ int docker_result_each(struct docker_call *c, int (*fn)(void *ctx, const struct 
 int docker_result_each_subnet(struct docker_call *c, const char *label_key,
 			      const char *label_value,
 			      int (*fn)(void *ctx, const char *subnet, bool labelled), void *ctx);
+/* The answer's JSON as it came, valid until docker_call_end: for a reader of fields the typed
+ * results do not carry (the verifier). 0, or ERR_STATE when the call holds no answer. */
+int docker_result_body(const struct docker_call *c, const char **body, size_t *len);
 /* Looks up a label of an inspect result; NULL when absent. */
 const char *docker_kv_get(const struct docker_kv *kv, uint32_t n, const char *key);
 

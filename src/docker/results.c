@@ -20,6 +20,15 @@ static int parse(struct docker_call *c, struct json_doc *doc, enum json_type roo
 	return 0;
 }
 
+int docker_result_body(const struct docker_call *c, const char **body, size_t *len)
+{
+	if (!c->slot)
+		return ERR_STATE;
+	*body = (const char *)c->slot->body;
+	*len = c->body_len;
+	return 0;
+}
+
 /* Strings of one result, kept in its text storage; the first failure sticks. */
 struct store {
 	char *text;

@@ -30,6 +30,7 @@
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
 #include "mgmt/metrics.h"
+#include "mgmt/verify.h"
 #include "version.h"
 
 #define API "/api/v1"
@@ -568,6 +569,26 @@ static void file_refill(struct admin_conn *c)
 	c->file_left -= (uint64_t)n;
 }
 
+/* Sends the whole file fd (taken) as the answer, from the loop as the socket drains. */
+static void respond_file(struct admin_conn *c, int fd, const struct http_field *fields)
+{
+	struct stat st;
+	struct buf b;
+
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		admin_respond_error(c, 500, "internal", "cannot read the file");
+		return;
+	}
+	c->file_fd = fd;
+	c->file_left = (uint64_t)st.st_size;
+	buf_init(&b, c->out, sizeof(c->out));
+	http_response_head_write(&b, 200, fields, st.st_size, !c->keep_alive);
+	c->out_off = 0;
+	c->out_len = (uint32_t)b.len;
+	c->phase = AC_FILE;
+}
+
 static void route_logs(struct admin_conn *c, struct sandbox *sb, const char *query)
 {
 	static const struct http_field fields[] = {
@@ -575,8 +596,6 @@ static void route_logs(struct admin_conn *c, struct sandbox *sb, const char *que
 		{ NULL, NULL },
 	};
 	char run[64], stream[16];
-	struct stat st;
-	struct buf b;
 	int fd, r, s;
 
 	query_value(query, "run", run, sizeof(run));
@@ -595,18 +614,101 @@ static void route_logs(struct admin_conn *c, struct sandbox *sb, const char *que
 		admin_respond_error(c, 404, "not_found", run[0] ? "no such run" : "the sandbox has no run yet");
 		return;
 	}
-	if (fstat(fd, &st) != 0) {
-		close(fd);
-		admin_respond_error(c, 500, "internal", "cannot read the transcript");
+	respond_file(c, fd, fields);
+}
+
+/* ---- verify: run the verifier, or its last result ---- */
+
+static void verify_answer(int32_t i, uint32_t gen, int status, const char *code,
+			  const char *message, const char *json, size_t len)
+{
+	struct admin_conn *c = waiter(i, gen);
+
+	if (!c)
+		return;
+	if (status == 200)
+		respond_raw(c, 200, NULL, json, len);
+	else
+		admin_respond_error(c, status, code, message);
+	admin_flush(c);
+}
+
+/* {"require_dedicated_agentshare": bool}, or no body: 0, or -1 (answered 400). */
+static int verify_body(struct admin_conn *c, bool *dedicated)
+{
+	static struct json_token t[16];
+	struct json_doc d;
+	int v;
+
+	*dedicated = false;
+	if (!c->body_len)
+		return 0;
+	if (json_parse(&d, (const char *)c->body, c->body_len, t, ARRAY_LEN(t)) != 0 ||
+	    d.tok[0].type != JSON_OBJECT) {
+		admin_respond_error(c, 400, "bad_json", "the body is a JSON object");
+		return -1;
+	}
+	for (int k = json_first(&d, 0); k >= 0; k = json_next(&d, 0, json_next(&d, 0, k)))
+		if (!json_str_eq(&d, k, "require_dedicated_agentshare")) {
+			admin_respond_error(c, 400, "bad_request",
+					    "the only field is require_dedicated_agentshare");
+			return -1;
+		}
+	v = json_obj_get(&d, 0, "require_dedicated_agentshare");
+	if (v >= 0 && json_bool(&d, v, dedicated) != 0) {
+		admin_respond_error(c, 400, "bad_request", "require_dedicated_agentshare is a boolean");
+		return -1;
+	}
+	return 0;
+}
+
+static void verify_begin(struct admin_conn *c, struct sandbox *sb, const char *container)
+{
+	struct verify_client vc = { verify_answer, (int32_t)conn_index(c), c->gen };
+	const char *code = NULL, *message = NULL;
+	bool dedicated;
+	int status;
+
+	if (verify_body(c, &dedicated) != 0)
+		return;
+	status = verify_start(sb, container, dedicated, &vc, &code, &message);
+	if (status != 0) {
+		admin_respond_error(c, status, code, message);
 		return;
 	}
-	c->file_fd = fd;
-	c->file_left = (uint64_t)st.st_size;
-	buf_init(&b, c->out, sizeof(c->out));
-	http_response_head_write(&b, 200, fields, st.st_size, !c->keep_alive);
-	c->out_off = 0;
-	c->out_len = (uint32_t)b.len;
-	c->phase = AC_FILE;
+	c->phase = AC_WAIT;
+}
+
+static void route_verify(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	verify_begin(c, sb, NULL);
+}
+
+/* POST /api/v1/verify?container=ID: any container on the engine, by id or name. */
+static void route_verify_container(struct admin_conn *c, struct sandbox *unused,
+				   const char *query)
+{
+	char id[160];
+
+	query_value(query, "container", id, sizeof(id));
+	if (!id[0] || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789_.-") != strlen(id)) {
+		admin_respond_error(c, 400, "bad_request",
+				    "container=ID: a container's id or name ([A-Za-z0-9_.-])");
+		return;
+	}
+	verify_begin(c, NULL, id);
+}
+
+static void route_verify_last(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	int fd;
+
+	if (verify_last_open(sb, &fd) != 0) {
+		admin_respond_error(c, 404, "no_result", "the sandbox's current run has no verify result");
+		return;
+	}
+	respond_file(c, fd, json_fields);
 }
 
 /* ---- /metrics ---- */
@@ -648,6 +750,9 @@ static const struct admin_route routes[] = {
 	{ "DELETE", API "/containers/*", route_remove },
 	{ "POST", API "/containers/*/exec", admin_exec_route },
 	{ "GET", API "/containers/*/logs", route_logs },
+	{ "POST", API "/containers/*/verify", route_verify },
+	{ "GET", API "/containers/*/verify", route_verify_last },
+	{ "POST", API "/verify", route_verify_container },
 	{ "GET", API "/info", route_info },
 	{ "GET", "/metrics", route_metrics },
 };

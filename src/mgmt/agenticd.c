@@ -369,6 +369,9 @@ static int start_lifecycle(struct daemon *d)
 	netpool_init(&d->pool, d->rt, RT_SLOT_POOL(d->nsb), subnet_map());
 	lcfg.rt = d->rt;
 	lifecycle_start(&lcfg);
+	verify_init(&(struct verify_config){ .cfg = &d->cfg, .dc = &d->dc,
+					     .self_exe = d->self_exe, .epfd = d->epfd,
+					     .tag = TAG_VERIFY });
 	return 0;
 }
 
@@ -380,7 +383,7 @@ static bool arm_timer(struct daemon *d)
 {
 	int64_t now = clock_mono_ms(), next = lifecycle_next_deadline(now), rl = runlog_next_deadline();
 	bool due = next <= now;
-	int64_t retry = agent_next_deadline();
+	int64_t retry = agent_next_deadline(), ver = verify_next_deadline(now);
 	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
 
@@ -388,6 +391,9 @@ static bool arm_timer(struct daemon *d)
 		next = rl;
 	if (retry < next)
 		next = retry;
+	if (ver < next)
+		next = ver;
+	due |= ver <= now;
 	if (g >= 0 && now + g < next)
 		next = now + g;
 	if (ag >= 0 && now + ag < next)
@@ -460,6 +466,9 @@ static int run_loop(struct daemon *d)
 			case TAG_JOB:
 				d->rt->ops->ready(d->rt->self, idx);
 				break;
+			case TAG_VERIFY:
+				verify_ready(idx);
+				break;
 			}
 		}
 		if (grpc_server_timeout(d->grpc) == 0)
@@ -469,6 +478,7 @@ static int run_loop(struct daemon *d)
 		lifecycle_tick(clock_mono_ms());
 		agent_tick(clock_mono_ms());
 		runlog_tick(clock_mono_ms());
+		verify_tick(clock_mono_ms());
 		admin_tick(clock_mono_ms());
 		if (d->stopping) {
 			if (!stop_started)

@@ -33,10 +33,11 @@
 #include "mgmt/sandbox.h"
 #include "mgmt/seccomp.h"
 #include "mgmt/share.h"
+#include "mgmt/verify.h"
 
 /* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
 enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB,
-		TAG_ADMIN_GRPC };
+		TAG_ADMIN_GRPC, TAG_VERIFY };
 
 /* ---- the daemon ---- */
 struct daemon {

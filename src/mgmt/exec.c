@@ -326,3 +326,51 @@ void exec_sandbox_gone(struct sandbox *sb, const char *why)
 	}
 	sb->exec_running = 0;
 }
+
+/* ---- the internal client: a bounded buffer ---- */
+
+static int collect_output(void *ctx, int stream, const void *data, size_t len)
+{
+	struct exec_collect *c = ctx;
+	size_t room = EXEC_COLLECT_BYTES - c->len, take = stream == 0 && len < room ? len : room;
+
+	if (stream != 0)
+		take = 0;
+	memcpy(c->out + c->len, data, take);
+	c->len += (uint32_t)take;
+	c->out[c->len] = '\0';
+	c->dropped += len - take;
+	return 0;
+}
+
+static void collect_done(void *ctx, int32_t exit_code, int64_t duration_ms, const char *error,
+			 const char *transcript_error)
+{
+	struct exec_collect *c = ctx;
+
+	(void)duration_ms;
+	(void)transcript_error;
+	c->done = true;
+	c->exit_code = exit_code;
+	c->failed = error && error[0];
+	if (c->on_done)
+		c->on_done(c);
+}
+
+static const struct exec_sink_ops collect_ops = {
+	.client = "internal",
+	.output = collect_output,
+	.done = collect_done,
+	.stdin_taken = NULL,
+};
+
+void exec_collect_sink(struct exec_collect *c, struct exec_sink *sink)
+{
+	c->len = 0;
+	c->out[0] = '\0';
+	c->dropped = 0;
+	c->done = false;
+	c->exit_code = -1;
+	c->failed = false;
+	*sink = (struct exec_sink){ &collect_ops, c };
+}

@@ -37,6 +37,24 @@ struct exec_sink {
 	void *ctx;
 };
 
+/* An internal client: stdout gathered into a bounded buffer (what does not fit is counted,
+ * not kept; stderr only counted), then on_done once with the result. For agenticd's own
+ * commands (the verifier's probe): nothing waits for it, the loop goes on. */
+#define EXEC_COLLECT_BYTES LIMIT_EXEC_COLLECT_BYTES
+
+struct exec_collect {
+	char out[EXEC_COLLECT_BYTES + 1]; /* NUL-terminated */
+	uint32_t len;
+	uint64_t dropped;             /* stdout bytes past the buffer, and all of stderr */
+	bool done;
+	int32_t exit_code;
+	bool failed;                  /* the command could not start or was stopped */
+	void (*on_done)(struct exec_collect *c);
+	void *ctx;
+};
+/* c's sink (c->on_done and ctx set by the caller; the rest cleared). */
+void exec_collect_sink(struct exec_collect *c, struct exec_sink *sink);
+
 /* Writes the command's start line, then sends the CommandRequest; the session feeds sink (a
  * copy is kept; NULL: detached). Returns the session index, or ERR_LIMIT (too many), ERR_STATE
  * (the agent is not connected), -EAGAIN (the agent's send queue is full), or another negative

@@ -1,0 +1,396 @@
+/* verify.c: agentic-verify (also `agentic verify`): asks agenticd to verify sandboxes or a
+ * container and prints the verdicts as lines, JSON or JUnit (README: Verifier). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "http/http.h"
+#include "json/json.h"
+
+#define DEFAULT_SOCKET "/run/agentic/admin.sock"
+#define MAX_TARGETS 4096
+
+const char verify_help[] =
+	"usage: agentic-verify [--socket PATH] [--json] [--junit FILE]\n"
+	"                      [--require-dedicated-agentshare] (NAME... | --all | --container ID)\n"
+	"       agentic verify ...   (the same)\n"
+	"\n"
+	"Has agenticd check, from live engine and kernel state, that each sandbox NAME (every\n"
+	"sandbox with --all) is what agentic says it is, or holds any container on the engine\n"
+	"to the same bar (--container ID: the host-side checks; the inside ones need agentic's\n"
+	"init). Prints `PASS|FAIL|INFO|SKIP AGV-NNN TITLE[: REASON]` per check and a summary line\n"
+	"per target; --json the API's object (several targets: {\"results\": [...]}); --junit\n"
+	"FILE also writes JUnit XML. Reasons are fixed words and numbers: never an env value,\n"
+	"token or transcript byte. --require-dedicated-agentshare (or\n"
+	"AGENTIC_REQUIRE_DEDICATED_AGENTSHARE=1) makes AGV-041, the agentshare on a device of\n"
+	"its own, a check that can fail. The socket is --socket, else $AGENTIC_ADMIN_SOCKET,\n"
+	"else " DEFAULT_SOCKET ".\n"
+	"Exit status: 0 every check passed (INFO and SKIP included), 1 a check failed, 2 could\n"
+	"not run (usage, agenticd unreachable, no such sandbox or container).\n";
+
+static struct http_conn conn;
+static char body[LIMIT_CLI_BODY_BYTES + 1];
+static size_t body_len;
+static struct json_token tok[16384];
+static char names[MAX_TARGETS][64];
+
+struct vopts {
+	const char *socket;
+	bool json, dedicated;
+	FILE *junit;
+	uint32_t done;                /* targets answered so far (for --json's list) */
+	bool list;                    /* --json prints {"results": [...]} */
+};
+
+/* One request; the answer's body in body. The HTTP status, or -1 (the reason printed). */
+static int request(const struct vopts *o, const char *method, const char *target,
+		   const char *json)
+{
+	static const struct http_field ctype[] = {
+		{ "Content-Type", "application/json" }, { NULL, NULL }
+	};
+	static uint8_t reqbuf[4096];
+	struct http_exchange_opts xo = { .body_limit = LIMIT_CLI_BODY_BYTES, .read_timeout_ms = -1 };
+	struct buf req;
+	int r;
+
+	if (http_conn_init(&conn, o->socket) != 0) {
+		fprintf(stderr, "agentic-verify: socket path too long: %s\n", o->socket);
+		return -1;
+	}
+	buf_init(&req, reqbuf, sizeof(reqbuf));
+	if (http_request_write(&req, method, target, "agenticd", json ? ctype : NULL, json,
+			       json ? strlen(json) : 0) != 0) {
+		fprintf(stderr, "agentic-verify: request too large\n");
+		return -1;
+	}
+	body_len = 0;
+	if (http_conn_begin(&conn, req.data, req.len, &xo) != 0) {
+		fprintf(stderr, "agentic-verify: cannot reach agenticd at %s: %s\n", o->socket,
+			strerror(conn.sys_errno));
+		return -1;
+	}
+	for (;;) {
+		struct http_slice s;
+
+		r = http_conn_wait(&conn, &s);
+		if (r == HTTP_EV_HEAD)
+			continue;
+		if (r != HTTP_EV_BODY)
+			break;
+		if (body_len + s.len <= LIMIT_CLI_BODY_BYTES) {
+			memcpy(body + body_len, s.data, s.len);
+			body_len += s.len;
+		}
+	}
+	body[body_len] = '\0';
+	if (r != HTTP_EV_DONE) {
+		if (r == HTTP_ERR_CONNECT)
+			fprintf(stderr, "agentic-verify: cannot reach agenticd at %s: %s\n", o->socket,
+				strerror(conn.sys_errno));
+		else
+			fprintf(stderr, "agentic-verify: no complete answer from agenticd at %s: %s\n",
+				o->socket, err_str(r));
+		http_conn_close(&conn);
+		return -1;
+	}
+	r = conn.parser.status;
+	http_conn_close(&conn);
+	return r;
+}
+
+static const char *str(const struct json_doc *d, int obj, const char *key, char *out, size_t size)
+{
+	int v = obj >= 0 ? json_obj_get(d, obj, key) : -1;
+
+	out[0] = '\0';
+	if (v >= 0 && d->tok[v].type == JSON_STRING && json_str(d, v, out, size) < 0)
+		out[0] = '\0';
+	return out;
+}
+
+static int64_t num(const struct json_doc *d, int obj, const char *key)
+{
+	int v = obj >= 0 ? json_obj_get(d, obj, key) : -1;
+	int64_t n = 0;
+
+	if (v >= 0 && json_int(d, v, &n) != 0)
+		n = 0;
+	return n;
+}
+
+static void xml_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '&')
+			fputs("&amp;", f);
+		else if (ch == '<')
+			fputs("&lt;", f);
+		else if (ch == '>')
+			fputs("&gt;", f);
+		else if (ch == '"')
+			fputs("&quot;", f);
+		else if (ch == '\'')
+			fputs("&apos;", f);
+		else if (ch >= 0x20 || ch == '\t' || ch == '\n')
+			fputc(ch, f);
+	}
+}
+
+/* An error answer on stderr. */
+static void api_error(const char *target, int status)
+{
+	struct json_doc d;
+	char code[64] = "", msg[512] = "";
+	int e;
+
+	if (json_parse(&d, body, body_len, tok, ARRAY_LEN(tok)) == 0 &&
+	    (e = json_obj_get(&d, 0, "error")) >= 0) {
+		str(&d, e, "code", code, sizeof(code));
+		str(&d, e, "message", msg, sizeof(msg));
+	}
+	fprintf(stderr, "agentic-verify: %s: %s (HTTP %d%s%s)\n", target,
+		msg[0] ? msg : "request failed", status, code[0] ? ", " : "", code);
+}
+
+/* Prints one result object (in body); returns 0 all passed, 1 a check failed, 2 unreadable. */
+static int show(struct vopts *o)
+{
+	struct json_doc d;
+	char name[64] = "-", tier[8] = "-", target[16], result[8], id[16], status[8];
+	char title[160], reason[256];
+	int sb, checks, failed;
+	int64_t dur;
+
+	if (json_parse(&d, body, body_len, tok, ARRAY_LEN(tok)) != 0 ||
+	    d.tok[0].type != JSON_OBJECT || (checks = json_obj_get(&d, 0, "checks")) < 0) {
+		fprintf(stderr, "agentic-verify: agenticd's answer is not a verify result\n");
+		return 2;
+	}
+	sb = json_obj_get(&d, 0, "sandbox");
+	if (sb >= 0 && d.tok[sb].type == JSON_OBJECT) {
+		int p = json_obj_get(&d, sb, "posture");
+
+		str(&d, sb, "name", name, sizeof(name));
+		str(&d, p, "tier", tier, sizeof(tier));
+	}
+	str(&d, 0, "target", target, sizeof(target));
+	str(&d, 0, "result", result, sizeof(result));
+	dur = num(&d, 0, "duration_ms");
+	{
+		int s = json_obj_get(&d, 0, "summary");
+
+		failed = (int)num(&d, s, "failed");
+		if (o->json) {
+			if (o->list)
+				fputs(o->done ? "," : "", stdout);
+			fwrite(body, 1, body_len && body[body_len - 1] == '\n' ? body_len - 1 : body_len,
+			       stdout);
+			if (!o->list)
+				putchar('\n');
+		}
+		if (o->junit) {
+			fprintf(o->junit, "  <testsuite name=\"agentic-verify ");
+			xml_text(o->junit, name);
+			fprintf(o->junit, "\" tests=\"%u\" failures=\"%lld\" errors=\"0\" skipped=\"%lld\" "
+				"time=\"%.3f\">\n", d.tok[checks].children, (long long)failed,
+				(long long)num(&d, s, "skipped"), (double)dur / 1000.0);
+		}
+		for (int c = json_first(&d, checks); c >= 0; c = json_next(&d, checks, c)) {
+			str(&d, c, "id", id, sizeof(id));
+			str(&d, c, "status", status, sizeof(status));
+			str(&d, c, "title", title, sizeof(title));
+			str(&d, c, "reason", reason, sizeof(reason));
+			if (!o->json)
+				printf("%s %s %s%s%s\n", status, id, title, reason[0] ? ": " : "", reason);
+			if (!o->junit)
+				continue;
+			fputs("    <testcase classname=\"agentic-verify.", o->junit);
+			xml_text(o->junit, name);
+			fputs("\" name=\"", o->junit);
+			xml_text(o->junit, id);
+			fputc(' ', o->junit);
+			xml_text(o->junit, title);
+			fputs("\" time=\"0\">", o->junit);
+			if (strcmp(status, "FAIL") == 0) {
+				fputs("<failure type=\"FAIL\" message=\"", o->junit);
+				xml_text(o->junit, reason);
+				fputs("\">", o->junit);
+				xml_text(o->junit, reason);
+				fputs("</failure>", o->junit);
+			} else if (strcmp(status, "SKIP") == 0) {
+				fputs("<skipped message=\"", o->junit);
+				xml_text(o->junit, reason);
+				fputs("\"/>", o->junit);
+			} else if (reason[0]) {
+				fputs("<system-out>", o->junit);
+				xml_text(o->junit, reason);
+				fputs("</system-out>", o->junit);
+			}
+			fputs("</testcase>\n", o->junit);
+		}
+		if (o->junit)
+			fputs("  </testsuite>\n", o->junit);
+		if (!o->json)
+			printf("summary name=%s target=%s passed=%lld failed=%lld info=%lld skipped=%lld "
+			       "tier=%s result=%s duration_ms=%lld\n", name, target,
+			       (long long)num(&d, s, "passed"), (long long)failed,
+			       (long long)num(&d, s, "info"), (long long)num(&d, s, "skipped"), tier,
+			       result, (long long)dur);
+	}
+	o->done++;
+	return failed ? 1 : 0;
+}
+
+/* One target: 0 passed, 1 failed, 2 could not run. */
+static int verify_one(struct vopts *o, const char *label, const char *path)
+{
+	int status = request(o, "POST", path,
+			     o->dedicated ? "{\"require_dedicated_agentshare\":true}" : NULL);
+
+	if (status < 0)
+		return 2;
+	if (status != 200) {
+		api_error(label, status);
+		return 2;
+	}
+	return show(o);
+}
+
+static uint32_t all_names(struct vopts *o, int *rc)
+{
+	struct json_doc d;
+	uint32_t n = 0;
+	int status = request(o, "GET", "/api/v1/containers", NULL), list;
+
+	*rc = 0;
+	if (status != 200) {
+		if (status > 0)
+			api_error("--all", status);
+		*rc = 2;
+		return 0;
+	}
+	if (json_parse(&d, body, body_len, tok, ARRAY_LEN(tok)) != 0 ||
+	    (list = json_obj_get(&d, 0, "containers")) < 0) {
+		fprintf(stderr, "agentic-verify: agenticd's list is not JSON\n");
+		*rc = 2;
+		return 0;
+	}
+	for (int c = json_first(&d, list); c >= 0 && n < MAX_TARGETS; c = json_next(&d, list, c)) {
+		char state[16];
+
+		str(&d, c, "state", state, sizeof(state));
+		if (strcmp(state, "ready") == 0 && str(&d, c, "name", names[n], sizeof(names[n]))[0])
+			n++;
+	}
+	return n;
+}
+
+static int usage_error(const char *what, const char *arg)
+{
+	fprintf(stderr, "agentic-verify: ");
+	fprintf(stderr, what, arg);
+	fprintf(stderr, "\n(see agentic-verify --help)\n");
+	return 2;
+}
+
+static bool name_ok(const char *s)
+{
+	return s[0] && strlen(s) < 64 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+		       strlen(s);
+}
+
+int verify_main(int argc, char **argv)
+{
+	struct vopts o = { 0 };
+	const char *junit = NULL, *container = NULL, *env;
+	const char *targets[MAX_TARGETS];
+	uint32_t n = 0;
+	bool all = false;
+	int worst = 0;
+	char path[256];
+
+	o.socket = getenv("AGENTIC_ADMIN_SOCKET");
+	if (!o.socket || !o.socket[0])
+		o.socket = DEFAULT_SOCKET;
+	env = getenv("AGENTIC_REQUIRE_DEDICATED_AGENTSHARE");
+	o.dedicated = env && strcmp(env, "1") == 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		bool takes = strcmp(a, "--socket") == 0 || strcmp(a, "--junit") == 0 ||
+			     strcmp(a, "--container") == 0;
+
+		if (takes && i + 1 >= argc)
+			return usage_error("%s needs a value", a);
+		if (strcmp(a, "--json") == 0)
+			o.json = true;
+		else if (strcmp(a, "--all") == 0)
+			all = true;
+		else if (strcmp(a, "--require-dedicated-agentshare") == 0)
+			o.dedicated = true;
+		else if (strcmp(a, "--socket") == 0)
+			o.socket = argv[++i];
+		else if (strcmp(a, "--junit") == 0)
+			junit = argv[++i];
+		else if (strcmp(a, "--container") == 0)
+			container = argv[++i];
+		else if (a[0] == '-')
+			return usage_error("unknown option '%s'", a);
+		else if (!name_ok(a))
+			return usage_error("'%s' is not a sandbox name", a);
+		else if (n < MAX_TARGETS)
+			targets[n++] = a;
+	}
+	if ((all ? 1 : 0) + (container ? 1 : 0) + (n ? 1 : 0) != 1)
+		return usage_error("%s", "name sandboxes, or give --all, or --container ID (one of them)");
+	if (container && !name_ok(container))
+		return usage_error("--container takes a container's id or name, got '%s'", container);
+	if (all) {
+		n = all_names(&o, &worst);
+		if (worst)
+			return worst;
+		for (uint32_t i = 0; i < n; i++)
+			targets[i] = names[i];
+	}
+	if (junit) {
+		o.junit = fopen(junit, "we");
+		if (!o.junit) {
+			fprintf(stderr, "agentic-verify: --junit: cannot write %s: %s\n", junit,
+				strerror(errno));
+			return 2;
+		}
+		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentic-verify\">\n",
+		      o.junit);
+	}
+	o.list = o.json && (all || n > 1);
+	if (o.list)
+		fputs("{\"results\": [", stdout);
+	if (container) {
+		snprintf(path, sizeof(path), "/api/v1/verify?container=%s", container);
+		worst = verify_one(&o, container, path);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int r;
+
+		snprintf(path, sizeof(path), "/api/v1/containers/%s/verify", targets[i]);
+		r = verify_one(&o, targets[i], path);
+		if (r > worst)
+			worst = r;
+	}
+	if (o.list)
+		fputs("]}\n", stdout);
+	if (o.junit) {
+		fputs("</testsuites>\n", o.junit);
+		if (fclose(o.junit) != 0) {
+			fprintf(stderr, "agentic-verify: --junit: cannot write %s\n", junit);
+			return 2;
+		}
+	}
+	return worst;
+}
