@@ -299,9 +299,10 @@ static int usage_error(const char *what, const char *arg)
 	return 2;
 }
 
-static bool name_ok(const char *s)
+/* a sandbox name is at most 63 characters; a container's full id is 64 hex digits */
+static bool name_ok(const char *s, size_t max)
 {
-	return s[0] && strlen(s) < 64 &&
+	return s[0] && strlen(s) <= max &&
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
 		       strlen(s);
 }
@@ -342,14 +343,14 @@ int verify_main(int argc, char **argv)
 			container = argv[++i];
 		else if (a[0] == '-')
 			return usage_error("unknown option '%s'", a);
-		else if (!name_ok(a))
+		else if (!name_ok(a, 63))
 			return usage_error("'%s' is not a sandbox name", a);
 		else if (n < MAX_TARGETS)
 			targets[n++] = a;
 	}
 	if ((all ? 1 : 0) + (container ? 1 : 0) + (n ? 1 : 0) != 1)
 		return usage_error("%s", "name sandboxes, or give --all, or --container ID (one of them)");
-	if (container && !name_ok(container))
+	if (container && !name_ok(container, 128))
 		return usage_error("--container takes a container's id or name, got '%s'", container);
 	if (all) {
 		n = all_names(&o, &worst);
