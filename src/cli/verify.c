@@ -299,7 +299,7 @@ static int usage_error(const char *what, const char *arg)
 	return 2;
 }
 
-/* a sandbox name is at most 63 characters; a container's full id is 64 hex digits */
+/* A sandbox name (max 63), or a container's id (64 hex digits) or name (max 127). */
 static bool name_ok(const char *s, size_t max)
 {
 	return s[0] && strlen(s) <= max &&
@@ -350,7 +350,7 @@ int verify_main(int argc, char **argv)
 	}
 	if ((all ? 1 : 0) + (container ? 1 : 0) + (n ? 1 : 0) != 1)
 		return usage_error("%s", "name sandboxes, or give --all, or --container ID (one of them)");
-	if (container && !name_ok(container, 128))
+	if (container && !name_ok(container, 127))
 		return usage_error("--container takes a container's id or name, got '%s'", container);
 	if (all) {
 		n = all_names(&o, &worst);

@@ -206,6 +206,23 @@ static void read_mounts(const struct json_doc *d, int arr, struct verify_ct *ct)
 	}
 }
 
+static bool has_word(const char *opts, const char *word);
+static bool opt_number(const char *opts, const char *key, int base, uint32_t *out);
+
+/* The engine's tmpfs options ("rw,noexec,...,mode=0700,uid=N,gid=N,size=64k"). */
+static void tmpfs_opts(const char *opts, struct verify_tmpfs *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->found = true;
+	snprintf(t->fstype, sizeof(t->fstype), "tmpfs");
+	t->noexec = has_word(opts, "noexec");
+	t->nosuid = has_word(opts, "nosuid");
+	t->nodev = has_word(opts, "nodev");
+	t->has_mode = opt_number(opts, "mode", 8, &t->mode);
+	t->has_uid = opt_number(opts, "uid", 10, &t->uid);
+	t->has_gid = opt_number(opts, "gid", 10, &t->gid);
+}
+
 int verify_ct_parse(const char *json, size_t len, struct verify_ct *ct)
 {
 	struct json_doc d;
@@ -269,6 +286,14 @@ int verify_ct_parse(const char *json, size_t len, struct verify_ct *ct)
 	ct->host_net = strcmp(word, "host") == 0;
 	ct->ndevices = count(&d, hc, "Devices");
 	ct->ndevice_rules = count(&d, hc, "DeviceCgroupRules");
+	v = json_obj_get(&d, hc, "Tmpfs");
+	if (v >= 0 && d.tok[v].type == JSON_OBJECT) {
+		char opts[256];
+
+		get_str(&d, v, "/run/agentic", opts, sizeof(opts));
+		if (json_obj_get(&d, v, "/run/agentic") >= 0)
+			tmpfs_opts(opts, &ct->tmpfs_cfg);
+	}
 	ct->readonly_rootfs = get_bool(&d, hc, "ReadonlyRootfs");
 	v = json_obj_get(&d, hc, "StorageOpt");
 	ct->storage_size = v >= 0 && d.tok[v].type == JSON_OBJECT && json_obj_get(&d, v, "size") >= 0;
@@ -632,10 +657,12 @@ static void eval_identity(const struct verify_facts *f, struct verify_result *r)
 		set(r, AGV(3), VERIFY_FAIL, "CapAdd has %u entries%s", ct->ncap_add,
 		    ct->cap_add_setuid && ct->cap_add_setgid ? "" : ", not SETUID and SETGID");
 	verdict(r, AGV(4), ct->nnp, "SecurityOpt has no no-new-privileges");
-	verdict(r, AGV(5), !ct->privileged, "Privileged is true");
-	if (ct->seccomp_unconfined || ct->privileged)
-		set(r, AGV(6), VERIFY_FAIL, ct->privileged ? "privileged: no seccomp filter"
-							   : "seccomp=unconfined");
+	/* privileged also means no seccomp filter and every device: AGV-005's to say, so that one
+	 * control weakened fails one check */
+	verdict(r, AGV(5), !ct->privileged, "Privileged is true (every capability and device, "
+		"no seccomp filter)");
+	if (ct->seccomp_unconfined)
+		set(r, AGV(6), VERIFY_FAIL, "seccomp=unconfined");
 	else
 		set(r, AGV(6), VERIFY_PASS, ct->seccomp_profile ? "a profile of its own"
 							      : "the engine's default profile");
@@ -803,11 +830,14 @@ static void eval_inside(const struct verify_facts *f, struct verify_result *r)
 
 static void eval_host_proc(const struct verify_facts *f, struct verify_result *r)
 {
-	const struct verify_tmpfs *t = &f->tmpfs;
+	/* the kernel's mount while the container runs; the engine's options while it does not */
+	const struct verify_tmpfs *t = f->ct.running ? &f->tmpfs : &f->ct.tmpfs_cfg;
 	char why[VERIFY_REASON_BYTES];
 	uint32_t uid = f->ct.control_uid;
 
-	if (!f->init_host.read)
+	if (!f->ct.running)
+		set(r, AGV(17), VERIFY_SKIP, "the container is not running");
+	else if (!f->init_host.read)
 		set(r, AGV(17), VERIFY_FAIL, "the init's /proc status could not be read");
 	else if (!control_ok(&f->init_host, uid, true, why, sizeof(why)))
 		set(r, AGV(17), VERIFY_FAIL, "%s", why);
@@ -825,8 +855,10 @@ static void eval_host_proc(const struct verify_facts *f, struct verify_result *r
 	else if (!t->has_uid || t->uid != uid || !t->has_gid || t->gid != uid)
 		set(r, AGV(28), VERIFY_FAIL, "owner %u:%u, not the control uid %u",
 		    t->has_uid ? t->uid : 0, t->has_gid ? t->gid : 0, uid);
-	else
+	else if (f->ct.running)
 		pass(r, AGV(28));
+	else
+		set(r, AGV(28), VERIFY_PASS, "the engine's options: the container is not running");
 }
 
 static bool docker_socket_mount(const struct verify_facts *f, const struct verify_mount *m)
@@ -1670,15 +1702,11 @@ void verify_tick(int64_t now)
 
 		if (v->step == ST_FREE && !v->finish_due)
 			continue;
-		if (!v->finish_due && now >= v->deadline) {
-			if (v->exec >= 0) {
-				exec_detach(v->exec);
-				v->exec = -1;
-				v->facts.probe_error = "the probe did not answer in time";
-			} else {
-				engine_end(&V.eng, &v->job);
-				fail_run(v, 504, "timeout", "the engine did not answer in time");
-			}
+		/* the engine's calls end by the Docker client's own timeouts; the probe by this */
+		if (!v->finish_due && v->step == ST_PROBE && v->exec >= 0 && now >= v->deadline) {
+			exec_detach(v->exec);
+			v->exec = -1;
+			v->facts.probe_error = "the probe did not answer in time";
 			v->finish_due = true;
 		}
 		if (v->finish_due)
@@ -1693,7 +1721,7 @@ int64_t verify_next_deadline(int64_t now)
 	for (uint32_t i = 0; i < VERIFY_RUNS; i++) {
 		if (V.run[i].finish_due)
 			return now;
-		if (V.run[i].step != ST_FREE && V.run[i].deadline < next)
+		if (V.run[i].step == ST_PROBE && V.run[i].deadline < next)
 			next = V.run[i].deadline;
 	}
 	return next;

@@ -53,6 +53,15 @@ struct verify_mount {
 	char propagation[12];
 };
 
+/* The control tmpfs: a mount of a process's mountinfo, or the engine's options for it. */
+struct verify_tmpfs {
+	bool found;
+	char fstype[16];
+	bool noexec, nosuid, nodev;
+	bool has_mode, has_uid, has_gid;
+	uint32_t mode, uid, gid;
+};
+
 /* A container as the engine's inspect answer shows it (only what the checks read; Config.Env
  * is never looked at). */
 struct verify_ct {
@@ -78,6 +87,7 @@ struct verify_ct {
 	uint32_t ndevices, ndevice_rules;
 	struct verify_mount mount[VERIFY_MOUNTS];
 	uint32_t nmounts;             /* all of them; the first VERIFY_MOUNTS kept */
+	struct verify_tmpfs tmpfs_cfg;  /* HostConfig.Tmpfs (or a tmpfs mount) at /run/agentic */
 	bool readonly_rootfs;
 	bool storage_size;            /* HostConfig.StorageOpt has size */
 	int64_t pids_limit, memory;
@@ -101,15 +111,6 @@ struct verify_proc {
 	uint32_t ngroups;
 	uint64_t cap_inh, cap_prm, cap_eff, cap_bnd, cap_amb;
 	int no_new_privs, seccomp;    /* -1 unknown */
-};
-
-/* A mount of a process's mountinfo. */
-struct verify_tmpfs {
-	bool found;
-	char fstype[16];
-	bool noexec, nosuid, nodev;
-	bool has_mode, has_uid, has_gid;
-	uint32_t mode, uid, gid;
 };
 
 /* Which connect of the probe went where (-1: not tried). */

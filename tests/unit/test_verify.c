@@ -28,6 +28,8 @@ static const char inspect_json[] =
 	"\"SecurityOpt\":[\"no-new-privileges\",\"seccomp={\\\"defaultAction\\\":\\\"SCMP_ACT_ERRNO\\\"}\"],"
 	"\"Privileged\":false,\"PidMode\":\"\",\"IpcMode\":\"private\",\"UTSMode\":\"\","
 	"\"UsernsMode\":\"\",\"NetworkMode\":\"agentic-net-1\",\"Devices\":[],"
+	"\"Tmpfs\":{\"/run/agentic\":\"rw,noexec,nosuid,nodev,mode=0700,uid=200007,gid=200007,size=64k\","
+	"\"/tmp\":\"rw,exec,nosuid,nodev,mode=1777,size=67108864\"},"
 	"\"DeviceCgroupRules\":null,\"ReadonlyRootfs\":true,\"PidsLimit\":512,"
 	"\"Memory\":1073741824},"
 	"\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"/run/agentic/agent\","
@@ -290,7 +292,7 @@ static void weaken(struct verify_facts *f, int which)
 	case 2: f->ct.cap_drop_all = false; break;
 	case 3: f->ct.ncap_add = 3; break;
 	case 4: f->ct.nnp = false; break;
-	case 5: f->ct.privileged = true; f->init_host.seccomp = 2; break;
+	case 5: f->ct.privileged = true; break;
 	case 6: f->ct.seccomp_unconfined = true; break;
 	case 8: f->ct.host_pid = true; break;
 	case 9: f->ct.host_ipc = true; break;
@@ -351,13 +353,6 @@ static void test_each_weakened_control_fails_exactly_its_check(void **state)
 		good_facts(&f);
 		weaken(&f, ids[i]);
 		verify_evaluate(&f, &r);
-		if (ids[i] == 5) {
-			/* privileged: no seccomp filter either, by the engine's own rule */
-			assert_int_equal(r.check[4].status, VERIFY_FAIL);
-			assert_int_equal(r.check[5].status, VERIFY_FAIL);
-			assert_int_equal(failures(&r, &first), 2);
-			continue;
-		}
 		if (failures(&r, &first) != 1 || first != (unsigned)ids[i] - 1)
 			fail_msg("weakening AGV-%03d: %u failures, the first AGV-%03u", ids[i],
 				 failures(&r, &first), first + 1);
@@ -394,6 +389,34 @@ static void test_a_container_skips_the_inside_checks_and_the_posture(void **stat
 	verify_evaluate(&f, &r);
 	assert_int_equal(r.check[11].status, VERIFY_FAIL);
 	assert_non_null(strstr(r.check[11].reason, "the agent is not connected"));
+}
+
+static void test_a_stopped_container_is_judged_by_the_engines_tmpfs_options(void **state)
+{
+	struct verify_facts f;
+	struct verify_result r;
+	unsigned first;
+
+	good_facts(&f);
+	assert_true(f.ct.tmpfs_cfg.found && f.ct.tmpfs_cfg.noexec);
+	assert_int_equal(f.ct.tmpfs_cfg.mode, 0700);
+	assert_int_equal(f.ct.tmpfs_cfg.uid, 200007);
+	f.ct.running = false;
+	f.tmpfs.found = false; /* no process: no mountinfo */
+	f.init_host.read = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 0);
+	assert_int_equal(r.check[16].status, VERIFY_SKIP); /* AGV-017 */
+	assert_int_equal(r.check[27].status, VERIFY_PASS); /* AGV-028 */
+	f.ct.tmpfs_cfg.noexec = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 1);
+	assert_int_equal(first, 27);
+	/* running: the kernel's mount decides, not the engine's options */
+	good_facts(&f);
+	f.ct.tmpfs_cfg.noexec = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 0);
 }
 
 static void test_result_json_has_every_check_in_order(void **state)
@@ -476,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_a_sandbox_as_agentic_makes_it_passes_every_check),
 		cmocka_unit_test(test_each_weakened_control_fails_exactly_its_check),
 		cmocka_unit_test(test_a_container_skips_the_inside_checks_and_the_posture),
+		cmocka_unit_test(test_a_stopped_container_is_judged_by_the_engines_tmpfs_options),
 		cmocka_unit_test(test_result_json_has_every_check_in_order),
 		cmocka_unit_test(test_the_internal_sink_keeps_a_bounded_stdout_and_drops_stderr),
 	};
