@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "http/frame.h"
 #include "http/http.h"
 #include "json/json.h"
+#include "profile/profile.h"
 
 #define DEFAULT_SOCKET "/run/agentic/admin.sock"
 #define BODY_MAX LIMIT_CLI_BODY_BYTES
@@ -30,7 +32,8 @@ const char cli_usage[] =
 	"  inspect  show one sandbox\n"
 	"  rm       remove a sandbox\n"
 	"  exec     run a command in a sandbox\n"
-	"  logs     print a run's transcript\n";
+	"  logs     print a run's transcript\n"
+	"  profiles list agenticd's startup profiles, show one, check a file offline\n";
 
 static const char common_help[] =
 	"\n"
@@ -749,6 +752,120 @@ static int verb_logs(int argc, char **argv, struct opts *o)
 	return conn.parser.status == 200 ? 0 : api_error(conn.parser.status);
 }
 
+/* ---- profiles ---- */
+
+static const char profiles_help[] =
+	"usage: agentic profiles                 list agenticd's startup profiles\n"
+	"       agentic profiles show ID         one profile, as agenticd read it (JSON)\n"
+	"       agentic profiles check FILE      validate a profile file offline\n"
+	"The list shows every file of profiles_dir, valid or not, with why not. check reads FILE\n"
+	"as agenticd would (no agenticd needed): exit 0 when it is valid (and says so when the\n"
+	"docker runtime would refuse it for a raw credential), 1 when it is not (the field and\n"
+	"what is wrong on stderr), 2 for usage errors. agenticd also requires each file be owned\n"
+	"by root and not writable by group or other; check notes it when FILE is not.\n";
+
+static int profiles_check(const char *file)
+{
+	static struct profile p;
+	static char text[PROFILE_FILE_BYTES + 1];
+	char err[256], why[512];
+	size_t len = 0;
+	ssize_t got;
+	struct stat st;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "agentic profiles check: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	while (len < sizeof(text) && (got = read(fd, text + len, sizeof(text) - len)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			fprintf(stderr, "agentic profiles check: %s: %s\n", file, strerror(errno));
+			close(fd);
+			return 1;
+		}
+		len += (size_t)got;
+	}
+	if (fstat(fd, &st) == 0 && (st.st_uid != 0 || (st.st_mode & 022)))
+		fprintf(stderr, "agentic profiles check: note: agenticd refuses %s as it is (%s)\n",
+			file, st.st_uid != 0 ? "not owned by root" : "writable by group or other");
+	close(fd);
+	if (profile_parse(&p, text, len, err, sizeof(err)) != 0) {
+		fprintf(stderr, "agentic profiles check: %s: %s\n", file, err);
+		return 1;
+	}
+	if (profile_shared_kernel_refusal(&p, why, sizeof(why)))
+		printf("%s: valid, id %s (the docker runtime would refuse it: %s)\n", file, p.id, why);
+	else
+		printf("%s: valid, id %s\n", file, p.id);
+	return 0;
+}
+
+static int profiles_list(struct opts *o)
+{
+	struct json_doc doc;
+	char id[PROFILE_ID_BYTES], valid[8], image[256], error[512];
+	int status, arr;
+
+	status = call(o, "GET", "/api/v2/admin/profiles", NULL, 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	if ((arr = json_obj_get(&doc, 0, "profiles")) < 0 || doc.tok[arr].type != JSON_ARRAY) {
+		fprintf(stderr, "agentic: agenticd's answer has no profiles list\n");
+		return 1;
+	}
+	printf("%-24s %-6s %-32s %s\n", "ID", "VALID", "IMAGE", "ERROR");
+	for (int i = json_first(&doc, arr); i >= 0; i = json_next(&doc, arr, i)) {
+		field(&doc, i, "id", id, sizeof(id));
+		field(&doc, i, "image", image, sizeof(image));
+		printf("%-24s %-6s %-32s %s\n", id[0] ? id : "-",
+		       field(&doc, i, "valid", valid, sizeof(valid)), image[0] ? image : "-",
+		       field(&doc, i, "error", error, sizeof(error)));
+	}
+	return 0;
+}
+
+static int profiles_show(struct opts *o, const char *id)
+{
+	char target[128];
+	int status;
+
+	if (!id[0] || strlen(id) >= PROFILE_ID_BYTES ||
+	    strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != strlen(id)) {
+		fprintf(stderr, "agentic profiles: '%s' is not a profile id\n", id);
+		return 2;
+	}
+	snprintf(target, sizeof(target), "/api/v2/admin/profiles/%s", id);
+	o->json = true; /* a profile is shown as its JSON */
+	status = call(o, "GET", target, NULL, 0, 200, NULL);
+	return status < 0 ? 0 : status;
+}
+
+static int verb_profiles(int argc, char **argv, struct opts *o)
+{
+	const char *args[2] = { NULL, NULL };
+	int n = 0, c;
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = common_opt(o, argc, argv, &i)) < 0)
+			return usage(profiles_help);
+		if (c)
+			continue;
+		if (argv[i][0] == '-' || n == 2)
+			return usage(profiles_help);
+		args[n++] = argv[i];
+	}
+	if (n == 0)
+		return profiles_list(o);
+	if (n == 2 && strcmp(args[0], "show") == 0)
+		return profiles_show(o, args[1]);
+	if (n == 2 && strcmp(args[0], "check") == 0)
+		return profiles_check(args[1]);
+	return usage(profiles_help);
+}
+
 struct verb {
 	const char *name;
 	int (*run)(int argc, char **argv, struct opts *o);
@@ -762,6 +879,7 @@ static const struct verb verbs[] = {
 	{ "rm", verb_rm, rm_help },
 	{ "exec", verb_exec, exec_help },
 	{ "logs", verb_logs, logs_help },
+	{ "profiles", verb_profiles, profiles_help },
 };
 
 static const struct verb *find(const char *name)

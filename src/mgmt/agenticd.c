@@ -22,6 +22,7 @@
 #include "mgmt/host.h"
 #include "mgmt/lifecycle.h"
 #include "mgmt/netpool.h"
+#include "mgmt/profiles.h"
 #include "mgmt/recover.h"
 #include "mgmt/runtime_docker.h"
 #include "mgmt/share.h"
@@ -64,6 +65,7 @@ void agenticd_unwatch(int fd)
 struct budget {
 	size_t sandboxes, admin, jobs, grpc, agrpc, docker, scratch, total_region, total_heap, image;
 	size_t execs;                  /* the exec session table: static, touched as it is used */
+	size_t verify;                 /* the verifier's runs and buffers: the same */
 	struct grpc_server_config gcfg;
 	struct grpc_server_config acfg; /* gRPC Exec on the admin socket */
 	struct docker_client_config dcfg;
@@ -141,6 +143,7 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + (1u << 20);
 	b->execs = round64(exec_table_bytes());
+	b->verify = round64(verify_table_bytes());
 	return 0;
 }
 
@@ -416,7 +419,9 @@ static void on_signal(struct daemon *d)
 		if (si.ssi_signo == SIGCHLD) {
 			share_reap_children();
 		} else if (si.ssi_signo == SIGHUP) {
-			log_info("SIGHUP ignored", "note=%s", "\"restart agenticd to apply a new config\"");
+			profiles_reload();
+			log_info("SIGHUP", "note=%s", "\"profiles reloaded; a changed config needs a "
+				 "restart of agenticd\"");
 		} else if (!d->stopping) {
 			log_info("stopping", "signal=%u creates_in_flight_roll_back=1 sandboxes_keep_running=1",
 				 si.ssi_signo);
@@ -556,22 +561,23 @@ int agenticd_main(int argc, char **argv)
 	if (budget_compute(&d->cfg, &b) != 0)
 		return fail("configuration out of range", "max_sandboxes, max_streams_per_connection "
 			    "or max_message_bytes is outside what the gRPC server takes");
-	b.image = image_bytes() + LIMIT_DAEMON_SLACK_BYTES;
+	/* the profile sets are static and not touched yet: counted whole */
+	b.image = image_bytes() + LIMIT_DAEMON_SLACK_BYTES + profiles_storage_bytes();
 	if ((r = alloc_budget(b.total_heap)) != 0)
 		return fail("cannot reserve the memory budget", err_str(r));
 	region = mmap(NULL, b.total_region, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (region == MAP_FAILED)
 		return fail("cannot reserve the memory budget", strerror(errno));
-	d->budget = b.total_region + b.total_heap + b.image + b.execs;
+	d->budget = b.total_region + b.total_heap + b.image + b.execs + b.verify;
 	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
 		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
 		 "agent_guest_connections=%u grpc_bytes=%zu admin_grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu "
-		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu", d->budget,
+		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu verify_bytes=%zu", d->budget,
 		 d->cfg.max_sandboxes, b.sandboxes, sizeof(struct sandbox),
 		 d->cfg.max_admin_connections, b.admin, b.gcfg.reserved_connections,
 		 b.gcfg.max_connections, b.grpc, b.agrpc, b.docker,
-		 b.scratch, exec_table_slots(), b.execs, b.image);
+		 b.scratch, exec_table_slots(), b.execs, b.image, b.verify);
 	if ((r = docker_client_init(&d->dc, &b.dcfg)) != 0)
 		return fail("cannot set up the Docker client", err_str(r));
 	if (setup_loop(d) != 0)
@@ -586,6 +592,7 @@ int agenticd_main(int argc, char **argv)
 	snprintf(d->owner_label, sizeof(d->owner_label), "agentic-daemon=%.16s", d->owner);
 	log_info("owner", "label=%s agentshare_root=%s", d->owner_label,
 		 log_q(d->cfg.agentshare_root));
+	profiles_init(&d->cfg);
 	if (engine_checks(d) != 0)
 		return 1;
 	if ((r = start_lifecycle(d)) != 0)

@@ -1151,6 +1151,7 @@ struct vrun {
 	struct exec_collect probe;
 	int32_t exec;                 /* the probe's session while it runs, else -1 */
 	int listen_fd;
+	char workspace[LIMIT_PATH_BYTES + 16]; /* facts.workspace */
 	char addr[VERIFY_TARGETS][32];
 	const char *argv[VERIFY_PROBE_ARGS];
 	struct verify_result result;
@@ -1211,6 +1212,11 @@ void verify_init(const struct verify_config *vc)
 	if (!realpath(V.docker_socket, V.docker_socket_real))
 		V.docker_socket_real[0] = '\0';
 	lsm_read();
+}
+
+size_t verify_table_bytes(void)
+{
+	return sizeof(V) + sizeof(toks);
 }
 
 static bool sb_alive(const struct vrun *v)
@@ -1295,8 +1301,7 @@ static void sandbox_facts(struct vrun *v)
 {
 	struct verify_facts *f = &v->facts;
 	const struct sandbox *sb = v->sb;
-	static char dir[LIMIT_PATH_BYTES], ws[LIMIT_PATH_BYTES + 16];
-	char path[LIMIT_PATH_BYTES + 16];
+	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 16];
 	struct stat st;
 	int fd;
 
@@ -1308,8 +1313,8 @@ static void sandbox_facts(struct vrun *v)
 	f->writable_root = sb->writable_root;
 	f->workspace_img_bytes = -1;
 	if (host_instance_dir(V.c.cfg, sb->instance_id, dir, sizeof(dir)) == 0) {
-		snprintf(ws, sizeof(ws), "%s/workspace", dir);
-		f->workspace = ws;
+		snprintf(v->workspace, sizeof(v->workspace), "%s/workspace", dir);
+		f->workspace = v->workspace;
 		snprintf(path, sizeof(path), "%s/workspace.img", dir);
 		if (stat(path, &st) == 0)
 			f->workspace_img_bytes = st.st_size;

@@ -206,6 +206,8 @@ struct verify_client {
 };
 
 void verify_init(const struct verify_config *vc);
+/* The verifier's static storage (its runs, buffers and token array), for the budget. */
+size_t verify_table_bytes(void);
 /* Begins verifying sb (sb non-NULL) or the container id (a sandbox's container is verified
  * as its sandbox). 0: client.done comes later, from the loop, never from inside this call;
  * else an HTTP status with code and message set (nothing began). */

@@ -13,7 +13,11 @@
  * credential, else the rule's fixed word ("key_api_key", "value_sk", "value_entropy", ...),
  * safe to log. */
 const char *credscan_entry(const char *kv);
-/* The same with key and value apart (value may be NULL). */
+/* The same with key and value apart (value may be NULL). A key is also judged by the value
+ * shapes (a token pasted where a name belongs). */
 const char *credscan_pair(const char *key, size_t key_len, const char *value);
+/* Only the value shapes, on any text (a value, a name a file or request gives): NULL or a
+ * "value_..." word. Lets a message that echoes a name check first that it is no token. */
+const char *credscan_value(const char *s);
 
 #endif

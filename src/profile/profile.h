@@ -22,6 +22,22 @@
 #define PROFILE_EGRESS_MAX 32
 #define PROFILE_CREDS_MAX 8
 #define PROFILE_PROBES_MAX 4
+#define PROFILE_JSON_TOKENS 4096    /* JSON values of one file */
+#define PROFILE_PROBE_TIMEOUT_S 10  /* a probe's timeout_seconds when it names none */
+#define PROFILE_PROBE_TIMEOUT_MAX_S 3600
+/* resources: the ranges agenticd.conf allows for its defaults */
+#define PROFILE_MEMORY_MIN (6ull << 20)
+#define PROFILE_MEMORY_MAX (1ull << 40)
+#define PROFILE_PIDS_MIN 8
+#define PROFILE_PIDS_MAX (1u << 22)
+#define PROFILE_NANO_CPUS_MIN 10000000ull           /* 0.01 */
+#define PROFILE_NANO_CPUS_MAX (1024ull * 1000000000ull)
+_Static_assert(PROFILE_ID_BYTES >= 2 && PROFILE_MAX >= 1 && PROFILE_FILE_BYTES >= 1024,
+	       "an id, a profile and a file of some size fit");
+_Static_assert(PROFILE_JSON_TOKENS >= PROFILE_ENV_MAX * 2 + PROFILE_CMD_MAX + 64,
+	       "a file with every list full of short values parses");
+_Static_assert(PROFILE_PROBE_TIMEOUT_S >= 1 && PROFILE_PROBE_TIMEOUT_S <= PROFILE_PROBE_TIMEOUT_MAX_S,
+	       "the default timeout is one a file may name");
 
 struct profile_mount {
 	const char *source, *target;
@@ -71,14 +87,24 @@ struct profile {
 	uint32_t text_len;
 };
 
-/* Reads one profile's JSON. 0, or ERR_PARSE with err = "FIELD: what is wrong" (the caller
- * adds the file name); p is then unusable. */
+/* Reads one profile's JSON (README "Startup profiles"). 0, or ERR_PARSE with err = "FIELD:
+ * what is wrong" (the caller adds the file name); p is then unusable, except p->id: the id
+ * when it was read before the error, else "". Uses a static token array: one caller at a
+ * time. */
 int profile_parse(struct profile *p, const void *json, size_t len, char *err, size_t err_size);
 
 /* Why the Docker (shared-kernel) runtime must refuse p: non-empty credential_refs, or an env
  * entry that looks like a raw credential (credscan.h). NULL when it may run; else a message
  * for the user that names the field (never a value). */
 const char *profile_shared_kernel_refusal(const struct profile *p, char *why, size_t size);
+
+/* ---- as the admin API shows them ---- */
+
+struct json_writer;
+/* p as a JSON object: the file's fields (resources as memory, pids, nano_cpus, disk, each
+ * null when the default applies; network "managed" or the name), env as "env_keys" (never a
+ * value), and "shared_kernel_refusal": the message, or null. */
+void profile_json_write(struct json_writer *w, const struct profile *p);
 
 /* ---- the set agenticd holds ---- */
 
@@ -97,10 +123,17 @@ struct profile_set {
 	char dir_error[256];         /* the directory itself could not be read ("" if it could) */
 };
 
-/* Reads every *.json of dir into set (replacing what it held). A missing directory is an
- * empty set, not an error. Two files with one id: both invalid. Returns the count of
- * invalid entries (each logged by the caller). */
+/* Reads every *.json of dir into set (replacing what it held), in name order; names starting
+ * with '.' are skipped. A missing directory is an empty set, not an error. A file that is
+ * a symbolic link (never followed), not a regular file, larger than PROFILE_FILE_BYTES, not
+ * owned by root or by this process's user, or writable by group or other is invalid with that
+ * reason; a directory that is not owned so, or writable by group or other, is not read at
+ * all (dir_error says why). Two files with one id: both invalid. Returns the count of
+ * invalid entries (each logged by the caller). Static buffers: one caller at a time. */
 int profile_set_load(struct profile_set *set, const char *dir);
+/* One entry of a list: {"id" (null when none was read), "file", "valid", "error" (invalid
+ * only), "image", "description", "runtime" (valid only)}. */
+void profile_entry_json_write(struct json_writer *w, const struct profile_entry *e);
 /* The valid profile with that id, or NULL; entry_out (may be NULL) gets the entry even when
  * it is invalid, so a caller can say why. */
 const struct profile *profile_set_find(const struct profile_set *set, const char *id,
