@@ -9,6 +9,7 @@
 #include "mgmt/lifecycle.h"
 #include "mgmt/netpool.h"
 #include "mgmt/policy.h"
+#include "mgmt/posture.h"
 #include "mgmt/share.h"
 
 /* What a state belongs to: decides which events it takes and where a teardown goes next. */
@@ -247,9 +248,10 @@ static void finish_create(struct sandbox *sb)
 	if (share_write_record(lc.cfg, sb) != 0)
 		log_warn("sandbox record not written", "name=%s instance=%s", log_q(sb->name),
 			 log_q(sb->instance_id));
-	log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s took_ms=%lld network_ms=%lld "
-		 "container_create_ms=%lld start_ms=%lld init_ms=%lld connect_ms=%lld", log_q(sb->name),
-		 log_q(sb->instance_id), sb->uid, subnet_or_dash(sb), (long long)took,
+	log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s tier=%s took_ms=%lld "
+		 "network_ms=%lld container_create_ms=%lld start_ms=%lld init_ms=%lld connect_ms=%lld",
+		 log_q(sb->name), log_q(sb->instance_id), sb->uid, subnet_or_dash(sb),
+		 posture_tier(&sb->posture), (long long)took,
 		 (long long)(sb->t_net - sb->t_begin), (long long)(sb->t_ct - sb->t_net),
 		 (long long)(sb->t_start - sb->t_ct), (long long)(mono() - sb->t_start),
 		 (long long)(sb->t_auth - sb->t_ct));

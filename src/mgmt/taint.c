@@ -50,10 +50,17 @@ int posture_taint(struct sandbox *sb, enum posture_reason r, const char *source)
 void posture_set_network(struct sandbox *sb, bool ok, const char *why)
 {
 	const char *was = posture_tier(&sb->posture);
+	bool first = !sb->posture.net_checked;
 	bool before = sb->posture.net_checked && sb->posture.net_ok;
 
 	sb->posture.net_checked = true;
 	sb->posture.net_ok = ok;
+	/* the first reading that bears out the network (at create, and at every start-up's
+	 * recovery, which reads it again) is what was expected, no change */
+	if (first && ok) {
+		log_debug("sandbox network verified", "name=%s", log_q(sb->name));
+		return;
+	}
 	if (before != ok && strcmp(was, posture_tier(&sb->posture)) != 0)
 		changed(sb, "posture_network", ok ? "network_verified" : "network_unverified",
 			why, was);
