@@ -342,6 +342,7 @@ struct docker_container {
 	uint32_t nsysctls;
 	struct docker_mount mounts[DOCKER_LIST_MAX]; /* top-level Mounts: what is mounted */
 	uint32_t nmounts;
+	uint32_t nexecs;        /* ExecIDs: execs (docker exec) that run in it now */
 	const char *network_mode;
 	/* NetworkSettings.Networks: each attached network, its name -> its NetworkID */
 	struct docker_kv networks[DOCKER_LIST_MAX];

@@ -891,6 +891,11 @@ void lifecycle_network_read(struct sandbox *sb, const struct rt_netcheck *nc)
 		HOOK(tainted, sb, RT_EV_NET_CONNECT, "inspect");
 }
 
+void lifecycle_exec_seen(struct sandbox *sb)
+{
+	HOOK(tainted, sb, RT_EV_EXEC, "inspect");
+}
+
 /* What was done to a container behind the lifecycle's back taints it now, whatever its
  * state (its state changes not). Its life is acted on at the end of the loop's turn
  * (lifecycle_tick), after the call that read it is done, as the flags it sets ask. */

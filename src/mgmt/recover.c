@@ -264,6 +264,10 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 		return r;
 	/* the tier is the engine's view now, not the one the record had */
 	lifecycle_network_read(sb, &ct.net);
+	/* agenticd runs nothing through the engine's exec: one running now is out of band,
+	 * whether or not the engine still has its event to replay */
+	if (ct.execs)
+		lifecycle_exec_seen(sb);
 	/* after a reboot its workspace image is there but not mounted. A running container
 	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
 	 * the image would have two ext4 instances writing it. */
