@@ -155,6 +155,9 @@ _Static_assert(GRPC_ARENA_SLACK_BYTES >= 4096 && GRPC_PREFACE_TIMEOUT_MS >= 1000
 /* An init's connection has one stream open at once (its Connect): with more, one init could
  * hold a buffer per stream and leave the other inits none. */
 #define LIMIT_AGENT_INIT_STREAMS 1
+/* The init's report of itself in its registration (agentic-self-status): the lines Uid, Gid,
+ * Groups, CapInh..CapAmb, NoNewPrivs and Seccomp of its /proc/self/status, with a NUL. */
+#define LIMIT_AGENT_SELF_BYTES 512
 #define LIMIT_AGENT_SPARE_BUFFERS 16
 /* Refused agent calls: one log line per uid per interval (the rest counted on the next), for
  * at most this many uids per interval. */

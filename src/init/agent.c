@@ -1,7 +1,9 @@
 /* agent.c: the init's Connect stream to agenticd: register, heartbeat, redial with backoff.
  * (No <stdio.h> here: its stdout/stderr macros would clash with AgentMessage's fields.) */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "agent.pb-c.h"
@@ -111,6 +113,49 @@ static int send_heartbeat(struct init_agent *a, Agentic__Sandbox__V1__AgentStatu
 	return r == -EAGAIN ? 0 : r;
 }
 
+/* The lines of /proc/self/status that say what the kernel enforces on the init (its uids, gids,
+ * groups, capability sets, NoNewPrivs, seccomp), joined by newlines into out: its own report
+ * of itself, which the verifier holds against the host's reading. "" when it cannot be read. */
+static void self_status(char *out, size_t size)
+{
+	static const char *const keys[] = { "Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:",
+					    "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:",
+					    "Seccomp:" };
+	char text[4096];
+	size_t o = 0;
+	ssize_t n = -1;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	out[0] = '\0';
+	if (fd >= 0) {
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return;
+	text[n] = '\0';
+	for (char *line = text, *end; *line; line = end + 1) {
+		size_t len;
+
+		end = strchr(line, '\n');
+		if (!end)
+			break;
+		len = (size_t)(end - line);
+		for (size_t k = 0; k < ARRAY_LEN(keys); k++) {
+			if (strncmp(line, keys[k], strlen(keys[k])) != 0)
+				continue;
+			if (o + len + 2 > size) {
+				out[0] = '\0'; /* cut short is no report: the verifier says none came */
+				return;
+			}
+			memcpy(out + o, line, len);
+			o += len;
+			out[o++] = '\n';
+			out[o] = '\0';
+		}
+	}
+}
+
 static int send_registration(struct init_agent *a)
 {
 	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
@@ -120,12 +165,18 @@ static int send_registration(struct init_agent *a)
 		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
 	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry out_ack =
 		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
-	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[2] = { &ack, &out_ack };
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry self =
+		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[3] = { &ack, &out_ack, &self };
+	static char self_text[LIMIT_AGENT_SELF_BYTES];
 
 	ack.key = "agentic-stdin-ack";
 	ack.value = "1";
 	out_ack.key = "agentic-output-ack";
 	out_ack.value = "1";
+	self_status(self_text, sizeof(self_text));
+	self.key = "agentic-self-status";
+	self.value = self_text;
 	sys.os = "linux";
 	sys.kernel = (char *)a->si->kernel;
 	sys.cpu_cores = a->si->cpu_cores;
@@ -135,7 +186,7 @@ static int send_registration(struct init_agent *a)
 	reg.hostname = (char *)a->si->hostname;
 	reg.system = &sys;
 	reg.labels = lab;
-	reg.n_labels = 2;
+	reg.n_labels = self_text[0] ? 3 : 2;
 	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION;
 	m.registration = &reg;
 	return grpc_call_send(a->call, &m.base);

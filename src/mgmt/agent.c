@@ -228,6 +228,20 @@ void agent_forget(struct sandbox *sb)
 		grpc_server_drop_reserved(server, sandbox_index(sb));
 }
 
+/* The init's report of itself, kept as sent when it fits and holds only printable text and
+ * newlines (it is parsed by the verifier, never logged); else none is kept. */
+static void self_report(struct sandbox *sb, const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n >= sizeof(sb->agent_self))
+		return;
+	for (size_t i = 0; i < n; i++)
+		if ((v[i] < 0x20 && v[i] != '\n' && v[i] != '\t') || v[i] == 0x7f)
+			return;
+	memcpy(sb->agent_self, v, n + 1);
+}
+
 static void ack(struct grpc_call *call, struct sandbox *sb)
 {
 	Agentic__Sandbox__V1__RegistrationAck a = AGENTIC__SANDBOX__V1__REGISTRATION_ACK__INIT;
@@ -568,9 +582,14 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			return;
 		}
 		sb->agent_stdin_ack = sb->agent_output_ack = false;
+		sb->agent_self[0] = '\0';
 		for (size_t i = 0; i < m->registration->n_labels; i++) {
 			const char *k = m->registration->labels[i]->key;
 
+			if (strcmp(k, "agentic-self-status") == 0) {
+				self_report(sb, m->registration->labels[i]->value);
+				continue;
+			}
 			if (strcmp(m->registration->labels[i]->value, "1") != 0)
 				continue;
 			if (strcmp(k, "agentic-stdin-ack") == 0)

@@ -111,6 +111,9 @@ struct sandbox {
 	 * it all again; what the transcript has decides what is written, so every byte lands
 	 * once, in order, across reconnects and agenticd restarts. */
 	bool agent_output_ack;
+	/* the init's own report of itself (registration label agentic-self-status: lines of its
+	 * /proc/self/status), for the verifier; "" when none came */
+	char agent_self[LIMIT_AGENT_SELF_BYTES];
 	bool out_stalled;             /* a transcript write failed: resume at out_retry_ms */
 	bool out_ack_owed;            /* an ack (or resume) did not fit the send queue */
 	bool out_resume_owed;

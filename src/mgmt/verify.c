@@ -75,6 +75,7 @@ static const char *const titles[VERIFY_CHECKS] = {
 	"no network tools in the image",
 	"the sandbox's posture",
 	"the evidence supports the posture",
+	"PID 1 reports itself over the control channel as the control uid with only SETUID and SETGID and NNP",
 };
 
 /* the index of AGV-NNN */
@@ -1028,6 +1029,22 @@ static void eval_resources(const struct verify_facts *f, struct verify_result *r
 		    "on its own device");
 }
 
+/* AGV-045: what the init says of itself, sent from inside its own process over the channel
+ * only it holds (a workload cannot speak for it), held to the same bar as the host's reading */
+static void eval_self_report(const struct verify_facts *f, struct verify_result *r)
+{
+	char why[VERIFY_REASON_BYTES];
+
+	if (!f->is_sandbox)
+		set(r, AGV(45), VERIFY_SKIP, "not an agentic sandbox: no control channel");
+	else if (!f->init_self.read)
+		set(r, AGV(45), VERIFY_FAIL, "the init sent no report of itself");
+	else if (!control_ok(&f->init_self, f->ct.control_uid, true, why, sizeof(why)))
+		set(r, AGV(45), VERIFY_FAIL, "%s", why);
+	else
+		pass(r, AGV(45));
+}
+
 void verify_evaluate(const struct verify_facts *f, struct verify_result *r)
 {
 	uint32_t failed = 0;
@@ -1039,8 +1056,10 @@ void verify_evaluate(const struct verify_facts *f, struct verify_result *r)
 	eval_mounts(f, r);
 	eval_network(f, r);
 	eval_resources(f, r);
-	for (unsigned i = 0; i < AGV(43); i++)
-		failed += r->check[i].status == VERIFY_FAIL;
+	eval_self_report(f, r);
+	for (unsigned i = 0; i < VERIFY_CHECKS; i++)
+		if (i != AGV(43) && i != AGV(44))
+			failed += r->check[i].status == VERIFY_FAIL;
 	if (!f->is_sandbox) {
 		set(r, AGV(43), VERIFY_SKIP, "not an agentic sandbox: no posture");
 		set(r, AGV(44), VERIFY_SKIP, "not an agentic sandbox: no posture");
@@ -1362,6 +1381,8 @@ static void host_facts(struct vrun *v)
 		pid = v->sb->pid;
 	if (pid > 0 && proc_read(pid, "status") == 0)
 		verify_status_parse(V.text, &f->init_host);
+	if (v->sb && v->sb->agent_self[0])
+		verify_status_parse(v->sb->agent_self, &f->init_self);
 	if (pid > 0 && proc_read(pid, "mountinfo") == 0)
 		verify_mountinfo_find(V.text, "/run/agentic", &f->tmpfs);
 	if (stat(cfg->agentshare_root, &a) == 0 && stat("/", &b) == 0) {

@@ -23,8 +23,8 @@
 
 struct sandbox;
 
-/* The checks, AGV-001 .. AGV-044, in order: ids are stable and never renumbered. */
-#define VERIFY_CHECKS 44
+/* The checks, AGV-001 .. AGV-045, in order: ids are stable and never renumbered. */
+#define VERIFY_CHECKS 45
 #define VERIFY_REASON_BYTES 128
 #define VERIFY_MOUNTS 24
 #define VERIFY_NETS 4
@@ -132,6 +132,7 @@ struct verify_facts {
 	const char *workspace;        /* this sandbox's workspace directory, or NULL */
 	/* the host's view */
 	struct verify_proc init_host;
+	struct verify_proc init_self;  /* the init's own report (registration), .read false: none */
 	struct verify_tmpfs tmpfs;
 	bool lsm_apparmor, lsm_selinux; /* the host kernel runs them */
 	bool target_known[VERIFY_TARGETS];

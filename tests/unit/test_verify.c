@@ -85,6 +85,7 @@ static void good_facts(struct verify_facts *f)
 	assert_int_equal(verify_net_parse(network_json, strlen(network_json), &f->net[0]), 0);
 	verify_mountinfo_find(mountinfo, "/run/agentic", &f->tmpfs);
 	assert_int_equal(verify_status_parse(init_status, &f->init_host), 0);
+	assert_int_equal(verify_status_parse(init_status, &f->init_self), 0); /* its own report */
 	snprintf(probe_buf, sizeof(probe_buf), "%s", probe_good);
 	f->probe = probe_buf;
 	f->is_sandbox = true;
@@ -261,7 +262,8 @@ static void test_a_sandbox_as_agentic_makes_it_passes_every_check(void **state)
 
 	good_facts(&f);
 	verify_evaluate(&f, &r);
-	assert_int_equal(failures(&r, &first), 0);
+	if (failures(&r, &first))
+		fail_msg("AGV-%03u fails: %s", first + 1, r.check[first].reason);
 	assert_int_equal(r.skipped, 0);
 	assert_int_equal(r.passed + r.info, VERIFY_CHECKS);
 	assert_int_equal(r.check[6].status, VERIFY_INFO);  /* AGV-007 */
@@ -336,6 +338,7 @@ static void weaken(struct verify_facts *f, int which)
 	case 39: f->workspace_img_bytes = 4096; break;
 	case 40: f->runs_bad = 1; break;
 	case 41: f->require_dedicated = true; break;
+	case 45: f->init_self.cap_eff = 0x1fffffffffULL; break;
 	default: fail();
 	}
 }
@@ -344,7 +347,7 @@ static void test_each_weakened_control_fails_exactly_its_check(void **state)
 {
 	static const int ids[] = { 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
 				   20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,
-				   36, 37, 38, 39, 40, 41 };
+				   36, 37, 38, 39, 40, 41, 45 };
 	struct verify_facts f;
 	struct verify_result r;
 	unsigned first;
