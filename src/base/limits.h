@@ -77,6 +77,10 @@ _Static_assert(HPACK_MAX_FIELD_BYTES >= HPACK_TABLE_BYTES,
 #define LIMIT_DOCKER_REQUEST_BYTES (96u * 1024u)
 /* One event of the /events stream. */
 #define LIMIT_DOCKER_EVENT_BYTES (64u * 1024u)
+/* Bytes kept of one string of an event's top-level object ("status", "Action": an exec's
+ * carry its whole command line); the rest is cut, so a long command line cannot push the
+ * event over LIMIT_DOCKER_EVENT_BYTES and out of sight. */
+#define LIMIT_DOCKER_EVENT_STRING_BYTES 2048u
 /* JSON tokens of one parsed response. */
 #define LIMIT_DOCKER_JSON_TOKENS (64u * 1024u)
 /* Connections (calls in flight at once) of one client, and how many when its config names
@@ -417,6 +421,9 @@ _Static_assert(LIMIT_HTTP_HEAD_BYTES >= 1024u && LIMIT_HTTP_HEAD_BYTES <= 0x7fff
 _Static_assert(LIMIT_HTTP_READ_BYTES >= 512u, "reads must make progress");
 _Static_assert(LIMIT_DOCKER_EVENT_BYTES <= LIMIT_DOCKER_RESPONSE_BYTES,
 	       "an event is buffered in a response buffer");
+_Static_assert(LIMIT_DOCKER_EVENT_STRING_BYTES >= 256u &&
+	       LIMIT_DOCKER_EVENT_STRING_BYTES * 8u <= LIMIT_DOCKER_EVENT_BYTES,
+	       "an event's id and action word fit; its cut strings leave room for the rest");
 _Static_assert(LIMIT_DOCKER_REQUEST_BYTES >= LIMIT_HTTP_HEAD_BYTES,
 	       "a request holds at least a full head");
 _Static_assert(LIMIT_DOCKER_DEFAULT_CONNS >= 1 && LIMIT_DOCKER_DEFAULT_CONNS <= LIMIT_DOCKER_CONNS,

@@ -149,9 +149,14 @@ struct docker_splitter {
 	uint32_t depth;
 	bool in_string;
 	bool escape;
+	uint8_t hex_left;    /* digits of a \uXXXX escape still to come */
+	bool cutting;        /* a long top-level string: its bytes dropped up to its quote */
+	uint32_t str_len;    /* bytes of the current string read so far */
 	bool skipping;       /* the object being read is over cap: read to its end, kept not */
 };
-/* Feeds bytes; each complete object is handed to fn(ctx, obj, len). An object over cap is
+/* Feeds bytes; each complete object is handed to fn(ctx, obj, len). A string of the object's
+ * top level is kept to its first LIMIT_DOCKER_EVENT_STRING_BYTES (cut where no escape or
+ * UTF-8 sequence is split; the JSON stays valid). An object still over cap is
  * read to its end and handed over as fn(ctx, NULL, 0), so one oversized event does not end
  * the stream (which would read it again when reopened). 0, ERR_PARSE (bytes outside an
  * object that are not whitespace), or fn's non-zero. */
@@ -337,6 +342,7 @@ struct docker_container {
 	uint32_t nsysctls;
 	struct docker_mount mounts[DOCKER_LIST_MAX]; /* top-level Mounts: what is mounted */
 	uint32_t nmounts;
+	uint32_t nexecs;        /* ExecIDs: execs (docker exec) that run in it now */
 	const char *network_mode;
 	/* NetworkSettings.Networks: each attached network, its name -> its NetworkID */
 	struct docker_kv networks[DOCKER_LIST_MAX];

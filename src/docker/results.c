@@ -188,7 +188,7 @@ int docker_result_container(struct docker_call *c, struct docker_container *out)
 	struct json_doc d;
 	struct store s = { out->text, &out->text_len, sizeof(out->text), 0 };
 	int r = parse(c, &d, JSON_OBJECT);
-	int cfg, st, hc, mounts, nets;
+	int cfg, st, hc, mounts, nets, execs;
 
 	memset(out, 0, offsetof(struct docker_container, text));
 	out->text_len = 0;
@@ -242,6 +242,11 @@ int docker_result_container(struct docker_call *c, struct docker_container *out)
 		out->networks[out->nnetworks].value = keep(&s, &d, json_obj_get(&d, k + 1, "NetworkID"));
 		out->nnetworks++;
 	}
+
+	execs = json_obj_get(&d, 0, "ExecIDs");
+	for (int x = execs >= 0 && d.tok[execs].type == JSON_ARRAY ? json_first(&d, execs) : -1;
+	     x >= 0; x = json_next(&d, execs, x))
+		out->nexecs++;
 
 	mounts = json_obj_get(&d, 0, "Mounts");
 	for (int m = json_first(&d, mounts); m >= 0; m = json_next(&d, mounts, m)) {

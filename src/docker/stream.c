@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "base/be.h"
+#include "base/limits.h"
 #include "docker.h"
 
 int docker_demux_feed(struct docker_demux *d, const uint8_t *in, size_t len, docker_log_fn fn,
@@ -38,6 +39,17 @@ int docker_demux_feed(struct docker_demux *d, const uint8_t *in, size_t len, doc
 	return 0;
 }
 
+/* One byte of the object, unless it is over cap (then none more of it). */
+static void keep(struct docker_splitter *s, uint8_t c)
+{
+	if (s->len == s->cap && !s->skipping) {
+		s->skipping = true;
+		s->len = 0;
+	}
+	if (!s->skipping)
+		s->buf[s->len++] = (char)c;
+}
+
 int docker_splitter_feed(struct docker_splitter *s, const uint8_t *in, size_t len,
 			 int (*fn)(void *ctx, const char *obj, size_t len), void *ctx)
 {
@@ -50,23 +62,34 @@ int docker_splitter_feed(struct docker_splitter *s, const uint8_t *in, size_t le
 			if (c != '{')
 				return ERR_PARSE;
 		}
-		if (s->len == s->cap && !s->skipping) {
-			s->skipping = true;
-			s->len = 0;
-		}
-		if (!s->skipping)
-			s->buf[s->len++] = (char)c;
 		if (s->in_string) {
-			if (s->escape)
+			bool closes = !s->escape && !s->hex_left && c == '"';
+
+			/* a long top-level string ("Action": an exec's command line) is cut
+			 * where nothing is split, its closing quote kept */
+			if (!s->cutting && s->depth == 1 && s->str_len >= LIMIT_DOCKER_EVENT_STRING_BYTES &&
+			    !s->escape && !s->hex_left && (c & 0xc0) != 0x80)
+				s->cutting = true;
+			if (!s->cutting || closes)
+				keep(s, c);
+			s->str_len++;
+			if (s->hex_left) {
+				s->hex_left--;
+			} else if (s->escape) {
 				s->escape = false;
-			else if (c == '\\')
+				s->hex_left = c == 'u' ? 4 : 0;
+			} else if (c == '\\') {
 				s->escape = true;
-			else if (c == '"')
+			} else if (c == '"') {
 				s->in_string = false;
+				s->cutting = false;
+			}
 			continue;
 		}
+		keep(s, c);
 		if (c == '"') {
 			s->in_string = true;
+			s->str_len = 0;
 		} else if (c == '{' || c == '[') {
 			s->depth++;
 		} else if (c == '}' || c == ']') {

@@ -37,6 +37,7 @@
 #include "mgmt/profiles.h"
 #include "mgmt/taint.h"
 #include "mgmt/verify.h"
+#include "profile/credscan.h"
 #include "version.h"
 
 #define API "/api/v1"
@@ -1066,13 +1067,14 @@ static void dispatch(struct admin_conn *c)
 		return;
 	default:
 		snprintf(m, sizeof(m), "no route %.16s %.200s (see README: admin API)", method,
-			 target);
+			 credscan_value(target) ? "(a path shaped like a credential)" : target);
 		admin_respond_error(c, 404, "not_found", m);
 		return;
 	}
 	snprintf(c->segment, sizeof(c->segment), "%s", name);
 	if (name[0] && !route->not_sandbox && !(sb = sandbox_by_name(name))) {
-		snprintf(m, sizeof(m), "no sandbox is named %.64s", name);
+		snprintf(m, sizeof(m), "no sandbox is named %.64s",
+			 credscan_value(name) ? "that (a name shaped like a credential)" : name);
 		admin_respond_error(c, 404, "not_found", m);
 		return;
 	}

@@ -10,6 +10,7 @@
 #include "agent.pb-c.h"
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
+#include "profile/credscan.h"
 
 /* The gRPC status for a refusal the HTTP API gives with status. */
 static int grpc_status_of(int status)
@@ -154,7 +155,9 @@ static void exec_message(struct grpc_call *call, const ProtobufCMessage *msg)
 
 	sb = sandbox_by_name(rq->agent_id);
 	if (!sb) {
-		snprintf(e.message, sizeof(e.message), "no sandbox is named %.64s", rq->agent_id);
+		snprintf(e.message, sizeof(e.message), "no sandbox is named %.64s",
+			 credscan_value(rq->agent_id) ? "that (a name shaped like a credential)"
+			 : rq->agent_id);
 		grpc_call_finish(call, GRPC_NOT_FOUND, e.message, NULL, 0);
 		return;
 	}

@@ -867,14 +867,16 @@ static void sink_call_done(void *ctx, struct rt_call *c)
 		lifecycle_signal(&lc.sb[c->slot], LC_EV_CALL_DONE);
 }
 
-/* Its own network, as the create named it (a name, or an id's prefix) or as it was made. */
+/* Its own network, as it was made (its id), else as the create named it (a name, or an
+ * id's prefix). A name is no proof once the id is known: the engine lets a second network
+ * take the same name (CheckDuplicate false), and connecting that one shows its name alone. */
 static bool own_network(const struct sandbox *sb, const char *name, const char *id)
 {
 	size_t n = strlen(sb->network);
 
+	if (sb->network_id[0])
+		return id && strcmp(id, sb->network_id) == 0;
 	if (name && strcmp(name, sb->network) == 0)
-		return true;
-	if (id && sb->network_id[0] && strcmp(id, sb->network_id) == 0)
 		return true;
 	return id && n > 0 && strspn(sb->network, "0123456789abcdef") == n &&
 	       strncmp(id, sb->network, n) == 0;
@@ -887,6 +889,11 @@ void lifecycle_network_read(struct sandbox *sb, const struct rt_netcheck *nc)
 	HOOK(network_read, sb, nc->ok, nc->why ? nc->why : "unreadable");
 	if (nc->other)
 		HOOK(tainted, sb, RT_EV_NET_CONNECT, "inspect");
+}
+
+void lifecycle_exec_seen(struct sandbox *sb)
+{
+	HOOK(tainted, sb, RT_EV_EXEC, "inspect");
 }
 
 /* What was done to a container behind the lifecycle's back taints it now, whatever its

@@ -194,6 +194,9 @@ void lifecycle_tick(int64_t now);
  * hooks: network_read, and tainted when another network is attached. Nothing when it was
  * not read. */
 void lifecycle_network_read(struct sandbox *sb, const struct rt_netcheck *nc);
+/* A `docker exec` found running in sb's container (recovery's inspect: its event may be gone
+ * from the engine's buffer) to the tainted hook, source "inspect". */
+void lifecycle_exec_seen(struct sandbox *sb);
 /* The next time lifecycle_tick must run (monotonic ms), or INT64_MAX. */
 int64_t lifecycle_next_deadline(int64_t now);
 /* SIGTERM: no new work; creates in flight roll back; the event stream closes. */

@@ -143,7 +143,8 @@ static struct rec *record_for(struct recs *rs, const char *instance)
 }
 
 /* Takes a ready sandbox's network: subnet from IPAM, id and name. A network that cannot be
- * read (other than not found) stops the start: its subnet would be free for the next create. */
+ * read (other than not found) stops the start: its subnet would be free for the next create.
+ * Read by the id its record kept: a name may be ambiguous (another network may take it). */
 static int adopt_network(struct sandbox *sb, char *err, size_t err_size)
 {
 	struct rt_network net;
@@ -153,7 +154,9 @@ static int adopt_network(struct sandbox *sb, char *err, size_t err_size)
 
 	if (!sb->net_managed)
 		return 0;
-	if ((r = rt->ops->net_inspect(rt->self, sb->network, &net, text, sizeof(text))) != 0) {
+	r = rt->ops->net_inspect(rt->self, sb->network_id[0] ? sb->network_id : sb->network, &net,
+				 text, sizeof(text));
+	if (r != 0) {
 		if (r != -ENOENT) {
 			snprintf(err, err_size, "network %s not inspected: %s", sb->network, text);
 			return r;
@@ -248,6 +251,8 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 	sandbox_read_pid_ns(sb);
 	snprintf(sb->network, sizeof(sb->network), "%s", net ? net : rec->sb.network);
 	sb->net_managed = net != NULL;
+	if (strcmp(sb->network, rec->sb.network) == 0) /* its id, for adopt_network */
+		memcpy(sb->network_id, rec->sb.network_id, sizeof(sb->network_id));
 	if (!uid_s || parse_u64(uid_s, UINT32_MAX, &uid) != 0 || uid != rec->sb.uid) {
 		log_error("recovery: container's uid label disagrees with its record; not trusted",
 			  "name=%s", log_q(sb->name));
@@ -259,6 +264,10 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 		return r;
 	/* the tier is the engine's view now, not the one the record had */
 	lifecycle_network_read(sb, &ct.net);
+	/* agenticd runs nothing through the engine's exec: one running now is out of band,
+	 * whether or not the engine still has its event to replay */
+	if (ct.execs)
+		lifecycle_exec_seen(sb);
 	/* after a reboot its workspace image is there but not mounted. A running container
 	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
 	 * the image would have two ext4 instances writing it. */

@@ -154,6 +154,7 @@ struct rt_container {
 	const char *control_uid;      /* agentic-control-uid, */
 	const char *managed_network;  /* agentic-managed-network (NULL: none) */
 	struct rt_netcheck net;       /* its networks, as CT_INSPECT with check_net reads them */
+	bool execs;                   /* a `docker exec` runs in it now (its ExecIDs) */
 };
 
 struct rt_network {

@@ -723,6 +723,7 @@ static int rd_inspect(void *self, const char *id, struct rt_container *out, char
 	out->instance_id = docker_kv_get(ct.labels, ct.nlabels, "agentic-instance-id");
 	out->control_uid = docker_kv_get(ct.labels, ct.nlabels, "agentic-control-uid");
 	out->managed_network = docker_kv_get(ct.labels, ct.nlabels, "agentic-managed-network");
+	out->execs = ct.nexecs > 0;
 	check_attached(&ct, &out->net);
 	if (out->managed_network && out->net.ok) {
 		static struct docker_network net;

@@ -87,13 +87,14 @@ static const char *key_rule(const char *key, size_t len)
 	/* FOO_PASSWORD_FILE=/run/secrets/x names where a secret is, which is no secret */
 	if (key_ends(key, len, "_FILE") || key_ends(key, len, "_PATH") || key_ends(key, len, "_DIR"))
 		return NULL;
-	if (key_ends(key, len, "_API_KEY") || key_eq(key, len, "API_KEY"))
+	if (key_ends(key, len, "_API_KEY") || key_eq(key, len, "API_KEY") ||
+	    key_ends(key, len, "APIKEY"))
 		return "key_api_key";
 	if (key_ends(key, len, "_TOKEN") || key_eq(key, len, "TOKEN"))
 		return "key_token";
 	if (key_has(key, len, "SECRET"))
 		return "key_secret";
-	if (key_has(key, len, "PASSWORD"))
+	if (key_has(key, len, "PASSWORD") || key_has(key, len, "PASSWD"))
 		return "key_password";
 	if (key_ends(key, len, "_ACCESS_KEY"))
 		return "key_access_key";
@@ -104,13 +105,16 @@ static const char *key_rule(const char *key, size_t len)
 
 /* A value no secret can be: the key alone does not make it a credential. An absolute path
  * (SSH_PRIVATE_KEY=/home/agent/.ssh/id_ed25519) names where a secret is. */
+static bool high_entropy(const char *s, size_t n);
+
 static bool value_inert(const char *v)
 {
 	static const char *const words[] = { "", "0", "1", "TRUE", "FALSE", "YES", "NO", "ON",
 					     "OFF" };
 
+	/* not a base64 secret that happens to start with '/' (1 in 64 do: an AWS secret key) */
 	if (v[0] == '/' && strcspn(v, " \t\n") == strlen(v))
-		return true;
+		return !high_entropy(v + 1, strlen(v + 1));
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (key_eq(v, strlen(v), words[i]))
@@ -178,6 +182,8 @@ static const char *prefix_rule(const char *s)
 	if (starts(s, "xox") && s[3] && strchr("abposr", s[3]) && s[4] == '-' &&
 	    span(s + 5, "-") >= 10)
 		return "value_slack";
+	if (starts(s, "glpat-") && span(s + 6, "_-") >= 20)
+		return "value_gitlab";
 	return NULL;
 }
 
@@ -222,6 +228,30 @@ static bool url_password(const char *v)
 		if (colon && colon + 1 < auth + n)
 			return true;
 	}
+	return false;
+}
+
+/* A URL's query carrying a token: ?access_token=, &token=, &api_key=, ... (8 bytes or more). */
+static bool url_query_token(const char *v)
+{
+	static const char *const keys[] = { "access_token=", "token=", "api_key=", "apikey=",
+					    "secret=", "password=", "sig=", "signature=" };
+
+	for (const char *q = strchr(v, '?'); q; q = strchr(q + 1, '?'))
+		for (const char *p = q; *p && !strchr(" \t\n#", *p); p++) {
+			if (*p != '?' && *p != '&')
+				continue;
+			for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+				size_t kn = strlen(keys[i]);
+				size_t j;
+
+				for (j = 0; j < kn && upper((unsigned char)p[1 + j]) ==
+						      upper((unsigned char)keys[i][j]); j++)
+					;
+				if (j == kn && strcspn(p + 1 + kn, "& \t\n#") >= 8)
+					return true;
+			}
+		}
 	return false;
 }
 
@@ -314,6 +344,8 @@ static const char *value_rule(const char *v)
 		return "value_private_key";
 	if (url_password(v))
 		return "value_url_password";
+	if (url_query_token(v))
+		return "value_url_token";
 	/* every word: the value's start, and each byte after one that is no letter or digit */
 	for (size_t i = 0; v[i]; i++) {
 		unsigned char before = i ? (unsigned char)v[i - 1] : ' ';
@@ -334,6 +366,12 @@ static const char *value_rule(const char *v)
 			return "value_entropy";
 		i += n ? n : 1;
 	}
+	/* "Authorization: Bearer TOKEN", a token of any alphabet (hex too), when no rule above
+	 * named it better */
+	for (const char *b = v; (b = strstr(b, "earer ")); b++)
+		if (b > v && (b[-1] == 'B' || b[-1] == 'b') && (b - 1 == v || !is_alnum(
+		    (unsigned char)b[-2])) && span(b + 6, "_-.~+/=") >= 16)
+			return "value_bearer";
 	return NULL;
 }
 

@@ -281,6 +281,35 @@ static void test_credscan_values_full_of_rule_starts_are_judged(void **state)
 	assert_string_equal(credscan_pair("X", 1, v), "value_private_key");
 }
 
+/* Holes found by attacking it: shapes an operator hits that passed as no credential (so a
+ * create with them was admitted under min_tier = T1). A base64 secret starts with '/' one
+ * time in 64 (an AWS secret access key does), and an absolute path was taken as "where a
+ * secret is"; *APIKEY and *PASSWD keys, GitLab tokens, a hex Bearer token, a token in a URL's
+ * query. What must stay unflagged next to them is checked too. */
+static void test_credscan_flags_shapes_that_were_missed(void **state)
+{
+	static const struct hit cases[] = {
+		{ "AWS_SECRET_ACCESS_KEY=/9xK2mQ7vR4tL8wP1nB6cZ3yH5jD0fG+Ae7Ws9Uk", "key_well_known" },
+		{ "DB_SECRET=/q8Zr4TnX2vLw9kPb3MmYc7Hs1DfGj6Ke", "key_secret" },
+		{ "OPENAI_APIKEY=abc", "key_api_key" },
+		{ "apikey=abc", "key_api_key" },
+		{ "SMTP_PASSWD=hunter2", "key_password" },
+		{ "X=glpat-abcdefghij1234567890", "value_gitlab" },
+		{ "HDR=Authorization: Bearer 8f3a9c2e1b7d4f6a0c5e9b2d8f1a3c7e", "value_bearer" },
+		{ "HOOK=https://api.example.com/x?access_token=abc123def456ghi789", "value_url_token" },
+		{ "HOOK=https://h.example/a?x=1&Token=abcdefgh12", "value_url_token" },
+		{ "BLOB=https://a.blob.example/c/f?sv=2021&sig=AbCdEf0123456789", "value_url_token" },
+		/* still none */
+		{ "SSH_PRIVATE_KEY=/home/agent/.ssh/id_ed25519", NULL },
+		{ "CLIENT_SECRET=/etc/agentic/Secrets/Client2Key.json", NULL },
+		{ "DOCS=https://example.com/search?q=hello&token=", NULL },
+		{ "DOCS=https://example.com/?page=2&sort=asc&key=abcdefgh", NULL },
+		{ "HDR=Bearer short", NULL },
+	};
+	(void)state;
+	expect(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_credscan_answers_a_fixed_word_never_the_value),
 		cmocka_unit_test(test_credscan_scans_long_values_to_their_end),
 		cmocka_unit_test(test_credscan_values_full_of_rule_starts_are_judged),
+		cmocka_unit_test(test_credscan_flags_shapes_that_were_missed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

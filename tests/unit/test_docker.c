@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "docker/docker.h"
+#include "json/json.h"
 
 /* ---- log de-multiplexing ---- */
 struct logs {
@@ -124,6 +125,72 @@ static void test_docker_splitter_skips_an_oversized_event_and_goes_on(void **sta
 	struct docker_splitter t = { .buf = buf, .cap = sizeof(buf) };
 	assert_int_equal(docker_splitter_feed(&t, (const uint8_t *)"[1]", 3, collect_obj, &o),
 			 ERR_PARSE);
+}
+
+/* An exec's event carries its command line twice (status, Action): a long one made the event
+ * oversized, skipped unread, and the exec tainted nothing. The long top-level strings are cut
+ * (never inside an escape or a UTF-8 sequence), so the event is read, its id whole. */
+struct cut_seen {
+	int n, parsed;
+	char action[LIMIT_DOCKER_EVENT_STRING_BYTES + 1], id[80], label[16];
+	size_t len;
+};
+
+static int collect_cut(void *ctx, const char *obj, size_t len)
+{
+	static struct json_token tok[256];
+	struct cut_seen *c = ctx;
+	struct json_doc doc;
+	int actor;
+
+	c->n++;
+	if (!obj || json_parse(&doc, obj, len, tok, 256) != 0)
+		return 0;
+	c->parsed++;
+	if (json_obj_get(&doc, 0, "Actor") < 0)
+		return 0;
+	c->len = len;
+	json_str(&doc, json_obj_get(&doc, 0, "Action"), c->action, sizeof(c->action));
+	actor = json_obj_get(&doc, 0, "Actor");
+	json_str(&doc, json_obj_get(&doc, actor, "ID"), c->id, sizeof(c->id));
+	json_str(&doc, json_obj_get(&doc, json_obj_get(&doc, actor, "Attributes"), "agentic-daemon"),
+		 c->label, sizeof(c->label));
+	return 0;
+}
+
+static void test_docker_splitter_cuts_a_long_command_line_and_keeps_the_event(void **state)
+{
+	static char buf[LIMIT_DOCKER_EVENT_BYTES], ev[3 * LIMIT_DOCKER_EVENT_BYTES], cmd[50000];
+	static const char *const unit[] = { "A", "\\u00e9", "\\\"", "\xc3\xa9", "\\\\" };
+	size_t n = 0, k = 0;
+
+	(void)state;
+	/* every piece at every offset from the cut: escapes and UTF-8 straddle it somewhere */
+	while (n + 8 < sizeof(cmd)) {
+		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s", unit[k % 5]);
+		k += 1 + (k % 7 == 3);
+	}
+	snprintf(ev, sizeof(ev), "{\"status\":\"exec_start: sh -c %s\",\"id\":\"ct1\","
+		 "\"Type\":\"container\",\"Action\":\"exec_start: sh -c %s\",\"Actor\":{\"ID\":"
+		 "\"ct1\",\"Attributes\":{\"agentic-daemon\":\"own\",\"execID\":\"e1\"}},"
+		 "\"scope\":\"local\",\"timeNano\":5}\n{\"b\":1}", cmd, cmd);
+	assert_true(strlen(ev) > LIMIT_DOCKER_EVENT_BYTES); /* the event as it comes: too big */
+	for (size_t step = 1; step <= 4099; step += 1049) {
+		struct docker_splitter s = { .buf = buf, .cap = sizeof(buf) };
+		struct cut_seen c = { 0 };
+		size_t len = strlen(ev);
+
+		for (size_t at = 0; at < len; at += step)
+			assert_int_equal(docker_splitter_feed(&s, (const uint8_t *)ev + at,
+							      at + step < len ? step : len - at,
+							      collect_cut, &c), 0);
+		assert_int_equal(c.n, 2);
+		assert_int_equal(c.parsed, 2);
+		assert_true(strncmp(c.action, "exec_start: sh -c A", 19) == 0);
+		assert_string_equal(c.id, "ct1");
+		assert_string_equal(c.label, "own");
+		assert_true(c.len < 3 * LIMIT_DOCKER_EVENT_STRING_BYTES);
+	}
 }
 
 /* ---- the version rule ---- */
@@ -621,6 +688,7 @@ int main(void)
 		cmocka_unit_test(test_docker_demux_same_at_every_split),
 		cmocka_unit_test(test_docker_demux_refuses_a_raw_stream),
 		cmocka_unit_test(test_docker_splitter_same_at_every_split),
+		cmocka_unit_test(test_docker_splitter_cuts_a_long_command_line_and_keeps_the_event),
 		cmocka_unit_test(test_docker_splitter_skips_an_oversized_event_and_goes_on),
 		cmocka_unit_test(test_docker_version_pick_takes_the_lower_and_refuses_outside_the_range),
 		cmocka_unit_test(test_docker_negotiates_down_to_1_47),

@@ -922,12 +922,12 @@ static void test_runtime_events_are_acted_on_at_the_tick(void **state)
 
 /* What was done to a container behind agenticd's back reaches the tainted hook at once,
  * with the engine's word, in a create's step as in READY, and changes no state; its own
- * network connecting (at its start) is no taint, another one is. */
+ * network connecting (at its start, by its id) is no taint, another one is, even by its name. */
 static void test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state(void **state)
 {
 	struct sandbox *sb = drive(LC_CT_INSPECT);
 
-	notice(sb->container_id, RT_EV_NET_CONNECT, "connect", sb->network, "n0");
+	notice(sb->container_id, RT_EV_NET_CONNECT, "connect", sb->network, sb->network_id);
 	notice(sb->container_id, RT_EV_NET_CONNECT, "connect", "other", sb->network_id);
 	assert_int_equal(seen.tainted, 0);
 	notice(sb->container_id, RT_EV_EXEC, "exec_start", NULL, NULL);
@@ -956,6 +956,10 @@ static void test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state(
 	assert_int_equal(seen.taint_kind, RT_EV_CHANGED);
 	notice("not-ours", RT_EV_EXEC, "exec_start", NULL, NULL);
 	assert_int_equal(seen.tainted, 3);
+	/* a second network that took its network's name: the id tells them apart */
+	notice(sb->container_id, RT_EV_NET_CONNECT, "connect", sb->network, "twin0");
+	assert_int_equal(seen.tainted, 4);
+	assert_int_equal(seen.taint_kind, RT_EV_NET_CONNECT);
 	lifecycle_tick(now_ms);
 	assert_int_equal(sb->lc, LC_READY);
 	assert_true(sb->running);
