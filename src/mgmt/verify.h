@@ -93,6 +93,7 @@ struct verify_ct {
 	int64_t pids_limit, memory;
 	char net_name[VERIFY_NETS][128];
 	char net_id[VERIFY_NETS][65];
+	char net_ip[VERIFY_NETS][16];  /* the container's IPv4 address on it, "" none */
 	uint32_t nnets;               /* all of them; the first VERIFY_NETS kept */
 };
 
@@ -136,6 +137,9 @@ struct verify_facts {
 	bool lsm_apparmor, lsm_selinux; /* the host kernel runs them */
 	bool target_known[VERIFY_TARGETS];
 	int target_connect[VERIFY_TARGETS]; /* the probe's connect.N index, -1 none */
+	/* agenticd's listener took a connection at the target's address from one of the
+	 * container's addresses: the host's own reading, whatever the probe says */
+	bool host_reached[VERIFY_TARGETS];
 	/* the probe's output (NUL-terminated), NULL when it did not run */
 	const char *probe;
 	const char *probe_error;      /* fixed words: why it did not run or answer */

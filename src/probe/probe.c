@@ -232,7 +232,9 @@ static void connects_finish(struct probe_connect *pc, int n)
 		for (int i = 0; i < n; i++)
 			if (pc[i].fd >= 0 && !pc[i].word && !pc[i].err)
 				pfd[np++] = (struct pollfd){ .fd = pc[i].fd, .events = POLLOUT };
-		if (!np || left <= 0 || poll(pfd, (nfds_t)np, left) <= 0)
+		/* past the deadline one last look: a probe stopped (SIGSTOP from a workload of its
+		 * uid) over its wait must not turn a connection made meanwhile into "timeout" */
+		if (!np || poll(pfd, (nfds_t)np, left > 0 ? left : 0) <= 0)
 			break;
 		for (int i = 0, j = 0; i < n && j < np; i++) {
 			int e = 0;

@@ -365,6 +365,25 @@ static void test_each_weakened_control_fails_exactly_its_check(void **state)
 	}
 }
 
+/* agenticd's listener took a connection from the sandbox: the check fails on the host's own
+ * reading even when the probe says the connect timed out (a probe held stopped past its wait,
+ * a probe whose SYN a flooded accept queue dropped) */
+static void test_the_hosts_listener_fails_a_reachability_check_the_probe_passes(void **state)
+{
+	struct verify_facts f;
+	struct verify_result r;
+	unsigned first;
+
+	good_facts(&f);
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.check[34].status, VERIFY_PASS);
+	f.host_reached[VERIFY_TO_PRIMARY] = true;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 1);
+	assert_int_equal(first, 34); /* AGV-035 */
+	assert_non_null(strstr(r.check[34].reason, "agenticd's listener"));
+}
+
 static void test_a_container_skips_the_inside_checks_and_the_posture(void **state)
 {
 	struct verify_facts f;
@@ -498,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_probe_reader_matches_whole_keys),
 		cmocka_unit_test(test_a_sandbox_as_agentic_makes_it_passes_every_check),
 		cmocka_unit_test(test_each_weakened_control_fails_exactly_its_check),
+		cmocka_unit_test(test_the_hosts_listener_fails_a_reachability_check_the_probe_passes),
 		cmocka_unit_test(test_a_container_skips_the_inside_checks_and_the_posture),
 		cmocka_unit_test(test_a_stopped_container_is_judged_by_the_engines_tmpfs_options),
 		cmocka_unit_test(test_result_json_has_every_check_in_order),
