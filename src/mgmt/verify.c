@@ -861,6 +861,13 @@ static void eval_host_proc(const struct verify_facts *f, struct verify_result *r
 	else if (!t->has_uid || t->uid != uid || !t->has_gid || t->gid != uid)
 		set(r, AGV(28), VERIFY_FAIL, "owner %u:%u, not the control uid %u",
 		    t->has_uid ? t->uid : 0, t->has_gid ? t->gid : 0, uid);
+	else if (f->ct.running && !f->tmpfs_dir_read)
+		set(r, AGV(28), VERIFY_FAIL, "/run/agentic could not be read from the host");
+	else if (f->ct.running && f->tmpfs_dir_mode != 0700)
+		set(r, AGV(28), VERIFY_FAIL, "the directory is mode %o, not 700", f->tmpfs_dir_mode);
+	else if (f->ct.running && (f->tmpfs_dir_uid != uid || f->tmpfs_dir_gid != uid))
+		set(r, AGV(28), VERIFY_FAIL, "the directory is %u:%u's, not the control uid %u",
+		    f->tmpfs_dir_uid, f->tmpfs_dir_gid, uid);
 	else if (f->ct.running)
 		pass(r, AGV(28));
 	else
@@ -1370,6 +1377,18 @@ static void host_facts(struct vrun *v)
 		verify_status_parse(V.text, &f->init_host);
 	if (pid > 0 && proc_read(pid, "mountinfo") == 0)
 		verify_mountinfo_find(V.text, "/run/agentic", &f->tmpfs);
+	if (pid > 0) {
+		char path[64];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/proc/%lld/root/run/agentic", (long long)pid);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			f->tmpfs_dir_read = true;
+			f->tmpfs_dir_mode = st.st_mode & 07777;
+			f->tmpfs_dir_uid = st.st_uid;
+			f->tmpfs_dir_gid = st.st_gid;
+		}
+	}
 	if (stat(cfg->agentshare_root, &a) == 0 && stat("/", &b) == 0) {
 		f->share_dev_known = true;
 		f->share_same_dev = a.st_dev == b.st_dev;

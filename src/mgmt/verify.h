@@ -134,6 +134,10 @@ struct verify_facts {
 	/* the host's view */
 	struct verify_proc init_host;
 	struct verify_tmpfs tmpfs;
+	/* /run/agentic's own inode, stat'ed through /proc/<pid>/root: a chmod or chown after the
+	 * mount changes it, not the mount's options */
+	bool tmpfs_dir_read;
+	uint32_t tmpfs_dir_mode, tmpfs_dir_uid, tmpfs_dir_gid;
 	bool lsm_apparmor, lsm_selinux; /* the host kernel runs them */
 	bool target_known[VERIFY_TARGETS];
 	int target_connect[VERIFY_TARGETS]; /* the probe's connect.N index, -1 none */
