@@ -810,6 +810,9 @@ static void eval_inside(const struct verify_facts *f, struct verify_result *r)
 		if (f->host_reached[t])
 			set(r, i, VERIFY_FAIL, "agenticd's listener at %s took a connection from the "
 			    "sandbox (probe: %s)", what[t], w[0] ? w : "no report");
+		else if (f->listener_foreign)
+			set(r, i, VERIFY_FAIL, "agenticd's listener took a connection it cannot place: "
+			    "its queue cannot be trusted");
 		else if (!w[0])
 			set(r, i, VERIFY_FAIL, "the probe did not report %s", what[t]);
 		else if (strcmp(w, "connected") == 0 || strcmp(w, "refused") == 0)
@@ -1502,6 +1505,7 @@ static int listener(const struct verify_ct *ct, uint16_t *port)
 static void listener_read(struct vrun *v)
 {
 	struct verify_facts *f = &v->facts;
+	bool placed = false;
 
 	for (int n = 0; n < LIMIT_VERIFY_ACCEPTS; n++) {
 		struct sockaddr_in me, peer;
@@ -1522,10 +1526,16 @@ static void listener_read(struct vrun *v)
 			size_t l = strlen(mine);
 
 			if (f->target_connect[t] >= 0 && strncmp(v->addr[t], mine, l) == 0 &&
-			    v->addr[t][l] == ':')
+			    v->addr[t][l] == ':') {
 				f->host_reached[t] = true;
+				placed = true;
+			}
 		}
+		f->listener_foreign |= !placed;
 		close(fd);
+		placed = false;
+		if (n + 1 == LIMIT_VERIFY_ACCEPTS)
+			f->listener_foreign = true;
 	}
 }
 

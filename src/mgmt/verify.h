@@ -144,6 +144,9 @@ struct verify_facts {
 	/* agenticd's listener took a connection at the target's address from one of the
 	 * container's addresses: the host's own reading, whatever the probe says */
 	bool host_reached[VERIFY_TARGETS];
+	/* it also held a connection it cannot place (or its queue was full): a check that
+	 * depends on its queue cannot be judged */
+	bool listener_foreign;
 	/* the probe's output (NUL-terminated), NULL when it did not run */
 	const char *probe;
 	const char *probe_error;      /* fixed words: why it did not run or answer */

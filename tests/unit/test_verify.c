@@ -385,6 +385,13 @@ static void test_the_hosts_listener_fails_a_reachability_check_the_probe_passes(
 	assert_int_equal(failures(&r, &first), 1);
 	assert_int_equal(first, 34); /* AGV-035 */
 	assert_non_null(strstr(r.check[34].reason, "agenticd's listener"));
+	/* a connection it cannot place (a local user posing with the container's address): the
+	 * queue may have been full when the probe's SYN came, so no target passes */
+	good_facts(&f);
+	f.listener_foreign = true;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 3);
+	assert_int_equal(first, 32); /* AGV-033 */
 }
 
 /* a chmod of /run/agentic after the mount changes its inode, not the mount's mode= option */
