@@ -1344,6 +1344,34 @@ static void sandbox_facts(struct vrun *v)
 		snprintf(f->posture_text, sizeof(f->posture_text), "%s", posture_tier(&sb->posture));
 }
 
+/* /run/agentic's inode, reached from the init's root one component at a time with no
+ * symlink followed (an absolute link in a container's image would resolve on the host's /,
+ * and its mode and owner would be a host path's). */
+static void tmpfs_dir_read(struct verify_facts *f, int64_t pid)
+{
+	static const char *const parts[] = { "run", "agentic" };
+	char path[64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%lld/root", (long long)pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; fd >= 0 && i < ARRAY_LEN(parts); i++) {
+		int next = openat(fd, parts[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		close(fd);
+		fd = next;
+	}
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		f->tmpfs_dir_read = true;
+		f->tmpfs_dir_mode = st.st_mode & 07777;
+		f->tmpfs_dir_uid = st.st_uid;
+		f->tmpfs_dir_gid = st.st_gid;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 /* What the host and agenticd say, read at once (small local reads). */
 static void host_facts(struct vrun *v)
 {
@@ -1380,18 +1408,8 @@ static void host_facts(struct vrun *v)
 		verify_status_parse(V.text, &f->init_host);
 	if (pid > 0 && proc_read(pid, "mountinfo") == 0)
 		verify_mountinfo_find(V.text, "/run/agentic", &f->tmpfs);
-	if (pid > 0) {
-		char path[64];
-		struct stat st;
-
-		snprintf(path, sizeof(path), "/proc/%lld/root/run/agentic", (long long)pid);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-			f->tmpfs_dir_read = true;
-			f->tmpfs_dir_mode = st.st_mode & 07777;
-			f->tmpfs_dir_uid = st.st_uid;
-			f->tmpfs_dir_gid = st.st_gid;
-		}
-	}
+	if (pid > 0)
+		tmpfs_dir_read(f, pid);
 	if (stat(cfg->agentshare_root, &a) == 0 && stat("/", &b) == 0) {
 		f->share_dev_known = true;
 		f->share_same_dev = a.st_dev == b.st_dev;
