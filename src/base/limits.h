@@ -381,19 +381,22 @@ _Static_assert(LIMIT_PROBE_WAIT_MS >= 100, "a loaded machine answers in time");
 /* The verifier: runs at once (a verify of each sandbox is one of them), how long one may take
  * before what it has is answered, its result object, the probe's output it keeps (the exec
  * engine's internal sink), how long the probe waits for its connects to the host, and the
- * entries of a sandbox's runs whose modes it checks. */
+ * entries of a sandbox's runs whose modes it checks, and the connections its host listener
+ * keeps waiting (a filter takes only the container's addresses; the probe makes three). */
 #define LIMIT_VERIFY_RUNS 4u
 #define LIMIT_VERIFY_MS 10000
 #define LIMIT_VERIFY_JSON_BYTES (24u * 1024u)
 #define LIMIT_EXEC_COLLECT_BYTES 4096u
 #define LIMIT_PROBE_CONNECT_MS 250
 #define LIMIT_VERIFY_WALK_ENTRIES 4096u
+#define LIMIT_VERIFY_ACCEPTS 16
 _Static_assert(LIMIT_VERIFY_RUNS >= 1, "at least one verification");
 _Static_assert(LIMIT_VERIFY_JSON_BYTES + 512u <= LIMIT_ADMIN_OUT_BYTES,
 	       "a verify result goes out in one response buffer, with its head");
 _Static_assert(LIMIT_PROBE_CONNECT_MS + LIMIT_PROBE_WAIT_MS < LIMIT_VERIFY_MS,
 	       "the probe's waits end before the verification's deadline");
 _Static_assert(LIMIT_EXEC_COLLECT_BYTES >= 2048u, "the probe's whole output fits");
+_Static_assert(LIMIT_VERIFY_ACCEPTS >= 3, "the probe's three connects are all read");
 _Static_assert(LIMIT_CLI_BODY_BYTES >= LIMIT_ADMIN_OUT_BYTES,
 	       "the CLI keeps at least one response buffer of agenticd's");
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/filter.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -313,6 +314,8 @@ int verify_ct_parse(const char *json, size_t len, struct verify_ct *ct)
 				ct->net_name[n][0] = '\0';
 			get_str(&d, json_next(&d, nets, k), "NetworkID", ct->net_id[n],
 				sizeof(ct->net_id[n]));
+			get_str(&d, json_next(&d, nets, k), "IPAddress", ct->net_ip[n],
+				sizeof(ct->net_ip[n]));
 		}
 	}
 	return 0;
@@ -805,7 +808,13 @@ static void eval_inside(const struct verify_facts *f, struct verify_result *r)
 		}
 		snprintf(key, sizeof(key), "connect.%d", f->target_connect[t]);
 		probe_word(f, key, w, sizeof(w));
-		if (!w[0])
+		if (f->host_reached[t])
+			set(r, i, VERIFY_FAIL, "agenticd's listener at %s took a connection from the "
+			    "sandbox (probe: %s)", what[t], w[0] ? w : "no report");
+		else if (f->listener_foreign)
+			set(r, i, VERIFY_FAIL, "agenticd's listener took a connection it cannot place: "
+			    "its queue cannot be trusted");
+		else if (!w[0])
 			set(r, i, VERIFY_FAIL, "the probe did not report %s", what[t]);
 		else if (strcmp(w, "connected") == 0 || strcmp(w, "refused") == 0)
 			set(r, i, VERIFY_FAIL, "%s answered (%s)", what[t], w);
@@ -856,6 +865,13 @@ static void eval_host_proc(const struct verify_facts *f, struct verify_result *r
 	else if (!t->has_uid || t->uid != uid || !t->has_gid || t->gid != uid)
 		set(r, AGV(28), VERIFY_FAIL, "owner %u:%u, not the control uid %u",
 		    t->has_uid ? t->uid : 0, t->has_gid ? t->gid : 0, uid);
+	else if (f->ct.running && !f->tmpfs_dir_read)
+		set(r, AGV(28), VERIFY_FAIL, "/run/agentic could not be read from the host");
+	else if (f->ct.running && f->tmpfs_dir_mode != 0700)
+		set(r, AGV(28), VERIFY_FAIL, "the directory is mode %o, not 700", f->tmpfs_dir_mode);
+	else if (f->ct.running && (f->tmpfs_dir_uid != uid || f->tmpfs_dir_gid != uid))
+		set(r, AGV(28), VERIFY_FAIL, "the directory is %u:%u's, not the control uid %u",
+		    f->tmpfs_dir_uid, f->tmpfs_dir_gid, uid);
 	else if (f->ct.running)
 		pass(r, AGV(28));
 	else
@@ -1347,6 +1363,34 @@ static void sandbox_facts(struct vrun *v)
 		snprintf(f->posture_text, sizeof(f->posture_text), "%s", posture_tier(&sb->posture));
 }
 
+/* /run/agentic's inode, reached from the init's root one component at a time with no
+ * symlink followed (an absolute link in a container's image would resolve on the host's /,
+ * and its mode and owner would be a host path's). */
+static void tmpfs_dir_read(struct verify_facts *f, int64_t pid)
+{
+	static const char *const parts[] = { "run", "agentic" };
+	char path[64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%lld/root", (long long)pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; fd >= 0 && i < ARRAY_LEN(parts); i++) {
+		int next = openat(fd, parts[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		close(fd);
+		fd = next;
+	}
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		f->tmpfs_dir_read = true;
+		f->tmpfs_dir_mode = st.st_mode & 07777;
+		f->tmpfs_dir_uid = st.st_uid;
+		f->tmpfs_dir_gid = st.st_gid;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 /* What the host and agenticd say, read at once (small local reads). */
 static void host_facts(struct vrun *v)
 {
@@ -1385,6 +1429,8 @@ static void host_facts(struct vrun *v)
 		verify_status_parse(v->sb->agent_self, &f->init_self);
 	if (pid > 0 && proc_read(pid, "mountinfo") == 0)
 		verify_mountinfo_find(V.text, "/run/agentic", &f->tmpfs);
+	if (pid > 0)
+		tmpfs_dir_read(f, pid);
 	if (stat(cfg->agentshare_root, &a) == 0 && stat("/", &b) == 0) {
 		f->share_dev_known = true;
 		f->share_same_dev = a.st_dev == b.st_dev;
@@ -1445,7 +1491,36 @@ static int gateway_addr(const struct verify_net *n, char *out, size_t size)
 	return inet_ntop(AF_INET, &a, out, (socklen_t)size) ? 0 : -1;
 }
 
-static int listener(uint16_t *port)
+/* A socket filter on the listener: only packets from one of the container's IPv4 addresses
+ * reach it, so no local user can fill its accept queue (and the probe's SYN then be dropped,
+ * which reads as "timeout", a pass) or be counted as the sandbox. Without a known address the
+ * listener stays open to all, as before. 0 or -1. */
+static int listener_filter(int fd, const struct verify_ct *ct)
+{
+	struct sock_filter code[VERIFY_NETS + 3];
+	struct sock_fprog prog = { 0, code };
+	unsigned n = 0;
+
+	code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_NET_OFF + 12);
+	for (uint32_t i = 0; i < ct->nnets && i < VERIFY_NETS; i++) {
+		struct in_addr a;
+
+		if (ct->net_ip[i][0] && inet_pton(AF_INET, ct->net_ip[i], &a) == 1)
+			code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+								 ntohl(a.s_addr), 0, 0);
+	}
+	if (n == 1)
+		return 0;
+	/* each JEQ jumps to the accept at the end */
+	for (unsigned i = 1; i < n; i++)
+		code[i].jt = (uint8_t)(n - i);
+	code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+	code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffffffffu);
+	prog.len = (unsigned short)n;
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) == 0 ? 0 : -1;
+}
+
+static int listener(const struct verify_ct *ct, uint16_t *port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
 	socklen_t sl = sizeof(sa);
@@ -1453,13 +1528,54 @@ static int listener(uint16_t *port)
 
 	if (fd < 0)
 		return -1;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 8) != 0 ||
+	if (listener_filter(fd, ct) != 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(fd, LIMIT_VERIFY_ACCEPTS) != 0 ||
 	    getsockname(fd, (struct sockaddr *)&sa, &sl) != 0) {
 		close(fd);
 		return -1;
 	}
 	*port = ntohs(sa.sin_port);
 	return fd;
+}
+
+/* The connections waiting on the listener: one from an address of the container to a
+ * target's address is the host reached, whatever the probe printed. Others (a local user's)
+ * are closed and not counted. */
+static void listener_read(struct vrun *v)
+{
+	struct verify_facts *f = &v->facts;
+	bool placed = false;
+
+	for (int n = 0; n < LIMIT_VERIFY_ACCEPTS; n++) {
+		struct sockaddr_in me, peer;
+		socklen_t ml = sizeof(me), pl = sizeof(peer);
+		char mine[16], from[16];
+		bool ours = false;
+		int fd = accept4(v->listen_fd, (struct sockaddr *)&peer, &pl, SOCK_CLOEXEC);
+
+		if (fd < 0)
+			break;
+		if (getsockname(fd, (struct sockaddr *)&me, &ml) == 0 &&
+		    me.sin_family == AF_INET && peer.sin_family == AF_INET &&
+		    inet_ntop(AF_INET, &me.sin_addr, mine, sizeof(mine)) &&
+		    inet_ntop(AF_INET, &peer.sin_addr, from, sizeof(from)))
+			for (uint32_t i = 0; i < f->ct.nnets && i < VERIFY_NETS; i++)
+				ours |= f->ct.net_ip[i][0] && strcmp(f->ct.net_ip[i], from) == 0;
+		for (int t = 0; ours && t < VERIFY_TARGETS; t++) {
+			size_t l = strlen(mine);
+
+			if (f->target_connect[t] >= 0 && strncmp(v->addr[t], mine, l) == 0 &&
+			    v->addr[t][l] == ':') {
+				f->host_reached[t] = true;
+				placed = true;
+			}
+		}
+		f->listener_foreign |= !placed;
+		close(fd);
+		placed = false;
+		if (n + 1 == LIMIT_VERIFY_ACCEPTS)
+			f->listener_foreign = true;
+	}
 }
 
 static void probe_done(struct exec_collect *c);
@@ -1484,7 +1600,7 @@ static void probe_begin(struct vrun *v)
 		v->argv[n++] = fixed[i];
 	for (int t = 0; t < VERIFY_TARGETS; t++)
 		f->target_connect[t] = -1;
-	v->listen_fd = listener(&port);
+	v->listen_fd = listener(&f->ct, &port);
 	if (v->listen_fd >= 0) {
 		char a[VERIFY_TARGETS][16];
 		bool known[VERIFY_TARGETS] = {
@@ -1620,6 +1736,7 @@ static void finish(struct vrun *v)
 	int status = v->err_status ? v->err_status : 200;
 
 	if (v->listen_fd >= 0) {
+		listener_read(v);
 		close(v->listen_fd);
 		v->listen_fd = -1;
 	}

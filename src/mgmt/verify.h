@@ -93,6 +93,7 @@ struct verify_ct {
 	int64_t pids_limit, memory;
 	char net_name[VERIFY_NETS][128];
 	char net_id[VERIFY_NETS][65];
+	char net_ip[VERIFY_NETS][16];  /* the container's IPv4 address on it, "" none */
 	uint32_t nnets;               /* all of them; the first VERIFY_NETS kept */
 };
 
@@ -134,9 +135,19 @@ struct verify_facts {
 	struct verify_proc init_host;
 	struct verify_proc init_self;  /* the init's own report (registration), .read false: none */
 	struct verify_tmpfs tmpfs;
+	/* /run/agentic's own inode, stat'ed through /proc/<pid>/root: a chmod or chown after the
+	 * mount changes it, not the mount's options */
+	bool tmpfs_dir_read;
+	uint32_t tmpfs_dir_mode, tmpfs_dir_uid, tmpfs_dir_gid;
 	bool lsm_apparmor, lsm_selinux; /* the host kernel runs them */
 	bool target_known[VERIFY_TARGETS];
 	int target_connect[VERIFY_TARGETS]; /* the probe's connect.N index, -1 none */
+	/* agenticd's listener took a connection at the target's address from one of the
+	 * container's addresses: the host's own reading, whatever the probe says */
+	bool host_reached[VERIFY_TARGETS];
+	/* it also held a connection it cannot place (or its queue was full): a check that
+	 * depends on its queue cannot be judged */
+	bool listener_foreign;
 	/* the probe's output (NUL-terminated), NULL when it did not run */
 	const char *probe;
 	const char *probe_error;      /* fixed words: why it did not run or answer */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -52,8 +53,9 @@ const char probe_help[] =
 	"  --ipv6                 ipv6.disable_ipv6=0|1|-1, ipv6.addrs=N (inet6 addresses but lo)\n"
 	"  --tools                tool.NAME=present|absent for curl, wget, grpcurl, python\n"
 	"N counts the ACTIONs of its kind from 0.\n"
-	"Exit status: 0 printed, 1 the status could not be read or the socket not reached,\n"
-	"2 usage.\n";
+	"Exit status: 0 printed, 1 the status could not be read, the socket not reached or the\n"
+	"probe is traced (it then prints tampered=traced only), 2 usage. Not dumpable: another\n"
+	"process of its uid cannot ptrace it or open its /proc/PID/fd.\n";
 
 
 struct agent_probe {
@@ -230,7 +232,9 @@ static void connects_finish(struct probe_connect *pc, int n)
 		for (int i = 0; i < n; i++)
 			if (pc[i].fd >= 0 && !pc[i].word && !pc[i].err)
 				pfd[np++] = (struct pollfd){ .fd = pc[i].fd, .events = POLLOUT };
-		if (!np || left <= 0 || poll(pfd, (nfds_t)np, left) <= 0)
+		/* past the deadline one last look: a probe stopped (SIGSTOP from a workload of its
+		 * uid) over its wait must not turn a connection made meanwhile into "timeout" */
+		if (!np || poll(pfd, (nfds_t)np, left > 0 ? left : 0) <= 0)
 			break;
 		for (int i = 0, j = 0; i < n && j < np; i++) {
 			int e = 0;
@@ -438,12 +442,44 @@ static int probe_verify(int argc, char **argv)
 	return 0;
 }
 
+/* The TracerPid of this process, from /proc/self/status; -1 when it cannot be read. */
+static int tracer_pid(void)
+{
+	char text[4096], *p;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
+	p = strstr(text, "\nTracerPid:");
+	return p ? atoi(p + strlen("\nTracerPid:")) : -1;
+}
+
+/* A workload runs as this same uid. Not dumpable, no process of that uid can ptrace this one
+ * or open its /proc/<pid>/fd (its stdout among them) from here on; one that attached in the
+ * moment between the exec and this is seen in TracerPid, and the probe then reports nothing. */
+static int probe_guard(void)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || tracer_pid() != 0) {
+		printf("tampered=traced\n");
+		return 1;
+	}
+	return 0;
+}
+
 int probe_main(int argc, char **argv)
 {
 	struct priv_status st;
 	uint64_t pid = 0;
 	int r;
 
+	if (probe_guard() != 0)
+		return 1;
 	if (argc >= 2 && strcmp(argv[1], "--verify") == 0)
 		return probe_verify(argc, argv);
 	if (argc >= 3 && strcmp(argv[1], "--agent-socket") == 0) {

@@ -84,6 +84,9 @@ static void good_facts(struct verify_facts *f)
 	assert_int_equal(verify_ct_parse(inspect_json, strlen(inspect_json), &f->ct), 0);
 	assert_int_equal(verify_net_parse(network_json, strlen(network_json), &f->net[0]), 0);
 	verify_mountinfo_find(mountinfo, "/run/agentic", &f->tmpfs);
+	f->tmpfs_dir_read = true;
+	f->tmpfs_dir_mode = 0700;
+	f->tmpfs_dir_uid = f->tmpfs_dir_gid = f->tmpfs.uid;
 	assert_int_equal(verify_status_parse(init_status, &f->init_host), 0);
 	assert_int_equal(verify_status_parse(init_status, &f->init_self), 0); /* its own report */
 	snprintf(probe_buf, sizeof(probe_buf), "%s", probe_good);
@@ -368,6 +371,51 @@ static void test_each_weakened_control_fails_exactly_its_check(void **state)
 	}
 }
 
+/* agenticd's listener took a connection from the sandbox: the check fails on the host's own
+ * reading even when the probe says the connect timed out (a probe held stopped past its wait,
+ * a probe whose SYN a flooded accept queue dropped) */
+static void test_the_hosts_listener_fails_a_reachability_check_the_probe_passes(void **state)
+{
+	struct verify_facts f;
+	struct verify_result r;
+	unsigned first;
+
+	good_facts(&f);
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.check[34].status, VERIFY_PASS);
+	f.host_reached[VERIFY_TO_PRIMARY] = true;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 1);
+	assert_int_equal(first, 34); /* AGV-035 */
+	assert_non_null(strstr(r.check[34].reason, "agenticd's listener"));
+	/* a connection it cannot place (a local user posing with the container's address): the
+	 * queue may have been full when the probe's SYN came, so no target passes */
+	good_facts(&f);
+	f.listener_foreign = true;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 3);
+	assert_int_equal(first, 32); /* AGV-033 */
+}
+
+/* a chmod of /run/agentic after the mount changes its inode, not the mount's mode= option */
+static void test_a_control_tmpfs_chmodded_after_its_mount_fails(void **state)
+{
+	struct verify_facts f;
+	struct verify_result r;
+	unsigned first;
+
+	good_facts(&f);
+	f.tmpfs_dir_mode = 0755;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 1);
+	assert_int_equal(first, 27); /* AGV-028 */
+	good_facts(&f);
+	f.tmpfs_dir_uid = 10001;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 1);
+	assert_int_equal(first, 27);
+}
+
 static void test_a_container_skips_the_inside_checks_and_the_posture(void **state)
 {
 	struct verify_facts f;
@@ -501,6 +549,8 @@ int main(void)
 		cmocka_unit_test(test_probe_reader_matches_whole_keys),
 		cmocka_unit_test(test_a_sandbox_as_agentic_makes_it_passes_every_check),
 		cmocka_unit_test(test_each_weakened_control_fails_exactly_its_check),
+		cmocka_unit_test(test_the_hosts_listener_fails_a_reachability_check_the_probe_passes),
+		cmocka_unit_test(test_a_control_tmpfs_chmodded_after_its_mount_fails),
 		cmocka_unit_test(test_a_container_skips_the_inside_checks_and_the_posture),
 		cmocka_unit_test(test_a_stopped_container_is_judged_by_the_engines_tmpfs_options),
 		cmocka_unit_test(test_result_json_has_every_check_in_order),
