@@ -76,7 +76,7 @@ static const char *const titles[VERIFY_CHECKS] = {
 	"no network tools in the image",
 	"the sandbox's posture",
 	"the evidence supports the posture",
-	"PID 1 reports itself over the control channel as the control uid with only SETUID and SETGID and NNP",
+	"PID 1 reports itself over the control channel as the control uid with only SETUID and SETGID, NNP and seccomp",
 };
 
 /* the index of AGV-NNN */
