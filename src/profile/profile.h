@@ -98,14 +98,6 @@ int profile_parse(struct profile *p, const void *json, size_t len, char *err, si
  * for the user that names the field (never a value). */
 const char *profile_shared_kernel_refusal(const struct profile *p, char *why, size_t size);
 
-/* ---- as the admin API shows them ---- */
-
-struct json_writer;
-/* p as a JSON object: the file's fields (resources as memory, pids, nano_cpus, disk, each
- * null when the default applies; network "managed" or the name), env as "env_keys" (never a
- * value), and "shared_kernel_refusal": the message, or null. */
-void profile_json_write(struct json_writer *w, const struct profile *p);
-
 /* ---- the set agenticd holds ---- */
 
 struct profile_entry {
@@ -131,9 +123,6 @@ struct profile_set {
  * all (dir_error says why). Two files with one id: both invalid. Returns the count of
  * invalid entries (each logged by the caller). Static buffers: one caller at a time. */
 int profile_set_load(struct profile_set *set, const char *dir);
-/* One entry of a list: {"id" (null when none was read), "file", "valid", "error" (invalid
- * only), "image", "description", "runtime" (valid only)}. */
-void profile_entry_json_write(struct json_writer *w, const struct profile_entry *e);
 /* The valid profile with that id, or NULL; entry_out (may be NULL) gets the entry even when
  * it is invalid, so a caller can say why. */
 const struct profile *profile_set_find(const struct profile_set *set, const char *id,
