@@ -441,4 +441,16 @@ _Static_assert(DOCKER_LIST_MAX >= LIMIT_SANDBOX_CMD_ARGS &&
 	       DOCKER_LIST_MAX >= 2 * LIMIT_SANDBOX_LABELS && DOCKER_LIST_MAX >= LIMIT_SANDBOX_MOUNTS,
 	       "an inspect keeps a create's command, its labels beside agentic's own, its mounts");
 
+/* ---- egress (docs/EGRESS.md) ---- */
+/* Bytes of one Egress call in flight one way: sent and not yet reported consumed. */
+#define EGRESS_WINDOW (64u * 1024u)
+/* Data bytes in one EgressChunk at most. */
+#define EGRESS_CHUNK 16000u
+/* Egress connections one init carries at once; a further one is accepted and closed. */
+#define LIMIT_INIT_EGRESS_CONNS 8
+/* The proxy listener inside a sandbox. */
+#define EGRESS_PROXY_PORT 3128
+_Static_assert(EGRESS_CHUNK + 64 <= GRPC_SMALL_MESSAGE && EGRESS_WINDOW >= 2 * EGRESS_CHUNK,
+	       "a chunk is a small message; a window holds two");
+
 #endif
