@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "egress/route.h"
+struct egress_head;
+struct egress_route;
 
 enum egress_body_kind { EB_NONE, EB_LENGTH, EB_CHUNKED };
 

@@ -558,7 +558,7 @@ static bool relay_step(struct relay *x, bool *over)
 			moved = true;
 		} else if (n != EGRESS_TLS_AGAIN) {
 			log_warn("egress upstream failed", "host=%s error=%s code=%d",
-				 log_q(c->route->up_host), egress_tls_error_word(),
+				 log_q(c->route->up_host), log_q(egress_tls_error_word()),
 				 egress_tls_error_code());
 			r->end = EE_UPSTREAM_ERROR;
 			*over = true;
@@ -612,7 +612,7 @@ static void relay(struct relay *x)
 		if (n > 0 && p[1].revents) {
 			if (egress_tls_pump(p[1].revents) < 0) {
 				log_warn("egress upstream failed", "host=%s error=%s code=%d",
-					 log_q(c->route->up_host), egress_tls_error_word(),
+					 log_q(c->route->up_host), log_q(egress_tls_error_word()),
 					 egress_tls_error_code());
 				x->r->end = EE_UPSTREAM_ERROR;
 				return;
@@ -661,7 +661,7 @@ void egress_route_run(const struct egress_route_call *c, struct egress_route_res
 	if (set_nonblock(c->client_fd) < 0 || egress_tls_load_anchors(c->ca_file) < 0 ||
 	    egress_tls_handshake(c->upstream_fd, c->route->up_host, tmo) < 0) {
 		log_warn("egress upstream tls failed", "host=%s error=%s code=%d",
-			 log_q(c->route->up_host), egress_tls_error_word(), egress_tls_error_code());
+			 log_q(c->route->up_host), log_q(egress_tls_error_word()), egress_tls_error_code());
 		explicit_bzero(head_out, sizeof(head_out));
 		r->reason = ER_UPSTREAM_TLS_FAILED;
 		answer(c, r, "502 Bad Gateway", "upstream_tls_failed");
