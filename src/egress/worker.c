@@ -711,12 +711,15 @@ static void relay(struct worker *w, int up, bool status_sniff)
 	}
 }
 
-/* fd 3 failed: the workload's side, unless agenticd (which carries it) has gone. */
+/* fd 3 failed: the workload's side, unless agenticd (which carries it) has gone. A process
+ * that dies has its descriptors closed one after the other, so fd 3 may hang up a moment
+ * before the control socket does: give that a moment. */
 static void settle_end(struct worker *w)
 {
 	struct pollfd p = { .fd = FD_CTL, .events = 0 };
+	int wait = w->end == EE_CLIENT_GONE ? 200 : 0;
 
-	if (w->ctl_lost || (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))) {
+	if (w->ctl_lost || (poll(&p, 1, wait) == 1 && (p.revents & (POLLHUP | POLLERR)))) {
 		w->ctl_lost = true;
 		if (w->end == EE_CLIENT_GONE || w->end == EE_CLOSED)
 			w->end = EE_CONTROL_LOST;
