@@ -56,7 +56,7 @@ const char egress_worker_help[] =
 #define HEAD_TIMEOUT_MS 10000
 #define HELLO_TIMEOUT_MS 10000
 #define CONNECT_TIMEOUT_MS 10000
-#define SECRET_TIMEOUT_MS 10000
+#define CTL_TIMEOUT_MS 10000          /* the start packet, a secret's answer */
 #define IO_TIMEOUT_DEFAULT_MS 300000
 #define RELAY_BUF 16384u
 #define OWN_ADDRS_SEEN 256u
@@ -207,7 +207,7 @@ static int read_start(struct worker *w, const char **what)
 	int i;
 
 	*what = "packet";
-	n = ctl_recv(w, pkt, sizeof(pkt), SECRET_TIMEOUT_MS);
+	n = ctl_recv(w, pkt, sizeof(pkt), CTL_TIMEOUT_MS);
 	if (n < 0 || json_parse(&d, pkt, (size_t)n, tok, CTL_TOKENS) != 0 ||
 	    tok[0].type != JSON_OBJECT)
 		return ERR_PARSE;
@@ -307,7 +307,7 @@ static long ask_secret(struct worker *w, uint32_t i, uint8_t *secret, size_t cap
 		w->ctl_lost = true;
 		return -1;
 	}
-	n = ctl_recv(w, pkt, sizeof(pkt), SECRET_TIMEOUT_MS);
+	n = ctl_recv(w, pkt, sizeof(pkt), CTL_TIMEOUT_MS);
 	if (n > 0 && json_parse(&d, pkt, (size_t)n, tok, 8) == 0 && tok[0].type == JSON_OBJECT &&
 	    (k = json_obj_get(&d, 0, "secret_b64")) >= 0 &&
 	    (m = json_str(&d, k, b64, sizeof(b64))) > 0)

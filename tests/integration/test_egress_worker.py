@@ -583,11 +583,62 @@ def main():
              reason="path_not_allowed", status=403)
     check("route: no secret asked for a refused path", w.secret_asked == [], w.secret_asked)
 
-    # 12. The start packet refused: exit 1, no audit line.
+    # 12. Report mode and a hello for another name: forwarded, would_deny sni_mismatch.
+    before = len(count_up.received)
+    w = Worker("sni-report", {"mode": "report", "allow": [f"localhost:{count_up.port}"],
+                              "allow_ranges": loop})
+    connect_head(w, f"localhost:{count_up.port}")
+    hello = client_hello("evil.example")
+    w.data.sendall(hello)
+    w.data.shutdown(socket.SHUT_WR)
+    echoed = w.read_until_closed()
+    w.finish()
+    check("report mode, SNI mismatch: forwarded", echoed == hello, len(echoed))
+    audit_ok("report mode, SNI mismatch: audit would_deny sni_mismatch", w,
+             decision="would_deny", reason="sni_mismatch", end="closed", bytes_up=len(hello))
+
+    # 13. No byte either way for io_timeout_ms: end timeout.
+    w = Worker("idle", {"allow": [f"localhost:{echo_up.port}"], "allow_ranges": loop},
+               extra={"io_timeout_ms": 500})
+    connect_head(w, f"localhost:{echo_up.port}")
+    w.data.sendall(client_hello("localhost"))
+    t0 = time.monotonic()
+    w.read_until_closed()
+    w.finish()
+    audit_ok("idle tunnel: end timeout", w, decision="allow", end="timeout")
+    check("idle tunnel: cut after about io_timeout_ms", time.monotonic() - t0 < 5,
+          time.monotonic() - t0)
+
+    # 14. The start packet refused: exit 1, no audit line.
     w = Worker("badstart", {"allow": "not a list"})
     w.finish()
     check("a bad policy in the start packet: exit 1, no line", w.rc == 1 and w.audit_raw == b"",
           f"rc={w.rc} {w.audit_raw!r}")
+
+    # 15. The applet: reached by name, never listed, never linked.
+    r = subprocess.run([BIN, "--list"], capture_output=True, text=True)
+    check("--list does not name the internal applet",
+          r.returncode == 0 and "egress" not in r.stdout and "agentic-probe" in r.stdout, r.stdout)
+    links = f"{TMP}/links"
+    os.mkdir(links)
+    r = subprocess.run([BIN, "--install", links], capture_output=True, text=True)
+    check("--install makes no agentic-egress-worker link",
+          r.returncode == 0 and not os.path.lexists(f"{links}/agentic-egress-worker")
+          and os.path.islink(f"{links}/agentic-probe"), r.stdout + r.stderr)
+    os.symlink(BIN, f"{links}/agentic-egress-worker")
+    r = subprocess.run([f"{links}/agentic-egress-worker", "--help"], capture_output=True,
+                       text=True)
+    check("a link named agentic-egress-worker does not run it", r.returncode == 2,
+          r.stdout + r.stderr)
+    r = subprocess.run([BIN, "egress-worker", "--help"], capture_output=True, text=True)
+    check("agentic egress-worker --help prints its usage",
+          r.returncode == 0 and r.stdout.startswith("usage: agentic egress-worker"), r.stdout)
+    r = subprocess.run([BIN, "egress-worker", "extra"], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    check("an argument is a usage error (exit 2)", r.returncode == 2, r.stderr)
+    r = subprocess.run([BIN, "egress-worker"], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+    check("without fds 3, 4, 5: exit 2", r.returncode == 2, r.stderr)
 
     print(f"1..{tap_n}")
     return 1 if tap_failed else 0
