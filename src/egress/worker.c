@@ -59,7 +59,6 @@ const char egress_worker_help[] =
 #define CTL_TIMEOUT_MS 10000          /* the start packet, a secret's answer */
 #define IO_TIMEOUT_DEFAULT_MS 300000
 #define RELAY_BUF 16384u
-#define OWN_ADDRS_SEEN 256u
 #define CA_FILE_DEFAULT "/etc/ssl/certs/ca-certificates.crt"
 
 enum decision { D_ALLOW, D_DENY, D_WOULD_DENY };
@@ -438,45 +437,33 @@ static bool read_head(struct worker *w)
 
 /* ---- resolving and connecting ---- */
 
-/* This host's own addresses for ERANGE_HOST. All of them must be known when any range is
- * allowed (else an own address could pass as "private"); with no range every non-public one
- * is refused anyway, so the public ones suffice. false: too many to judge (fail closed). */
-static bool own_addrs(const struct egress_policy *p, struct egress_own_addrs *own)
+/* May the connection go to sa, this host's own addresses considered (ERANGE_HOST, and an own
+ * address is never "public" or "private")? egress_own_addrs holds 32; a host running many
+ * sandboxes has more (a bridge and a link-local address per network). Being own matters
+ * only when sa is one of them, so the list is offered in slices of 32: a slice that holds sa
+ * is the one whose verdict differs from the verdict with none, and it is the answer. */
+static bool addr_allowed(const struct egress_policy *p, const struct sockaddr *sa,
+			 const struct ifaddrs *ifa)
 {
-	static struct sockaddr_storage seen[OWN_ADDRS_SEEN];
-	static const struct egress_policy none; /* no range: egress_addr_allowed says "public" */
-	static const struct egress_own_addrs no_own;
-	struct ifaddrs *ifa, *e;
-	uint32_t n = 0, pub = 0;
+	static const struct egress_own_addrs none;
+	static struct egress_own_addrs slice;
+	bool base = egress_addr_allowed(p, sa, &none);
+	const struct ifaddrs *e = ifa;
 
-	own->n = 0;
-	if (getifaddrs(&ifa) != 0)
-		return false;
-	for (e = ifa; e; e = e->ifa_next) {
-		if (!e->ifa_addr || (e->ifa_addr->sa_family != AF_INET &&
-				     e->ifa_addr->sa_family != AF_INET6))
-			continue;
-		if (n == OWN_ADDRS_SEEN) {
-			freeifaddrs(ifa);
-			return false;
+	while (e) {
+		slice.n = 0;
+		for (; e && slice.n < ARRAY_LEN(slice.addr); e = e->ifa_next) {
+			int fam = e->ifa_addr ? e->ifa_addr->sa_family : AF_UNSPEC;
+			if (fam != AF_INET && fam != AF_INET6)
+				continue;
+			memset(&slice.addr[slice.n], 0, sizeof(slice.addr[0]));
+			memcpy(&slice.addr[slice.n++], e->ifa_addr, fam == AF_INET ?
+			       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
 		}
-		memset(&seen[n], 0, sizeof(seen[n]));
-		memcpy(&seen[n], e->ifa_addr, e->ifa_addr->sa_family == AF_INET ?
-		       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-		/* public ones first, so they are the ones kept when no range is allowed */
-		if (egress_addr_allowed(&none, (struct sockaddr *)&seen[n], &no_own)) {
-			struct sockaddr_storage t = seen[pub];
-			seen[pub++] = seen[n];
-			seen[n] = t;
-		}
-		n++;
+		if (slice.n > 0 && egress_addr_allowed(p, sa, &slice) != base)
+			return !base;
 	}
-	freeifaddrs(ifa);
-	if (n > ARRAY_LEN(own->addr) && (p->nranges > 0 || pub > ARRAY_LEN(own->addr)))
-		return false;
-	own->n = n < ARRAY_LEN(own->addr) ? n : (uint32_t)ARRAY_LEN(own->addr);
-	memcpy(own->addr, seen, own->n * sizeof(seen[0]));
-	return true;
+	return base;
 }
 
 static int connect_one(const struct addrinfo *a)
@@ -510,7 +497,8 @@ static int connect_one(const struct addrinfo *a)
  * answers. The connected fd, or -1 with the refusal answered. */
 static int dial(struct worker *w, const char *host, uint16_t port)
 {
-	static struct egress_own_addrs own;
+	struct ifaddrs *ifa;
+	bool allowed = true;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG };
 	struct addrinfo *res = NULL, *a;
@@ -522,19 +510,22 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		refuse(w, 502, ER_DNS_FAILED);
 		return -1;
 	}
-	if (!own_addrs(&w->policy, &own)) {
-		log_warn("egress host addresses unknown", "sandbox=%s conn=%lld", log_q(w->sandbox),
-			 (long long)w->conn);
+	if (getifaddrs(&ifa) != 0) {
+		/* without them an own address would pass for a public one: refuse */
+		log_warn("egress host addresses unknown", "sandbox=%s conn=%lld err=%s",
+			 log_q(w->sandbox), (long long)w->conn, log_q(strerror(errno)));
 		freeaddrinfo(res);
 		refuse(w, 403, ER_ADDRESS_NOT_ALLOWED);
 		return -1;
 	}
-	for (a = res; a; a = a->ai_next)
-		if (!egress_addr_allowed(&w->policy, a->ai_addr, &own)) {
-			freeaddrinfo(res);
-			refuse(w, 403, ER_ADDRESS_NOT_ALLOWED);
-			return -1;
-		}
+	for (a = res; a && allowed; a = a->ai_next)
+		allowed = addr_allowed(&w->policy, a->ai_addr, ifa);
+	freeifaddrs(ifa);
+	if (!allowed) {
+		freeaddrinfo(res);
+		refuse(w, 403, ER_ADDRESS_NOT_ALLOWED);
+		return -1;
+	}
 	for (a = res; a && fd < 0; a = a->ai_next)
 		fd = connect_one(a);
 	freeaddrinfo(res);

@@ -74,10 +74,10 @@ class Upstream:
     """A loopback server on 127.0.0.1: each connection handled by handler(conn, self) in a
     thread; received bytes are counted and kept."""
 
-    def __init__(self, handler, tls=None):
+    def __init__(self, handler, tls=None, bind="127.0.0.1"):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((bind, 0))
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
         self.handler = handler
@@ -159,6 +159,16 @@ def http_recorder(c, up):
     body = b"you sent key=" + key + b"\n"
     c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" %
               (len(body), body))
+
+
+def own_private_address():
+    """A private IPv4 address of this host's (10/8, 172.16/12, 192.168/16), or None."""
+    out = subprocess.run(["ip", "-4", "-o", "addr"], capture_output=True, text=True).stdout
+    for m in re.finditer(r"inet (\d+\.\d+\.\d+\.\d+)/", out):
+        a = [int(x) for x in m.group(1).split(".")]
+        if a[0] == 10 or (a[0] == 172 and 16 <= a[1] < 32) or (a[0] == 192 and a[1] == 168):
+            return m.group(1)
+    return None
 
 
 # ---- a ClientHello made by hand (for raw tunnels) ----
@@ -421,6 +431,29 @@ def main():
     w.finish()
     audit_ok("loopback in report mode: still refused", w, decision="deny",
              reason="address_not_allowed", status=403)
+
+    # A private address the host holds itself (docker0's, or any other of its own) is "host",
+    # not "private": refused with ["private"], allowed with ["host"] (the positive control).
+    own = own_private_address()
+    if own is None:
+        print(f"ok {tap_n + 1} # SKIP own address: this host holds no private IPv4 address")
+        globals()["tap_n"] += 1
+    else:
+        any_up = Upstream(echo_handler, bind="0.0.0.0")
+        # allowed, it connects and answers 200, then ends for want of a hello (no_sni)
+        for ranges, want, status, conns in ((["private"], "address_not_allowed", 403, 0),
+                                            (["host"], "no_sni", 200, 1)):
+            before = any_up.connections
+            w = Worker("own-" + ranges[0], {"allow": [f"{own}:{any_up.port}"],
+                                            "allow_ranges": ranges})
+            connect_head(w, f"{own}:{any_up.port}")
+            w.data.close()
+            w.finish()
+            time.sleep(0.1)
+            audit_ok(f"this host's own {own} with allow_ranges {ranges}: {want}", w,
+                     host=own, reason=want, status=status)
+            check(f"this host's own {own} with allow_ranges {ranges}: {conns} connection(s)",
+                  any_up.connections - before == conns, any_up.connections - before)
 
     # 5. Rate limited by agenticd: 429.
     w = Worker("rate", {"allow": [f"localhost:{echo_up.port}"], "allow_ranges": loop},
