@@ -18,6 +18,7 @@
  * - An operational failure after a would_deny (DNS, connect) is audited as that failure with
  *   decision deny: the connection did not go through. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -624,8 +625,9 @@ static void relay(struct worker *w, int up, bool status_sniff)
 			w->end = EE_CLOSED;
 			return;
 		}
-		/* workload -> upstream */
-		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+		/* workload -> upstream (read only when asked for: a hangup is reported anyway,
+		 * and a2u may still hold bytes) */
+		if ((p[0].events & POLLIN) && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			size_t want = RELAY_BUF;
 			ssize_t r;
 			if (want > cap - used)
@@ -655,8 +657,7 @@ static void relay(struct worker *w, int up, bool status_sniff)
 			}
 		}
 		/* upstream -> workload */
-		if (p[1].revents & (POLLIN | POLLHUP | POLLERR) && !u2a.eof && u2a.len == 0 &&
-		    !capped) {
+		if ((p[1].events & POLLIN) && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			size_t want = RELAY_BUF;
 			ssize_t r;
 			used = w->bytes_up + w->bytes_down;
@@ -674,7 +675,9 @@ static void relay(struct worker *w, int up, bool status_sniff)
 					memcpy(sniff + nsniff, u2a.b, k);
 					nsniff += k;
 					if (nsniff >= 12 && memcmp(sniff, "HTTP/1.", 7) == 0 &&
-					    sniff[8] == ' ') {
+					    sniff[8] == ' ' && isdigit((unsigned char)sniff[9]) &&
+					    isdigit((unsigned char)sniff[10]) &&
+					    isdigit((unsigned char)sniff[11])) {
 						int st = atoi((char[4]){ sniff[9], sniff[10], sniff[11], 0 });
 						if (st >= 100 && st <= 999)
 							w->status = st;
