@@ -779,6 +779,8 @@ judged:
 			w->reason = why;
 		w->decision = D_WOULD_DENY;
 	}
+	if (n > w->policy.max_bytes)
+		n = (size_t)w->policy.max_bytes;
 	if (!send_all(up, hello, n)) {
 		w->end = EE_UPSTREAM_ERROR;
 		return;
@@ -823,7 +825,7 @@ static void forward_plain(struct worker *w, int up)
 		w->end = EE_UPSTREAM_ERROR;
 		return;
 	}
-	w->bytes_up += w->head.rest_len;
+	w->bytes_up += w->head.raw_len + w->head.rest_len; /* as the workload sent them */
 	relay(w, up, true);
 }
 
