@@ -260,6 +260,8 @@ short egress_tls_want_events(void)
 
 int egress_tls_pump(short revents)
 {
+	/* Readiness is a hint: each buffer the engine offers is tried, EAGAIN is no error. */
+	(void)revents;
 	for (;;) {
 		unsigned st = br_ssl_engine_current_state(&cc.eng);
 		bool moved = false;
@@ -309,7 +311,6 @@ int egress_tls_pump(short revents)
 		if (!moved)
 			return 0;
 	}
-	(void)revents;
 }
 
 int egress_tls_handshake(int fd, const char *name, int timeout_ms)

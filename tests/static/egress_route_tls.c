@@ -8,7 +8,9 @@
  * the first EGRESS_TEST_REST bytes after it (default: all) are handed over as the worker's
  * head parser would, the child writes the rest through the socket. The secret is
  * EGRESS_TEST_SECRET, injected as EGRESS_TEST_HEADER (default x-api-key) with the value
- * EGRESS_TEST_VALUE (default {secret}). What the workload received goes to OUT_FILE. Prints
+ * EGRESS_TEST_VALUE (default {secret}); EGRESS_TEST_MAX is max_bytes, EGRESS_TEST_TIMEOUT_MS the
+ * I/O timeout, EGRESS_TEST_SHUT set makes the workload shut its write side once it has sent its
+ * part. What the workload received goes to OUT_FILE. Prints
  * `status=S reason=R end=E up=U down=D after_seal=A` and the child's
  * `first_ms=F last_ms=L` (from the route's start to the first and the last byte it got). */
 #include <fcntl.h>
@@ -59,6 +61,8 @@ static int workload(int fd, const char *send_p, size_t send_n, const char *out_p
 
 	if (out < 0 || write_all(fd, send_p, send_n) < 0)
 		return 2;
+	if (getenv("EGRESS_TEST_SHUT"))
+		shutdown(fd, SHUT_WR);
 	for (;;) {
 		ssize_t n = read(fd, buf, sizeof(buf));
 
@@ -157,7 +161,8 @@ int main(int argc, char **argv)
 	c.ca_file = argv[1];
 	c.max_bytes = getenv("EGRESS_TEST_MAX") ? strtoull(getenv("EGRESS_TEST_MAX"), NULL, 10)
 						: (1ull << 30);
-	c.io_timeout_ms = 10000;
+	c.io_timeout_ms = getenv("EGRESS_TEST_TIMEOUT_MS") ? atoi(getenv("EGRESS_TEST_TIMEOUT_MS"))
+						       : 10000;
 	/* The worker allocates nothing once started: the route runs sealed. */
 	alloc_seal();
 	egress_route_run(&c, &r);
