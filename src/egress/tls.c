@@ -281,6 +281,12 @@ int egress_tls_pump(short revents)
 			if (n > 0) {
 				br_ssl_engine_sendrec_ack(&cc.eng, (size_t)n);
 				moved = true;
+			} else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+				/* The peer closed before it read all we had (after an early 413,
+				 * say): what it will never read is dropped, so that what it
+				 * answered still reaches the reader, who then sees the end. */
+				br_ssl_engine_sendrec_ack(&cc.eng, len);
+				moved = true;
 			} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
 				   errno != EINTR) {
 				fail("io_error", 0);
