@@ -77,7 +77,7 @@ $(TP_BEARSSL): $(TP_PBC)
 
 # BearSSL's own makefile, pointed at a build folder of ours: its source tree is left as it is.
 $(ASAN_BEARSSL): $(TP_BEARSSL)
-	$(MAKE) -C $(BEARSSL_SRC) CC=$(CC) LD=$(CC) CFLAGS='-W -Wall -O2 -g' \
+	$(MAKE) -s -C $(BEARSSL_SRC) CC=$(CC) LD=$(CC) CFLAGS='-W -Wall -O2 -g' \
 		BUILD=$(CURDIR)/$(BUILD)/asan/bearssl ARFLAGS=-rcsD lib
 
 # ---- messages: proto/X.proto -> build/gen/X.pb-c.{c,h} with protoc-c ----

@@ -201,6 +201,8 @@ long egress_route_rewrite_framed(const struct egress_head *h, const struct egres
 			return ERR_PARSE;
 	/* The secret goes into a header line: a byte that ends or splits one would let the
 	 * policy's secret file write headers of its own. */
+	if (secret_len > EGRESS_SECRET_BYTES)
+		return ERR_LIMIT; /* the mask covers that much */
 	for (size_t i = 0; i < secret_len; i++)
 		if (secret[i] == '\r' || secret[i] == '\n' || secret[i] == 0)
 			return ERR_PARSE;
@@ -596,8 +598,10 @@ static void relay(struct relay *x)
 			p[0].events |= POLLIN;
 		if (x->down_at < x->down_len)
 			p[0].events |= POLLOUT;
-		p[1].fd = c->upstream_fd;
+		/* A socket the engine wants nothing of stays out of the set: a peer's hang-up on it
+		 * would wake the loop for nothing until the next step reads the end. */
 		p[1].events = egress_tls_want_events();
+		p[1].fd = p[1].events ? c->upstream_fd : -1;
 		p[1].revents = 0;
 		left = last + timeout - clock_mono_ms();
 		if (left <= 0) {
@@ -618,8 +622,9 @@ static void relay(struct relay *x)
 				return;
 			}
 		}
-		/* A client that hung up while nothing was asked of it is gone as soon as seen. */
-		if (n > 0 && (p[0].revents & (POLLERR | POLLNVAL))) {
+		/* The workload's side closed whole (not only its write side, which is a read of 0):
+		 * nobody is left to answer, whatever the route was waiting for. */
+		if (n > 0 && (p[0].revents & (POLLERR | POLLNVAL | POLLHUP))) {
 			x->r->end = EE_CLIENT_GONE;
 			return;
 		}

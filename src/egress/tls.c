@@ -260,6 +260,8 @@ short egress_tls_want_events(void)
 
 int egress_tls_pump(short revents)
 {
+	/* Readiness is a hint: each buffer the engine offers is tried, EAGAIN is no error. */
+	(void)revents;
 	for (;;) {
 		unsigned st = br_ssl_engine_current_state(&cc.eng);
 		bool moved = false;
@@ -278,6 +280,12 @@ int egress_tls_pump(short revents)
 
 			if (n > 0) {
 				br_ssl_engine_sendrec_ack(&cc.eng, (size_t)n);
+				moved = true;
+			} else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+				/* The peer closed before it read all we had (after an early 413,
+				 * say): what it will never read is dropped, so that what it
+				 * answered still reaches the reader, who then sees the end. */
+				br_ssl_engine_sendrec_ack(&cc.eng, len);
 				moved = true;
 			} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
 				   errno != EINTR) {
@@ -309,7 +317,6 @@ int egress_tls_pump(short revents)
 		if (!moved)
 			return 0;
 	}
-	(void)revents;
 }
 
 int egress_tls_handshake(int fd, const char *name, int timeout_ms)
