@@ -488,7 +488,8 @@ static void test_profile_examples_in_config_are_valid(void **state)
 		}
 		assert_null(profile_shared_kernel_refusal(&prof, why, sizeof(why)));
 	}
-	assert_int_equal(prof.negress, 3);
+	assert_int_equal(prof.negress, 4);
+	assert_non_null(strstr(prof.egress_json, "\"*.githubusercontent.com:443\""));
 }
 
 /* ---- the set ---- */
