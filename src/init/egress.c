@@ -336,7 +336,7 @@ static void note_refused(struct init_egress *eg, const char *why)
 		eg->refused_unlogged++;
 		return;
 	}
-	log_info("egress connection refused", "reason=%s not_logged=%llu", why,
+	log_info("egress connection refused", "reason=%s not_logged=%llu", log_q(why),
 		 (unsigned long long)eg->refused_unlogged);
 	eg->refused_logged_ms = now;
 	eg->refused_unlogged = 0;
@@ -442,7 +442,7 @@ void init_egress_close_all(struct init_egress *eg)
 
 static void protocol_error(struct init_egress *eg, struct egress_conn *e, const char *what)
 {
-	log_warn("egress call broke the credit protocol, connection closed", "what=%s", what);
+	log_warn("egress call broke the credit protocol, connection closed", "what=%s", log_q(what));
 	conn_close(eg, e);
 }
 
