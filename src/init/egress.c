@@ -159,8 +159,12 @@ static void conn_close(struct init_egress *eg, struct egress_conn *e)
 	e->call = NULL;
 	if (call)
 		grpc_call_finish(call, GRPC_CANCELLED, NULL, NULL, 0);
+	/* out of the set first: a supervisor forked this instant holds the socket a moment
+	 * longer, and close alone would leave the registration to it */
+	if (e->events)
+		epoll_ctl(eg->epfd, EPOLL_CTL_DEL, e->fd, NULL);
 	if (e->fd >= 0)
-		close(e->fd); /* which takes it out of the epoll set too */
+		close(e->fd);
 	memset(e, 0, sizeof(*e));
 	e->fd = -1;
 	e->up = up;
@@ -455,11 +459,13 @@ static void on_message(struct grpc_call *call, const ProtobufCMessage *msg)
 
 	if (e->call != call)
 		return;
-	if (m->consumed < e->up_acked || m->consumed > e->up_sent) {
-		protocol_error(eg, e, "consumed_out_of_range");
+	/* cumulative; 0 (a chunk that carries none) or an older count says nothing new */
+	if (m->consumed > e->up_sent) {
+		protocol_error(eg, e, "consumed_over_sent");
 		return;
 	}
-	e->up_acked = m->consumed;
+	if (m->consumed > e->up_acked)
+		e->up_acked = m->consumed;
 	if (len) {
 		size_t at = (size_t)(e->down_in % EGRESS_WINDOW), first;
 
