@@ -333,6 +333,11 @@ int egress_tls_handshake(int fd, const char *name, int timeout_ms)
 		fail("no_trust_anchors", 0);
 		return -1;
 	}
+	/* BearSSL checks no name at all for a NULL or empty one: never what a route wants. */
+	if (!name || !name[0]) {
+		fail("no_server_name", 0);
+		return -1;
+	}
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		fail("io_error", 0);
