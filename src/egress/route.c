@@ -709,5 +709,8 @@ void egress_route_run(const struct egress_route_call *c, struct egress_route_res
 	/* The head carried the secret: it does not stay in memory past the route. */
 	explicit_bzero(head_out, sizeof(head_out));
 	explicit_bzero(up_buf, sizeof(up_buf));
+	explicit_bzero(down_buf, sizeof(down_buf));
+	explicit_bzero(masked, sizeof(masked));
 	explicit_bzero(&mask, sizeof(mask));
+	egress_tls_wipe();
 }

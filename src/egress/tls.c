@@ -440,6 +440,14 @@ void egress_tls_close(void)
 	(void)egress_tls_pump(0);
 }
 
+void egress_tls_wipe(void)
+{
+	explicit_bzero(&cc, sizeof(cc));
+	explicit_bzero(&xc, sizeof(xc));
+	explicit_bzero(iobuf, sizeof(iobuf));
+	tls_fd = -1;
+}
+
 const char *egress_tls_error_word(void)
 {
 	return err_word;
