@@ -26,7 +26,8 @@
 #include "base/base.h"
 #include "egress/route.h"
 
-static char req[1u << 20];
+/* The request, at most 12 MiB (a 10 MiB upload and its head). */
+static char req[12u << 20];
 
 static const char *reason_word(enum egress_reason r)
 {
