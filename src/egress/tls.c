@@ -411,6 +411,8 @@ long egress_tls_recv(void *buf, size_t cap)
 {
 	unsigned st = br_ssl_engine_current_state(&cc.eng);
 
+	if (cap == 0)
+		return EGRESS_TLS_AGAIN; /* 0 would read as the end */
 	if (st & BR_SSL_RECVAPP) {
 		size_t len;
 		unsigned char *b = br_ssl_engine_recvapp_buf(&cc.eng, &len);
