@@ -10,6 +10,7 @@
 
 #include "base/base.h"
 #include "docker/docker.h"
+#include "egress/policy.h"
 #include "grpc/grpc.h"
 #include "json/json.h"
 #include "mgmt/config.h"
@@ -111,6 +112,9 @@ struct sandbox {
 	 * it all again; what the transcript has decides what is written, so every byte lands
 	 * once, in order, across reconnects and agenticd restarts. */
 	bool agent_output_ack;
+	bool agent_egress;            /* registered with the label agentic-egress=1 */
+	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
+	char egress_json[EGRESS_POLICY_BYTES];
 	/* the init's own report of itself (registration label agentic-self-status: lines of its
 	 * /proc/self/status), for the verifier; "" when none came */
 	char agent_self[LIMIT_AGENT_SELF_BYTES];
