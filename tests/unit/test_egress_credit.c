@@ -1,0 +1,74 @@
+/* test_egress_credit.c: agenticd's credit bookkeeping of an Egress call (docs/EGRESS.md "The
+ * wire"): what the init may have in flight up, when the consumed count is due, how much may
+ * be read from the worker for the init, and the init's consumed counts checked. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "mgmt/egress.h"
+
+static void test_egress_up_window_holds_at_most_a_window(void **state)
+{
+	struct egress_credit c = { 0 };
+
+	(void)state;
+	assert_true(egress_credit_up_fits(&c, EGRESS_CHUNK));
+	/* four chunks held, none written: the fifth would pass the window */
+	c.up_in = c.up_len = 4 * EGRESS_CHUNK;
+	assert_true(egress_credit_up_fits(&c, EGRESS_WINDOW - 4 * EGRESS_CHUNK));
+	assert_false(egress_credit_up_fits(&c, EGRESS_WINDOW - 4 * EGRESS_CHUNK + 1));
+	/* written to the worker: the window is open again, whatever was reported */
+	c.up_consumed = c.up_in;
+	c.up_len = 0;
+	assert_true(egress_credit_up_fits(&c, EGRESS_CHUNK));
+	assert_true(egress_credit_up_fits(&c, EGRESS_WINDOW));
+	assert_false(egress_credit_up_fits(&c, EGRESS_WINDOW + 1));
+}
+
+static void test_egress_consumed_is_due_at_half_a_window(void **state)
+{
+	struct egress_credit c = { 0 };
+
+	(void)state;
+	assert_false(egress_credit_report_due(&c));
+	c.up_consumed = EGRESS_WINDOW / 2 - 1;
+	assert_false(egress_credit_report_due(&c));
+	c.up_consumed++;
+	assert_true(egress_credit_report_due(&c));
+	c.up_reported = c.up_consumed;
+	assert_false(egress_credit_report_due(&c));
+}
+
+static void test_egress_down_reads_keep_to_the_inits_credit(void **state)
+{
+	struct egress_credit c = { 0 };
+
+	(void)state;
+	assert_int_equal(egress_credit_down_room(&c), EGRESS_CHUNK);
+	c.down_sent = EGRESS_WINDOW - 100;
+	assert_int_equal(egress_credit_down_room(&c), 100);
+	c.down_sent = EGRESS_WINDOW;
+	assert_int_equal(egress_credit_down_room(&c), 0);
+	/* the init's consumed: within what was sent, never backwards */
+	assert_true(egress_credit_down_ack(&c, EGRESS_WINDOW / 2));
+	assert_int_equal(egress_credit_down_room(&c), EGRESS_CHUNK);
+	assert_false(egress_credit_down_ack(&c, EGRESS_WINDOW / 2 - 1));
+	assert_false(egress_credit_down_ack(&c, EGRESS_WINDOW + 1));
+	assert_int_equal(c.down_acked, EGRESS_WINDOW / 2);
+	assert_true(egress_credit_down_ack(&c, EGRESS_WINDOW));
+	assert_int_equal(egress_credit_down_room(&c), EGRESS_CHUNK);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_egress_up_window_holds_at_most_a_window),
+		cmocka_unit_test(test_egress_consumed_is_due_at_half_a_window),
+		cmocka_unit_test(test_egress_down_reads_keep_to_the_inits_credit),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
