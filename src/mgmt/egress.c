@@ -55,9 +55,11 @@ uint32_t egress_credit_down_room(const struct egress_credit *c)
 
 bool egress_credit_down_ack(struct egress_credit *c, uint64_t consumed)
 {
-	if (consumed < c->down_acked || consumed > c->down_sent)
+	/* a chunk without a count (0) or with an older one says nothing new */
+	if (consumed > c->down_sent)
 		return false;
-	c->down_acked = consumed;
+	if (consumed > c->down_acked)
+		c->down_acked = consumed;
 	return true;
 }
 

@@ -34,7 +34,8 @@ bool egress_credit_up_fits(const struct egress_credit *c, size_t n);
 bool egress_credit_report_due(const struct egress_credit *c);
 /* How many bytes may be read from the worker now for the init (0: the window is full). */
 uint32_t egress_credit_down_room(const struct egress_credit *c);
-/* The init reported consumed: false when it is out of range (below the last, above sent). */
+/* The init reported consumed: false when it is above what was sent; a count below the last
+ * (0: a chunk that carries none) changes nothing. */
 bool egress_credit_down_ack(struct egress_credit *c, uint64_t consumed);
 
 size_t egress_storage_bytes(const struct config *cfg);
