@@ -48,7 +48,8 @@ struct egress_route_call {
 };
 
 /* Runs the route to its end. On ER_UPSTREAM_TLS_FAILED (before any byte was forwarded) it has
- * answered the workload 502 itself. */
+ * answered the workload 502 itself, and on ER_BAD_REQUEST 400 (status stays 0: no upstream
+ * status arrived). bytes_up counts the head too (raw_len + rest_len + what followed). */
 void egress_route_run(const struct egress_route_call *c, struct egress_route_result *r);
 
 /* Pieces exposed for unit tests and the fuzz target. */
@@ -62,6 +63,7 @@ struct egress_mask {
 	size_t len;
 	uint8_t held[EGRESS_SECRET_BYTES];
 	size_t nheld;
+	uint16_t border[EGRESS_SECRET_BYTES]; /* the secret's KMP table (route.c) */
 };
 void egress_mask_init(struct egress_mask *m, const uint8_t *secret, size_t len);
 /* Appends in (n bytes) and writes what is settled to out (cap >= n + len): its length. */
