@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent.pb-c.h"
+#include "egress/policy.h"
 #include "json/json.h"
 #include "mgmt/daemon.h"
 #include "mgmt/egress.h"
@@ -103,6 +105,9 @@ static struct bucket *buckets;
 static uint32_t nslots, nbuckets;
 static uint64_t next_conn = 1;
 static struct json_token toks[POLICY_TOKENS];
+/* A test failpoint, until a create or the API sets policies: AGENTIC_TEST_EGRESS_POLICY (a
+ * POLICY's JSON) becomes the policy of every sandbox without one, at its first egress call. */
+static char test_policy[EGRESS_POLICY_BYTES];
 
 static size_t r64(size_t n)
 {
@@ -140,6 +145,19 @@ void egress_init(const struct config *c, const char *exe, int loop_fd, void *sto
 		slots[i].data = slots[i].ctl = slots[i].pidfd = -1;
 	}
 	buckets = (struct bucket *)p;
+	{
+		static struct egress_policy tp;
+		const char *v = getenv("AGENTIC_TEST_EGRESS_POLICY");
+		char err[256] = "";
+
+		test_policy[0] = '\0';
+		if (v && egress_policy_parse(v, strlen(v), &tp, err, sizeof(err)) == 0 &&
+		    egress_policy_write(&tp, test_policy, sizeof(test_policy)) > 0)
+			log_warn("test failpoint active: sandboxes without an egress policy get one",
+				 "fault=egress-policy");
+		else if (v)
+			log_warn("test egress policy refused", "error=%s", log_q(err));
+	}
 }
 
 /* ---- audit lines agenticd writes itself ---- */
@@ -645,6 +663,10 @@ void egress_call_start(struct grpc_call *call)
 	    grpc_call_peer(sb->agent)->pid != p->pid || !sb->agent_egress) {
 		refuse(call, GRPC_PERMISSION_DENIED, "the caller is no registered init with egress");
 		return;
+	}
+	if (!sb->egress_json[0] && test_policy[0] && sb->run.open) {
+		memcpy(sb->egress_json, test_policy, sizeof(test_policy));
+		egress_audit_policy(sb, "create");
 	}
 	if (!sb->egress_json[0]) {
 		refuse(call, GRPC_FAILED_PRECONDITION, "egress is off for this sandbox");
