@@ -79,6 +79,8 @@ struct eslot {
 	int pidfd;                     /* to signal it without a pid reuse race */
 	int data, ctl;                 /* -1: closed */
 	uint32_t data_events;          /* what data is watched for now */
+	bool data_watched;             /* in the epoll set: only while something is wanted, as a
+					* hung-up socket reports EPOLLHUP whatever the mask */
 	bool record_seen, ctl_eof, reaped_logged;
 	int64_t started_ms, linger_until;
 	struct egress_credit cr;
@@ -316,11 +318,13 @@ static void data_watch(struct eslot *s);
 static void close_data(struct eslot *s)
 {
 	if (s->data >= 0) {
-		epoll_ctl(epfd, EPOLL_CTL_DEL, s->data, NULL);
+		if (s->data_watched)
+			epoll_ctl(epfd, EPOLL_CTL_DEL, s->data, NULL);
 		close(s->data);
 	}
 	s->data = -1;
 	s->data_events = 0;
+	s->data_watched = false;
 }
 
 static void close_ctl(struct eslot *s)
@@ -487,11 +491,21 @@ static void data_watch(struct eslot *s)
 		ev |= EPOLLIN;
 	if (s->cr.up_len && !s->up_dead)
 		ev |= EPOLLOUT;
-	if (ev == s->data_events)
+	if (ev == s->data_events && s->data_watched == (ev != 0))
 		return;
+	/* nothing wanted: out of the set, so that a hung-up worker socket cannot wake the loop
+	 * over and over while the init holds its credit */
+	if (!ev) {
+		if (s->data_watched)
+			epoll_ctl(epfd, EPOLL_CTL_DEL, s->data, NULL);
+		s->data_watched = false;
+		s->data_events = 0;
+		return;
+	}
 	e.events = ev;
 	e.data.u64 = ((uint64_t)TAG_EGRESS_DATA << 32) | (uint32_t)(s - slots);
-	epoll_ctl(epfd, EPOLL_CTL_MOD, s->data, &e);
+	epoll_ctl(epfd, s->data_watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->data, &e);
+	s->data_watched = true;
 	s->data_events = ev;
 }
 
@@ -618,12 +632,10 @@ static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
 	fcntl(s->data, F_SETFL, O_NONBLOCK);
 	fcntl(s->ctl, F_SETFL, O_NONBLOCK);
 	{
-		struct epoll_event ce = { .events = EPOLLIN }, de = { .events = 0 };
+		struct epoll_event ce = { .events = EPOLLIN };
 
 		ce.data.u64 = ((uint64_t)TAG_EGRESS_CTL << 32) | (uint32_t)(s - slots);
-		de.data.u64 = ((uint64_t)TAG_EGRESS_DATA << 32) | (uint32_t)(s - slots);
 		epoll_ctl(epfd, EPOLL_CTL_ADD, s->ctl, &ce);
-		epoll_ctl(epfd, EPOLL_CTL_ADD, s->data, &de);
 	}
 	if ((r = ctl_hello(s, rate_limited)) != 0)
 		log_warn("egress worker not told its connection", "name=%s error=%s",
@@ -719,6 +731,7 @@ void egress_call_start(struct grpc_call *call)
 	}
 	s->call = call;
 	grpc_call_set_user(call, s);
+	step(s); /* the data socket watched from now on */
 	log_debug("egress connection", "name=%s conn=%llu rate_limited=%d", log_q(s->name),
 		  (unsigned long long)s->conn, limited);
 }
