@@ -95,8 +95,7 @@ struct eslot {
 
 struct bucket {
 	uint32_t gen;
-	int64_t at;                    /* monotonic ms of the last refill */
-	uint64_t milli;                /* tokens * 1000 */
+	struct egress_bucket b;
 };
 
 static const struct config *cfg;
@@ -283,27 +282,44 @@ static uint32_t policy_rate(const char *json)
 	return (uint32_t)v;
 }
 
-/* Takes a token; false when the bucket is empty. */
-static bool rate_take(struct sandbox *sb)
+bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now)
 {
-	struct bucket *b = &buckets[sandbox_index(sb) % nbuckets];
-	uint64_t cap = (uint64_t)policy_rate(sb->egress_json) * 1000;
-	int64_t now = clock_mono_ms();
+	uint64_t cap = (uint64_t)rate * 1000;
 
-	if (b->gen != sb->gen || !b->at) {
-		b->gen = sb->gen;
+	if (!rate)
+		return false;
+	if (!b->at) {
 		b->at = now;
 		b->milli = cap;
 	}
-	/* rate per minute = rate * 1000 milli-tokens per 60000 ms */
-	b->milli += (uint64_t)(now - b->at) * (cap / 1000) / 60;
-	b->at = now;
-	if (b->milli > cap)
+	/* rate a minute: rate * 1000 milli-tokens in 60000 ms; the time that did not make a
+	 * whole milli-token yet stays counted (at moves by what was turned into tokens only) */
+	if (now > b->at) {
+		uint64_t add = (uint64_t)(now - b->at) * rate / 60;
+
+		b->milli += add;
+		b->at += (int64_t)(add * 60 / rate);
+	}
+	if (b->milli >= cap) {
 		b->milli = cap;
+		b->at = now;
+	}
 	if (b->milli < 1000)
 		return false;
 	b->milli -= 1000;
 	return true;
+}
+
+/* Takes a token of the sandbox's bucket (a new sandbox in the slot: a full one). */
+static bool rate_take(struct sandbox *sb)
+{
+	struct bucket *b = &buckets[sandbox_index(sb) % nbuckets];
+
+	if (b->gen != sb->gen) {
+		b->gen = sb->gen;
+		b->b.at = 0;
+	}
+	return egress_bucket_take(&b->b, policy_rate(sb->egress_json), clock_mono_ms());
 }
 
 /* ---- slots ---- */

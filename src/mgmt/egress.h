@@ -38,6 +38,14 @@ uint32_t egress_credit_down_room(const struct egress_credit *c);
  * (0: a chunk that carries none) changes nothing. */
 bool egress_credit_down_ack(struct egress_credit *c, uint64_t consumed);
 
+/* The rate limit: a token bucket of rate tokens refilled evenly over a minute, full at first
+ * (at == 0). Takes one at now (monotonic ms): false when none is left. */
+struct egress_bucket {
+	int64_t at;             /* the last refill; 0: not used yet */
+	uint64_t milli;         /* tokens * 1000 */
+};
+bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now);
+
 size_t egress_storage_bytes(const struct config *cfg);
 /* At start: the config, this binary (the worker is `self_exe egress-worker`), the loop's
  * epoll fd (the slots' sockets are watched there with TAG_EGRESS_DATA / TAG_EGRESS_CTL and

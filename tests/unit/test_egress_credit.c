@@ -1,6 +1,7 @@
 /* test_egress_credit.c: agenticd's credit bookkeeping of an Egress call (docs/EGRESS.md "The
  * wire"): what the init may have in flight up, when the consumed count is due, how much may
- * be read from the worker for the init, and the init's consumed counts checked. */
+ * be read from the worker for the init, the init's consumed counts checked; the per-sandbox
+ * token bucket of rate_per_minute. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -63,12 +64,36 @@ static void test_egress_down_reads_keep_to_the_inits_credit(void **state)
 	assert_int_equal(egress_credit_down_room(&c), EGRESS_CHUNK);
 }
 
+/* rate_per_minute: a burst of rate, then one a minute / rate, never more than rate stored */
+static void test_egress_bucket_bursts_then_refills_evenly(void **state)
+{
+	struct egress_bucket b = { 0 };
+	int64_t t = 1000;
+
+	(void)state;
+	for (int i = 0; i < 6; i++)
+		assert_true(egress_bucket_take(&b, 6, t));
+	assert_false(egress_bucket_take(&b, 6, t));
+	/* 6 a minute: one every 10 s */
+	assert_false(egress_bucket_take(&b, 6, t + 9999));
+	assert_true(egress_bucket_take(&b, 6, t + 10000));
+	assert_false(egress_bucket_take(&b, 6, t + 10001));
+	/* an hour idle fills it to 6, not 360 */
+	t += 3600000;
+	for (int i = 0; i < 6; i++)
+		assert_true(egress_bucket_take(&b, 6, t));
+	assert_false(egress_bucket_take(&b, 6, t));
+	/* a clock that does not move (or goes back) adds nothing */
+	assert_false(egress_bucket_take(&b, 6, t - 5000));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_egress_up_window_holds_at_most_a_window),
 		cmocka_unit_test(test_egress_consumed_is_due_at_half_a_window),
 		cmocka_unit_test(test_egress_down_reads_keep_to_the_inits_credit),
+		cmocka_unit_test(test_egress_bucket_bursts_then_refills_evenly),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
