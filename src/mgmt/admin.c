@@ -13,6 +13,7 @@
  *   POST   /api/v1/containers/NAME/posture/taints   an operator's taint {"reason": WORD}
  *   GET    /api/v1/containers/NAME/egress   its egress policy and the last audit lines
  *   PUT    /api/v1/containers/NAME/egress   replaces the policy (docs/EGRESS.md "Policy")
+ *                                           (both also as /api/v2/admin/instances/NAME/egress)
  *   GET    /api/v1/info                the daemon
  *   GET    /metrics                    Prometheus text
  *   GET,POST /api/v1/containers/NAME/verify   the verifier (verify.c); POST /api/v1/verify?container=ID
@@ -1082,6 +1083,8 @@ static const struct admin_route routes[] = {
 	{ "POST", API2 "/instances", admin_v2_instances_create, false },
 	{ "GET", API2 "/instances/*", admin_v2_instance_get, false },
 	{ "DELETE", API2 "/instances/*", admin_v2_instance_delete, false },
+	{ "GET", API2 "/instances/*/egress", route_egress_get, false },
+	{ "PUT", API2 "/instances/*/egress", route_egress_put, false },
 	{ "GET", API2 "/profiles", admin_v2_profiles_list, false },
 	{ "GET", API2 "/profiles/*", admin_v2_profile_get, true },
 };
