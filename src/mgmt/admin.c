@@ -36,7 +36,6 @@
 #include "json/json.h"
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
-#include "mgmt/egress.h"
 #include "mgmt/egress_view.h"
 #include "mgmt/metrics.h"
 #include "mgmt/profiles.h"

@@ -1,5 +1,4 @@
-/* egress_view.c: a sandbox's egress as the admin API shows it (egress_view.h), and the policy
- * audit line while the relay does not provide its own (egress.h). */
+/* egress_view.c: a sandbox's egress as the admin API shows it (egress_view.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,7 +7,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mgmt/egress.h"
 #include "mgmt/egress_view.h"
 #include "mgmt/host.h"
 #include "mgmt/sandbox.h"
@@ -76,8 +74,7 @@ void egress_view_policy(struct json_writer *w, const char *egress_json)
 		json_null_write(w);
 }
 
-/* The current run's egress.jsonl, opened with flags: the fd, or -errno. */
-static int audit_open(const struct sandbox *sb, int flags)
+int egress_view_audit_open(const struct sandbox *sb, int flags)
 {
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 32];
 	int r;
@@ -104,7 +101,7 @@ void egress_view_audit(struct json_writer *w, const struct sandbox *sb, uint32_t
 	struct stat st;
 	ssize_t got = 0;
 	off_t from;
-	int fd = audit_open(sb, O_RDONLY);
+	int fd = egress_view_audit_open(sb, O_RDONLY);
 
 	json_arr_begin(w);
 	if (max > EGRESS_VIEW_AUDIT_MAX)
@@ -144,66 +141,4 @@ void egress_view_audit(struct json_writer *w, const struct sandbox *sb, uint32_t
 			copy_value(w, &d, 0);
 	}
 	json_arr_end(w);
-}
-
-/* Until the relay's own (egress.h): the policy line, as docs/EGRESS.md "Audit" has it. Weak,
- * so the relay's definition replaces it when it is linked in. */
-__attribute__((weak)) void egress_audit_policy(struct sandbox *sb, const char *source)
-{
-	static struct egress_policy pol;
-	char line[1024], ts[40];
-	struct json_writer w;
-	struct buf b;
-	int64_t ms = clock_wall_ms();
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	bool has = sb->egress_json[0] != '\0';
-	int fd;
-
-	if (has && egress_policy_parse(sb->egress_json, strlen(sb->egress_json), &pol, NULL, 0) != 0)
-		has = false;
-	gmtime_r(&t, &tm);
-	snprintf(ts + strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm), 16, ".%03dZ",
-		 (int)(ms % 1000));
-	buf_init(&b, line, sizeof(line) - 1);
-	json_writer_init(&w, &b);
-	json_obj_begin(&w);
-	json_key(&w, "ts");
-	json_str_write(&w, ts);
-	json_key(&w, "sandbox");
-	json_str_write(&w, sb->name);
-	json_key(&w, "instance");
-	json_str_write(&w, sb->instance_id);
-	json_key(&w, "conn");
-	json_int_write(&w, 0);
-	json_key(&w, "kind");
-	json_str_write(&w, "policy");
-	json_key(&w, "decision");
-	json_str_write(&w, "set");
-	json_key(&w, "reason");
-	json_str_write(&w, source);
-	json_key(&w, "mode");
-	json_str_write(&w, !has ? "none" : pol.mode == EGRESS_REPORT ? "report" : "enforce");
-	json_key(&w, "allow");
-	json_int_write(&w, has ? pol.nallow : 0);
-	json_key(&w, "routes");
-	json_int_write(&w, has ? pol.nroutes : 0);
-	json_key(&w, "status");
-	json_int_write(&w, 0);
-	json_obj_end(&w);
-	if (json_writer_finish(&w) != 0 || buf_append(&b, "\n", 1) != 0)
-		return;
-	fd = audit_open(sb, O_WRONLY | O_APPEND | O_CREAT);
-	if (fd < 0) {
-		log_warn("egress audit not written", "name=%s error=%s", log_q(sb->name),
-			 log_q(err_str(fd)));
-		return;
-	}
-	/* one write: a line whole or not at all, beside the workers' own */
-	if (write(fd, b.data, b.len) != (ssize_t)b.len)
-		log_warn("egress audit not written", "name=%s error=%s", log_q(sb->name),
-			 log_q(strerror(errno)));
-	close(fd);
-	log_info("egress policy set", "name=%s source=%s mode=%s", log_q(sb->name), log_q(source),
-		 !has ? "none" : pol.mode == EGRESS_REPORT ? "report" : "enforce");
 }

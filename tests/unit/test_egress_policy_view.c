@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mgmt/egress.h"
 #include "mgmt/egress_view.h"
 #include "mgmt/sandbox.h"
 
@@ -153,7 +152,7 @@ static void test_the_policy_line_is_appended_whole(void **state)
 	assert_non_null(strstr(line, "\"kind\":\"policy\",\"decision\":\"set\",\"reason\":\"api\","
 			       "\"mode\":\"report\",\"allow\":1,\"routes\":0"));
 	assert_non_null(fgets(line, sizeof(line), f));
-	assert_non_null(strstr(line, "\"reason\":\"create\",\"mode\":\"none\""));
+	assert_non_null(strstr(line, "\"reason\":\"create\",\"mode\":\"off\""));
 	assert_null(fgets(line, sizeof(line), f));
 	fclose(f);
 }
