@@ -1025,8 +1025,9 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	};
 	static char text[16384];
 	static const char *names[AGENT_REFUSAL_REASONS];
-	static const char *taint_names[ARRAY_LEN(taint_reasons)];
-	static uint64_t taints[ARRAY_LEN(taint_reasons)];
+	/* every taint: the declarable ones, and the one an egress policy in report mode leaves */
+	static const char *taint_names[ARRAY_LEN(taint_reasons) + 1];
+	static uint64_t taints[ARRAY_LEN(taint_reasons) + 1];
 	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
 	struct buf b;
 
@@ -1041,9 +1042,11 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 		taint_names[i] = posture_reason_name(taint_reasons[i]);
 		taints[i] = posture_taints_total(taint_reasons[i]);
 	}
+	taint_names[ARRAY_LEN(taint_reasons)] = posture_reason_name(POSTURE_EGRESS_REPORT_ONLY);
+	taints[ARRAY_LEN(taint_reasons)] = posture_taints_total(POSTURE_EGRESS_REPORT_ONLY);
 	v.taint_names = taint_names;
 	v.taints = taints;
-	v.ntaints = ARRAY_LEN(taint_reasons);
+	v.ntaints = ARRAY_LEN(taint_reasons) + 1;
 	for (int i = 0; i < AGENT_REFUSAL_REASONS; i++)
 		names[i] = agent_refusal_name(i);
 	v.refused_admins = A.refused;
