@@ -30,6 +30,12 @@ TEST_CFLAGS := $(STD) $(WARN) -g -O1 -fno-omit-frame-pointer \
 # The test build links Debian's protobuf-c (libprotobuf-c-dev); the static binary links ours.
 TEST_LDFLAGS := -fsanitize=address,undefined -lprotobuf-c
 TP_PBC   := $(TP_OUT)/lib/libprotobuf-c.a
+# BearSSL (src/egress/tls.c): the static binary links the musl build from third_party; the test
+# builds link the same pinned source compiled with the system compiler (no Debian package).
+TP_BEARSSL := $(TP_OUT)/lib/libbearssl.a
+BEARSSL_SRC := $(TP_OUT)/src/bearssl
+ASAN_BEARSSL := $(BUILD)/asan/bearssl/libbearssl.a
+TEST_LDFLAGS += $(ASAN_BEARSSL)
 
 PROTOS   := $(sort $(wildcard proto/*.proto))
 GEN_SRCS := $(PROTOS:proto/%.proto=$(GEN)/%.pb-c.c)
@@ -65,6 +71,14 @@ third_party: | $(KINC)
 # protobuf-c's runtime for the static build comes from third_party (built when missing).
 $(TP_PBC): | $(KINC)
 	$(MAKE) -C third_party OUT=$(TP_OUT) KINC=$(KINC)
+# The same make builds every library: after TP_PBC's run this one finds nothing to do.
+$(TP_BEARSSL): $(TP_PBC)
+	$(MAKE) -C third_party OUT=$(TP_OUT) KINC=$(KINC)
+
+# BearSSL's own makefile, pointed at a build folder of ours: its source tree is left as it is.
+$(ASAN_BEARSSL): $(TP_BEARSSL)
+	$(MAKE) -s -C $(BEARSSL_SRC) CC=$(CC) LD=$(CC) CFLAGS='-W -Wall -O2 -g' \
+		BUILD=$(CURDIR)/$(BUILD)/asan/bearssl ARFLAGS=-rcsD lib
 
 # ---- messages: proto/X.proto -> build/gen/X.pb-c.{c,h} with protoc-c ----
 $(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
@@ -76,7 +90,7 @@ $(BUILD)/musl/%.o: %.c | $(KINC) $(GEN_HDRS) $(TP_PBC)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_CFLAGS) -MMD -MP -c $< -o $@
 
-agentic: $(LIB_OBJS) $(MAIN_OBJ) $(TP_PBC)
+agentic: $(LIB_OBJS) $(MAIN_OBJ) $(TP_PBC) $(TP_BEARSSL)
 	$(MUSL_CC) $(MUSL_LDFLAGS) -o $@ $^
 	@echo "agentic: $$(stat -c %s $@) bytes, $$(file -b $@ | cut -d, -f1-5)"
 
@@ -85,9 +99,12 @@ $(BUILD)/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/asan/libagentic.a: $(TEST_OBJS)
+$(BUILD)/asan/src/egress/tls.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
+$(BUILD)/asan/src/egress/tls.o: | $(ASAN_BEARSSL)
+
+$(BUILD)/asan/libagentic.a: $(TEST_OBJS) | $(ASAN_BEARSSL)
 	rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(TEST_OBJS)
 
 # A unit test that stands in for a layer below the one it tests names the functions it wraps.
 UNIT_WRAP_test_exec_sink := -Wl,--wrap=exec_stdin,--wrap=exec_detach,--wrap=grpc_call_send \
@@ -102,26 +119,34 @@ $(BUILD)/asan/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUIL
 	$(CC) $(TEST_CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
 
 # Static probes: small musl programs over the real objects, for what ASan builds cannot show.
-$(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS) $(TP_PBC)
+$(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS) $(TP_PBC) $(TP_BEARSSL)
 	@mkdir -p $(@D)
-	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC) $(TP_BEARSSL)
+
+# The credential route's probe (tests/static) once more under ASan: its relay loop checked for
+# memory errors by tests/integration/test_egress_route_tls.
+ASAN_PROBES := $(BUILD)/asan/probe/egress_route_tls
+$(BUILD)/asan/probe/%: tests/static/%.c $(BUILD)/asan/libagentic.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
 
 $(BUILD)/asan/integration/%: tests/integration/%.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
 
-$(BUILD)/musl/bench/%: tools/bench/%.c $(LIB_OBJS) $(TP_PBC)
+$(BUILD)/musl/bench/%: tools/bench/%.c $(LIB_OBJS) $(TP_PBC) $(TP_BEARSSL)
 	@mkdir -p $(@D)
-	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC) $(TP_BEARSSL)
 
 # agentic-grpctest: the gRPC test service, interop client and `make bench` load generator. A
 # test program over the product's musl objects, like tests/static: never an applet, never
 # installed (tests/integration/test_applets fails if it re-enters the applet table).
 GRPCTEST := $(BUILD)/musl/agentic-grpctest
 TEST_GEN_OBJS := $(TEST_GEN_SRCS:%.c=$(BUILD)/musl/%.o)
-$(GRPCTEST): tests/grpctest/grpctest.c $(LIB_OBJS) $(TEST_GEN_OBJS) $(TP_PBC)
+$(GRPCTEST): tests/grpctest/grpctest.c $(LIB_OBJS) $(TEST_GEN_OBJS) $(TP_PBC) $(TP_BEARSSL)
 	@mkdir -p $(@D)
-	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TEST_GEN_OBJS) $(TP_PBC)
+	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TEST_GEN_OBJS) $(TP_PBC) \
+		$(TP_BEARSSL)
 
 # The deterministic simulation: agenticd's objects driving tests/sim's fake runtime, with the
 # gRPC calls of the agent socket, the clock, the random ids and the peer pidfds wrapped.
@@ -155,7 +180,7 @@ simulate: $(SIM_PROG)
 	SEEDS=$(SEEDS) $(SIM_PROG)
 
 PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
-test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
+test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(ASAN_PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
 
 check: bootstrap
 	$(MAKE) all third_party test-build
@@ -182,10 +207,10 @@ bench: all $(BENCH_PROGS) $(GRPCTEST)
 	tools/bench/run
 
 # ---- libFuzzer builds (clang) ----
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(SRCS)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(SRCS) $(ASAN_BEARSSL)
 	@mkdir -p $(@D)
-	$(CLANG) $(STD) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$(GEN) -o $@ $< $(SRCS) \
-		-lprotobuf-c
+	$(CLANG) $(STD) -g -O1 -fsanitize=fuzzer,address,undefined -Isrc -I$(GEN) \
+		-I$(BEARSSL_SRC)/inc -o $@ $< $(SRCS) -lprotobuf-c $(ASAN_BEARSSL)
 
 fuzz: $(FUZZERS)
 

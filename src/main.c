@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,20 +14,25 @@
 #include "version.h"
 
 #define APPLET(name, fn, help) int fn(int argc, char **argv); extern const char help[];
+#define APPLET_INTERNAL APPLET
 #include "applets.h"
 #undef APPLET
+#undef APPLET_INTERNAL
 
 struct applet {
 	const char *name;
 	int (*main)(int argc, char **argv);
 	const char *help;
+	bool internal;  /* started by agenticd: not listed, never linked */
 };
 
 static const struct applet applets[] = {
-#define APPLET(name, fn, help) { name, fn, help },
+#define APPLET(name, fn, help) { name, fn, help, false },
+#define APPLET_INTERNAL(name, fn, help) { name, fn, help, true },
 #include "applets.h"
 #undef APPLET
-	{ NULL, NULL, NULL }
+#undef APPLET_INTERNAL
+	{ NULL, NULL, NULL, false }
 };
 
 static const size_t APPLET_COUNT = ARRAY_LEN(applets) - 1;
@@ -71,7 +77,7 @@ static int run_applet(const struct applet *a, int argc, char **argv)
 static int is_applet_name(const char *name)
 {
 	for (size_t i = 0; i < APPLET_COUNT; i++)
-		if (strcmp(name, applets[i].name) == 0)
+		if (!applets[i].internal && strcmp(name, applets[i].name) == 0)
 			return 1;
 	return 0;
 }
@@ -151,6 +157,8 @@ static int install_links(const char *dir, int force)
 	}
 	target = link_target(dir, self);
 	for (size_t i = 0; i < APPLET_COUNT; i++) {
+		if (applets[i].internal)
+			continue;
 		snprintf(link_path, sizeof(link_path), "%s/%s", dir, applets[i].name);
 		if (lstat(link_path, &st) == 0) {
 			if (!S_ISLNK(st.st_mode)) {
@@ -197,7 +205,7 @@ int main(int argc, char **argv)
 		return run_applet(find_applet("agentic-probe"), argc - 1, argv + 1);
 	if (strcmp(base, "agentic") != 0) {
 		a = find_applet(base);
-		if (a && strcmp(base, a->name) == 0)
+		if (a && !a->internal && strcmp(base, a->name) == 0)
 			return run_applet(a, argc, argv);
 		fprintf(stderr, "agentic: no applet is called '%s' (see agentic --list)\n", base);
 		return 2;
@@ -223,7 +231,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--list") == 0) {
 		for (size_t i = 0; i < APPLET_COUNT; i++)
-			puts(applets[i].name);
+			if (!applets[i].internal)
+				puts(applets[i].name);
 		return 0;
 	}
 	if (strcmp(argv[1], "--install") == 0) {

@@ -284,9 +284,11 @@ _Static_assert(LIMIT_SANDBOX_MEMORY_MIN_BYTES >= LIMIT_SANDBOX_TMP_BYTES / 2 &&
 /* ---- init (src/init) ---- */
 /* The largest message agenticd may send the init on its Connect stream (a command with its
  * args and env, a stdin chunk). The init's whole gRPC budget follows from it: one large
- * buffer plus an unpack arena of twice this, about 3.3 MiB in all. */
+ * buffer plus an unpack arena of twice this, about 3.6 MiB in all. Small buffers: four for
+ * the Connect stream, and a send and a receive buffer for each egress call
+ * (LIMIT_INIT_EGRESS_CONNS, below), so egress never takes the Connect stream's. */
 #define LIMIT_INIT_MESSAGE_BYTES (1024u * 1024u)
-#define LIMIT_INIT_SMALL_BUFFERS 4
+#define LIMIT_INIT_SMALL_BUFFERS (4 + 2 * LIMIT_INIT_EGRESS_CONNS)
 #define LIMIT_INIT_LARGE_BUFFERS 1
 /* Workload commands at once in one sandbox, and refusals waiting to be reported. */
 #define LIMIT_INIT_COMMANDS 64
@@ -331,6 +333,11 @@ _Static_assert(LIMIT_SANDBOX_MEMORY_MIN_BYTES >= LIMIT_SANDBOX_TMP_BYTES / 2 &&
 #define LIMIT_INIT_STOP_TERM_MS 1500
 #define LIMIT_INIT_STOP_GRACE_MS 3000
 #define LIMIT_INIT_STOP_FLUSH_MS 1000
+/* Egress (src/init/egress.c): an accepted connection whose call found no room to start is
+ * answered 503 after START_MS; after a call ended OK the bytes still buffered for the
+ * workload get LINGER_MS to be written before the socket is closed. */
+#define LIMIT_INIT_EGRESS_START_MS 5000
+#define LIMIT_INIT_EGRESS_LINGER_MS 10000
 _Static_assert(INIT_BACKOFF_MIN_MS >= 10 && INIT_BACKOFF_MIN_MS <= INIT_BACKOFF_MAX_MS &&
 	       INIT_BACKOFF_MAX_MS < INIT_ACK_TIMEOUT_MS,
 	       "the backoff does not spin, grows, and redials sooner than an ack is given up on");

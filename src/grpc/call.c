@@ -960,6 +960,26 @@ void grpc_call_flush(struct grpc_call *call)
 	conn_arm(c);
 }
 
+/* A client whose write failed: the server may have answered and closed at once (as it does
+ * after refusing a guest), its answer still unread here. Without this a refusal that raced our
+ * SETTINGS ACK would read as "connection lost". What is left is read and fed, nothing more is
+ * written; a server's peer that went away gets nothing of this. */
+static void drain_answer(struct grpc_conn *c)
+{
+	if (c->h2.role != H2_CLIENT)
+		return;
+	c->closing = 1; /* no new call on this connection from a handler run meanwhile */
+	for (int rounds = 0; rounds < 16; rounds++) {
+		ssize_t r = read(c->fd, c->env->rdbuf, GRPC_READ_BYTES);
+
+		if (r <= 0)
+			return;
+		h2_conn_clock(&c->h2, clock_mono_ms());
+		if (h2_conn_feed(&c->h2, c->env->rdbuf, (size_t)r) < 0)
+			return;
+	}
+}
+
 int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 {
 	int lost = c->h2.role == H2_SERVER ? GRPC_CANCELLED : GRPC_UNAVAILABLE;
@@ -992,6 +1012,7 @@ int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 				c->closing = 1;
 			pump_all(c);
 			if (conn_flush(c) < 0) {
+				drain_answer(c);
 				grpc_conn_teardown(c, lost);
 				return 1;
 			}
@@ -1001,6 +1022,7 @@ int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 	}
 	pump_all(c);
 	if (conn_flush(c) < 0) {
+		drain_answer(c);
 		grpc_conn_teardown(c, lost);
 		return 1;
 	}

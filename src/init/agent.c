@@ -89,10 +89,17 @@ static void schedule_redial(struct init_agent *a, int64_t now)
 	a->call = NULL;
 	a->heartbeat_pending = 0;
 	a->ack_mode = a->resumed = 0;
+	a->egress_ok = 0; /* its egress calls are ended by init_egress_tick, outside callbacks */
 	a->due_ms = now + a->backoff_ms;
 	a->backoff_ms = a->backoff_ms * 2 > INIT_BACKOFF_MAX_MS ? INIT_BACKOFF_MAX_MS
 								: a->backoff_ms * 2;
 	a->failures++;
+}
+
+int init_agent_egress(const struct init_agent *a)
+{
+	return a->state == INIT_AGENT_READY && a->call && a->egress_ok &&
+	       grpc_client_connected(a->client);
 }
 
 static int send_heartbeat(struct init_agent *a, Agentic__Sandbox__V1__AgentStatus status)
@@ -167,13 +174,18 @@ static int send_registration(struct init_agent *a)
 		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
 	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry self =
 		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
-	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[3] = { &ack, &out_ack, &self };
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry egress =
+		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[4] = { &ack, &out_ack, &egress,
+									 &self };
 	static char self_text[LIMIT_AGENT_SELF_BYTES];
 
 	ack.key = "agentic-stdin-ack";
 	ack.value = "1";
 	out_ack.key = "agentic-output-ack";
 	out_ack.value = "1";
+	egress.key = "agentic-egress";
+	egress.value = "1";
 	self_status(self_text, sizeof(self_text));
 	self.key = "agentic-self-status";
 	self.value = self_text;
@@ -186,7 +198,7 @@ static int send_registration(struct init_agent *a)
 	reg.hostname = (char *)a->si->hostname;
 	reg.system = &sys;
 	reg.labels = lab;
-	reg.n_labels = self_text[0] ? 3 : 2;
+	reg.n_labels = self_text[0] ? 4 : 3;
 	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION;
 	m.registration = &reg;
 	return grpc_call_send(a->call, &m.base);
@@ -257,10 +269,15 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 	a->heartbeat_ms = (uint32_t)(s <= 0 ? INIT_HEARTBEAT_DEFAULT_S
 				     : s > INIT_HEARTBEAT_MAX_S ? INIT_HEARTBEAT_MAX_S : s) * 1000u;
 	a->ack_mode = 0;
-	for (size_t i = 0; i < ack->n_config; i++)
-		if (strcmp(ack->config[i]->key, "output-ack") == 0 &&
-		    strcmp(ack->config[i]->value, "1") == 0)
+	a->egress_ok = 0;
+	for (size_t i = 0; i < ack->n_config; i++) {
+		if (strcmp(ack->config[i]->value, "1") != 0)
+			continue;
+		if (strcmp(ack->config[i]->key, "output-ack") == 0)
 			a->ack_mode = 1;
+		else if (strcmp(ack->config[i]->key, "egress") == 0)
+			a->egress_ok = 1;
+	}
 	/* without acks what was kept cannot be matched to the transcript: send on, keep none */
 	a->resumed = !a->ack_mode;
 	if (!a->ack_mode) {
@@ -273,8 +290,9 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 	a->failures = 0;
 	a->registrations++;
 	a->due_ms = clock_mono_ms() + a->heartbeat_ms;
-	log_info("registered", "registrations=%llu heartbeat_s=%u output_ack=%d",
-		 (unsigned long long)a->registrations, a->heartbeat_ms / 1000, a->ack_mode);
+	log_info("registered", "registrations=%llu heartbeat_s=%u output_ack=%d egress=%d",
+		 (unsigned long long)a->registrations, a->heartbeat_ms / 1000, a->ack_mode,
+		 a->egress_ok);
 	if (send_heartbeat(a, AGENTIC__SANDBOX__V1__AGENT_STATUS__AGENT_STATUS_READY) < 0)
 		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
 	else

@@ -32,7 +32,8 @@ const char init_help[] =
 	"socket, sends READY heartbeats, redials with backoff when agenticd restarts, and reaps\n"
 	"every child and orphan. It runs agenticd's commands as the workload uid with no\n"
 	"capabilities, each under its own subreaper supervisor (which keeps the control uid, out\n"
-	"of the workload's reach), and streams their output back.\n"
+	"of the workload's reach), and streams their output back. When agenticd consents it\n"
+	"carries the workload's connections to 127.0.0.1:3128 to agenticd's egress proxy.\n"
 	"SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: SIGTERM to each command,\n"
 	"its whole tree killed 1.5 s later, their ends reported; then it exits 0.\n"
 	"Exit status: 0 stopped cleanly, 1 setup failed, 2 refused its environment or arguments.\n";
@@ -108,7 +109,8 @@ static int loop_add(int epfd, int fd, uint64_t tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
 }
 
-static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *cmds)
+static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *cmds,
+		 struct init_egress *egress)
 {
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	int64_t stop_by = 0;
@@ -121,7 +123,7 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 		return fail("cannot set up the event loop", "epoll_ctl", r);
 	for (;;) {
 		struct epoll_event ev[16];
-		int64_t now = clock_mono_ms(), due, cdue;
+		int64_t now = clock_mono_ms(), due, cdue, edue;
 		int n;
 
 		if (!stop_by && agent->shutdown_requested)
@@ -136,8 +138,11 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 			break;
 		due = init_agent_tick(agent, now);
 		cdue = init_cmds_tick(cmds, now);
+		edue = init_egress_tick(egress, now);
 		if (cdue < due)
 			due = cdue;
+		if (edue < due)
+			due = edue;
 		if (stop_by && stop_by < due)
 			due = stop_by;
 		init_agent_flush(agent);
@@ -155,12 +160,15 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 					return fail("event loop", "timerfd", -errno);
 			} else if (tag == INIT_TAG_AGENT) {
 				init_agent_io(agent);
+			} else if (tag < INIT_TAG_CMD_FIRST) {
+				init_egress_io(egress, tag, ev[i].events);
 			} else {
 				init_cmds_io(cmds, tag, ev[i].events);
 			}
 		}
 		init_agent_flush(agent);
 	}
+	init_egress_close_all(egress);
 	init_agent_stop(agent, LIMIT_INIT_STOP_FLUSH_MS);
 	log_info("stopped", "registrations=%llu unfinished_commands=%d",
 		 (unsigned long long)agent->registrations, init_cmds_busy(cmds));
@@ -174,10 +182,11 @@ int init_main(int argc, char **argv)
 	static struct init_agent agent;
 	struct init_cmds_config ccfg;
 	struct init_cmds *cmds;
+	struct init_egress *egress;
 	char why[256];
 	const char *step;
 	sigset_t mask;
-	size_t agent_bytes, bytes;
+	size_t agent_bytes, cmds_bytes, bytes;
 	void *storage, *exec_area;
 	int sfd, epfd, r;
 
@@ -205,7 +214,8 @@ int init_main(int argc, char **argv)
 		return 2;
 	}
 	agent_bytes = init_agent_storage_bytes(env.uds_path);
-	bytes = agent_bytes + init_cmds_storage_bytes();
+	cmds_bytes = init_cmds_storage_bytes();
+	bytes = agent_bytes + cmds_bytes + init_egress_storage_bytes();
 	if (!agent_bytes) {
 		fprintf(stderr, "agentic-init: refusing to start: AGENT_GRPC_UDS_PATH is longer "
 			"than a Unix socket path may be\n");
@@ -239,15 +249,20 @@ int init_main(int argc, char **argv)
 		return fail("cannot set up the event loop", "epoll_create1", -errno);
 	ccfg = (struct init_cmds_config){ epfd, env.workload_uid, env.workload_gid,
 					  env.control_uid, environ, exec_area };
-	r = init_cmds_setup(&ccfg, (uint8_t *)storage + agent_bytes, bytes - agent_bytes, &cmds,
-			    &step);
+	r = init_cmds_setup(&ccfg, (uint8_t *)storage + agent_bytes, cmds_bytes, &cmds, &step);
 	if (r)
 		return fail("cannot set up the command table", step, r);
 	r = init_agent_setup(&agent, &env, &si, cmds, storage, agent_bytes);
 	if (r)
 		return fail("cannot set up the agent channel", "grpc_client_init", r);
+	/* the proxy port is ours before any workload runs: commands come only after the
+	 * registration, in serve() */
+	r = init_egress_setup(&egress, (uint8_t *)storage + agent_bytes + cmds_bytes,
+			      bytes - agent_bytes - cmds_bytes, epfd, &agent);
+	if (r)
+		return fail("cannot set up the egress proxy", "init_egress_setup", r);
 	alloc_seal();
 	log_info("setup complete", "pid=%d budget_bytes=%zu", (int)getpid(),
 		 bytes + LIMIT_INIT_EXEC_BYTES);
-	return serve(epfd, sfd, &agent, cmds);
+	return serve(epfd, sfd, &agent, cmds, egress);
 }

@@ -80,8 +80,15 @@ struct init_agent {
 	uint32_t epoch;
 	uint64_t next_off[2];     /* the offset of the next stdout, stderr byte */
 	uint64_t next_seq;        /* the seq of the last result sent */
+	/* Egress (egress.c): announced with the label agentic-egress=1; served while the ack of
+	 * this stream holds egress=1. */
+	int egress_ok;
+	struct init_egress *egress;
 };
 
+/* 1 while the stream is registered and agenticd's RegistrationAck said egress=1: egress
+ * connections are served only then. */
+int init_agent_egress(const struct init_agent *a);
 /* Sends what the commands have ready (output, results) while the stream is registered and
  * its send queue takes it. Call after every event. */
 void init_agent_flush(struct init_agent *a);
@@ -174,6 +181,8 @@ size_t init_dec(uint32_t v, char *out);
 #define INIT_TAG_SIGNAL 1
 #define INIT_TAG_TIMER 2
 #define INIT_TAG_AGENT 3
+#define INIT_TAG_EGRESS 4         /* the proxy listener */
+#define INIT_TAG_EGRESS_FIRST 5   /* one per egress connection slot */
 #define INIT_TAG_CMD_FIRST 16
 
 struct init_cmds_config {
@@ -232,6 +241,27 @@ struct init_out {
  * (valid until the next call), or 0. init_cmds_consume marks it sent. */
 int init_cmds_peek(struct init_cmds *c, struct init_out *o);
 void init_cmds_consume(struct init_cmds *c);
+
+/* ---- egress (egress.c) ----
+ * The proxy listener on 127.0.0.1:EGRESS_PROXY_PORT, opened at setup (before any workload
+ * runs; a failed bind is logged and the init goes on without), and one Egress call on the
+ * agent connection per accepted connection (docs/EGRESS.md: the wire): at most
+ * LIMIT_INIT_EGRESS_CONNS at once; a connection accepted while agenticd has not consented
+ * (init_agent_egress), or beyond that, is closed at once. A call refused or lost before any
+ * byte came back gets the workload a 503; the Connect stream ending closes every connection. */
+struct init_egress;
+
+size_t init_egress_storage_bytes(void);
+/* Sets up the table over storage, opens the listener into epfd (tag INIT_TAG_EGRESS) and
+ * hands agent the table. 0 (also when the port could not be had), or ERR_LIMIT. */
+int init_egress_setup(struct init_egress **out, void *storage, size_t len, int epfd,
+		      struct init_agent *agent);
+/* An event on the listener or a connection (INIT_TAG_EGRESS .. INIT_TAG_EGRESS_FIRST + N). */
+void init_egress_io(struct init_egress *eg, uint64_t tag, uint32_t events);
+/* Ends what lost agenticd's consent, retries starts, closes lingering connections; returns
+ * when it next wants to be called (monotonic ms). */
+int64_t init_egress_tick(struct init_egress *eg, int64_t now);
+void init_egress_close_all(struct init_egress *eg);
 
 /* ---- the replay ring (replay.c) ----
  * Output chunks and results the init has sent and agenticd has not yet acknowledged writing

@@ -791,8 +791,14 @@ static void eval_inside(const struct verify_facts *f, struct verify_result *r)
 		verdict(r, AGV(22), strcmp(w, "UNAUTHENTICATED") == 0,
 			"refused, but not UNAUTHENTICATED");
 	} else {
+		char st[24];
+
+		/* a connection lost before an answer is not a socket never reached: the reason says
+		 * which, so a FAIL names what to look at */
+		probe_word(f, "agent_socket.status", st, sizeof(st));
 		set(r, AGV(22), VERIFY_FAIL, "%s", !w[0] ? "the probe did not report it"
 				: strcmp(w, "accepted") == 0 ? "the workload's Connect was accepted"
+				: strcmp(st, "UNAVAILABLE") == 0 ? "the connection was lost before an answer"
 				: "the socket was not reached");
 	}
 	for (int t = 0; t < VERIFY_TARGETS; t++) {

@@ -415,6 +415,8 @@ static int probe_verify(int argc, char **argv)
 			if (r == 0)
 				printf("agent_socket=%s\nagent_socket.status=%s\n",
 				       status == GRPC_OK ? "accepted" : "refused", grpc_status_name(status));
+			else if (!err)
+				printf("agent_socket=unreachable\nagent_socket.status=UNAVAILABLE\n");
 			else
 				printf("agent_socket=unreachable\n");
 		} else if (strcmp(a, "--try-kill") == 0) {

@@ -1,0 +1,461 @@
+/* tls.c: the egress worker's TLS client (tls.h), BearSSL's engine API over a non-blocking
+ * socket. The engine is a state machine with four buffers (records out, records in, data out,
+ * data in); this file only moves bytes between those and the socket, so the caller's poll()
+ * loop decides when. */
+#include "egress/tls.h"
+
+#include <bearssl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+/* A CA certificate's DN and key, copied out of the bundle. ca-certificates has ~140 roots of
+ * ~100 DN bytes and at most a 4096-bit RSA key each (~600 bytes): this holds 256 large ones. */
+#define ARENA_BYTES (256u * 1024u)
+/* One certificate's DER; a root above this is skipped. */
+#define DER_BYTES (16u * 1024u)
+#define DN_BYTES 4096u
+
+static br_x509_trust_anchor anchors[EGRESS_TLS_ANCHORS_MAX];
+static size_t nanchors;
+static unsigned char arena[ARENA_BYTES];
+static size_t arena_used;
+
+static br_ssl_client_context cc;
+static br_x509_minimal_context xc;
+static unsigned char iobuf[BR_SSL_BUFSIZE_BIDI];
+static int tls_fd = -1;
+static bool sock_eof;           /* the peer closed its side of TCP */
+static const char *err_word = "none";
+static int err_code;
+
+static void fail(const char *word, int code)
+{
+	err_word = word;
+	err_code = code;
+}
+
+/* ---- trust anchors ---- */
+
+struct bytes {
+	unsigned char *p;
+	size_t len, cap;
+	bool over;
+};
+
+static void bytes_append(void *ctx, const void *data, size_t len)
+{
+	struct bytes *b = ctx;
+
+	if (b->over || len > b->cap - b->len) {
+		b->over = true;
+		return;
+	}
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+}
+
+static unsigned char *arena_copy(const void *p, size_t len)
+{
+	unsigned char *d;
+
+	if (len > ARENA_BYTES - arena_used)
+		return NULL;
+	d = arena + arena_used;
+	memcpy(d, p, len);
+	arena_used += len;
+	return d;
+}
+
+/* Turns one certificate into an anchor: false (and nothing kept) when it does not decode, has a
+ * key BearSSL cannot use, or the tables are full. */
+static bool add_anchor(const unsigned char *der, size_t len)
+{
+	static unsigned char dnbuf[DN_BYTES];
+	struct bytes dn = { dnbuf, 0, sizeof(dnbuf), false };
+	br_x509_decoder_context dc;
+	br_x509_trust_anchor *ta;
+	const br_x509_pkey *pk;
+	size_t mark = arena_used;
+
+	if (nanchors == EGRESS_TLS_ANCHORS_MAX)
+		return false;
+	br_x509_decoder_init(&dc, bytes_append, &dn);
+	br_x509_decoder_push(&dc, der, len);
+	pk = br_x509_decoder_get_pkey(&dc);
+	if (!pk || dn.over || br_x509_decoder_last_error(&dc) != 0)
+		return false;
+	ta = &anchors[nanchors];
+	memset(ta, 0, sizeof(*ta));
+	ta->flags = br_x509_decoder_isCA(&dc) ? BR_X509_TA_CA : 0;
+	if (!(ta->dn.data = arena_copy(dn.p, dn.len)))
+		goto full;
+	ta->dn.len = dn.len;
+	ta->pkey.key_type = pk->key_type;
+	switch (pk->key_type) {
+	case BR_KEYTYPE_RSA:
+		ta->pkey.key.rsa.nlen = pk->key.rsa.nlen;
+		ta->pkey.key.rsa.elen = pk->key.rsa.elen;
+		if (!(ta->pkey.key.rsa.n = arena_copy(pk->key.rsa.n, pk->key.rsa.nlen)) ||
+		    !(ta->pkey.key.rsa.e = arena_copy(pk->key.rsa.e, pk->key.rsa.elen)))
+			goto full;
+		break;
+	case BR_KEYTYPE_EC:
+		ta->pkey.key.ec.curve = pk->key.ec.curve;
+		ta->pkey.key.ec.qlen = pk->key.ec.qlen;
+		if (!(ta->pkey.key.ec.q = arena_copy(pk->key.ec.q, pk->key.ec.qlen)))
+			goto full;
+		break;
+	default:
+		return false;
+	}
+	nanchors++;
+	return true;
+full:
+	arena_used = mark;
+	return false;
+}
+
+int egress_tls_load_anchors(const char *path)
+{
+	static unsigned char der[DER_BYTES];
+	struct bytes cert = { der, 0, sizeof(der), false };
+	br_pem_decoder_context pc;
+	unsigned char buf[4096];
+	bool in_cert = false, at_end = false;
+	int fd;
+
+	nanchors = 0;
+	arena_used = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fail("ca_file_unreadable", 0);
+		return -errno;
+	}
+	br_pem_decoder_init(&pc);
+	while (!at_end) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		const unsigned char *p = buf;
+		size_t left;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			fail("ca_file_unreadable", 0);
+			return -e;
+		}
+		if (n == 0) {
+			/* A bundle whose last line has no newline still ends its object. */
+			buf[0] = '\n';
+			n = 1;
+			at_end = true;
+		}
+		left = (size_t)n;
+		while (left > 0) {
+			size_t used = br_pem_decoder_push(&pc, p, left);
+
+			p += used;
+			left -= used;
+			switch (br_pem_decoder_event(&pc)) {
+			case BR_PEM_BEGIN_OBJ: {
+				const char *name = br_pem_decoder_name(&pc);
+
+				in_cert = strcmp(name, "CERTIFICATE") == 0 ||
+					  strcmp(name, "X509 CERTIFICATE") == 0;
+				cert.len = 0;
+				cert.over = false;
+				br_pem_decoder_setdest(&pc, in_cert ? bytes_append : NULL,
+						       in_cert ? &cert : NULL);
+				break;
+			}
+			case BR_PEM_END_OBJ:
+				if (in_cert && !cert.over)
+					(void)add_anchor(der, cert.len);
+				in_cert = false;
+				break;
+			case BR_PEM_ERROR:
+				/* Garbage between objects: start over at the next BEGIN line. */
+				br_pem_decoder_init(&pc);
+				in_cert = false;
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	close(fd);
+	if (nanchors == 0) {
+		fail("no_trust_anchors", 0);
+		return ERR_PARSE;
+	}
+	return (int)nanchors;
+}
+
+/* ---- the connection ---- */
+
+static const struct {
+	int code;
+	const char *word;
+} words[] = {
+	{ BR_ERR_X509_NOT_TRUSTED, "unknown_ca" },
+	{ BR_ERR_X509_BAD_SERVER_NAME, "name_mismatch" },
+	{ BR_ERR_X509_EXPIRED, "certificate_expired" },
+	{ BR_ERR_X509_TIME_UNKNOWN, "certificate_time_unknown" },
+	{ BR_ERR_X509_BAD_SIGNATURE, "certificate_bad_signature" },
+	{ BR_ERR_X509_NOT_CA, "certificate_not_ca" },
+	{ BR_ERR_X509_FORBIDDEN_KEY_USAGE, "certificate_key_usage" },
+	{ BR_ERR_X509_WEAK_PUBLIC_KEY, "certificate_weak_key" },
+	{ BR_ERR_X509_EMPTY_CHAIN, "certificate_missing" },
+	{ BR_ERR_X509_CRITICAL_EXTENSION, "certificate_critical_extension" },
+	{ BR_ERR_X509_UNSUPPORTED, "certificate_unsupported" },
+	{ BR_ERR_UNSUPPORTED_VERSION, "protocol_version" },
+	{ BR_ERR_BAD_VERSION, "protocol_version" },
+	{ BR_ERR_BAD_CIPHER_SUITE, "no_shared_cipher" },
+	{ BR_ERR_BAD_SIGNATURE, "bad_signature" },
+	{ BR_ERR_BAD_MAC, "bad_record_mac" },
+	{ BR_ERR_NO_RANDOM, "no_random" },
+	{ BR_ERR_IO, "io_error" },
+};
+
+static void engine_failed(void)
+{
+	int code = br_ssl_engine_last_error(&cc.eng);
+	const char *w = "handshake_failed";
+
+	if (code >= BR_ERR_SEND_FATAL_ALERT)
+		w = "alert_sent";
+	else if (code >= BR_ERR_RECV_FATAL_ALERT)
+		w = "alert_received";
+	else if (code >= BR_ERR_X509_OK)
+		w = "certificate_invalid";
+	for (size_t i = 0; i < ARRAY_LEN(words); i++)
+		if (words[i].code == code)
+			w = words[i].word;
+	fail(w, code);
+}
+
+short egress_tls_want_events(void)
+{
+	unsigned st = br_ssl_engine_current_state(&cc.eng);
+	short ev = 0;
+
+	if (st & BR_SSL_CLOSED)
+		return 0;
+	if (st & BR_SSL_SENDREC)
+		ev |= POLLOUT;
+	if ((st & BR_SSL_RECVREC) && !sock_eof)
+		ev |= POLLIN;
+	return ev;
+}
+
+int egress_tls_pump(short revents)
+{
+	/* Readiness is a hint: each buffer the engine offers is tried, EAGAIN is no error. */
+	(void)revents;
+	for (;;) {
+		unsigned st = br_ssl_engine_current_state(&cc.eng);
+		bool moved = false;
+
+		if (st & BR_SSL_CLOSED) {
+			if (br_ssl_engine_last_error(&cc.eng) != BR_ERR_OK) {
+				engine_failed();
+				return -1;
+			}
+			return 0;
+		}
+		if (st & BR_SSL_SENDREC) {
+			size_t len;
+			unsigned char *b = br_ssl_engine_sendrec_buf(&cc.eng, &len);
+			ssize_t n = send(tls_fd, b, len, MSG_NOSIGNAL);
+
+			if (n > 0) {
+				br_ssl_engine_sendrec_ack(&cc.eng, (size_t)n);
+				moved = true;
+			} else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+				/* The peer closed before it read all we had (after an early 413,
+				 * say): what it will never read is dropped, so that what it
+				 * answered still reaches the reader, who then sees the end. */
+				br_ssl_engine_sendrec_ack(&cc.eng, len);
+				moved = true;
+			} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+				   errno != EINTR) {
+				fail("io_error", 0);
+				return -1;
+			}
+		}
+		if ((st & BR_SSL_RECVREC) && !sock_eof) {
+			size_t len;
+			unsigned char *b = br_ssl_engine_recvrec_buf(&cc.eng, &len);
+			ssize_t n = recv(tls_fd, b, len, 0);
+
+			if (n > 0) {
+				br_ssl_engine_recvrec_ack(&cc.eng, (size_t)n);
+				moved = true;
+			} else if (n == 0) {
+				sock_eof = true;
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				/* A reset after the peer's last byte still ends the stream for the
+				 * reader: recv reports what the engine holds, then the end. */
+				if (errno == ECONNRESET) {
+					sock_eof = true;
+				} else {
+					fail("io_error", 0);
+					return -1;
+				}
+			}
+		}
+		if (!moved)
+			return 0;
+	}
+}
+
+int egress_tls_handshake(int fd, const char *name, int timeout_ms)
+{
+	int64_t deadline = clock_mono_ms() + timeout_ms;
+	unsigned char seed[32];
+	int fl;
+
+	err_word = "none";
+	err_code = 0;
+	sock_eof = false;
+	tls_fd = fd;
+	if (nanchors == 0) {
+		fail("no_trust_anchors", 0);
+		return -1;
+	}
+	/* BearSSL checks no name at all for a NULL or empty one: never what a route wants. */
+	if (!name || !name[0]) {
+		fail("no_server_name", 0);
+		return -1;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		fail("io_error", 0);
+		return -1;
+	}
+	br_ssl_client_init_full(&cc, &xc, anchors, nanchors);
+	br_ssl_engine_set_versions(&cc.eng, BR_TLS12, BR_TLS12);
+	br_ssl_engine_set_buffer(&cc.eng, iobuf, sizeof(iobuf), 1);
+	/* BearSSL seeds itself from the system too; this makes sure a seed is there even where its
+	 * own probe finds no source. */
+	if (getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed))
+		br_ssl_engine_inject_entropy(&cc.eng, seed, sizeof(seed));
+	explicit_bzero(seed, sizeof(seed));
+	if (!br_ssl_client_reset(&cc, name, 0)) {
+		engine_failed();
+		return -1;
+	}
+	for (;;) {
+		unsigned st = br_ssl_engine_current_state(&cc.eng);
+		struct pollfd p = { .fd = fd };
+		int64_t left;
+		int n;
+
+		if (st & BR_SSL_CLOSED) {
+			engine_failed();
+			return -1;
+		}
+		if (st & (BR_SSL_SENDAPP | BR_SSL_RECVAPP))
+			return 0;
+		if (sock_eof) {
+			fail("closed_in_handshake", 0);
+			return -1;
+		}
+		left = deadline - clock_mono_ms();
+		if (left <= 0) {
+			fail("timeout", 0);
+			return -1;
+		}
+		p.events = egress_tls_want_events();
+		n = poll(&p, 1, (int)left);
+		if (n < 0 && errno != EINTR) {
+			fail("io_error", 0);
+			return -1;
+		}
+		if (n > 0 && egress_tls_pump(p.revents) < 0)
+			return -1;
+	}
+}
+
+size_t egress_tls_send(const void *buf, size_t len)
+{
+	unsigned char *b;
+	size_t room;
+
+	if (!(br_ssl_engine_current_state(&cc.eng) & BR_SSL_SENDAPP))
+		return 0;
+	b = br_ssl_engine_sendapp_buf(&cc.eng, &room);
+	if (len > room)
+		len = room;
+	memcpy(b, buf, len);
+	br_ssl_engine_sendapp_ack(&cc.eng, len);
+	return len;
+}
+
+void egress_tls_flush(void)
+{
+	br_ssl_engine_flush(&cc.eng, 0);
+}
+
+long egress_tls_recv(void *buf, size_t cap)
+{
+	unsigned st = br_ssl_engine_current_state(&cc.eng);
+
+	if (cap == 0)
+		return EGRESS_TLS_AGAIN; /* 0 would read as the end */
+	if (st & BR_SSL_RECVAPP) {
+		size_t len;
+		unsigned char *b = br_ssl_engine_recvapp_buf(&cc.eng, &len);
+
+		if (len > cap)
+			len = cap;
+		memcpy(buf, b, len);
+		br_ssl_engine_recvapp_ack(&cc.eng, len);
+		return (long)len;
+	}
+	if (st & BR_SSL_CLOSED) {
+		if (br_ssl_engine_last_error(&cc.eng) == BR_ERR_OK)
+			return 0;
+		engine_failed();
+		return -1;
+	}
+	/* The peer's TCP close without close_notify: the end of the stream for HTTP with
+	 * Connection: close, which many servers end that way. */
+	if (sock_eof)
+		return 0;
+	return EGRESS_TLS_AGAIN;
+}
+
+void egress_tls_close(void)
+{
+	br_ssl_engine_close(&cc.eng);
+	(void)egress_tls_pump(0);
+}
+
+void egress_tls_wipe(void)
+{
+	explicit_bzero(&cc, sizeof(cc));
+	explicit_bzero(&xc, sizeof(xc));
+	explicit_bzero(iobuf, sizeof(iobuf));
+	tls_fd = -1;
+}
+
+const char *egress_tls_error_word(void)
+{
+	return err_word;
+}
+
+int egress_tls_error_code(void)
+{
+	return err_code;
+}
