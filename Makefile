@@ -123,6 +123,13 @@ $(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS) $(TP_PBC) $(TP_BEARSSL)
 	@mkdir -p $(@D)
 	$(MUSL_CC) $(MUSL_CFLAGS) -static -o $@ $< $(LIB_OBJS) $(TP_PBC) $(TP_BEARSSL)
 
+# The credential route's probe (tests/static) once more under ASan: its relay loop checked for
+# memory errors by tests/integration/test_egress_route_tls.
+ASAN_PROBES := $(BUILD)/asan/probe/egress_route_tls
+$(BUILD)/asan/probe/%: tests/static/%.c $(BUILD)/asan/libagentic.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
+
 $(BUILD)/asan/integration/%: tests/integration/%.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
@@ -173,7 +180,7 @@ simulate: $(SIM_PROG)
 	SEEDS=$(SEEDS) $(SIM_PROG)
 
 PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
-test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
+test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(ASAN_PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
 
 check: bootstrap
 	$(MAKE) all third_party test-build

@@ -31,6 +31,7 @@ const char cli_usage[] =
 	"  ls       list sandboxes\n"
 	"  inspect  show one sandbox\n"
 	"  posture  show a sandbox's tier and why; declare a taint\n"
+	"  egress   show a sandbox's egress policy and its audit\n"
 	"  rm       remove a sandbox\n"
 	"  exec     run a command in a sandbox\n"
 	"  logs     print a run's transcript\n"
@@ -448,6 +449,8 @@ static const struct {
 	{ "network_attached", true, "another network was connected to its container" },
 	{ "container_changed", true, "docker update, cp into it, commit or rename of its container" },
 	{ "operator_declared", true, "an admin declared it (a manual login, ...)" },
+	{ "egress_report_only", false, "its egress policy was in report mode: what enforce "
+	  "would deny went out" },
 };
 
 static const char *reason_means(const char *word)
@@ -1085,11 +1088,152 @@ struct verb {
 	const char *help;
 };
 
+/* ---- egress (docs/EGRESS.md; README: "Egress") ---- */
+
+static void strs_line(const struct json_doc *doc, int arr, char *out, size_t size)
+{
+	char v[300];
+	struct buf b;
+
+	buf_init(&b, out, size);
+	out[0] = '\0';
+	for (int i = json_first(doc, arr); i >= 0; i = json_next(doc, arr, i)) {
+		if (json_str(doc, i, v, sizeof(v)) < 0)
+			continue;
+		buf_printf(&b, "%s%s", b.len ? " " : "", v);
+	}
+	if (!b.len)
+		snprintf(out, size, "(none)");
+}
+
+static void egress_policy_print(const struct json_doc *doc, int p)
+{
+	char v[2048];
+	int arr;
+
+	if (p < 0 || doc->tok[p].type != JSON_OBJECT) {
+		printf("policy     none: egress is closed (no proxy in the sandbox)\n");
+		return;
+	}
+	printf("%-10s %s\n", "mode", field(doc, p, "mode", v, sizeof(v)));
+	strs_line(doc, json_obj_get(doc, p, "allow"), v, sizeof(v));
+	printf("%-10s %s\n", "allow", v);
+	arr = json_obj_get(doc, p, "routes");
+	printf("routes:%s\n", json_first(doc, arr) < 0 ? " none" : "");
+	for (int i = json_first(doc, arr); i >= 0; i = json_next(doc, arr, i)) {
+		char h[300], up[300], hd[80], sf[LIMIT_PATH_BYTES], m[200], pr[2048];
+
+		field(doc, i, "host", h, sizeof(h));
+		field(doc, i, "upstream", up, sizeof(up));
+		field(doc, i, "header", hd, sizeof(hd));
+		field(doc, i, "secret_file", sf, sizeof(sf));
+		strs_line(doc, json_obj_get(doc, i, "methods"), m, sizeof(m));
+		strs_line(doc, json_obj_get(doc, i, "path_prefixes"), pr, sizeof(pr));
+		printf("  %s -> %s  header %s from %s  methods %s  paths %s\n", h, up, hd, sf, m,
+		       pr);
+	}
+	printf("%-10s %s per minute\n", "rate", field(doc, p, "rate_per_minute", v, sizeof(v)));
+	printf("%-10s %s bytes per connection\n", "max",
+	       field(doc, p, "max_bytes_per_connection", v, sizeof(v)));
+	strs_line(doc, json_obj_get(doc, p, "allow_ranges"), v, sizeof(v));
+	printf("%-10s %s\n", "ranges", v);
+}
+
+static void egress_audit_print(const struct json_doc *doc, int arr)
+{
+	printf("%-24s %-7s %-7s %-32s %-20s %-10s %-20s %6s %10s %10s %7s\n", "TS", "KIND",
+	       "METHOD", "HOST:PORT", "PATH", "DECISION", "REASON", "STATUS", "UP", "DOWN", "MS");
+	for (int i = json_first(doc, arr); i >= 0; i = json_next(doc, arr, i)) {
+		char ts[40], kind[16], method[16], host[260], port[8], hp[270], path[256], dec[16],
+			reason[32], status[8], up[24], down[24], ms[24];
+
+		field(doc, i, "ts", ts, sizeof(ts));
+		field(doc, i, "kind", kind, sizeof(kind));
+		field(doc, i, "method", method, sizeof(method));
+		field(doc, i, "host", host, sizeof(host));
+		field(doc, i, "port", port, sizeof(port));
+		field(doc, i, "path", path, sizeof(path));
+		field(doc, i, "decision", dec, sizeof(dec));
+		field(doc, i, "reason", reason, sizeof(reason));
+		field(doc, i, "status", status, sizeof(status));
+		field(doc, i, "bytes_up", up, sizeof(up));
+		field(doc, i, "bytes_down", down, sizeof(down));
+		field(doc, i, "duration_ms", ms, sizeof(ms));
+		if (strcmp(kind, "policy") == 0) {
+			char mode[16];
+
+			field(doc, i, "mode", mode, sizeof(mode));
+			snprintf(hp, sizeof(hp), "(mode %s)", mode[0] ? mode : "-");
+		} else if (host[0]) {
+			snprintf(hp, sizeof(hp), strchr(host, ':') ? "[%s]:%s" : "%s:%s", host,
+				 port[0] ? port : "-");
+		} else {
+			snprintf(hp, sizeof(hp), "-");
+		}
+		printf("%-24s %-7s %-7s %-32s %-20s %-10s %-20s %6s %10s %10s %7s\n", ts[0] ? ts : "-",
+		       kind[0] ? kind : "-", method[0] ? method : "-", hp, path[0] ? path : "-",
+		       dec[0] ? dec : "-", reason[0] ? reason : "-", status[0] ? status : "-",
+		       up[0] ? up : "-", down[0] ? down : "-", ms[0] ? ms : "-");
+	}
+	if (json_first(doc, arr) < 0)
+		printf("(no audit lines in the current run)\n");
+}
+
+static const char egress_help[] =
+	"usage: agentic egress NAME [--json] [--tail K]\n"
+	"Shows the sandbox's egress policy (mode, allow, credential routes, rate, byte cap,\n"
+	"address ranges) and the last K lines (default 20, at most 100) of its current run's\n"
+	"audit, egress.jsonl: time, kind (tunnel, route, unknown, policy), method, host:port,\n"
+	"path (never the query), decision (allow, deny, would_deny, set), reason, status, bytes\n"
+	"up and down, duration. A policy is replaced with PUT /api/v1/containers/NAME/egress\n"
+	"(docs/EGRESS.md has the formats).\n";
+
+static int verb_egress(int argc, char **argv, struct opts *o)
+{
+	struct json_doc doc;
+	const char *name = NULL;
+	char target[200], v[96];
+	long tail = 20;
+	int status, c;
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = common_opt(o, argc, argv, &i)) < 0)
+			return usage(egress_help);
+		if (c)
+			continue;
+		if (i + 1 < argc && strcmp(argv[i], "--tail") == 0) {
+			char *end;
+
+			tail = strtol(argv[++i], &end, 10);
+			if (*end || end == argv[i] || tail < 0 || tail > 100)
+				return usage(egress_help);
+		} else if (!name && argv[i][0] != '-') {
+			name = argv[i];
+		} else {
+			return usage(egress_help);
+		}
+	}
+	if (!name || name_target(name, target, 128) != 0)
+		return usage(egress_help);
+	snprintf(target + strlen(target), sizeof(target) - strlen(target), "/egress?tail=%ld", tail);
+	status = call(o, "GET", target, NULL, 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	printf("%-10s %s\n", "name", field(&doc, 0, "name", v, sizeof(v)));
+	printf("%-10s %s\n", "egress", field(&doc, json_obj_get(&doc, 0, "posture"), "egress", v,
+					     sizeof(v)));
+	egress_policy_print(&doc, json_obj_get(&doc, 0, "policy"));
+	printf("\n");
+	egress_audit_print(&doc, json_obj_get(&doc, 0, "audit"));
+	return 0;
+}
+
 static const struct verb verbs[] = {
 	{ "create", verb_create, create_help },
 	{ "ls", verb_ls, ls_help },
 	{ "inspect", verb_inspect, inspect_help },
 	{ "posture", verb_posture, posture_help },
+	{ "egress", verb_egress, egress_help },
 	{ "rm", verb_rm, rm_help },
 	{ "exec", verb_exec, exec_help },
 	{ "logs", verb_logs, logs_help },

@@ -254,7 +254,8 @@ static const char *hostport_parse(const char *s, char *host, uint16_t *port, uin
 		return "a wildcard must be a whole first label (\"*.example.com\")";
 	if (*suffix ? !dns_name_ok(tmp) : !(dns_name_ok(tmp) || ip_literal(tmp)))
 		return *suffix ? "what follows \"*.\" must be a DNS name" :
-			"the host must be a DNS name or an IP address";
+			"the host must be a DNS name (labels of letters, digits and -) or an IP "
+			"address";
 	memcpy(host, tmp, hl + 1);
 	lower(host);
 	return NULL;
@@ -403,6 +404,34 @@ static int read_methods(struct rd *r, int v, struct egress_route *rt, const char
 	return 0;
 }
 
+/* A path an upstream might read as another one (a dot segment, raw or percent-encoded, an
+ * encoded slash or backslash) is judged by no prefix: "/v1/../admin" is not under "/v1/". */
+static bool path_plain(const char *path, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = path[i];
+
+		if (c == '\\' || (unsigned char)c <= 0x20 || c == 0x7f)
+			return false;
+		if (c == '%' && i + 2 < n) {
+			char hi = path[i + 1], lo = (char)(path[i + 2] | 0x20);
+
+			if ((hi == '2' && (lo == 'e' || lo == 'f')) || (hi == '5' && lo == 'c'))
+				return false;
+		}
+		if (c == '/') {
+			size_t s = i + 1, e = s;
+
+			while (e < n && path[e] != '/')
+				e++;
+			if ((e - s == 1 && path[s] == '.') ||
+			    (e - s == 2 && path[s] == '.' && path[s + 1] == '.'))
+				return false;
+		}
+	}
+	return true;
+}
+
 static int read_prefixes(struct rd *r, int v, struct egress_route *rt, const char *path)
 {
 	char at[80];
@@ -423,6 +452,9 @@ static int read_prefixes(struct rd *r, int v, struct egress_route *rt, const cha
 			if ((unsigned char)*c <= 0x20 || *c == 0x7f || *c == '?' || *c == '#')
 				return bad(r, "%s: must not hold spaces, control characters, ? or #",
 					   at);
+		if (!path_plain(s, strlen(s)))
+			return bad(r, "%s: must not hold a dot segment, a backslash or an "
+				   "encoded dot, slash or backslash", at);
 		rt->nprefixes++;
 	}
 	return 0;
@@ -615,7 +647,10 @@ static int read_ranges(struct rd *r, int v)
 	return 0;
 }
 
-/* The older form: [{"host": H, "port": P}, ...] is {"allow": ["H:P", ...]}. */
+/* The older form: [{"host": H, "port": P}, ...] is {"allow": ["H:P", ...]}, with the older
+ * form's own words for a bad host. */
+#define LIST_HOST_RULE "must be a DNS name (labels of letters, digits and -) or an IP address"
+
 static int read_list_form(struct rd *r)
 {
 	static const char *const fields[] = { "host", "port" };
@@ -637,10 +672,11 @@ static int read_list_form(struct rd *r)
 		snprintf(at, sizeof(at), "%s.host", path);
 		if ((h = json_obj_get(r->doc, e, "host")) < 0)
 			return bad(r, "%s: required", at);
-		if ((rc = take_str(r, h, at, host, sizeof(host))) != 0)
-			return rc;
-		if (strpbrk(host, ":[]*") && inet_pton(AF_INET6, host, (uint8_t[16]){ 0 }) != 1)
-			return bad(r, "%s: the host must be a DNS name or an IP address", at);
+		if (type_of(r, h) != JSON_STRING)
+			return bad(r, "%s: must be a string", at);
+		if (json_str(r->doc, h, host, sizeof(host)) <= 0 ||
+		    (strpbrk(host, ":[]*") && inet_pton(AF_INET6, host, (uint8_t[16]){ 0 }) != 1))
+			return bad(r, "%s: " LIST_HOST_RULE, at);
 		snprintf(at, sizeof(at), "%s.port", path);
 		if ((pt = json_obj_get(r->doc, e, "port")) < 0)
 			return bad(r, "%s: required", at);
@@ -649,8 +685,8 @@ static int read_list_form(struct rd *r)
 		snprintf(s, sizeof(s), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host,
 			 (unsigned)port);
 		snprintf(at, sizeof(at), "%s.host", path);
-		if ((rc = add_allow(r, s, at)) != 0)
-			return rc;
+		if (add_allow(r, s, at) != 0)
+			return bad(r, "%s: " LIST_HOST_RULE, at);
 	}
 	return 0;
 }
@@ -859,34 +895,6 @@ enum egress_reason egress_match_connect(const struct egress_policy *p, const cha
 			return ER_ALLOWLISTED;
 	}
 	return ER_HOST_NOT_ALLOWED;
-}
-
-/* A path an upstream might read as another one (a dot segment, raw or percent-encoded, an
- * encoded slash or backslash) is judged by no prefix: "/v1/../admin" is not under "/v1/". */
-static bool path_plain(const char *path, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		char c = path[i];
-
-		if (c == '\\' || (unsigned char)c <= 0x20 || c == 0x7f)
-			return false;
-		if (c == '%' && i + 2 < n) {
-			char hi = path[i + 1], lo = (char)(path[i + 2] | 0x20);
-
-			if ((hi == '2' && (lo == 'e' || lo == 'f')) || (hi == '5' && lo == 'c'))
-				return false;
-		}
-		if (c == '/') {
-			size_t s = i + 1, e = s;
-
-			while (e < n && path[e] != '/')
-				e++;
-			if ((e - s == 1 && path[s] == '.') ||
-			    (e - s == 2 && path[s] == '.' && path[s + 1] == '.'))
-				return false;
-		}
-	}
-	return true;
 }
 
 enum egress_reason egress_match_route(const struct egress_policy *p, const char *host,

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -203,6 +204,17 @@ long egress_route_rewrite_framed(const struct egress_head *h, const struct egres
 	 * policy's secret file write headers of its own. */
 	if (secret_len > EGRESS_SECRET_BYTES)
 		return ERR_LIMIT; /* the mask covers that much */
+	/* A route header that frames the message or names the connection would make the
+	 * upstream read another request than the one checked here; the policy should never
+	 * name one, and the rewrite does not trust that it did not. */
+	for (const char *q = rt->header; *q; q++)
+		if (!tchar((uint8_t)*q))
+			return ERR_PARSE;
+	if (name_is(rt->header, strlen(rt->header), "content-length") ||
+	    name_is(rt->header, strlen(rt->header), "transfer-encoding") ||
+	    name_is(rt->header, strlen(rt->header), "host") ||
+	    name_is(rt->header, strlen(rt->header), "connection"))
+		return ERR_PARSE;
 	for (size_t i = 0; i < secret_len; i++)
 		if (secret[i] == '\r' || secret[i] == '\n' || secret[i] == 0)
 			return ERR_PARSE;
@@ -392,11 +404,12 @@ static uint8_t down_buf[RELAY_BYTES];
 static uint8_t masked[RELAY_BYTES + EGRESS_SECRET_BYTES];
 static struct egress_mask mask;
 
+/* fd non-blocking: its flags before, or -1. */
 static int set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
 
-	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -1 : fl;
 }
 
 /* Our own answer (400, 502) to the workload, before any byte of the upstream's: written whole
@@ -426,6 +439,8 @@ static void answer(const struct egress_route_call *c, struct egress_route_result
 			break;
 	}
 	r->bytes_down += at;
+	if (!r->status)   /* the status the workload got is ours */
+		r->status = atoi(status);
 	shutdown(c->client_fd, SHUT_WR);
 }
 
@@ -638,6 +653,7 @@ void egress_route_run(const struct egress_route_call *c, struct egress_route_res
 	struct relay x;
 	long n, take;
 	int tmo = c->io_timeout_ms > 0 ? c->io_timeout_ms : 10000;
+	int client_fl, up_fl;
 
 	memset(r, 0, sizeof(*r));
 	r->reason = ER_ROUTE;
@@ -663,8 +679,16 @@ void egress_route_run(const struct egress_route_call *c, struct egress_route_res
 	x.up = (const uint8_t *)head_out;
 	x.up_len = (size_t)n;
 
+	/* Both sockets are non-blocking while the route runs (one loop moves both ways) and get
+	 * their flags back at its end: the worker goes on with blocking writes. */
+	client_fl = fcntl(c->client_fd, F_GETFL);
+	up_fl = fcntl(c->upstream_fd, F_GETFL);
 	if (set_nonblock(c->client_fd) < 0 || egress_tls_load_anchors(c->ca_file) < 0 ||
 	    egress_tls_handshake(c->upstream_fd, c->route->up_host, tmo) < 0) {
+		if (client_fl >= 0)
+			fcntl(c->client_fd, F_SETFL, client_fl);
+		if (up_fl >= 0)
+			fcntl(c->upstream_fd, F_SETFL, up_fl);
 		log_warn("egress upstream tls failed", "host=%s error=%s code=%d",
 			 log_q(c->route->up_host), log_q(egress_tls_error_word()), egress_tls_error_code());
 		explicit_bzero(head_out, sizeof(head_out));
@@ -678,11 +702,18 @@ void egress_route_run(const struct egress_route_call *c, struct egress_route_res
 		egress_tls_close();
 	if (r->end == EE_CLOSED)
 		shutdown(c->client_fd, SHUT_WR);
+	if (client_fl >= 0)
+		fcntl(c->client_fd, F_SETFL, client_fl);
+	if (up_fl >= 0)
+		fcntl(c->upstream_fd, F_SETFL, up_fl);
 	r->status = x.st.status;
 	if (r->reason == ER_ROUTE && r->status >= 300 && r->status < 400)
 		r->reason = ER_REDIRECT_RETURNED;
 	/* The head carried the secret: it does not stay in memory past the route. */
 	explicit_bzero(head_out, sizeof(head_out));
 	explicit_bzero(up_buf, sizeof(up_buf));
+	explicit_bzero(down_buf, sizeof(down_buf));
+	explicit_bzero(masked, sizeof(masked));
 	explicit_bzero(&mask, sizeof(mask));
+	egress_tls_wipe();
 }

@@ -333,6 +333,11 @@ int egress_tls_handshake(int fd, const char *name, int timeout_ms)
 		fail("no_trust_anchors", 0);
 		return -1;
 	}
+	/* BearSSL checks no name at all for a NULL or empty one: never what a route wants. */
+	if (!name || !name[0]) {
+		fail("no_server_name", 0);
+		return -1;
+	}
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		fail("io_error", 0);
@@ -406,6 +411,8 @@ long egress_tls_recv(void *buf, size_t cap)
 {
 	unsigned st = br_ssl_engine_current_state(&cc.eng);
 
+	if (cap == 0)
+		return EGRESS_TLS_AGAIN; /* 0 would read as the end */
 	if (st & BR_SSL_RECVAPP) {
 		size_t len;
 		unsigned char *b = br_ssl_engine_recvapp_buf(&cc.eng, &len);
@@ -433,6 +440,14 @@ void egress_tls_close(void)
 {
 	br_ssl_engine_close(&cc.eng);
 	(void)egress_tls_pump(0);
+}
+
+void egress_tls_wipe(void)
+{
+	explicit_bzero(&cc, sizeof(cc));
+	explicit_bzero(&xc, sizeof(xc));
+	explicit_bzero(iobuf, sizeof(iobuf));
+	tls_fd = -1;
 }
 
 const char *egress_tls_error_word(void)

@@ -41,6 +41,8 @@ long egress_tls_recv(void *buf, size_t cap);
 
 /* Sends close_notify as far as the socket takes it without waiting. */
 void egress_tls_close(void);
+/* Zeroes the engine and its buffers (they held the request, the injected secret with it). */
+void egress_tls_wipe(void);
 
 /* Why the last call failed, one word for the log ("unknown_ca", "name_mismatch", "timeout",
  * ...), and BearSSL's code (0 when the failure was not the engine's). */

@@ -861,6 +861,7 @@ static void route(struct worker *w, uint32_t ri, int up)
 	w->reason = res.reason;
 	if (res.reason == ER_UPSTREAM_TLS_FAILED || res.reason == ER_BAD_REQUEST)
 		w->decision = D_DENY;
+	/* the route answered these itself, before any response came from upstream */
 	if (res.reason == ER_UPSTREAM_TLS_FAILED && !w->status)
 		w->status = 502;
 }

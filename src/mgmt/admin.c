@@ -11,6 +11,9 @@
  *   GET    /api/v1/containers/NAME/logs  a run's transcript (?run=, ?stream=stdout|stderr)
  *   GET    /api/v1/containers/NAME/posture          its tier and why
  *   POST   /api/v1/containers/NAME/posture/taints   an operator's taint {"reason": WORD}
+ *   GET    /api/v1/containers/NAME/egress   its egress policy and the last audit lines
+ *   PUT    /api/v1/containers/NAME/egress   replaces the policy (docs/EGRESS.md "Policy")
+ *                                           (both also as /api/v2/admin/instances/NAME/egress)
  *   GET    /api/v1/info                the daemon
  *   GET    /metrics                    Prometheus text
  *   GET,POST /api/v1/containers/NAME/verify   the verifier (verify.c); POST /api/v1/verify?container=ID
@@ -33,6 +36,7 @@
 #include "json/json.h"
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
+#include "mgmt/egress_view.h"
 #include "mgmt/metrics.h"
 #include "mgmt/profiles.h"
 #include "mgmt/taint.h"
@@ -268,6 +272,9 @@ void admin_finish_sandbox(int32_t i, uint32_t gen, const struct sandbox *sb, int
 {
 	struct admin_conn *c = waiter(i, gen);
 
+	/* the created sandbox's policy is in its audit from the start (its run is open now) */
+	if (status == 201 && sb->egress_json[0])
+		egress_audit_policy((struct sandbox *)sb, "create");
 	if (!c)
 		return;
 	if (status == 201 && c->req.nprobes) {
@@ -469,6 +476,10 @@ static int keep_request(struct sandbox *sb, const struct create_req *req)
 		sb->mount_id[i] = req->mount_id[i];
 	}
 	posture_from_request(&sb->posture, req);
+	memcpy(sb->egress_json, req->egress_json, sizeof(sb->egress_json));
+	/* report mode lets out what enforce would not: T0 from the first connection on */
+	if (req->egress_json[0] && req->egress_report)
+		posture_taint(sb, POSTURE_EGRESS_REPORT_ONLY, "create");
 	sb->ncmd = (uint16_t)req->ncmd;
 	sb->nlabels = (uint16_t)req->nlabels;
 	sb->nmounts = (uint16_t)req->nmounts;
@@ -722,6 +733,108 @@ static void route_taint(struct admin_conn *c, struct sandbox *sb, const char *qu
 	respond_posture(c, sb, posture_reason_name(r), held == 0);
 }
 
+/* ---- egress: the policy, and what its audit says ---- */
+
+static void query_value(const char *query, const char *name, char *out, size_t size);
+
+/* {"name", "policy": POLICY or null, "posture": {...}, "audit": [the last lines]}: as many of
+ * the last lines (up to tail) as fit the answer. */
+static void respond_egress(struct admin_conn *c, const struct sandbox *sb, uint32_t tail)
+{
+	static char text[LIMIT_ADMIN_OUT_BYTES - 1024];
+
+	for (uint32_t k = tail;; k = k > 10 ? k - 10 : 0) {
+		struct buf b;
+		struct json_writer w;
+
+		buf_init(&b, text, sizeof(text));
+		json_writer_init(&w, &b);
+		json_obj_begin(&w);
+		json_key(&w, "name");
+		json_str_write(&w, sb->name);
+		json_key(&w, "policy");
+		egress_view_policy(&w, sb->egress_json);
+		json_key(&w, "posture");
+		posture_json(&w, &sb->posture);
+		json_key(&w, "audit");
+		egress_view_audit(&w, sb, k);
+		json_obj_end(&w);
+		if (json_writer_finish(&w) == 0) {
+			admin_respond(c, 200, &b);
+			return;
+		}
+		if (k == 0)
+			break;
+	}
+	admin_respond_error(c, 500, "internal", "the policy does not fit its buffer");
+}
+
+static void route_egress_get(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	char v[16];
+	long tail = EGRESS_VIEW_AUDIT_MAX;
+
+	query_value(query, "tail", v, sizeof(v));
+	if (v[0]) {
+		char *end;
+
+		tail = strtol(v, &end, 10);
+		if (*end || tail < 0 || tail > EGRESS_VIEW_AUDIT_MAX) {
+			admin_respond_error(c, 400, "bad_request", "tail is a number from 0 to 100");
+			return;
+		}
+	}
+	respond_egress(c, sb, (uint32_t)tail);
+}
+
+/* A new policy, for the connections that start from now on: read strictly (400 when the body
+ * is no JSON, 422 with the reader's message when it is no policy: nothing changes then),
+ * kept, recorded in sandbox.json and the audit, and the posture follows (report mode is a
+ * sticky T0). */
+static void route_egress_put(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	static struct egress_policy pol;
+	static struct json_token tok[4];
+	char why[256], norm[EGRESS_POLICY_BYTES];
+	struct json_doc doc;
+	int r;
+
+	if (sb->state == SB_CREATING || sb->state == SB_REMOVING) {
+		admin_respond_error(c, 409, "busy", sb->state == SB_CREATING
+				    ? "the sandbox is still being created: set its policy once it is ready"
+				    : "the sandbox is being removed");
+		return;
+	}
+	r = json_parse(&doc, (const char *)c->body, c->body_len, tok, ARRAY_LEN(tok));
+	if (r == ERR_PARSE || c->body_len == 0) {
+		admin_respond_error(c, 400, "bad_json", "the body is not valid JSON: send a policy "
+				    "(docs/EGRESS.md \"Policy\")");
+		return;
+	}
+	if (egress_policy_parse((const char *)c->body, c->body_len, &pol, why, sizeof(why)) != 0) {
+		log_info("egress policy refused", "name=%s", log_q(sb->name));
+		admin_respond_error(c, 422, "egress_invalid", why);
+		return;
+	}
+	if (egress_policy_write(&pol, norm, sizeof(norm)) < 0) {
+		admin_respond_error(c, 422, "egress_invalid", "egress: the normalised policy does "
+				    "not fit");
+		return;
+	}
+	memcpy(sb->egress_json, norm, sizeof(sb->egress_json));
+	posture_egress_policy(&sb->posture, true);
+	if (pol.mode == EGRESS_REPORT)
+		posture_taint(sb, POSTURE_EGRESS_REPORT_ONLY, "api");
+	if (sb->dir_made && (r = share_write_record(A.ac.cfg, sb)) != 0)
+		log_warn("cannot write sandbox.json", "name=%s error=%s", log_q(sb->name),
+			 log_q(err_str(r)));
+	egress_audit_policy(sb, "api");
+	log_info("egress policy replaced", "name=%s uid=%u pid=%d mode=%s allow=%u routes=%u",
+		 log_q(sb->name), (unsigned)c->uid, (int)c->pid,
+		 pol.mode == EGRESS_REPORT ? "report" : "enforce", pol.nallow, pol.nroutes);
+	respond_egress(c, sb, 0);
+}
+
 /* ---- logs: a run's stdout.log or stderr.log, as it is now ---- */
 
 static void query_value(const char *query, const char *name, char *out, size_t size)
@@ -912,8 +1025,9 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	};
 	static char text[16384];
 	static const char *names[AGENT_REFUSAL_REASONS];
-	static const char *taint_names[ARRAY_LEN(taint_reasons)];
-	static uint64_t taints[ARRAY_LEN(taint_reasons)];
+	/* every taint: the declarable ones, and the one an egress policy in report mode leaves */
+	static const char *taint_names[ARRAY_LEN(taint_reasons) + 1];
+	static uint64_t taints[ARRAY_LEN(taint_reasons) + 1];
 	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
 	struct buf b;
 
@@ -928,9 +1042,11 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 		taint_names[i] = posture_reason_name(taint_reasons[i]);
 		taints[i] = posture_taints_total(taint_reasons[i]);
 	}
+	taint_names[ARRAY_LEN(taint_reasons)] = posture_reason_name(POSTURE_EGRESS_REPORT_ONLY);
+	taints[ARRAY_LEN(taint_reasons)] = posture_taints_total(POSTURE_EGRESS_REPORT_ONLY);
 	v.taint_names = taint_names;
 	v.taints = taints;
-	v.ntaints = ARRAY_LEN(taint_reasons);
+	v.ntaints = ARRAY_LEN(taint_reasons) + 1;
 	for (int i = 0; i < AGENT_REFUSAL_REASONS; i++)
 		names[i] = agent_refusal_name(i);
 	v.refused_admins = A.refused;
@@ -958,6 +1074,8 @@ static const struct admin_route routes[] = {
 	{ "GET", API "/containers/*/logs", route_logs, false },
 	{ "GET", API "/containers/*/posture", route_posture, false },
 	{ "POST", API "/containers/*/posture/taints", route_taint, false },
+	{ "GET", API "/containers/*/egress", route_egress_get, false },
+	{ "PUT", API "/containers/*/egress", route_egress_put, false },
 	{ "GET", API "/containers/*/verify", route_verify_last, false },
 	{ "POST", API "/containers/*/verify", route_verify, false },
 	{ "POST", API "/verify", route_verify_container, false },
@@ -967,6 +1085,8 @@ static const struct admin_route routes[] = {
 	{ "POST", API2 "/instances", admin_v2_instances_create, false },
 	{ "GET", API2 "/instances/*", admin_v2_instance_get, false },
 	{ "DELETE", API2 "/instances/*", admin_v2_instance_delete, false },
+	{ "GET", API2 "/instances/*/egress", route_egress_get, false },
+	{ "PUT", API2 "/instances/*/egress", route_egress_put, false },
 	{ "GET", API2 "/profiles", admin_v2_profiles_list, false },
 	{ "GET", API2 "/profiles/*", admin_v2_profile_get, true },
 };

@@ -17,6 +17,7 @@
 #include "json/json.h"
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
+#include "mgmt/egress_view.h"
 #include "mgmt/profiles.h"
 #include "profile/credscan.h"
 #include "profile/profile.h"
@@ -194,16 +195,9 @@ static void lists_write(struct json_writer *w, const struct profile *p)
 		json_obj_end(w);
 	}
 	json_arr_end(w);
+	/* the policy normalised: its secret_file paths show, a secret's bytes are never in it */
 	json_key(w, "egress");
-	json_arr_begin(w);
-	for (uint32_t i = 0; i < p->negress; i++) {
-		json_obj_begin(w);
-		str_or_null(w, "host", p->egress[i].host);
-		json_key(w, "port");
-		json_int_write(w, p->egress[i].port);
-		json_obj_end(w);
-	}
-	json_arr_end(w);
+	egress_view_policy(w, p->egress_json);
 	json_key(w, "credential_refs");
 	json_arr_begin(w);
 	for (uint32_t i = 0; i < p->ncreds; i++) {

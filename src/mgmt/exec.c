@@ -141,16 +141,21 @@ static bool send_stdin(struct exec *x, bool notify)
 	return true;
 }
 
+/* an exec's env: the request's, and the proxy's variables when the sandbox has a policy */
+#define EXEC_ENV_MAX (LIMIT_SANDBOX_ENV + REQUEST_PROXY_ENV_N)
+
 int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec_sink *sink)
 {
 	Agentic__Sandbox__V1__CommandRequest cr = AGENTIC__SANDBOX__V1__COMMAND_REQUEST__INIT;
 	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
-	Agentic__Sandbox__V1__CommandRequest__EnvEntry ents[LIMIT_SANDBOX_ENV];
-	Agentic__Sandbox__V1__CommandRequest__EnvEntry *envp[LIMIT_SANDBOX_ENV];
+	Agentic__Sandbox__V1__CommandRequest__EnvEntry ents[EXEC_ENV_MAX];
+	Agentic__Sandbox__V1__CommandRequest__EnvEntry *envp[EXEC_ENV_MAX];
 	char envtext[LIMIT_ADMIN_BODY_BYTES];
+	const char *env[EXEC_ENV_MAX];
+	bool proxy = sb->egress_json[0] != '\0';
 	size_t used = 0;
 	struct exec *x = NULL;
-	uint32_t i;
+	uint32_t i, nenv = 0;
 	int r;
 
 	if (!sb->agent || !sb->agent_registered)
@@ -171,13 +176,19 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec
 	/* a client that sends no stdin: the command sees EOF at once */
 	x->eof_wanted = !x->sink.ops || !x->sink.ops->stdin_taken;
 	snprintf(x->id, sizeof(x->id), "x%u.%u", (unsigned)(x - execs), x->gen);
-	for (i = 0; i < req->nenv; i++) {
-		const char *eq = strchr(req->env[i], '=');
-		size_t kl = eq ? (size_t)(eq - req->env[i]) : strlen(req->env[i]);
+	/* a sandbox with an egress policy: the proxy's variables, over the request's own */
+	for (i = 0; i < req->nenv; i++)
+		if (!proxy || !request_proxy_env_key(req->env[i]))
+			env[nenv++] = req->env[i];
+	for (i = 0; proxy && i < REQUEST_PROXY_ENV_N; i++)
+		env[nenv++] = request_proxy_env[i];
+	for (i = 0; i < nenv; i++) {
+		const char *eq = strchr(env[i], '=');
+		size_t kl = eq ? (size_t)(eq - env[i]) : strlen(env[i]);
 
 		if (used + kl + 1 > sizeof(envtext))
 			return ERR_LIMIT;
-		memcpy(envtext + used, req->env[i], kl);
+		memcpy(envtext + used, env[i], kl);
 		envtext[used + kl] = '\0';
 		agentic__sandbox__v1__command_request__env_entry__init(&ents[i]);
 		ents[i].key = envtext + used;
@@ -191,7 +202,7 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec
 	cr.n_args = req->argc - 1;
 	cr.working_dir = (char *)(req->working_dir ? req->working_dir : "");
 	cr.env = envp;
-	cr.n_env = req->nenv;
+	cr.n_env = nenv;
 	cr.timeout_seconds = req->timeout_seconds;
 	cr.capture_output = 1;
 	cr.run_as = "";

@@ -17,6 +17,7 @@ static const char *const reason_names[POSTURE_REASONS] = {
 	[POSTURE_CONTAINER_CHANGED] = "container_changed",
 	[POSTURE_OPERATOR_DECLARED] = "operator_declared",
 	[POSTURE_NETWORK_UNVERIFIED] = "network_unverified",
+	[POSTURE_EGRESS_REPORT_ONLY] = "egress_report_only",
 };
 
 static const char *const egress_names[] = {
@@ -82,14 +83,25 @@ uint16_t posture_request_reasons(const struct create_req *req)
 			r |= POSTURE_BIT(POSTURE_ENV_CREDENTIAL);
 	if (req->network)
 		r |= POSTURE_BIT(POSTURE_OPERATOR_NETWORK);
+	if (req->egress_json[0] && req->egress_report)
+		r |= POSTURE_BIT(POSTURE_EGRESS_REPORT_ONLY);
 	return r;
+}
+
+void posture_egress_policy(struct posture *p, bool has_policy)
+{
+	if (p->egress == POSTURE_EGRESS_OPERATOR_SUPPLIED)
+		return;
+	p->egress = has_policy ? POSTURE_EGRESS_PROXY_ALLOWLIST : POSTURE_EGRESS_DEFAULT_DENY;
 }
 
 void posture_from_request(struct posture *p, const struct create_req *req)
 {
 	memset(p, 0, sizeof(*p));
-	p->at_create = posture_request_reasons(req);
+	p->at_create = posture_request_reasons(req) &
+		       (uint16_t)~POSTURE_BIT(POSTURE_EGRESS_REPORT_ONLY);
 	p->egress = req->network ? POSTURE_EGRESS_OPERATOR_SUPPLIED : POSTURE_EGRESS_DEFAULT_DENY;
+	posture_egress_policy(p, req->egress_json[0] != '\0');
 	p->isolation = POSTURE_SHARED_KERNEL;
 }
 

@@ -33,6 +33,8 @@ enum posture_reason {
 	POSTURE_NETWORK_UNVERIFIED,     /* the engine does not show its network as the managed
 					 * internal one (not Internal, no inhibit_ipv4, or not
 					 * read yet) */
+	POSTURE_EGRESS_REPORT_ONLY,     /* its egress policy was in report mode: what enforce
+					 * would deny went out */
 	POSTURE_REASONS
 };
 
@@ -74,10 +76,15 @@ bool posture_is_t1(const struct posture *p);
 const char *posture_tier(const struct posture *p);
 
 /* What a create request would start as, before any engine call: env scanned for raw
- * credentials, an operator network. The network is not verified yet (net_checked false). */
+ * credentials, an operator network, its egress policy (egress "proxy-allowlist"). The network
+ * is not verified yet (net_checked false). A policy in report mode is a taint, not a reason
+ * at create: the caller records it with posture_taint (taint.h). */
 void posture_from_request(struct posture *p, const struct create_req *req);
+/* A policy set (or not) on a sandbox: egress "proxy-allowlist", or "default-deny" without
+ * one; an operator's network stays "operator-supplied". */
+void posture_egress_policy(struct posture *p, bool has_policy);
 /* The reasons a request would be T0 for (as posture_reasons would say once its managed
- * network is verified): 0 when it would be T1. */
+ * network is verified, egress_report_only included): 0 when it would be T1. */
 uint16_t posture_request_reasons(const struct create_req *req);
 
 /* The API's object: {"tier", "isolation", "egress", "identity", "reasons": [...],

@@ -370,9 +370,6 @@ int request_profile_check(const struct profile *p, struct request_error *e)
 		return -1;
 	if ((no = profile_shared_kernel_refusal(p, why, sizeof(why))))
 		return bad(e, 422, "profile_refused", "%s%s", whose, no);
-	if (p->negress)
-		return bad(e, 422, "egress_unavailable", "%segress allowlists need the egress proxy, "
-			   "not in this build", whose);
 	return 0;
 }
 
@@ -430,6 +427,10 @@ static int profile_apply(struct create_req *req, struct request_text *t,
 	if (r != 0)
 		return bad(e, 400, "bad_request", "the request and its startup profile do not fit "
 			   "%u bytes together", t->cap);
+	if (p->egress_json[0]) {
+		memcpy(req->egress_json, p->egress_json, sizeof(req->egress_json));
+		req->egress_report = p->egress_report;
+	}
 	req->memory_bytes = p->memory_bytes;
 	req->pids = p->pids;
 	req->nano_cpus = p->nano_cpus;
@@ -479,7 +480,7 @@ static int v2_fields_known(const struct json_doc *doc, struct request_error *e)
 {
 	static const char *const v2_fields[] = { "name", "runtime", "startup_profile_id", "image",
 						 "network", "labels", "mounts", "resources",
-						 "require_tier" };
+						 "require_tier", "egress" };
 	char key[64];
 
 	for (int k = json_first(doc, 0); k >= 0; k = json_next(doc, 0, json_next(doc, 0, k))) {
@@ -491,9 +492,63 @@ static int v2_fields_known(const struct json_doc *doc, struct request_error *e)
 			continue;
 		json_str(doc, k, key, sizeof(key));
 		return bad(e, 400, "bad_request", "unknown field %s (known: name runtime "
-			   "startup_profile_id image network labels mounts resources require_tier; env "
-			   "and cmd come from the profile)", key);
+			   "startup_profile_id image network labels mounts resources require_tier egress; "
+			   "env and cmd come from the profile)", key);
 	}
+	return 0;
+}
+
+const char *const request_proxy_env[REQUEST_PROXY_ENV_N + 1] = {
+	"HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128",
+	"http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+	"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1", NULL
+};
+
+bool request_proxy_env_key(const char *kv)
+{
+	size_t kl = strcspn(kv, "=");
+
+	for (int i = 0; i < REQUEST_PROXY_ENV_N; i++)
+		if (strncmp(kv, request_proxy_env[i], kl) == 0 && request_proxy_env[i][kl] == '=')
+			return true;
+	return false;
+}
+
+/* ours win: the request's own values of those keys are dropped, then ours go in */
+static int proxy_env_set(struct create_req *req, struct request_error *e)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < req->nenv; i++)
+		if (!request_proxy_env_key(req->env[i]))
+			req->env[n++] = req->env[i];
+	req->nenv = n;
+	for (int i = 0; i < REQUEST_PROXY_ENV_N; i++)
+		if (env_add(req->env, &req->nenv, request_proxy_env[i], e) != 0)
+			return -1;
+	req->env[req->nenv] = NULL;
+	return 0;
+}
+
+/* "egress": a policy, read by the egress module's strict reader; the message is its own,
+ * which names the field and never a value. */
+static int parse_egress(struct create_req *req, const struct json_doc *doc, int val,
+			struct request_error *e)
+{
+	static struct egress_policy pol;
+	const struct json_token *t = &doc->tok[val];
+	char why[256];
+
+	if (t->type != JSON_OBJECT && t->type != JSON_ARRAY)
+		return bad(e, 422, "egress_invalid", "egress: must be an object (docs/EGRESS.md "
+			   "\"Policy\")");
+	if (egress_policy_parse(doc->src + t->start, t->end - t->start, &pol, why,
+				sizeof(why)) != 0)
+		return bad(e, 422, "egress_invalid", "%s", why);
+	if (egress_policy_write(&pol, req->egress_json, sizeof(req->egress_json)) < 0)
+		return bad(e, 422, "egress_invalid", "egress: the normalised policy does not fit %u "
+			   "bytes", EGRESS_POLICY_BYTES);
+	req->egress_report = pol.mode == EGRESS_REPORT;
 	return 0;
 }
 
@@ -552,6 +607,8 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 	} else if (json_str_eq(doc, k, "writable_root")) {
 		if (json_bool(doc, val, &req->writable_root) != 0)
 			return bad(e, 400, "bad_request", "writable_root is a boolean");
+	} else if (json_str_eq(doc, k, "egress")) {
+		return parse_egress(req, doc, val, e);
 	} else if (json_str_eq(doc, k, "mounts")) {
 		if (doc->tok[val].type != JSON_ARRAY)
 			return bad(e, 400, "bad_request", "mounts is an array");
@@ -569,7 +626,7 @@ unknown:
 	if (strlen(key) > 24 || strspn(key, "abcdefghijklmnopqrstuvwxyz_") != strlen(key))
 		key[0] = '\0';
 	return bad(e, 400, "bad_request", "unknown field%s%s (known: name image env mounts network "
-		   "cmd labels disk_bytes resources writable_root require_tier profile)",
+		   "cmd labels disk_bytes resources writable_root require_tier profile egress)",
 		   key[0] ? " " : "", key);
 }
 
@@ -600,6 +657,8 @@ int request_create_parse(struct create_req *req, const struct config *cfg,
 		return -1;
 	if (req->name && !policy_name_valid(req->name))
 		return bad(e, 400, "bad_name", "a sandbox name matches ^[a-z][a-z0-9-]{1,62}$");
+	if (req->egress_json[0] && proxy_env_set(req, e) != 0)
+		return -1;
 	return resources_check(req, e);
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/base.h"
 #include "docker/docker.h"
+#include "egress/policy.h"
 #include "mgmt/config.h"
 #include "mgmt/policy.h"
 
@@ -70,6 +71,9 @@ struct create_req {
 	const char *profile_id;       /* the startup profile it starts from, NULL: none */
 	struct request_probe probes[REQUEST_PROBES_MAX]; /* the profile's, run once it is ready */
 	uint32_t nprobes;
+	/* the egress policy (the body's "egress", else its profile's), normalised; "": none */
+	char egress_json[EGRESS_POLICY_BYTES];
+	bool egress_report;           /* its mode is "report" */
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };
@@ -81,8 +85,10 @@ struct create_req {
  * the body's fields on top (image, network, resources and a non-empty cmd replace; env,
  * labels and mounts add). A profile is refused (422) when it is unknown or invalid, names a
  * runtime other than docker, would materialize raw credentials in this shared-kernel
- * sandbox (profile_shared_kernel_refusal), or asks for what this build lacks (egress
- * allowlists). 0, or -1 with e filled. */
+ * sandbox (profile_shared_kernel_refusal). A body's "egress" (a policy, egress/policy.h)
+ * replaces the profile's; a bad one is 422 egress_invalid with the reader's message. With a
+ * policy, the proxy's variables (request_proxy_env) are set in env, over the request's own.
+ * 0, or -1 with e filled. */
 int request_create_parse(struct create_req *req, const struct config *cfg,
 			 const struct profile_set *profiles, enum request_api api, const void *body,
 			 size_t len, struct request_error *e);
@@ -92,6 +98,13 @@ int request_create_parse(struct create_req *req, const struct config *cfg,
  * words the create would get). */
 struct profile;
 int request_profile_check(const struct profile *p, struct request_error *e);
+
+/* The variables a workload of a sandbox with an egress policy gets (its container's command
+ * at create, and every exec), whatever the request said: "HTTP_PROXY=http://127.0.0.1:3128",
+ * ... NULL-ended. request_proxy_env_key: kv ("KEY=VALUE") sets one of their keys. */
+#define REQUEST_PROXY_ENV_N 6
+extern const char *const request_proxy_env[REQUEST_PROXY_ENV_N + 1];
+bool request_proxy_env_key(const char *kv);
 
 /* ---- an exec request ---- */
 struct exec_req {

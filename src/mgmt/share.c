@@ -165,7 +165,7 @@ static void write_strrun(struct json_writer *w, const char *key, const char *run
 int share_write_record(const struct config *cfg, const struct sandbox *sb)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES + LIMIT_SANDBOX_LABEL_BYTES +
-			 LIMIT_SANDBOX_MOUNT_BYTES + 8192];
+			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES];
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 32], tmp[LIMIT_PATH_BYTES + 32];
 	struct buf b;
 	struct json_writer w;
@@ -215,6 +215,9 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 	json_int_write(&w, sb->mount_ro);
 	json_key(&w, "posture");
 	posture_record_write(&w, &sb->posture);
+	/* the policy's normalised text ("" for none), so a restarted agenticd enforces it */
+	json_key(&w, "egress");
+	json_str_write(&w, sb->egress_json);
 	json_obj_end(&w);
 	if ((r = json_writer_finish(&w)) != 0 || buf_append(&b, "\n", 1) != 0)
 		return r ? r : ERR_LIMIT;
@@ -265,7 +268,8 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		      char *state, size_t state_size)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES * 2 + LIMIT_SANDBOX_LABEL_BYTES * 2 +
-			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384];
+			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384 + 2 * EGRESS_POLICY_BYTES];
+	static struct egress_policy pol;
 	static struct json_token tok[2048];
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 16];
 	struct json_doc doc;
@@ -331,6 +335,17 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 	if ((pt = json_obj_get(&doc, 0, "posture")) >= 0 &&
 	    posture_record_read(&doc, pt, &sb->posture) != 0)
 		return ERR_PARSE;
+	/* a record from before egress policies has none; one that no longer reads as a policy
+	 * leaves the sandbox with none, egress closed: it is not opened on a guess */
+	sb->egress_json[0] = '\0';
+	if ((pt = json_obj_get(&doc, 0, "egress")) >= 0 &&
+	    (json_str(&doc, pt, sb->egress_json, sizeof(sb->egress_json)) < 0 ||
+	     (sb->egress_json[0] && egress_policy_parse(sb->egress_json, strlen(sb->egress_json),
+							&pol, NULL, 0) != 0))) {
+		sb->egress_json[0] = '\0';
+		log_warn("sandbox.json egress policy unreadable; egress off", "name=%s",
+			 log_q(sb->name));
+	}
 	return 0;
 }
 

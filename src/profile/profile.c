@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "egress/policy.h"
 #include "json/json.h"
 #include "profile/credscan.h"
 #include "profile/profile.h"
@@ -157,41 +158,6 @@ static bool abs_path_ok(const char *s)
 		if (c[3] == '/' || c[3] == '\0')
 			return false;
 	return true;
-}
-
-/* A DNS name (letters, digits, '-' in labels of 1 to 63; the last label not all digits) or
- * an IPv4 or IPv6 address. */
-static bool host_ok(const char *s)
-{
-	unsigned char addr[16];
-	size_t n = strlen(s), label = 0;
-	bool digits = true;
-
-	if (inet_pton(AF_INET, s, addr) == 1 || inet_pton(AF_INET6, s, addr) == 1)
-		return true;
-	if (n == 0 || n > 253)
-		return false;
-	for (size_t i = 0; i <= n; i++) {
-		char c = s[i];
-
-		if (c == '.' || c == '\0') {
-			if (label == 0 || label > 63 || s[i - 1] == '-')
-				return false;
-			if (c == '\0')
-				return !digits;
-			label = 0;
-			digits = true;
-			continue;
-		}
-		if (c == '-' && label == 0)
-			return false;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-'))
-			return false;
-		digits = digits && c >= '0' && c <= '9';
-		label++;
-	}
-	return false;
 }
 
 /* Docker's own shape of a network name. */
@@ -453,28 +419,24 @@ static int read_mount(struct rd *r, int m, const char *at, uint32_t i)
 	return 0;
 }
 
-static int read_egress(struct rd *r, int e, const char *at, uint32_t i)
+/* egress: the policy (docs/EGRESS.md "Policy": an object, or the older list of {host, port}),
+ * read by the egress module's own strict reader and kept normalised. */
+static int read_egress(struct rd *r, int v)
 {
-	struct profile_egress *pe = &r->p->egress[i];
-	char path[96];
-	int64_t port;
-	int v, rc;
+	static struct egress_policy pol;
+	const struct json_token *t = &r->doc->tok[v];
+	size_t start = t->start, end = t->end;
+	char why[256];
 
-	snprintf(path, sizeof(path), "%s.host", at);
-	if ((v = need(r, e, at, "host")) < 0)
-		return ERR_PARSE;
-	if ((rc = take_str(r, v, path, 253, &pe->host)) != 0)
-		return rc;
-	if (!host_ok(pe->host))
-		return bad(r, "%s: must be a DNS name (labels of letters, digits and -) or an IP "
-			   "address", path);
-	snprintf(path, sizeof(path), "%s.port", at);
-	if ((v = need(r, e, at, "port")) < 0)
-		return ERR_PARSE;
-	if ((rc = take_uint(r, v, path, 1, 65535, &port)) != 0)
-		return rc;
-	pe->port = (uint16_t)port;
-	r->p->negress = i + 1;
+	if (t->type != JSON_OBJECT && t->type != JSON_ARRAY)
+		return bad(r, "egress: must be an object (or the older list of {\"host\", \"port\"})");
+	if (egress_policy_parse(r->doc->src + start, end - start, &pol, why, sizeof(why)) != 0)
+		return bad(r, "%s", why);
+	if (egress_policy_write(&pol, r->p->egress_json, sizeof(r->p->egress_json)) < 0)
+		return bad(r, "egress: the normalised policy does not fit %u bytes",
+			   EGRESS_POLICY_BYTES);
+	r->p->negress = pol.nallow + pol.nroutes;
+	r->p->egress_report = pol.mode == EGRESS_REPORT;
 	return 0;
 }
 
@@ -600,7 +562,6 @@ static int read_profile(struct rd *r)
 					   "resources", "mounts", "network", "egress",
 					   "credential_refs", "readiness_probes" };
 	static const char *const mount_f[] = { "source", "target", "read_only" };
-	static const char *const egress_f[] = { "host", "port" };
 	static const char *const cred_f[] = { "id", "provider", "allowed_use", "target" };
 	static const char *const probe_f[] = { "cmd", "timeout_seconds" };
 	struct profile *p = r->p;
@@ -622,9 +583,7 @@ static int read_profile(struct rd *r)
 	    (rc = read_list(r, v, "mounts", PROFILE_MOUNTS_MAX, mount_f, ARRAY_LEN(mount_f),
 			    read_mount)) != 0)
 		return rc;
-	if ((v = json_obj_get(r->doc, 0, "egress")) >= 0 &&
-	    (rc = read_list(r, v, "egress", PROFILE_EGRESS_MAX, egress_f, ARRAY_LEN(egress_f),
-			    read_egress)) != 0)
+	if ((v = json_obj_get(r->doc, 0, "egress")) >= 0 && (rc = read_egress(r, v)) != 0)
 		return rc;
 	if ((v = json_obj_get(r->doc, 0, "credential_refs")) >= 0 &&
 	    (rc = read_list(r, v, "credential_refs", PROFILE_CREDS_MAX, cred_f, ARRAY_LEN(cred_f),

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "egress/policy.h"
 
 #define PROFILE_ID_BYTES 64         /* [a-z0-9][a-z0-9_.-]*, with its NUL */
 #define PROFILE_MAX 64              /* profiles in profiles_dir */
@@ -19,7 +20,7 @@
 #define PROFILE_ENV_MAX 64
 #define PROFILE_CMD_MAX 64
 #define PROFILE_MOUNTS_MAX 8
-#define PROFILE_EGRESS_MAX 32
+#define PROFILE_EGRESS_MAX EGRESS_ALLOW_MAX
 #define PROFILE_CREDS_MAX 8
 #define PROFILE_PROBES_MAX 4
 #define PROFILE_JSON_TOKENS 4096    /* JSON values of one file */
@@ -42,11 +43,6 @@ _Static_assert(PROFILE_PROBE_TIMEOUT_S >= 1 && PROFILE_PROBE_TIMEOUT_S <= PROFIL
 struct profile_mount {
 	const char *source, *target;
 	bool read_only;
-};
-
-struct profile_egress {          /* one allowlisted destination (the egress path's) */
-	const char *host;
-	uint16_t port;
 };
 
 struct profile_cred_ref {
@@ -77,8 +73,10 @@ struct profile {
 	struct profile_mount mounts[PROFILE_MOUNTS_MAX];
 	uint32_t nmounts;
 	const char *network;         /* NULL: the managed network; else an operator's network */
-	struct profile_egress egress[PROFILE_EGRESS_MAX];
-	uint32_t negress;
+	/* egress: the policy normalised (egress/policy.h), "" when the profile has none */
+	char egress_json[EGRESS_POLICY_BYTES];
+	uint32_t negress;            /* its allow entries and routes */
+	bool egress_report;          /* its mode is "report" */
 	struct profile_cred_ref creds[PROFILE_CREDS_MAX];
 	uint32_t ncreds;
 	struct profile_probe probes[PROFILE_PROBES_MAX];

@@ -1,7 +1,8 @@
 /* fuzz_profile.c: any bytes as a profile file: the parser never crashes, a refusal is one
  * NUL-terminated "FIELD: ..." line, and what it accepts holds the rules (a well-formed id,
  * lists within their bounds and NULL-ended, env entries KEY=VALUE without AGENT_, every
- * string inside the profile's own text, ports 1 to 65535). Each credential scan runs too. */
+ * string inside the profile's own text, an egress policy kept normalised). Each credential
+ * scan runs too. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	inside(p.description);
 	inside(p.image);
 	inside(p.network);
-	if (p.nmounts > PROFILE_MOUNTS_MAX || p.negress > PROFILE_EGRESS_MAX ||
+	if (p.nmounts > PROFILE_MOUNTS_MAX || p.negress > EGRESS_ALLOW_MAX + EGRESS_ROUTES_MAX ||
 	    p.ncreds > PROFILE_CREDS_MAX || p.nprobes > PROFILE_PROBES_MAX)
 		abort();
 	for (uint32_t i = 0; i < p.nmounts; i++) {
@@ -64,11 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (p.mounts[i].source[0] != '/' || p.mounts[i].target[0] != '/')
 			abort();
 	}
-	for (uint32_t i = 0; i < p.negress; i++) {
-		inside(p.egress[i].host);
-		if (p.egress[i].port == 0)
-			abort();
-	}
+	if (!memchr(p.egress_json, '\0', sizeof(p.egress_json)) ||
+	    (p.egress_json[0] && p.egress_json[0] != '{'))
+		abort();
 	for (uint32_t i = 0; i < p.ncreds; i++) {
 		inside(p.creds[i].id);
 		inside(p.creds[i].provider);

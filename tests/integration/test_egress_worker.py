@@ -7,10 +7,12 @@ reads the last packet. Upstreams are loopback servers of its own: a TLS server w
 certificate from a CA the test makes (openssl), a raw TCP echo that counts what it received,
 and TLS/plain HTTP servers that record the request they got.
 """
+import atexit
 import base64
 import json
 import os
 import re
+import shutil
 import socket
 import ssl
 import struct
@@ -22,6 +24,7 @@ import time
 
 BIN = os.environ["AGENTIC_BIN"]
 TMP = tempfile.mkdtemp(prefix="egress-worker.")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 tap_n = 0
 tap_failed = 0
 

@@ -10,7 +10,7 @@
  * EGRESS_TEST_SECRET, injected as EGRESS_TEST_HEADER (default x-api-key) with the value
  * EGRESS_TEST_VALUE (default {secret}); EGRESS_TEST_MAX is max_bytes, EGRESS_TEST_TIMEOUT_MS the
  * I/O timeout, EGRESS_TEST_SHUT set makes the workload shut its write side once it has sent its
- * part. What the workload received goes to OUT_FILE. Prints
+ * part, EGRESS_TEST_DRIP_MS makes it send 10 bytes at a time with that pause. What the workload received goes to OUT_FILE. Prints
  * `status=S reason=R end=E up=U down=D after_seal=A` and the child's
  * `first_ms=F last_ms=L` (from the route's start to the first and the last byte it got). */
 #include <fcntl.h>
@@ -26,7 +26,8 @@
 #include "base/base.h"
 #include "egress/route.h"
 
-static char req[1u << 20];
+/* The request, at most 12 MiB (a 10 MiB upload and its head). */
+static char req[12u << 20];
 
 static const char *reason_word(enum egress_reason r)
 {
@@ -71,7 +72,18 @@ static int workload(int fd, const char *send_p, size_t send_n, const char *out_p
 		signal(SIGPIPE, SIG_IGN);
 		/* A route that stops reading (the body ended, the upstream answered) is no
 		 * failure of the writer's. */
-		(void)write_all(fd, send_p, send_n);
+		const char *drip = getenv("EGRESS_TEST_DRIP_MS");
+
+		if (drip) {
+			/* 10 bytes at a time with a pause between: a body still coming up while
+			 * the answer goes down. */
+			for (size_t at = 0; at < send_n; at += 10) {
+				(void)write_all(fd, send_p + at, send_n - at < 10 ? send_n - at : 10);
+				usleep((useconds_t)atoi(drip) * 1000);
+			}
+		} else {
+			(void)write_all(fd, send_p, send_n);
+		}
 		if (getenv("EGRESS_TEST_SHUT"))
 			shutdown(fd, SHUT_WR);
 		_exit(0);

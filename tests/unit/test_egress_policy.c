@@ -207,6 +207,10 @@ static void test_route_rules(void **state)
 		"start with", NULL);
 	refused(ROUTE(",\"path_prefixes\":[\"/v1?x\"]"), "egress.routes[0].path_prefixes[0]", NULL);
 	refused(ROUTE(",\"path_prefixes\":[]"), "egress.routes[0].path_prefixes", NULL);
+	refused(ROUTE(",\"path_prefixes\":[\"/v1/../\"]"), "egress.routes[0].path_prefixes[0]: "
+		"must not hold a dot segment", NULL);
+	refused(ROUTE(",\"path_prefixes\":[\"/v1/%2E\"]"), "egress.routes[0].path_prefixes[0]",
+		NULL);
 }
 
 static void test_numbers_and_ranges(void **state)

@@ -243,6 +243,29 @@ static void test_rewrite_refuses_bad_secret_path_method_and_small_buffers(void *
 	h = head("G T", "/", raw);
 	assert_int_equal(egress_route_rewrite(&h, &rt, (const uint8_t *)secret, strlen(secret), out,
 					      sizeof(out)), ERR_PARSE);
+	/* a route header that frames the message or names the connection, or is no token */
+	{
+		static const char *const names[] = { "content-length", "Transfer-Encoding", "host",
+						     "connection", "x-a b", "x:y" };
+
+		h = head("GET", "/", raw);
+		for (size_t i = 0; i < ARRAY_LEN(names); i++) {
+			struct egress_route bad = route(names[i], "{secret}", 443);
+
+			assert_int_equal(egress_route_rewrite(&h, &bad, (const uint8_t *)secret,
+							      strlen(secret), out, sizeof(out)),
+					 ERR_PARSE);
+		}
+	}
+	/* a secret longer than the mask covers */
+	{
+		static uint8_t big[EGRESS_SECRET_BYTES + 1];
+
+		memset(big, 'k', sizeof(big));
+		assert_int_equal(egress_route_rewrite(&h, &rt, big, sizeof(big), out, sizeof(out)),
+				 ERR_LIMIT);
+		assert_true(egress_route_rewrite(&h, &rt, big, sizeof(big) - 1, out, sizeof(out)) > 0);
+	}
 	h = head("GET", "/", raw);
 	for (size_t cap = 0; cap < 60; cap++)
 		assert_int_equal(egress_route_rewrite(&h, &rt, (const uint8_t *)secret,

@@ -126,6 +126,14 @@ static void test_a_peer_that_is_no_tls_server_fails_the_handshake(void **state)
 	assert_int_equal(egress_tls_load_anchors(path), 1);
 	unlink(path);
 
+	/* No name: refused before a byte is sent (BearSSL would check none) */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(egress_tls_handshake(sv[0], "", 2000), -1);
+	assert_string_equal(egress_tls_error_word(), "no_server_name");
+	assert_int_equal(recv(sv[1], cert, sizeof(cert), MSG_DONTWAIT), -1);
+	close(sv[0]);
+	close(sv[1]);
+
 	/* An HTTP answer where a ServerHello should be */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	assert_int_equal(write(sv[1], "HTTP/1.1 400 Bad Request\r\n\r\n", 28), 28);

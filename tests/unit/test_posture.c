@@ -25,7 +25,8 @@ static void test_every_reason_word_parses_back_and_unknown_words_do_not(void **s
 		assert_int_equal(r, i);
 		n++;
 	}
-	assert_int_equal(n, 8);
+	assert_int_equal(n, 9);
+	assert_string_equal(posture_reason_name(POSTURE_EGRESS_REPORT_ONLY), "egress_report_only");
 	assert_null(posture_reason_name(POSTURE_REASONS));
 	assert_int_equal(posture_reason_parse("tainted", &r), -1);
 	assert_int_equal(posture_reason_parse("ENV_CREDENTIAL", &r), -1);
@@ -80,6 +81,45 @@ static void test_a_request_starts_as_its_env_and_network_say(void **state)
 					  POSTURE_BIT(POSTURE_OPERATOR_NETWORK));
 	assert_int_equal(p.egress, POSTURE_EGRESS_OPERATOR_SUPPLIED);
 	assert_string_equal(posture_egress_name(p.egress), "operator-supplied");
+}
+
+/* A policy in enforce mode: egress "proxy-allowlist" and still T1 once the network is
+ * verified; in report mode the request would be T0 egress_report_only (for require_tier),
+ * which is no reason at create: the caller records it as a taint. */
+static void test_an_egress_policy_at_create_and_after(void **state)
+{
+	static struct create_req req;
+	struct posture p;
+
+	memset(&req, 0, sizeof(req));
+	snprintf(req.egress_json, sizeof(req.egress_json), "{\"mode\":\"enforce\"}");
+	assert_int_equal(posture_request_reasons(&req), 0);
+	posture_from_request(&p, &req);
+	assert_int_equal(p.egress, POSTURE_EGRESS_PROXY_ALLOWLIST);
+	assert_string_equal(posture_egress_name(p.egress), "proxy-allowlist");
+	p.net_checked = p.net_ok = true;
+	assert_true(posture_is_t1(&p));
+	req.egress_report = true;
+	assert_int_equal(posture_request_reasons(&req), POSTURE_BIT(POSTURE_EGRESS_REPORT_ONLY));
+	posture_from_request(&p, &req);
+	assert_int_equal(p.at_create, 0);
+	assert_int_equal(p.egress, POSTURE_EGRESS_PROXY_ALLOWLIST);
+	p.taints |= POSTURE_BIT(POSTURE_EGRESS_REPORT_ONLY);
+	p.net_checked = p.net_ok = true;
+	assert_false(posture_is_t1(&p));
+	/* set and cleared by a PUT; an operator's network stays what it is */
+	posture_egress_policy(&p, false);
+	assert_int_equal(p.egress, POSTURE_EGRESS_DEFAULT_DENY);
+	posture_egress_policy(&p, true);
+	assert_int_equal(p.egress, POSTURE_EGRESS_PROXY_ALLOWLIST);
+	p.egress = POSTURE_EGRESS_OPERATOR_SUPPLIED;
+	posture_egress_policy(&p, true);
+	assert_int_equal(p.egress, POSTURE_EGRESS_OPERATOR_SUPPLIED);
+	/* no policy: default-deny */
+	req.egress_json[0] = '\0';
+	posture_from_request(&p, &req);
+	assert_int_equal(p.egress, POSTURE_EGRESS_DEFAULT_DENY);
+	assert_int_equal(posture_request_reasons(&req), 0);
 }
 
 static size_t write_json(const struct posture *p, bool record, char *out, size_t size)
@@ -146,6 +186,16 @@ static void test_the_record_reads_back_as_written(void **state)
 	assert_int_equal(q.taint_ms[POSTURE_DIRECT_DOCKER_EXEC], 0);
 	assert_int_equal(q.egress, POSTURE_EGRESS_OPERATOR_SUPPLIED);
 	assert_false(q.net_checked); /* the engine is read again, never taken from the record */
+	/* a report-mode taint and a proxy allowlist come back as they were */
+	p.taints |= POSTURE_BIT(POSTURE_EGRESS_REPORT_ONLY);
+	p.taint_ms[POSTURE_EGRESS_REPORT_ONLY] = 333;
+	p.egress = POSTURE_EGRESS_PROXY_ALLOWLIST;
+	n = write_json(&p, true, out, sizeof(out));
+	assert_int_equal(json_parse(&doc, out, n, tok, 64), 0);
+	assert_int_equal(posture_record_read(&doc, 0, &q), 0);
+	assert_int_equal(q.taints, p.taints);
+	assert_int_equal(q.taint_ms[POSTURE_EGRESS_REPORT_ONLY], 333);
+	assert_int_equal(q.egress, POSTURE_EGRESS_PROXY_ALLOWLIST);
 }
 
 static void test_a_bad_record_is_refused_and_changes_nothing(void **state)
@@ -176,6 +226,7 @@ int main(void)
 		cmocka_unit_test(test_t1_only_with_a_verified_network_and_no_reason),
 		cmocka_unit_test(test_an_operator_network_is_t0_for_that_reason_alone),
 		cmocka_unit_test(test_a_request_starts_as_its_env_and_network_say),
+		cmocka_unit_test(test_an_egress_policy_at_create_and_after),
 		cmocka_unit_test(test_the_api_object_names_tier_reasons_and_taints),
 		cmocka_unit_test(test_the_record_reads_back_as_written),
 		cmocka_unit_test(test_a_bad_record_is_refused_and_changes_nothing),

@@ -69,9 +69,11 @@ static void test_profile_reads_every_field(void **state)
 	assert_false(prof.mounts[1].read_only);
 	assert_null(prof.network);
 	assert_int_equal(prof.negress, 3);
-	assert_string_equal(prof.egress[0].host, "github.com");
-	assert_int_equal(prof.egress[0].port, 443);
-	assert_string_equal(prof.egress[2].host, "::1");
+	/* the older list form, kept as the policy normalised */
+	assert_string_equal(prof.egress_json, "{\"mode\":\"enforce\",\"allow\":[\"github.com:443\","
+			    "\"10.0.0.1:8080\",\"[::1]:1\"],\"routes\":[],\"rate_per_minute\":600,"
+			    "\"max_bytes_per_connection\":1073741824,\"allow_ranges\":[]}");
+	assert_false(prof.egress_report);
 	assert_int_equal(prof.ncreds, 2);
 	assert_string_equal(prof.creds[0].id, "gh");
 	assert_string_equal(prof.creds[0].provider, "github");
@@ -159,7 +161,7 @@ static void test_profile_refuses_unknown_fields_at_every_level(void **state)
 		  "mounts[0].ro: unknown field (known: source, target, read_only)" },
 		{ "{\"id\": \"a\", \"egress\": [{\"host\": \"a.b\", \"port\": 1}, {\"host\": \"a.b\", "
 		  "\"port\": 2, \"proto\": \"tcp\"}]}",
-		  "egress[1].proto: unknown field (known: host, port)" },
+		  "egress[1].proto: unknown field" },
 		{ "{\"id\": \"a\", \"credential_refs\": [{\"id\": \"c\", \"provider\": \"p\", "
 		  "\"allowed_use\": \"u\", \"target\": {\"type\": \"env\", \"name\": \"X\", \"mode\": 1}}]}",
 		  "credential_refs[0].target.mode: unknown field (known: type, name)" },
@@ -282,6 +284,14 @@ static void test_profile_refuses_wrong_types_naming_the_field(void **state)
 		  "egress[0].host: must be a DNS name (labels of letters, digits and -) or an IP address" },
 		{ "{\"id\": \"a\", \"egress\": [{\"host\": \"\", \"port\": 1}]}",
 		  "egress[0].host: must be a DNS name (labels of letters, digits and -) or an IP address" },
+		/* the object form is the egress policy's, read by its own strict reader */
+		{ "{\"id\": \"a\", \"egress\": {\"mode\": \"open\"}}",
+		  "egress.mode: must be \"enforce\" or \"report\"" },
+		{ "{\"id\": \"a\", \"egress\": {\"allow\": [\"a.b\"], \"routes\": [{\"host\": \"a.b\", "
+		  "\"header\": \"x-api-key\", \"value\": \"k\", \"secret_file\": \"/s\"}]}}",
+		  "egress.routes[0].value: must hold \"{secret}\" exactly once" },
+		{ "{\"id\": \"a\", \"egress\": \"pypi.org\"}",
+		  "egress: must be an object (or the older list of {\"host\", \"port\"})" },
 		{ "{\"id\": \"a\", \"credential_refs\": [{\"id\": \"c\", \"provider\": \"p\", "
 		  "\"allowed_use\": \"u\"}]}", "credential_refs[0].target: required" },
 		{ "{\"id\": \"a\", \"credential_refs\": [{\"id\": \"c\", \"provider\": \"p\", "
@@ -478,7 +488,8 @@ static void test_profile_examples_in_config_are_valid(void **state)
 		}
 		assert_null(profile_shared_kernel_refusal(&prof, why, sizeof(why)));
 	}
-	assert_int_equal(prof.negress, 3);
+	assert_int_equal(prof.negress, 4);
+	assert_non_null(strstr(prof.egress_json, "\"*.githubusercontent.com:443\""));
 }
 
 /* ---- the set ---- */
