@@ -106,9 +106,6 @@ static struct bucket *buckets;
 static uint32_t nslots, nbuckets;
 static uint64_t next_conn = 1;
 static struct json_token toks[POLICY_TOKENS];
-/* A test failpoint, until a create or the API sets policies: AGENTIC_TEST_EGRESS_POLICY (a
- * POLICY's JSON) becomes the policy of every sandbox without one, at its first egress call. */
-static char test_policy[EGRESS_POLICY_BYTES];
 
 static size_t r64(size_t n)
 {
@@ -146,19 +143,6 @@ void egress_init(const struct config *c, const char *exe, int loop_fd, void *sto
 		slots[i].data = slots[i].ctl = slots[i].pidfd = -1;
 	}
 	buckets = (struct bucket *)p;
-	{
-		static struct egress_policy tp;
-		const char *v = getenv("AGENTIC_TEST_EGRESS_POLICY");
-		char err[256] = "";
-
-		test_policy[0] = '\0';
-		if (v && egress_policy_parse(v, strlen(v), &tp, err, sizeof(err)) == 0 &&
-		    egress_policy_write(&tp, test_policy, sizeof(test_policy)) > 0)
-			log_warn("test failpoint active: sandboxes without an egress policy get one",
-				 "fault=egress-policy");
-		else if (v)
-			log_warn("test egress policy refused", "error=%s", log_q(err));
-	}
 }
 
 /* ---- audit lines agenticd writes itself ---- */
@@ -240,31 +224,8 @@ static int audit_line(int fd, const char *name, const char *instance, uint64_t c
 	return write(fd, line, b.len) == (ssize_t)b.len ? 0 : -errno;
 }
 
-/* The policy's mode word ("enforce" unless it says report). */
-static const char *policy_mode(const char *json)
-{
-	struct json_doc d;
-	int i;
-
-	if (json_parse(&d, json, strlen(json), toks, POLICY_TOKENS) != 0 || toks[0].type != JSON_OBJECT)
-		return "enforce";
-	i = json_obj_get(&d, 0, "mode");
-	return i >= 0 && json_str_eq(&d, i, "report") ? "report" : "enforce";
-}
-
-int egress_audit_policy(struct sandbox *sb, const char *source)
-{
-	int fd = audit_open(sb), r;
-
-	if (fd < 0)
-		return fd;
-	r = audit_line(fd, sb->name, sb->instance_id, 0, "policy", "set", source,
-		       sb->egress_json[0] ? policy_mode(sb->egress_json) : "off", 0, "closed");
-	close(fd);
-	log_info("egress policy", "name=%s source=%s set=%d", log_q(sb->name), log_q(source),
-		 sb->egress_json[0] != 0);
-	return r;
-}
+/* egress_audit_policy, the kind "policy" line, is egress_view.h's (egress_audit_weak.c): the
+ * one writer of that line, for the create and the API alike. */
 
 /* ---- the rate limit: a token bucket per sandbox ---- */
 
@@ -691,10 +652,6 @@ void egress_call_start(struct grpc_call *call)
 	    grpc_call_peer(sb->agent)->pid != p->pid || !sb->agent_egress) {
 		refuse(call, GRPC_PERMISSION_DENIED, "the caller is no registered init with egress");
 		return;
-	}
-	if (!sb->egress_json[0] && test_policy[0] && sb->run.open) {
-		memcpy(sb->egress_json, test_policy, sizeof(test_policy));
-		egress_audit_policy(sb, "create");
 	}
 	if (!sb->egress_json[0]) {
 		refuse(call, GRPC_FAILED_PRECONDITION, "egress is off for this sandbox");
