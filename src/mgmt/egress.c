@@ -105,6 +105,7 @@ static struct eslot *slots;
 static struct bucket *buckets;
 static uint32_t nslots, nbuckets;
 static uint64_t next_conn = 1;
+static bool stopping;                  /* SIGTERM: no new worker */
 static struct json_token toks[POLICY_TOKENS];
 
 static size_t r64(size_t n)
@@ -653,6 +654,10 @@ void egress_call_start(struct grpc_call *call)
 		refuse(call, GRPC_PERMISSION_DENIED, "the caller is no registered init with egress");
 		return;
 	}
+	if (stopping) {
+		refuse(call, GRPC_UNAVAILABLE, "agenticd is stopping");
+		return;
+	}
 	if (!sb->egress_json[0]) {
 		refuse(call, GRPC_FAILED_PRECONDITION, "egress is off for this sandbox");
 		return;
@@ -1021,6 +1026,7 @@ int64_t egress_next_deadline(void)
 
 void egress_shutdown(void)
 {
+	stopping = true;
 	for (uint32_t i = 0; i < nslots; i++) {
 		struct eslot *s = &slots[i];
 
