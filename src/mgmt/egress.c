@@ -225,9 +225,6 @@ static int audit_line(int fd, const char *name, const char *instance, uint64_t c
 	return write(fd, line, b.len) == (ssize_t)b.len ? 0 : -errno;
 }
 
-/* egress_audit_policy, the kind "policy" line, is egress_view.h's (egress_audit_weak.c): the
- * one writer of that line, for the create and the API alike. */
-
 /* ---- the rate limit: a token bucket per sandbox ---- */
 
 static uint32_t policy_rate(const char *json)

@@ -72,9 +72,4 @@ void egress_shutdown(void);
 /* Is pid one of the workers? (share.c's reaping must leave them alone.) */
 bool egress_is_worker(int pid);
 
-/* Writes the kind "policy" line (decision "set", reason source: "create" or "api", and the
- * policy's mode) to the sandbox's run egress.jsonl: 0 or -errno. Defined once, beside the
- * audit's reader (egress_view.h, egress_audit_weak.c). */
-int egress_audit_policy(struct sandbox *sb, const char *source);
-
 #endif

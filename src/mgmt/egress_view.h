@@ -26,8 +26,8 @@ void egress_view_audit(struct json_writer *w, const struct sandbox *sb, uint32_t
 int egress_view_audit_open(const struct sandbox *sb, int flags);
 
 /* The kind "policy" audit line (decision "set", reason source: "create" or "api", and the
- * mode) in the run's egress.jsonl: 0 or -errno. The relay's mgmt/egress.h declares the same;
- * its definition replaces the stand-in of egress_audit_weak.c. */
+ * mode) in the run's egress.jsonl: 0 or -errno. The one writer of that line (the relay's
+ * workers and agenticd's busy/worker_failed lines are mgmt/egress.c's). */
 int egress_audit_policy(struct sandbox *sb, const char *source);
 
 #endif
