@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -438,6 +439,8 @@ static void answer(const struct egress_route_call *c, struct egress_route_result
 			break;
 	}
 	r->bytes_down += at;
+	if (!r->status)   /* the status the workload got is ours */
+		r->status = atoi(status);
 	shutdown(c->client_fd, SHUT_WR);
 }
 

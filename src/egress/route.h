@@ -28,7 +28,7 @@ enum egress_end { EE_CLOSED, EE_BYTE_CAP, EE_CONTROL_LOST, EE_UPSTREAM_ERROR, EE
 const char *egress_end_word(enum egress_end e);
 
 struct egress_route_result {
-	int status;                     /* the upstream's status line, 0 when none arrived */
+	int status;                     /* the status the workload got: the upstream's, or our 400/502; 0: none */
 	uint64_t bytes_up, bytes_down;  /* as the workload sent and received them */
 	enum egress_end end;
 	enum egress_reason reason;      /* ER_ROUTE, ER_REDIRECT_RETURNED, ER_UPSTREAM_TLS_FAILED,
@@ -48,7 +48,7 @@ struct egress_route_call {
 };
 
 /* Runs the route to its end. On ER_UPSTREAM_TLS_FAILED (before any byte was forwarded) it has
- * answered the workload 502 itself, and on ER_BAD_REQUEST 400 (status stays 0: no upstream
+ * answered the workload 502 itself, and on ER_BAD_REQUEST 400 (then the status; no upstream
  * status arrived). bytes_up counts the head too (raw_len + rest_len + what followed). */
 void egress_route_run(const struct egress_route_call *c, struct egress_route_result *r);
 

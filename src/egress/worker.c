@@ -864,8 +864,6 @@ static void route(struct worker *w, uint32_t ri, int up)
 	/* the route answered these itself, before any response came from upstream */
 	if (res.reason == ER_UPSTREAM_TLS_FAILED && !w->status)
 		w->status = 502;
-	if (res.reason == ER_BAD_REQUEST && !w->status && !res.bytes_down)
-		w->status = 400;
 }
 
 /* ---- the process ---- */

@@ -125,14 +125,16 @@ static void call_end(struct grpc_call *call, int status, const char *message)
 	if (!message)
 		message = meta_message(call, kept, sizeof(kept));
 	call->stream->user = NULL;
-	buf_give(env, &call->rxb);
-	buf_give(env, &call->txb);
+	buf_give(call->bufs, &call->rxb);
+	buf_give(call->bufs, &call->txb);
 	call->rx.buf = NULL;
 	if (started && m && m->handler.on_done)
 		m->handler.on_done(call, status, message);
-	buf_give(env, &call->meta);
+	buf_give(call->bufs, &call->meta);
 	call->stream = NULL;
 	c->ncalls--;
+	if (call->own)
+		c->nown--;
 	env->calls--;
 }
 
@@ -144,7 +146,7 @@ static int meta_add(struct grpc_call *call, int kind, const char *key, size_t kl
 {
 	uint8_t *p;
 
-	if (!call->meta && !(call->meta = buf_take(call->conn->env, GRPC_BUF_META)))
+	if (!call->meta && !(call->meta = buf_take(call->bufs, GRPC_BUF_META)))
 		return ERR_LIMIT;
 	if (klen > 0xffff || vlen > 0xffff || 5 + klen + vlen > call->meta->cap - call->meta_len)
 		return ERR_LIMIT;
@@ -344,7 +346,7 @@ static void tx_drop_unsent(struct grpc_call *call)
 			       ? call->tx_head + 5 + prefix_len(call->txb->data + call->tx_head)
 			       : call->tx_off;
 	if (call->tx_off == call->tx_len) {
-		buf_give(call->conn->env, &call->txb);
+		buf_give(call->bufs, &call->txb);
 		call->tx_off = call->tx_len = call->tx_head = 0;
 	}
 }
@@ -379,7 +381,7 @@ static void pump(struct grpc_call *call, int may_callback)
 			call->tx_off += (uint32_t)n;
 			if (call->tx_off < call->tx_len)
 				return;
-			buf_give(call->conn->env, &call->txb);
+			buf_give(call->bufs, &call->txb);
 			call->tx_off = call->tx_len = call->tx_head = 0;
 		}
 		if (call->want_writable && may_callback && !call->finishing &&
@@ -427,8 +429,8 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 			}
 		}
 	} else {
-		call->txb = buf_take(env, size + 5 <= GRPC_SMALL_MESSAGE ? GRPC_BUF_SMALL
-									 : GRPC_BUF_LARGE);
+		call->txb = buf_take(call->bufs, size + 5 <= GRPC_SMALL_MESSAGE ? GRPC_BUF_SMALL
+										: GRPC_BUF_LARGE);
 		if (!call->txb)
 			return ERR_LIMIT;
 	}
@@ -662,8 +664,8 @@ static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const
 		case GRPC_RX_MORE:
 			break;
 		case GRPC_RX_NEED_BUF:
-			call->rxb = buf_take(env, len <= GRPC_SMALL_MESSAGE ? GRPC_BUF_SMALL
-									    : GRPC_BUF_LARGE);
+			call->rxb = buf_take(call->bufs, len <= GRPC_SMALL_MESSAGE ? GRPC_BUF_SMALL
+										   : GRPC_BUF_LARGE);
 			if (!call->rxb) {
 				grpc_call_fail(call, GRPC_RESOURCE_EXHAUSTED,
 					       "no message buffer free: try again later");
@@ -684,7 +686,7 @@ static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const
 			deliver(call, msg, len);
 			if (call->stream != s)
 				return;
-			buf_give(env, &call->rxb);
+			buf_give(call->bufs, &call->rxb);
 			call->rx.buf = NULL;
 			break;
 		}
@@ -790,6 +792,7 @@ static void h2_on_headers(void *ctx, struct h2_conn *h2, struct h2_stream *s,
 			call = &c->calls[s - h2->streams];
 			memset(call, 0, sizeof(*call));
 			call->conn = c;
+			call->bufs = c->env;
 			call->stream = s;
 			s->user = call;
 			c->ncalls++;
@@ -848,6 +851,9 @@ void grpc_conn_start(struct grpc_conn *c, struct grpc_env *env, enum h2_role rol
 	c->born = clock_mono_ms();
 	c->closing = 0;
 	c->ncalls = 0;
+	c->nown = 0;
+	c->reserved = 0;
+	c->other_streams = 0;
 	c->max_rx = 0;
 	memset(c->calls, 0, sizeof(c->calls));
 	h2_conn_init(&c->h2, role, max_streams, &grpc_h2_callbacks, c, env->scratch);

@@ -153,6 +153,7 @@ int grpc_client_start(struct grpc_client *c, const struct grpc_method *m,
 	call = &c->conn.calls[s - c->conn.h2.streams];
 	memset(call, 0, sizeof(*call));
 	call->conn = &c->conn;
+	call->bufs = &c->env;
 	call->stream = s;
 	call->method = m;
 	call->user = user;

@@ -107,6 +107,12 @@ struct grpc_handler {
 
 #define GRPC_CLIENT_STREAMING 0x1
 #define GRPC_SERVER_STREAMING 0x2
+/* Server: the method's calls take their message and meta buffers from the server's own pool
+ * (grpc_server_config own_buffers), never the shared ones, and on a reserved connection they
+ * get own_streams streams of their own beside reserved_streams: a peer flooding such calls
+ * cannot starve its own or another peer's other calls. An own call that finds the pool (or
+ * its streams) taken is refused RESOURCE_EXHAUSTED at once. Only small messages. */
+#define GRPC_OWN_POOL 0x4
 
 /* A method: dispatched on path by the server; named by a client call. */
 struct grpc_method {
@@ -186,6 +192,13 @@ struct grpc_server_config {
 	uint32_t reserved_message_bytes;
 	uint32_t guest_per_uid;               /* 0: max_connections */
 	uint32_t guest_idle_ms;               /* 0: preface_timeout_ms */
+	/* The pool of GRPC_OWN_POOL methods: own_buffers small buffers and as many meta ones (a
+	 * call holds at most two small and one meta: own_buffers = 2 * the calls to carry at
+	 * once); 0: no pool, those methods share the buffers above like any. own_streams:
+	 * streams a reserved connection may have for them beyond reserved_streams (the other
+	 * methods keep to reserved_streams; 0 with a pool: reserved connections get none). */
+	uint32_t own_buffers;
+	uint32_t own_streams;
 };
 
 struct grpc_server;
@@ -224,6 +237,7 @@ void grpc_server_drop_reserved(struct grpc_server *s, uint32_t slot);
 struct grpc_server_stats {
 	uint32_t connections, calls;   /* connections: guests and reserved ones together */
 	uint32_t small_free, large_free;
+	uint32_t own_free;             /* small buffers free in the GRPC_OWN_POOL pool */
 	uint64_t accepted, evicted, refused;
 };
 void grpc_server_stats(const struct grpc_server *s, struct grpc_server_stats *out);

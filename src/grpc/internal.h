@@ -33,6 +33,8 @@ struct grpc_env {
 	int epfd;
 	int64_t next_deadline;  /* earliest call deadline, INT64_MAX for none */
 	uint32_t calls;
+	struct grpc_env *own;   /* server: the GRPC_OWN_POOL calls' buffers, or NULL */
+	uint32_t own_streams;   /* streams of a reserved connection for those */
 };
 
 struct grpc_listener;
@@ -45,6 +47,8 @@ struct grpc_call {
 	void *user;
 	int64_t deadline;          /* monotonic ms; 0: none */
 	struct grpc_rx rx;
+	struct grpc_env *bufs;     /* whose pools the buffers below come from: conn->env, or
+				    * its own pool (GRPC_OWN_POOL) */
 	struct grpc_buf *rxb, *txb, *meta;
 	uint32_t tx_off, tx_len, meta_len;
 	uint32_t tx_head;          /* a message boundary at or before tx_off */
@@ -52,6 +56,7 @@ struct grpc_call {
 	int status;
 	uint8_t started, hdrs_sent, finishing, end_sent, remote_done, have_status, want_writable;
 	uint8_t extra_request;     /* a unary call got a second request message */
+	uint8_t own;               /* counted in conn->nown */
 	const struct h2_field *md;  /* the peer's metadata, during callbacks only */
 	size_t nmd;
 	uint64_t app[GRPC_APP_BYTES / 8];
@@ -71,6 +76,9 @@ struct grpc_conn {
 	uint8_t closing;
 	uint8_t guest;
 	uint32_t ncalls;
+	uint32_t nown;      /* of them, GRPC_OWN_POOL calls on their own streams */
+	uint8_t reserved;   /* server: a reserved (admitted) connection */
+	uint32_t other_streams; /* reserved: streams for the other methods (0: no cap here) */
 	uint32_t max_rx;    /* the largest message received; 0: the env's max_message */
 };
 

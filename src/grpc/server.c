@@ -33,6 +33,7 @@ struct grpc_server {
 	struct grpc_server_config cfg;
 	struct grpc_env env;
 	struct grpc_env guest_env;  /* guests' own buffers and arena (admission only) */
+	struct grpc_env own_env;    /* GRPC_OWN_POOL calls' buffers (own_buffers > 0) */
 	struct pool conns;
 	struct grpc_conn *slots;    /* max_connections pooled, then reserved_connections */
 	uint32_t nslots;
@@ -159,6 +160,27 @@ void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const str
 		grpc_call_note_deadline(call, clock_mono_ms() + ms);
 	}
 	call->method = m;
+	if (m->flags & GRPC_OWN_POOL && c->env->own) {
+		/* its own buffers, and on a reserved connection a stream of its own: when either
+		 * is taken this call alone is refused (its status message from that pool too) */
+		call->bufs = c->env->own;
+		if (c->reserved && c->nown >= c->env->own_streams) {
+			refuse(call, GRPC_RESOURCE_EXHAUSTED, "no stream free for this method");
+			goto out;
+		}
+		if (call->bufs->pools[GRPC_BUF_SMALL].pool.cap -
+		    call->bufs->pools[GRPC_BUF_SMALL].pool.used < 2) {
+			refuse(call, GRPC_RESOURCE_EXHAUSTED, "no message buffer free for this method");
+			goto out;
+		}
+		call->own = 1;
+		c->nown++;
+	} else if (c->reserved && c->other_streams && c->ncalls - c->nown > c->other_streams) {
+		/* the streams beyond reserved_streams are the own-pool methods' alone; no status
+		 * message, so the refusal holds no shared buffer */
+		refuse(call, GRPC_RESOURCE_EXHAUSTED, NULL);
+		goto out;
+	}
 	call->started = 1;
 	/* a guest gets Health/Check and nothing else: the handler refuses the call, then the
 	 * connection ends once the answer is out */
@@ -185,6 +207,9 @@ static int config_ok(const struct grpc_server_config *cfg)
 	return cfg->max_connections >= 1 && cfg->max_connections <= 1000000 &&
 	       cfg->reserved_connections <= 1000000 && (cfg->admit || !cfg->reserved_connections) &&
 	       cfg->reserved_streams <= H2_MAX_STREAMS &&
+	       cfg->own_streams <= H2_MAX_STREAMS && cfg->own_buffers <= 1000000 &&
+	       (cfg->reserved_streams ? cfg->reserved_streams : cfg->max_streams_per_connection) +
+	       cfg->own_streams <= H2_MAX_STREAMS &&
 	       cfg->reserved_message_bytes <= cfg->max_message_bytes &&
 	       cfg->max_streams_per_connection >= 1 &&
 	       cfg->max_streams_per_connection <= H2_MAX_STREAMS &&
@@ -210,6 +235,8 @@ size_t grpc_server_storage_bytes(const struct grpc_server_config *cfg)
 	    grpc_env_bytes(cfg->max_message_bytes, cfg->small_buffers, cfg->large_buffers);
 	if (cfg->admit)
 		n += grpc_env_bytes(GRPC_SMALL_MESSAGE, guest_buffers(cfg), 0);
+	if (cfg->own_buffers)
+		n += grpc_env_bytes(GRPC_SMALL_MESSAGE, cfg->own_buffers, 0);
 	return n;
 }
 
@@ -244,6 +271,11 @@ int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t
 			   cfg->large_buffers);
 	if (r == 0 && cfg->admit)
 		r = grpc_env_setup(&s->guest_env, &carve, GRPC_SMALL_MESSAGE, guest_buffers(cfg), 0);
+	if (r == 0 && cfg->own_buffers) {
+		r = grpc_env_setup(&s->own_env, &carve, GRPC_SMALL_MESSAGE, cfg->own_buffers, 0);
+		s->env.own = &s->own_env;
+		s->env.own_streams = cfg->own_streams;
+	}
 	if (r < 0)
 		return r;
 	s->env.epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -254,11 +286,12 @@ int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t
 	s->next_sweep = INT64_MAX;
 	log_info("grpc server ready", "max_connections=%u reserved_connections=%u conn_bytes=%zu "
 		 "budget_bytes=%zu max_message_bytes=%u max_streams=%u small_buffers=%u "
-		 "large_buffers=%u guest_buffers=%u", cfg->max_connections,
+		 "large_buffers=%u guest_buffers=%u own_buffers=%u own_streams=%u",
+		 cfg->max_connections,
 		 cfg->reserved_connections, sizeof(struct grpc_conn),
 		 grpc_server_storage_bytes(cfg), cfg->max_message_bytes,
 		 cfg->max_streams_per_connection, cfg->small_buffers, cfg->large_buffers,
-		 guest_buffers(cfg));
+		 guest_buffers(cfg), cfg->own_buffers, cfg->own_streams);
 	*out = s;
 	return 0;
 }
@@ -436,13 +469,16 @@ static void conn_begin(struct grpc_server *s, struct grpc_conn *c, struct grpc_l
 	int guest = s->cfg.admit && peer->slot < 0;
 	uint32_t streams = guest ? 1 : is_reserved(s, c) && s->cfg.reserved_streams ?
 			   s->cfg.reserved_streams : s->cfg.max_streams_per_connection;
+	uint32_t own = !guest && is_reserved(s, c) && s->cfg.own_buffers ? s->cfg.own_streams : 0;
 
 	s->accepted++;
 	c->listener = l;
 	c->peer = *peer;
-	grpc_conn_start(c, guest ? &s->guest_env : &s->env, H2_SERVER, fd, streams,
+	grpc_conn_start(c, guest ? &s->guest_env : &s->env, H2_SERVER, fd, streams + own,
 			(uint64_t)(c - s->slots));
 	c->guest = (uint8_t)guest;
+	c->reserved = (uint8_t)(!guest && is_reserved(s, c));
+	c->other_streams = own ? streams : 0;
 	if (!guest && is_reserved(s, c))
 		c->max_rx = s->cfg.reserved_message_bytes;
 	c->idle_from = c->born;
@@ -652,6 +688,8 @@ void grpc_server_stats(const struct grpc_server *s, struct grpc_server_stats *ou
 			  s->env.pools[GRPC_BUF_SMALL].pool.used;
 	out->large_free = s->env.pools[GRPC_BUF_LARGE].pool.cap -
 			  s->env.pools[GRPC_BUF_LARGE].pool.used;
+	out->own_free = s->cfg.own_buffers ? s->own_env.pools[GRPC_BUF_SMALL].pool.cap -
+					     s->own_env.pools[GRPC_BUF_SMALL].pool.used : 0;
 	out->accepted = s->accepted;
 	out->evicted = s->evicted;
 	out->refused = s->refused;

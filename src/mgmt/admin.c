@@ -13,6 +13,7 @@
  *   POST   /api/v1/containers/NAME/posture/taints   an operator's taint {"reason": WORD}
  *   GET    /api/v1/containers/NAME/egress   its egress policy and the last audit lines
  *   PUT    /api/v1/containers/NAME/egress   replaces the policy (docs/EGRESS.md "Policy")
+ *                                           (both also as /api/v2/admin/instances/NAME/egress)
  *   GET    /api/v1/info                the daemon
  *   GET    /metrics                    Prometheus text
  *   GET,POST /api/v1/containers/NAME/verify   the verifier (verify.c); POST /api/v1/verify?container=ID
@@ -35,7 +36,6 @@
 #include "json/json.h"
 #include "mgmt/admin.h"
 #include "mgmt/daemon.h"
-#include "mgmt/egress.h"
 #include "mgmt/egress_view.h"
 #include "mgmt/metrics.h"
 #include "mgmt/profiles.h"
@@ -1025,8 +1025,9 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	};
 	static char text[16384];
 	static const char *names[AGENT_REFUSAL_REASONS];
-	static const char *taint_names[ARRAY_LEN(taint_reasons)];
-	static uint64_t taints[ARRAY_LEN(taint_reasons)];
+	/* every taint: the declarable ones, and the one an egress policy in report mode leaves */
+	static const char *taint_names[ARRAY_LEN(taint_reasons) + 1];
+	static uint64_t taints[ARRAY_LEN(taint_reasons) + 1];
 	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
 	struct buf b;
 
@@ -1041,9 +1042,11 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 		taint_names[i] = posture_reason_name(taint_reasons[i]);
 		taints[i] = posture_taints_total(taint_reasons[i]);
 	}
+	taint_names[ARRAY_LEN(taint_reasons)] = posture_reason_name(POSTURE_EGRESS_REPORT_ONLY);
+	taints[ARRAY_LEN(taint_reasons)] = posture_taints_total(POSTURE_EGRESS_REPORT_ONLY);
 	v.taint_names = taint_names;
 	v.taints = taints;
-	v.ntaints = ARRAY_LEN(taint_reasons);
+	v.ntaints = ARRAY_LEN(taint_reasons) + 1;
 	for (int i = 0; i < AGENT_REFUSAL_REASONS; i++)
 		names[i] = agent_refusal_name(i);
 	v.refused_admins = A.refused;
@@ -1082,6 +1085,8 @@ static const struct admin_route routes[] = {
 	{ "POST", API2 "/instances", admin_v2_instances_create, false },
 	{ "GET", API2 "/instances/*", admin_v2_instance_get, false },
 	{ "DELETE", API2 "/instances/*", admin_v2_instance_delete, false },
+	{ "GET", API2 "/instances/*/egress", route_egress_get, false },
+	{ "PUT", API2 "/instances/*/egress", route_egress_put, false },
 	{ "GET", API2 "/profiles", admin_v2_profiles_list, false },
 	{ "GET", API2 "/profiles/*", admin_v2_profile_get, true },
 };

@@ -248,16 +248,25 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
 	Agentic__Sandbox__V1__RegistrationAck__ConfigEntry out_ack =
 		AGENTIC__SANDBOX__V1__REGISTRATION_ACK__CONFIG_ENTRY__INIT;
-	Agentic__Sandbox__V1__RegistrationAck__ConfigEntry *config[1] = { &out_ack };
+	Agentic__Sandbox__V1__RegistrationAck__ConfigEntry egress =
+		AGENTIC__SANDBOX__V1__REGISTRATION_ACK__CONFIG_ENTRY__INIT;
+	Agentic__Sandbox__V1__RegistrationAck__ConfigEntry *config[2];
 
 	a.accepted = 1;
 	a.message = "registered";
 	a.heartbeat_interval_seconds = HEARTBEAT_INTERVAL_S;
+	a.config = config;
 	if (sb->agent_output_ack) {
 		out_ack.key = "output-ack";
 		out_ack.value = "1";
-		a.config = config;
-		a.n_config = 1;
+		config[a.n_config++] = &out_ack;
+	}
+	/* egress is served to every init that asks; whether a connection goes anywhere is the
+	 * policy's (none: each call is refused FAILED_PRECONDITION and the init answers 503) */
+	if (sb->agent_egress) {
+		egress.key = "egress";
+		egress.value = "1";
+		config[a.n_config++] = &egress;
 	}
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_REGISTRATION_ACK;
 	m.registration_ack = &a;
@@ -581,7 +590,7 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			refuse_why(call, RF_REGISTRATION, "the registration names another sandbox or instance");
 			return;
 		}
-		sb->agent_stdin_ack = sb->agent_output_ack = false;
+		sb->agent_stdin_ack = sb->agent_output_ack = sb->agent_egress = false;
 		sb->agent_self[0] = '\0';
 		for (size_t i = 0; i < m->registration->n_labels; i++) {
 			const char *k = m->registration->labels[i]->key;
@@ -596,6 +605,8 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 				sb->agent_stdin_ack = true;
 			else if (strcmp(k, "agentic-output-ack") == 0)
 				sb->agent_output_ack = true;
+			else if (strcmp(k, "agentic-egress") == 0)
+				sb->agent_egress = true;
 		}
 		if (!sb->agent_authed)
 			pend->reg = true;
@@ -705,6 +716,21 @@ const struct grpc_method agent_methods[] = {
 			.on_half_close = connect_half_close,
 			.on_writable = connect_writable,
 			.on_done = connect_done,
+		},
+	},
+	{
+		/* docs/EGRESS.md: buffers and streams of their own, so that no flood of egress
+		 * calls starves an init's Connect */
+		.path = "/agentic.sandbox.v1.AgentService/Egress",
+		.request = &agentic__sandbox__v1__egress_chunk__descriptor,
+		.response = &agentic__sandbox__v1__egress_chunk__descriptor,
+		.flags = GRPC_CLIENT_STREAMING | GRPC_SERVER_STREAMING | GRPC_OWN_POOL,
+		.handler = {
+			.on_start = egress_call_start,
+			.on_message = egress_call_message,
+			.on_half_close = egress_call_half_close,
+			.on_writable = egress_call_writable,
+			.on_done = egress_call_done,
 		},
 	},
 };

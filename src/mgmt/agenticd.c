@@ -67,6 +67,7 @@ struct budget {
 	size_t sandboxes, admin, jobs, grpc, agrpc, docker, scratch, total_region, total_heap, image;
 	size_t execs;                  /* the exec session table: static, touched as it is used */
 	size_t verify;                 /* the verifier's runs and buffers: the same */
+	size_t egress;                 /* the egress slots and their buffers */
 	struct grpc_server_config gcfg;
 	struct grpc_server_config acfg; /* gRPC Exec on the admin socket */
 	struct docker_client_config dcfg;
@@ -107,6 +108,10 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->gcfg.small_buffers = LIMIT_AGENT_INIT_BUFFERS * cfg->max_sandboxes +
 				LIMIT_AGENT_SPARE_BUFFERS;
 	b->gcfg.large_buffers = 2;
+	/* egress calls: a pool of their own (two small buffers per connection carried at once),
+	 * and egress_per_sandbox streams per init beside its Connect */
+	b->gcfg.own_buffers = 2 * cfg->egress_max_connections;
+	b->gcfg.own_streams = cfg->egress_per_sandbox;
 	b->dcfg.docker_host = cfg->docker_host;
 	b->dcfg.connections = LIMIT_DOCKER_CONNS;
 	/* the largest answer is the start-up list of every agentic container */
@@ -140,7 +145,8 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->jobs += round64(bits / 8) + 2 * round64(((1u << (28 - cfg->subnet_pool_prefix)) + 64) / 8);
 	b->docker = heap_block(docker_client_footprint(&b->dcfg));
 	b->scratch = 2 * heap_block(recover_scratch_bytes(cfg->max_sandboxes));
-	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc;
+	b->egress = round64(egress_storage_bytes(cfg));
+	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc + b->egress;
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + (1u << 20);
 	b->execs = round64(exec_table_bytes());
@@ -247,6 +253,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	foreign_bits = carve(&p, ((nsub + 63) / 64) * 8);
 	sandbox_table_init(cfg, sb, d->nsb, uid_bits);
 	subnet_init(cfg, subnet_bits, foreign_bits);
+	egress_init(cfg, d->self_exe, d->epfd, carve(&p, b->egress), b->egress);
 	r = grpc_server_init(&b->gcfg, carve(&p, b->grpc), b->grpc, &d->grpc);
 	if (r == 0)
 		r = grpc_server_init(&b->acfg, carve(&p, b->agrpc), b->agrpc, &d->admin_grpc);
@@ -470,6 +477,7 @@ static bool arm_timer(struct daemon *d)
 	int64_t now = clock_mono_ms(), next = lifecycle_next_deadline(now), rl = runlog_next_deadline();
 	bool due = next <= now;
 	int64_t retry = agent_next_deadline(), ver = verify_next_deadline(now);
+	int64_t eg = egress_next_deadline();
 	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
 
@@ -479,6 +487,8 @@ static bool arm_timer(struct daemon *d)
 		next = retry;
 	if (ver < next)
 		next = ver;
+	if (eg < next)
+		next = eg;
 	due |= ver <= now;
 	if (g >= 0 && now + g < next)
 		next = now + g;
@@ -500,6 +510,8 @@ static void on_signal(struct daemon *d)
 
 	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
+			/* the workers first, by pid: share.c's reaping takes any child left */
+			egress_reap();
 			share_reap_children();
 		} else if (si.ssi_signo == SIGHUP) {
 			profiles_reload();
@@ -509,6 +521,7 @@ static void on_signal(struct daemon *d)
 			log_info("stopping", "signal=%u creates_in_flight_roll_back=1 sandboxes_keep_running=1",
 				 si.ssi_signo);
 			admin_shutdown();
+			egress_shutdown();
 			d->stopping = true;
 			lifecycle_shutdown();
 		}
@@ -557,6 +570,10 @@ static int run_loop(struct daemon *d)
 			case TAG_VERIFY:
 				verify_ready(idx);
 				break;
+			case TAG_EGRESS_DATA:
+			case TAG_EGRESS_CTL:
+				egress_event(idx, kind == TAG_EGRESS_CTL, evs[i].events);
+				break;
 			}
 		}
 		if (grpc_server_timeout(d->grpc) == 0)
@@ -567,6 +584,7 @@ static int run_loop(struct daemon *d)
 		agent_tick(clock_mono_ms());
 		runlog_tick(clock_mono_ms());
 		verify_tick(clock_mono_ms());
+		egress_tick(clock_mono_ms());
 		admin_tick(clock_mono_ms());
 		if (d->stopping) {
 			if (!stop_started)

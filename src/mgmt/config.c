@@ -49,6 +49,11 @@ static const struct key keys[] = {
 	{ "seccomp_profile", K_PATH_OR_EMPTY, F(seccomp_profile), 0, 0 },
 	{ "log_level", K_LEVEL, F(log_level), 0, 0 },
 	{ "min_tier", K_TIER, F(min_tier_t1), 0, 0 },
+	{ "egress_max_connections", K_U32, F(egress_max_connections), 1, 1024 },
+	{ "egress_per_sandbox", K_U32, F(egress_per_sandbox), 1, 64 },
+	{ "egress_uid", K_U32, F(egress_uid), 1, 0x7fffffff },
+	{ "egress_ca_file", K_PATH, F(egress_ca_file), 0, 0 },
+	{ "egress_io_timeout_ms", K_U32, F(egress_io_timeout_ms), 1000, 3600000 },
 };
 
 const char *config_key_name(size_t i)
@@ -89,6 +94,11 @@ void config_defaults(struct config *cfg)
 	cfg->default_nano_cpus = 1000000000;
 	cfg->default_disk_bytes = 1u << 30;
 	cfg->log_level = LOG_INFO;
+	cfg->egress_max_connections = 32;
+	cfg->egress_per_sandbox = 8;
+	cfg->egress_uid = 199999;
+	set_str(cfg->egress_ca_file, "/etc/ssl/certs/ca-certificates.crt");
+	cfg->egress_io_timeout_ms = 300000;
 }
 
 /* Decimal with an optional binary suffix (k, m, g, t; "KiB" spellings accepted). */
@@ -406,6 +416,9 @@ int config_validate(const struct config *cfg, char *err, size_t err_size)
 		why = "the control uid range is smaller than max_sandboxes";
 	else if ((1u << (28 - cfg->subnet_pool_prefix)) < cfg->max_sandboxes)
 		why = "sandbox_subnet_pool holds fewer /28 networks than max_sandboxes";
+	else if (cfg->egress_uid == cfg->workload_uid || cfg->egress_uid == cfg->workload_gid ||
+		 (cfg->egress_uid >= cfg->control_uid_min && cfg->egress_uid <= cfg->control_uid_max))
+		why = "egress_uid must be neither a control uid nor the workload's uid or gid";
 	else if (strncmp(cfg->docker_host, "unix:///", 8) != 0)
 		why = "docker_host must be unix:///PATH (only Unix sockets are supported)";
 	if (!why)

@@ -39,6 +39,12 @@ struct config {
 	char mount_allowlist[CONFIG_MAX_ALLOWED_MOUNTS][CONFIG_STR_BYTES];
 	char seccomp_profile[CONFIG_STR_BYTES]; /* a profile file; empty: the built-in profile */
 	enum log_level log_level;               /* lines above it are not written */
+	/* egress (docs/EGRESS.md) */
+	uint32_t egress_max_connections;        /* workers at once, in all */
+	uint32_t egress_per_sandbox;            /* Egress calls per init connection */
+	uint32_t egress_uid;                    /* the workers' uid and gid */
+	char egress_ca_file[CONFIG_STR_BYTES];  /* trust anchors for credential routes */
+	uint32_t egress_io_timeout_ms;          /* a worker's idle limit either way */
 	bool min_tier_t1;                       /* min_tier = T1: a create that would be T0 is refused */
 };
 

@@ -20,6 +20,7 @@
 #include "http/http.h"
 #include "mgmt/agent.h"
 #include "mgmt/config.h"
+#include "mgmt/egress.h"
 #include "mgmt/exec.h"
 #include "mgmt/host.h"
 #include "mgmt/lifecycle.h"
@@ -37,7 +38,7 @@
 
 /* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
 enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB,
-		TAG_ADMIN_GRPC, TAG_VERIFY };
+		TAG_ADMIN_GRPC, TAG_VERIFY, TAG_EGRESS_DATA, TAG_EGRESS_CTL };
 
 /* ---- the daemon ---- */
 struct daemon {

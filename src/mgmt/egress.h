@@ -1,12 +1,75 @@
-/* egress.h: agenticd's side of a sandbox's egress (docs/EGRESS.md). The relay (the Egress
- * call, the workers) lives with it; what the admin API needs of it is declared here. */
+/* egress.h: agenticd's half of the egress path (docs/EGRESS.md): the AgentService/Egress call
+ * of a sandbox's init, relayed to a worker process (`agentic egress-worker`) per connection,
+ * the credit both ways, the worker's control packets (secrets, its audit record), the audit
+ * lines agenticd writes itself, and the per-sandbox rate limit.
+ *
+ * A fixed table of egress_max_connections slots, each with its two buffers, taken from the
+ * daemon's region at start (egress_storage_bytes); nothing is allocated after. */
 #ifndef AGENTIC_MGMT_EGRESS_H
 #define AGENTIC_MGMT_EGRESS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grpc/grpc.h"
+
+struct config;
 struct sandbox;
 
-/* The audit line of a policy change (kind "policy", decision "set", reason source: "create"
- * or "api", and the mode) appended to the run's egress.jsonl (0600). */
-void egress_audit_policy(struct sandbox *sb, const char *source);
+/* The buffers a slot holds: what the worker has not taken yet (up), one chunk read from it
+ * and not yet queued to the init (down). Pure, exposed for the unit test. */
+struct egress_credit {
+	uint32_t up_len;        /* bytes held for the worker, from up_off */
+	uint32_t up_off;
+	uint64_t up_in;         /* data bytes received from the init, cumulative */
+	uint64_t up_consumed;   /* of them, written to the worker */
+	uint64_t up_reported;   /* the consumed count last sent to the init */
+	uint64_t down_sent;     /* data bytes queued to the init, cumulative */
+	uint64_t down_acked;    /* the init's consumed count */
+};
+/* A chunk of n data bytes from the init fits (the init keeps to the window): true. */
+bool egress_credit_up_fits(const struct egress_credit *c, size_t n);
+/* The consumed count is due to the init (half a window written since the last report). */
+bool egress_credit_report_due(const struct egress_credit *c);
+/* How many bytes may be read from the worker now for the init (0: the window is full). */
+uint32_t egress_credit_down_room(const struct egress_credit *c);
+/* The init reported consumed: false when it is above what was sent; a count below the last
+ * (0: a chunk that carries none) changes nothing. */
+bool egress_credit_down_ack(struct egress_credit *c, uint64_t consumed);
+
+/* The rate limit: a token bucket of rate tokens refilled evenly over a minute, full at first
+ * (at == 0). Takes one at now (monotonic ms): false when none is left. */
+struct egress_bucket {
+	int64_t at;             /* the last refill; 0: not used yet */
+	uint64_t milli;         /* tokens * 1000 */
+};
+bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now);
+
+size_t egress_storage_bytes(const struct config *cfg);
+/* At start: the config, this binary (the worker is `self_exe egress-worker`), the loop's
+ * epoll fd (the slots' sockets are watched there with TAG_EGRESS_DATA / TAG_EGRESS_CTL and
+ * the slot index), storage. */
+void egress_init(const struct config *cfg, const char *self_exe, int epfd, void *storage,
+		 size_t len);
+
+/* The Egress method's handlers (agent.c's method table names them). */
+void egress_call_start(struct grpc_call *call);
+void egress_call_message(struct grpc_call *call, const ProtobufCMessage *msg);
+void egress_call_half_close(struct grpc_call *call);
+void egress_call_writable(struct grpc_call *call);
+void egress_call_done(struct grpc_call *call, int status, const char *message);
+
+/* A slot's data (ctl false) or control socket is ready (the loop's TAG_EGRESS_*). */
+void egress_event(uint32_t slot, bool ctl, uint32_t events);
+/* SIGCHLD: reaps the workers (only those: other children are share.c's). */
+void egress_reap(void);
+/* Workers whose call ended and which linger are killed after a grace. */
+void egress_tick(int64_t now);
+int64_t egress_next_deadline(void);
+/* SIGTERM: every call and socket closed; the workers see EOF and audit control_lost. */
+void egress_shutdown(void);
+/* Is pid one of the workers? (share.c's reaping must leave them alone.) */
+bool egress_is_worker(int pid);
 
 #endif

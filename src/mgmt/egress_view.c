@@ -1,5 +1,4 @@
-/* egress_view.c: a sandbox's egress as the admin API shows it (egress_view.h), and the policy
- * audit line while the relay does not provide its own (egress.h). */
+/* egress_view.c: a sandbox's egress as the admin API shows it (egress_view.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,7 +7,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mgmt/egress.h"
 #include "mgmt/egress_view.h"
 #include "mgmt/host.h"
 #include "mgmt/sandbox.h"
@@ -76,8 +74,7 @@ void egress_view_policy(struct json_writer *w, const char *egress_json)
 		json_null_write(w);
 }
 
-/* The current run's egress.jsonl, opened with flags: the fd, or -errno. */
-static int audit_open(const struct sandbox *sb, int flags)
+int egress_view_audit_open(const struct sandbox *sb, int flags)
 {
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 32];
 	int r;
@@ -104,7 +101,7 @@ void egress_view_audit(struct json_writer *w, const struct sandbox *sb, uint32_t
 	struct stat st;
 	ssize_t got = 0;
 	off_t from;
-	int fd = audit_open(sb, O_RDONLY);
+	int fd = egress_view_audit_open(sb, O_RDONLY);
 
 	json_arr_begin(w);
 	if (max > EGRESS_VIEW_AUDIT_MAX)
@@ -146,9 +143,9 @@ void egress_view_audit(struct json_writer *w, const struct sandbox *sb, uint32_t
 	json_arr_end(w);
 }
 
-/* Until the relay's own (egress.h): the policy line, as docs/EGRESS.md "Audit" has it. Weak,
- * so the relay's definition replaces it when it is linked in. */
-__attribute__((weak)) void egress_audit_policy(struct sandbox *sb, const char *source)
+/* The policy line, as docs/EGRESS.md "Audit" has it: the one writer of it, for the create and
+ * the API alike. */
+int egress_audit_policy(struct sandbox *sb, const char *source)
 {
 	static struct egress_policy pol;
 	char line[1024], ts[40];
@@ -158,7 +155,7 @@ __attribute__((weak)) void egress_audit_policy(struct sandbox *sb, const char *s
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
 	bool has = sb->egress_json[0] != '\0';
-	int fd;
+	int fd, r;
 
 	if (has && egress_policy_parse(sb->egress_json, strlen(sb->egress_json), &pol, NULL, 0) != 0)
 		has = false;
@@ -183,7 +180,7 @@ __attribute__((weak)) void egress_audit_policy(struct sandbox *sb, const char *s
 	json_key(&w, "reason");
 	json_str_write(&w, source);
 	json_key(&w, "mode");
-	json_str_write(&w, !has ? "none" : pol.mode == EGRESS_REPORT ? "report" : "enforce");
+	json_str_write(&w, !has ? "off" : pol.mode == EGRESS_REPORT ? "report" : "enforce");
 	json_key(&w, "allow");
 	json_int_write(&w, has ? pol.nallow : 0);
 	json_key(&w, "routes");
@@ -192,18 +189,20 @@ __attribute__((weak)) void egress_audit_policy(struct sandbox *sb, const char *s
 	json_int_write(&w, 0);
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0 || buf_append(&b, "\n", 1) != 0)
-		return;
-	fd = audit_open(sb, O_WRONLY | O_APPEND | O_CREAT);
+		return ERR_LIMIT;
+	fd = egress_view_audit_open(sb, O_WRONLY | O_APPEND | O_CREAT);
 	if (fd < 0) {
 		log_warn("egress audit not written", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(fd)));
-		return;
+		return fd;
 	}
 	/* one write: a line whole or not at all, beside the workers' own */
-	if (write(fd, b.data, b.len) != (ssize_t)b.len)
+	r = write(fd, b.data, b.len) == (ssize_t)b.len ? 0 : -EIO;
+	if (r != 0)
 		log_warn("egress audit not written", "name=%s error=%s", log_q(sb->name),
 			 log_q(strerror(errno)));
 	close(fd);
 	log_info("egress policy set", "name=%s source=%s mode=%s", log_q(sb->name), log_q(source),
-		 !has ? "none" : pol.mode == EGRESS_REPORT ? "report" : "enforce");
+		 !has ? "off" : pol.mode == EGRESS_REPORT ? "report" : "enforce");
+	return r;
 }

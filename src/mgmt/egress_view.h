@@ -21,5 +21,13 @@ void egress_view_policy(struct json_writer *w, const char *egress_json);
 /* The last lines of sb's current run's egress.jsonl, oldest first, at most max of them, each
  * as its object (a line that is no JSON object is skipped): an array. */
 void egress_view_audit(struct json_writer *w, const struct sandbox *sb, uint32_t max);
+/* sb's current run's egress.jsonl (its open run, else the instance's current one), opened
+ * with flags (0600 when made; never through a link): the fd, or -errno. */
+int egress_view_audit_open(const struct sandbox *sb, int flags);
+
+/* The kind "policy" audit line (decision "set", reason source: "create" or "api", and the
+ * mode) in the run's egress.jsonl: 0 or -errno. The one writer of that line (the relay's
+ * workers and agenticd's busy/worker_failed lines are mgmt/egress.c's). */
+int egress_audit_policy(struct sandbox *sb, const char *source);
 
 #endif

@@ -141,14 +141,17 @@ static bool send_stdin(struct exec *x, bool notify)
 	return true;
 }
 
+/* an exec's env: the request's, and the proxy's variables when the sandbox has a policy */
+#define EXEC_ENV_MAX (LIMIT_SANDBOX_ENV + REQUEST_PROXY_ENV_N)
+
 int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec_sink *sink)
 {
 	Agentic__Sandbox__V1__CommandRequest cr = AGENTIC__SANDBOX__V1__COMMAND_REQUEST__INIT;
 	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
-	Agentic__Sandbox__V1__CommandRequest__EnvEntry ents[LIMIT_SANDBOX_ENV + REQUEST_PROXY_ENV_N];
-	Agentic__Sandbox__V1__CommandRequest__EnvEntry *envp[LIMIT_SANDBOX_ENV + REQUEST_PROXY_ENV_N];
+	Agentic__Sandbox__V1__CommandRequest__EnvEntry ents[EXEC_ENV_MAX];
+	Agentic__Sandbox__V1__CommandRequest__EnvEntry *envp[EXEC_ENV_MAX];
 	char envtext[LIMIT_ADMIN_BODY_BYTES];
-	const char *env[LIMIT_SANDBOX_ENV + REQUEST_PROXY_ENV_N];
+	const char *env[EXEC_ENV_MAX];
 	bool proxy = sb->egress_json[0] != '\0';
 	size_t used = 0;
 	struct exec *x = NULL;

@@ -18,6 +18,15 @@ _Static_assert(ARRAY_LEN(prov_le) < 12 && ARRAY_LEN(exec_le) < 12, "buckets fit 
 static struct hist prov, exec_rtt;
 static uint64_t refusals[METRICS_REFUSAL_REASONS];
 static uint64_t execs_started, stream_bytes[2];
+static uint64_t egress_conns[3], egress_bytes[2];
+
+void metrics_egress(int decision, uint64_t up, uint64_t down)
+{
+	if (decision >= 0 && decision < 3)
+		egress_conns[decision]++;
+	egress_bytes[0] += up;
+	egress_bytes[1] += down;
+}
 
 static void observe(struct hist *h, const int64_t *le, size_t n, int64_t ms)
 {
@@ -116,6 +125,18 @@ int metrics_render(struct buf *b, const struct metrics_view *v)
 		   "agentic_stream_bytes_total{stream=\"stdout\"} %llu\n"
 		   "agentic_stream_bytes_total{stream=\"stderr\"} %llu\n",
 		   (unsigned long long)stream_bytes[0], (unsigned long long)stream_bytes[1]);
+	r |= buf_printf(b, "# HELP agentic_egress_connections_total Egress connections ended, by "
+		   "decision.\n# TYPE agentic_egress_connections_total counter\n"
+		   "agentic_egress_connections_total{decision=\"allow\"} %llu\n"
+		   "agentic_egress_connections_total{decision=\"deny\"} %llu\n"
+		   "agentic_egress_connections_total{decision=\"would_deny\"} %llu\n"
+		   "# HELP agentic_egress_bytes_total Egress bytes relayed (up: from workloads).\n"
+		   "# TYPE agentic_egress_bytes_total counter\n"
+		   "agentic_egress_bytes_total{direction=\"up\"} %llu\n"
+		   "agentic_egress_bytes_total{direction=\"down\"} %llu\n",
+		   (unsigned long long)egress_conns[0], (unsigned long long)egress_conns[1],
+		   (unsigned long long)egress_conns[2], (unsigned long long)egress_bytes[0],
+		   (unsigned long long)egress_bytes[1]);
 	r |= buf_printf(b, "# HELP agentic_identity_rejections_total Agent connections refused, by reason.\n"
 		   "# TYPE agentic_identity_rejections_total counter\n");
 	for (uint32_t i = 0; i < v->nrefusals && i < METRICS_REFUSAL_REASONS; i++)

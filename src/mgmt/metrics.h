@@ -20,6 +20,8 @@ void metrics_refusal(int reason);
 void metrics_exec_started(void);
 void metrics_exec_bytes(int stream, uint64_t n);
 void metrics_exec_latency(int64_t ms);
+/* An egress connection ended with decision (0 allow, 1 deny, 2 would_deny) and its bytes. */
+void metrics_egress(int decision, uint64_t up, uint64_t down);
 
 /* What the rendering reads from the daemon. */
 struct metrics_view {

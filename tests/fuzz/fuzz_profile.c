@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	inside(p.description);
 	inside(p.image);
 	inside(p.network);
-	if (p.nmounts > PROFILE_MOUNTS_MAX || p.negress > PROFILE_EGRESS_MAX ||
+	if (p.nmounts > PROFILE_MOUNTS_MAX || p.negress > EGRESS_ALLOW_MAX + EGRESS_ROUTES_MAX ||
 	    p.ncreds > PROFILE_CREDS_MAX || p.nprobes > PROFILE_PROBES_MAX)
 		abort();
 	for (uint32_t i = 0; i < p.nmounts; i++) {

@@ -1081,6 +1081,119 @@ static void test_grpc_admitted_peer_cannot_hold_a_large_buffer(void **state)
 	pair_down(&p);
 }
 
+/* GRPC_OWN_POOL: a compromised init opening the own-pool method's streams, each holding a
+ * message it never finishes, takes only that pool's buffers and its own_streams streams: the
+ * shared buffers stay whole, its own Unary still has its stream, a second Unary beyond
+ * reserved_streams is refused, and the next init's Unary goes through while its own-pool call
+ * alone is refused RESOURCE_EXHAUSTED for want of a buffer. */
+static const struct grpc_method own_methods[] = {
+	{ "/agentic.test.v1.Test/Unary", &agentic__test__v1__msg__descriptor,
+	  &agentic__test__v1__msg__descriptor, 0,
+	  { .on_start = s_start, .on_message = s_echo, .on_done = s_done }, NULL },
+	{ "/agentic.test.v1.Test/Own", &agentic__test__v1__msg__descriptor,
+	  &agentic__test__v1__msg__descriptor,
+	  GRPC_CLIENT_STREAMING | GRPC_SERVER_STREAMING | GRPC_OWN_POOL, { .on_done = s_done },
+	  NULL },
+};
+static const struct grpc_method client_own = {
+	"/agentic.test.v1.Test/Own", &agentic__test__v1__msg__descriptor,
+	&agentic__test__v1__msg__descriptor, GRPC_CLIENT_STREAMING | GRPC_SERVER_STREAMING,
+	{ .on_message = c_message, .on_done = c_done }, NULL
+};
+
+static void test_grpc_own_pool_calls_never_take_the_shared_buffers(void **state)
+{
+	static const struct h2_field own_req[] = {
+		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
+		{ ":path", "/agentic.test.v1.Test/Own", 5, 25 }, { ":authority", "x", 10, 1 },
+		{ "content-type", "application/grpc", 12, 16 }, { "te", "trailers", 2, 8 },
+	};
+	static const struct h2_field unary_req[] = {
+		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
+		{ ":path", "/agentic.test.v1.Test/Unary", 5, 27 }, { ":authority", "x", 10, 1 },
+		{ "content-type", "application/grpc", 12, 16 }, { "te", "trailers", 2, 8 },
+	};
+	static const uint8_t part[] = { 0, 0, 0, 0, 100, 0x0a };
+	struct grpc_server_config scfg = {
+		.max_connections = 2, .max_streams_per_connection = 16, .max_message_bytes = 65536,
+		.small_buffers = 4, .large_buffers = 1, .admit = test_admit,
+		.reserved_connections = 2, .reserved_streams = 1, .guest_per_uid = 2,
+		.own_buffers = 3, .own_streams = 2,
+	};
+	struct grpc_client_config ccfg = { NULL, 65536, 8, 1 };
+	struct grpc_server_stats st;
+	static struct h2_conn h2;
+	static struct h2_scratch scratch;
+	static struct kept k;
+	struct h2_stream *s;
+	struct pair p;
+	struct seen o;
+	size_t sb, cb;
+	int fd, opened = 0;
+
+	snprintf(p.path, sizeof(p.path), "/tmp/agentic-test-grpc-%d.sock", (int)getpid());
+	ccfg.path = p.path;
+	sb = grpc_server_storage_bytes(&scfg);
+	cb = grpc_client_storage_bytes(&ccfg);
+	assert_true(sb > 0);
+	p.ss = malloc(sb);
+	p.cs = malloc(cb);
+	assert_int_equal(grpc_server_init(&scfg, p.ss, sb, &p.s), 0);
+	assert_int_equal(grpc_server_listen_unix(p.s, p.path, 0600, own_methods,
+						 ARRAY_LEN(own_methods)), 0);
+	assert_int_equal(grpc_client_init(&ccfg, p.cs, cb, &p.c), 0);
+	grpc_server_stats(p.s, &st);
+	assert_int_equal(st.own_free, 3);
+	admit_next = 0;
+	memset(&k, 0, sizeof(k));
+	fd = raw_dial(&p);
+	h2_conn_init(&h2, H2_CLIENT, 16, &kept_cb, &k, &scratch);
+	/* two Unary streams, each a message begun: one has the stream reserved_streams gives */
+	for (int j = 0; j < 2; j++) {
+		assert_int_equal(h2_stream_open(&h2, unary_req, ARRAY_LEN(unary_req), 0, NULL, &s), 0);
+		assert_int_equal(h2_stream_send_data(&h2, s, part, sizeof(part), 0),
+				 (long)sizeof(part));
+	}
+	for (int i = 0; i < 80; i++) {
+		uint8_t in[4096];
+		ssize_t n;
+
+		if (opened < 6 && h2_stream_open(&h2, own_req, ARRAY_LEN(own_req), 0, NULL, &s) == 0 &&
+		    h2_stream_send_data(&h2, s, part, sizeof(part), 0) == (long)sizeof(part))
+			opened++;
+		if (h2.out.len && (n = write(fd, h2.out.data, h2.out.len)) > 0)
+			h2_conn_sent(&h2, (size_t)n);
+		grpc_server_run(p.s, 1);
+		n = read(fd, in, sizeof(in));
+		if (n > 0)
+			h2_conn_feed(&h2, in, (size_t)n);
+	}
+	assert_true(opened >= 2);
+	grpc_server_stats(p.s, &st);
+	/* two own calls (own_streams) hold a buffer each; the third and later were refused */
+	assert_int_equal(st.own_free, 1);
+	/* the one Unary that got its stream holds one shared buffer; the other none */
+	assert_int_equal(st.small_free, 3);
+	assert_int_equal(st.calls, 3);
+	/* the next init: its Unary goes through, its own-pool call finds one buffer, not two */
+	admit_next = 1;
+	assert_int_equal(grpc_client_connect(p.c), 0);
+	assert_int_equal(unary(&p, &client_unary, 100, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_OK);
+	assert_int_equal(server_seen.peer.slot, 1);
+	assert_int_equal(unary(&p, &client_own, 100, 0, &o), 0);
+	assert_int_equal(o.status, GRPC_RESOURCE_EXHAUSTED);
+	/* the first init gone, the pool is whole again and an own-pool call is served */
+	close(fd);
+	for (int i = 0; i < 20; i++)
+		grpc_server_run(p.s, 1);
+	grpc_server_stats(p.s, &st);
+	assert_int_equal(st.own_free, 3);
+	assert_int_equal(st.small_free, 4);
+	admit_next = -1;
+	pair_down(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1104,6 +1217,7 @@ int main(void)
 		cmocka_unit_test(test_grpc_admitted_peer_keeps_its_slot_while_guests_flood),
 		cmocka_unit_test(test_grpc_admitted_peer_cannot_take_the_other_peers_buffers),
 		cmocka_unit_test(test_grpc_admitted_peer_cannot_hold_a_large_buffer),
+		cmocka_unit_test(test_grpc_own_pool_calls_never_take_the_shared_buffers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,1037 @@
+/* egress.c: agenticd's half of the egress path (docs/EGRESS.md "The wire", "agenticd ↔
+ * worker"). One slot per connection: the init's Egress call, a worker process started for it
+ * with its data and control socketpairs and the run's egress.jsonl, and the credit both ways.
+ * The slot outlives the call until the worker has exited and its control socket is read out
+ * (its audit record counts in the metrics), and the call may outlive the worker until what it
+ * wrote has reached the init. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.pb-c.h"
+#include "egress/policy.h"
+#include "json/json.h"
+#include "mgmt/daemon.h"
+#include "mgmt/egress.h"
+
+#define CTL_BYTES (16u * 1024u)        /* a control packet, at most */
+#define WORKER_AS_BYTES (256ull << 20)
+#define WORKER_NOFILE 16
+#define LINGER_GRACE_MS 10000          /* beyond io_timeout_ms, for a worker whose call ended */
+#define POLICY_TOKENS 2048
+
+/* ---- credit (pure) ---- */
+
+bool egress_credit_up_fits(const struct egress_credit *c, size_t n)
+{
+	return c->up_len + n <= EGRESS_WINDOW && c->up_in + n - c->up_consumed <= EGRESS_WINDOW;
+}
+
+bool egress_credit_report_due(const struct egress_credit *c)
+{
+	return c->up_consumed - c->up_reported >= EGRESS_WINDOW / 2;
+}
+
+uint32_t egress_credit_down_room(const struct egress_credit *c)
+{
+	uint64_t inflight = c->down_sent - c->down_acked;
+
+	if (inflight >= EGRESS_WINDOW)
+		return 0;
+	return EGRESS_WINDOW - inflight < EGRESS_CHUNK ? (uint32_t)(EGRESS_WINDOW - inflight)
+						       : EGRESS_CHUNK;
+}
+
+bool egress_credit_down_ack(struct egress_credit *c, uint64_t consumed)
+{
+	/* a chunk without a count (0) or with an older one says nothing new */
+	if (consumed > c->down_sent)
+		return false;
+	if (consumed > c->down_acked)
+		c->down_acked = consumed;
+	return true;
+}
+
+/* ---- the table ---- */
+
+struct eslot {
+	bool used;
+	struct grpc_call *call;        /* NULL once the call ended */
+	struct sandbox *sb;            /* while the call lives, and sb_gen still matches */
+	uint32_t sb_gen;
+	char name[SB_NAME_BYTES];
+	char instance[SB_ID_BYTES];
+	uint64_t conn;
+	pid_t pid;                     /* 0 once reaped */
+	int pidfd;                     /* to signal it without a pid reuse race */
+	int data, ctl;                 /* -1: closed */
+	uint32_t data_events;          /* what data is watched for now */
+	bool data_watched;             /* in the epoll set: only while something is wanted, as a
+					* hung-up socket reports EPOLLHUP whatever the mask */
+	bool record_seen, ctl_eof, reaped_logged;
+	int64_t started_ms, linger_until;
+	struct egress_credit cr;
+	bool up_eof_in;                /* the init's eof arrived */
+	bool up_shut;                  /* and the worker's side was shut down */
+	bool up_dead;                  /* writing to the worker failed: what comes is dropped */
+	bool down_eof_read, down_eof_sent, report_owed;
+	uint32_t down_len;             /* a chunk read and not yet queued */
+	uint8_t *up, *down;
+	char policy[EGRESS_POLICY_BYTES]; /* as the worker got it: its route indices name these */
+};
+
+struct bucket {
+	uint32_t gen;
+	struct egress_bucket b;
+};
+
+static const struct config *cfg;
+static const char *self_exe;
+static int epfd = -1;
+static struct eslot *slots;
+static struct bucket *buckets;
+static uint32_t nslots, nbuckets;
+static uint64_t next_conn = 1;
+static bool stopping;                  /* SIGTERM: no new worker */
+static struct json_token toks[POLICY_TOKENS];
+
+static size_t r64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+size_t egress_storage_bytes(const struct config *c)
+{
+	return r64((size_t)c->egress_max_connections * sizeof(struct eslot)) +
+	       (size_t)c->egress_max_connections * (EGRESS_WINDOW + EGRESS_CHUNK) +
+	       r64((size_t)c->max_sandboxes * sizeof(struct bucket));
+}
+
+void egress_init(const struct config *c, const char *exe, int loop_fd, void *storage,
+		 size_t len)
+{
+	uint8_t *p = storage;
+
+	cfg = c;
+	epfd = loop_fd;
+	self_exe = exe;
+	nslots = c->egress_max_connections;
+	nbuckets = c->max_sandboxes;
+	if (len < egress_storage_bytes(c)) {
+		nslots = 0;
+		return;
+	}
+	slots = (struct eslot *)p;
+	p += r64((size_t)nslots * sizeof(struct eslot));
+	for (uint32_t i = 0; i < nslots; i++) {
+		slots[i].up = p;
+		p += EGRESS_WINDOW;
+		slots[i].down = p;
+		p += EGRESS_CHUNK;
+		slots[i].data = slots[i].ctl = slots[i].pidfd = -1;
+	}
+	buckets = (struct bucket *)p;
+}
+
+/* ---- audit lines agenticd writes itself ---- */
+
+static void iso_ts(char *out, size_t cap)
+{
+	int64_t ms = clock_wall_ms();
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+static int audit_open(struct sandbox *sb)
+{
+	if (!sb->run.open || sb->run.dirfd < 0)
+		return ERR_STATE;
+	int fd = openat(sb->run.dirfd, "egress.jsonl",
+			O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* One line, one write(2). mode: the policy's, for kind "policy" (else NULL). */
+static int audit_line(int fd, const char *name, const char *instance, uint64_t conn,
+		      const char *kind, const char *decision, const char *reason, const char *mode,
+		      int64_t duration_ms, const char *end)
+{
+	char line[1024], ts[64];
+	struct buf b;
+	struct json_writer w;
+
+	iso_ts(ts, sizeof(ts));
+	buf_init(&b, line, sizeof(line) - 1);
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "ts");
+	json_str_write(&w, ts);
+	json_key(&w, "sandbox");
+	json_str_write(&w, name);
+	json_key(&w, "instance");
+	json_str_write(&w, instance);
+	json_key(&w, "conn");
+	json_int_write(&w, (int64_t)conn);
+	json_key(&w, "kind");
+	json_str_write(&w, kind);
+	if (mode) {
+		json_key(&w, "mode");
+		json_str_write(&w, mode);
+	}
+	json_key(&w, "method");
+	json_str_write(&w, "");
+	json_key(&w, "host");
+	json_str_write(&w, "");
+	json_key(&w, "port");
+	json_int_write(&w, 0);
+	json_key(&w, "path");
+	json_str_write(&w, "");
+	json_key(&w, "decision");
+	json_str_write(&w, decision);
+	json_key(&w, "reason");
+	json_str_write(&w, reason);
+	json_key(&w, "status");
+	json_int_write(&w, 0);
+	json_key(&w, "bytes_up");
+	json_int_write(&w, 0);
+	json_key(&w, "bytes_down");
+	json_int_write(&w, 0);
+	json_key(&w, "duration_ms");
+	json_int_write(&w, duration_ms);
+	json_key(&w, "end");
+	json_str_write(&w, end);
+	json_obj_end(&w);
+	if (json_writer_finish(&w) != 0)
+		return ERR_LIMIT;
+	line[b.len++] = '\n';
+	return write(fd, line, b.len) == (ssize_t)b.len ? 0 : -errno;
+}
+
+/* ---- the rate limit: a token bucket per sandbox ---- */
+
+static uint32_t policy_rate(const char *json)
+{
+	struct json_doc d;
+	int64_t v;
+	int i;
+
+	if (json_parse(&d, json, strlen(json), toks, POLICY_TOKENS) != 0 || toks[0].type != JSON_OBJECT)
+		return EGRESS_RATE_DEFAULT;
+	i = json_obj_get(&d, 0, "rate_per_minute");
+	if (i < 0 || json_int(&d, i, &v) != 0 || v < 1 || v > 1000000)
+		return EGRESS_RATE_DEFAULT;
+	return (uint32_t)v;
+}
+
+bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now)
+{
+	uint64_t cap = (uint64_t)rate * 1000;
+
+	if (!rate)
+		return false;
+	if (!b->at) {
+		b->at = now;
+		b->milli = cap;
+	}
+	/* rate a minute: rate * 1000 milli-tokens in 60000 ms; the time that did not make a
+	 * whole milli-token yet stays counted (at moves by what was turned into tokens only) */
+	if (now > b->at) {
+		uint64_t add = (uint64_t)(now - b->at) * rate / 60;
+
+		b->milli += add;
+		b->at += (int64_t)(add * 60 / rate);
+	}
+	if (b->milli >= cap) {
+		b->milli = cap;
+		b->at = now;
+	}
+	if (b->milli < 1000)
+		return false;
+	b->milli -= 1000;
+	return true;
+}
+
+/* Takes a token of the sandbox's bucket (a new sandbox in the slot: a full one). */
+static bool rate_take(struct sandbox *sb)
+{
+	struct bucket *b = &buckets[sandbox_index(sb) % nbuckets];
+
+	if (b->gen != sb->gen) {
+		b->gen = sb->gen;
+		b->b.at = 0;
+	}
+	return egress_bucket_take(&b->b, policy_rate(sb->egress_json), clock_mono_ms());
+}
+
+/* ---- slots ---- */
+
+static struct eslot *slot_of(struct grpc_call *call)
+{
+	return grpc_call_user(call);
+}
+
+static void data_watch(struct eslot *s);
+
+static void close_data(struct eslot *s)
+{
+	if (s->data >= 0) {
+		if (s->data_watched)
+			epoll_ctl(epfd, EPOLL_CTL_DEL, s->data, NULL);
+		close(s->data);
+	}
+	s->data = -1;
+	s->data_events = 0;
+	s->data_watched = false;
+}
+
+static void close_ctl(struct eslot *s)
+{
+	if (s->ctl >= 0) {
+		epoll_ctl(epfd, EPOLL_CTL_DEL, s->ctl, NULL);
+		close(s->ctl);
+	}
+	s->ctl = -1;
+}
+
+/* Frees the slot once nothing of it is left: no call, worker reaped, control read out. */
+static void slot_maybe_free(struct eslot *s)
+{
+	if (s->call || s->pid > 0 || s->ctl >= 0)
+		return;
+	close_data(s);
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	s->pidfd = -1;
+	s->used = false;
+}
+
+/* The worker died without its record: agenticd's own line for it. */
+static void worker_failed_line(struct eslot *s)
+{
+	struct sandbox *sb = s->sb;
+	int fd;
+
+	if (s->record_seen)
+		return;
+	s->record_seen = true;
+	metrics_egress(1, 0, 0);
+	log_warn("egress worker failed", "name=%s conn=%llu", log_q(s->name),
+		 (unsigned long long)s->conn);
+	if (!sb || sb->state == SB_FREE || sb->gen != s->sb_gen || (fd = audit_open(sb)) < 0)
+		return;
+	audit_line(fd, s->name, s->instance, s->conn, "unknown", "deny", "worker_failed", NULL,
+		   clock_mono_ms() - s->started_ms, "upstream_error");
+	close(fd);
+}
+
+static void call_end(struct eslot *s, int status, const char *why)
+{
+	struct grpc_call *call = s->call;
+
+	if (!call)
+		return;
+	s->call = NULL;
+	grpc_call_set_user(call, NULL);
+	grpc_call_finish(call, status, why, NULL, 0);
+	close_data(s);
+	s->linger_until = clock_mono_ms() + cfg->egress_io_timeout_ms + LINGER_GRACE_MS;
+	slot_maybe_free(s);
+}
+
+/* Sends what is due to the init: the chunk read from the worker, the eof, the consumed count.
+ * Returns false when the call ended. */
+static bool down_pump(struct eslot *s)
+{
+	Agentic__Sandbox__V1__EgressChunk m = AGENTIC__SANDBOX__V1__EGRESS_CHUNK__INIT;
+	bool eof = s->down_eof_read && !s->down_eof_sent && !s->down_len;
+	int r;
+
+	if (!s->call)
+		return false;
+	if (!s->down_len && !eof && !s->report_owed && !egress_credit_report_due(&s->cr))
+		return true;
+	m.data.data = s->down;
+	m.data.len = s->down_len;
+	m.consumed = s->cr.up_consumed;
+	m.eof = eof;
+	r = grpc_call_send(s->call, &m.base);
+	if (r == -EAGAIN) {
+		s->report_owed = true;
+		return true;        /* on_writable follows */
+	}
+	if (r < 0) {
+		call_end(s, GRPC_RESOURCE_EXHAUSTED, "no message buffer for the egress call");
+		return false;
+	}
+	s->report_owed = false;
+	s->cr.up_reported = s->cr.up_consumed;
+	s->cr.down_sent += s->down_len;
+	s->down_len = 0;
+	if (eof)
+		s->down_eof_sent = true;
+	return true;
+}
+
+/* Both ways ended (OK), or the worker is gone and what it wrote went to the init. */
+static void maybe_finish(struct eslot *s)
+{
+	if (!s->call || !s->down_eof_sent)
+		return;
+	if (s->up_shut)
+		call_end(s, GRPC_OK, NULL);
+	else if (s->up_dead || s->ctl_eof || s->pid == 0)
+		call_end(s, GRPC_UNAVAILABLE, "the egress worker is gone");
+}
+
+/* Writes what is held to the worker; shuts its side down after the init's eof. */
+static void up_write(struct eslot *s)
+{
+	while (s->cr.up_len && !s->up_dead && s->data >= 0) {
+		ssize_t n = send(s->data, s->up + s->cr.up_off, s->cr.up_len,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0) {
+			s->up_dead = true;   /* the worker closed its side: no more goes up */
+			s->cr.up_len = 0;
+			break;
+		}
+		s->cr.up_off += (uint32_t)n;
+		s->cr.up_len -= (uint32_t)n;
+		s->cr.up_consumed += (uint64_t)n;
+	}
+	if (!s->cr.up_len)
+		s->cr.up_off = 0;
+	if (!s->cr.up_len && s->up_eof_in && !s->up_shut && !s->up_dead && s->data >= 0) {
+		shutdown(s->data, SHUT_WR);
+		s->up_shut = true;
+	}
+}
+
+/* Reads one chunk from the worker when the init's credit allows and none is waiting. */
+static void down_read(struct eslot *s)
+{
+	uint32_t room = egress_credit_down_room(&s->cr);
+	ssize_t n;
+
+	if (s->down_len || s->down_eof_read || !room || s->data < 0 || s->report_owed)
+		return;
+	do
+		n = recv(s->data, s->down, room, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n < 0) {
+		/* a reset: the worker's connection failed under it */
+		s->down_eof_read = true;
+		s->up_dead = true;
+		return;
+	}
+	if (n == 0)
+		s->down_eof_read = true;
+	s->down_len = (uint32_t)n;
+}
+
+/* The data socket's interest: readable while a chunk may be read, writable while bytes are
+ * held for the worker. */
+static void data_watch(struct eslot *s)
+{
+	uint32_t ev = 0;
+	struct epoll_event e;
+
+	if (s->data < 0)
+		return;
+	if (!s->down_len && !s->down_eof_read && egress_credit_down_room(&s->cr) && !s->report_owed)
+		ev |= EPOLLIN;
+	if (s->cr.up_len && !s->up_dead)
+		ev |= EPOLLOUT;
+	if (ev == s->data_events && s->data_watched == (ev != 0))
+		return;
+	/* nothing wanted: out of the set, so that a hung-up worker socket cannot wake the loop
+	 * over and over while the init holds its credit */
+	if (!ev) {
+		if (s->data_watched)
+			epoll_ctl(epfd, EPOLL_CTL_DEL, s->data, NULL);
+		s->data_watched = false;
+		s->data_events = 0;
+		return;
+	}
+	e.events = ev;
+	e.data.u64 = ((uint64_t)TAG_EGRESS_DATA << 32) | (uint32_t)(s - slots);
+	epoll_ctl(epfd, s->data_watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, s->data, &e);
+	s->data_watched = true;
+	s->data_events = ev;
+}
+
+/* Moves the slot on as far as it goes now. */
+static void step(struct eslot *s)
+{
+	for (int i = 0; i < 64 && s->call; i++) {
+		uint64_t sent = s->cr.down_sent, consumed = s->cr.up_consumed;
+		bool eof_sent = s->down_eof_sent;
+
+		up_write(s);
+		down_read(s);
+		if (!down_pump(s))
+			return;
+		if (sent == s->cr.down_sent && consumed == s->cr.up_consumed &&
+		    eof_sent == s->down_eof_sent)
+			break;
+	}
+	maybe_finish(s);
+	if (s->call)
+		data_watch(s);
+}
+
+/* ---- the worker ---- */
+
+/* In the child: the worker's identity and limits, fds 3, 4, 5, exec. Never returns. */
+static void worker_exec(int data, int ctl, int audit)
+{
+	static const char *const argv[] = { "agentic", "egress-worker", NULL };
+	static const char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
+	uid_t u = (uid_t)cfg->egress_uid;
+	struct rlimit as = { WORKER_AS_BYTES, WORKER_AS_BYTES };
+	struct rlimit nf = { WORKER_NOFILE, WORKER_NOFILE };
+	struct rlimit core = { 0, 0 };
+	sigset_t none;
+	int a, b, c, nul;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	/* out of the way of 3..5 first, then into place */
+	a = fcntl(data, F_DUPFD, 10);
+	b = fcntl(ctl, F_DUPFD, 10);
+	c = fcntl(audit, F_DUPFD, 10);
+	if (a < 0 || b < 0 || c < 0 || dup2(a, 3) != 3 || dup2(b, 4) != 4 || dup2(c, 5) != 5)
+		_exit(127);
+	nul = open("/dev/null", O_RDWR);
+	if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0)
+		_exit(127);
+	/* everything else agenticd holds (the sockets, the engine's, other sandboxes') */
+	if (syscall(SYS_close_range, 6, ~0u, 0) != 0)
+		for (int fd = 6; fd < 65536; fd++)
+			close(fd);
+	if (chdir("/") != 0 || setgroups(0, NULL) != 0 || setresgid(u, u, u) != 0 ||
+	    setresuid(u, u, u) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    setrlimit(RLIMIT_AS, &as) != 0 || setrlimit(RLIMIT_NOFILE, &nf) != 0 ||
+	    setrlimit(RLIMIT_CORE, &core) != 0)
+		_exit(126);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	execve(self_exe, (char *const *)argv, (char *const *)envp);
+	_exit(127);
+}
+
+static int ctl_hello(struct eslot *s, bool rate_limited)
+{
+	static char pkt[CTL_BYTES];
+	struct buf b;
+	struct json_writer w;
+
+	buf_init(&b, pkt, sizeof(pkt));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "sandbox");
+	json_str_write(&w, s->name);
+	json_key(&w, "instance");
+	json_str_write(&w, s->instance);
+	json_key(&w, "conn");
+	json_int_write(&w, (int64_t)s->conn);
+	json_key(&w, "rate_limited");
+	json_bool_write(&w, rate_limited);
+	json_key(&w, "ca_file");
+	json_str_write(&w, cfg->egress_ca_file);
+	json_key(&w, "io_timeout_ms");
+	json_int_write(&w, cfg->egress_io_timeout_ms);
+	json_obj_end(&w);
+	if (json_writer_finish(&w) != 0)
+		return ERR_LIMIT;
+	/* the policy is normalised JSON already: spliced in as it is, before the final brace */
+	if (b.len + strlen(s->policy) + 16 > sizeof(pkt))
+		return ERR_LIMIT;
+	b.len--;
+	b.len += (size_t)snprintf(pkt + b.len, sizeof(pkt) - b.len, ",\"policy\":%s}", s->policy);
+	return send(s->ctl, pkt, b.len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)b.len ? 0 : -errno;
+}
+
+/* Starts the worker for s: 0, or -errno (nothing left open). */
+static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
+{
+	int dp[2] = { -1, -1 }, cp[2] = { -1, -1 }, audit, r;
+	pid_t pid;
+
+	audit = audit_open(sb);
+	if (audit < 0)
+		return audit;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, dp) != 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) != 0) {
+		r = -errno;
+		goto fail;
+	}
+	pid = fork();
+	if (pid == 0)
+		worker_exec(dp[1], cp[1], audit);
+	if (pid < 0) {
+		r = -errno;
+		goto fail;
+	}
+	close(dp[1]);
+	close(cp[1]);
+	close(audit);
+	s->pid = pid;
+	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	s->data = dp[0];
+	s->ctl = cp[0];
+	fcntl(s->data, F_SETFL, O_NONBLOCK);
+	fcntl(s->ctl, F_SETFL, O_NONBLOCK);
+	{
+		struct epoll_event ce = { .events = EPOLLIN };
+
+		ce.data.u64 = ((uint64_t)TAG_EGRESS_CTL << 32) | (uint32_t)(s - slots);
+		epoll_ctl(epfd, EPOLL_CTL_ADD, s->ctl, &ce);
+	}
+	if ((r = ctl_hello(s, rate_limited)) != 0)
+		log_warn("egress worker not told its connection", "name=%s error=%s",
+			 log_q(s->name), log_q(err_str(r)));
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (dp[i] >= 0)
+			close(dp[i]);
+		if (cp[i] >= 0)
+			close(cp[i]);
+	}
+	close(audit);
+	return r;
+}
+
+/* ---- the call ---- */
+
+static void refuse(struct grpc_call *call, int status, const char *why)
+{
+	grpc_call_set_user(call, NULL);
+	grpc_call_finish(call, status, why, NULL, 0);
+}
+
+void egress_call_start(struct grpc_call *call)
+{
+	const struct grpc_peer *p = grpc_call_peer(call);
+	struct sandbox *sb = p->slot < 0 ? NULL : sandbox_slot((uint32_t)p->slot);
+	struct eslot *s = NULL;
+	bool limited;
+	int r;
+
+	grpc_call_set_user(call, NULL);
+	/* the caller must be the registered init of a ready sandbox, that asked for egress */
+	if (!sb || sb->state != SB_READY || sb->gen != p->tag || sb->uid != p->uid ||
+	    lifecycle_going(sb) || !sb->agent || !sb->agent_authed || !sb->agent_registered ||
+	    grpc_call_peer(sb->agent)->pid != p->pid || !sb->agent_egress) {
+		refuse(call, GRPC_PERMISSION_DENIED, "the caller is no registered init with egress");
+		return;
+	}
+	if (stopping) {
+		refuse(call, GRPC_UNAVAILABLE, "agenticd is stopping");
+		return;
+	}
+	if (!sb->egress_json[0]) {
+		refuse(call, GRPC_FAILED_PRECONDITION, "egress is off for this sandbox");
+		return;
+	}
+	if (!sb->run.open) {
+		refuse(call, GRPC_FAILED_PRECONDITION, "the sandbox has no open run to audit in");
+		return;
+	}
+	for (uint32_t i = 0; i < nslots && !s; i++)
+		if (!slots[i].used)
+			s = &slots[i];
+	if (!s) {
+		int fd = audit_open(sb);
+
+		metrics_egress(1, 0, 0);
+		if (fd >= 0) {
+			audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny",
+				   "busy", NULL, 0, "closed");
+			close(fd);
+		}
+		refuse(call, GRPC_RESOURCE_EXHAUSTED, "no egress connection free");
+		return;
+	}
+	{
+		uint8_t *up = s->up, *down = s->down;
+
+		memset(s, 0, sizeof(*s));
+		s->up = up;
+		s->down = down;
+	}
+	s->data = s->ctl = s->pidfd = -1;
+	s->used = true;
+	s->sb = sb;
+	s->sb_gen = sb->gen;
+	snprintf(s->name, sizeof(s->name), "%s", sb->name);
+	snprintf(s->instance, sizeof(s->instance), "%s", sb->instance_id);
+	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
+	s->conn = next_conn++;
+	s->started_ms = clock_mono_ms();
+	limited = !rate_take(sb);
+	r = worker_start(s, sb, limited);
+	if (r != 0) {
+		log_warn("egress worker not started", "name=%s error=%s", log_q(sb->name),
+			 log_q(err_str(r)));
+		worker_failed_line(s);
+		s->used = false;
+		refuse(call, GRPC_UNAVAILABLE, "the egress worker could not start");
+		return;
+	}
+	s->call = call;
+	grpc_call_set_user(call, s);
+	step(s); /* the data socket watched from now on */
+	log_debug("egress connection", "name=%s conn=%llu rate_limited=%d", log_q(s->name),
+		  (unsigned long long)s->conn, limited);
+}
+
+void egress_call_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	const Agentic__Sandbox__V1__EgressChunk *m = (const void *)msg;
+	struct eslot *s = slot_of(call);
+
+	if (!s)
+		return;
+	if (!egress_credit_down_ack(&s->cr, m->consumed)) {
+		call_end(s, GRPC_INVALID_ARGUMENT, "consumed out of range");
+		return;
+	}
+	if (m->data.len) {
+		if (s->up_eof_in || m->data.len > EGRESS_CHUNK ||
+		    !egress_credit_up_fits(&s->cr, m->data.len)) {
+			call_end(s, GRPC_RESOURCE_EXHAUSTED, "over the egress window");
+			return;
+		}
+		s->cr.up_in += m->data.len;
+		if (s->up_dead) {
+			/* nobody reads them any more: counted consumed, so the init's credit stays */
+			s->cr.up_consumed += m->data.len;
+		} else {
+			if (s->cr.up_off + s->cr.up_len + m->data.len > EGRESS_WINDOW) {
+				memmove(s->up, s->up + s->cr.up_off, s->cr.up_len);
+				s->cr.up_off = 0;
+			}
+			memcpy(s->up + s->cr.up_off + s->cr.up_len, m->data.data, m->data.len);
+			s->cr.up_len += (uint32_t)m->data.len;
+		}
+	}
+	if (m->eof)
+		s->up_eof_in = true;
+	step(s);
+}
+
+void egress_call_half_close(struct grpc_call *call)
+{
+	struct eslot *s = slot_of(call);
+
+	if (!s)
+		return;
+	s->up_eof_in = true;
+	step(s);
+}
+
+void egress_call_writable(struct grpc_call *call)
+{
+	struct eslot *s = slot_of(call);
+
+	if (s)
+		step(s);
+}
+
+void egress_call_done(struct grpc_call *call, int status, const char *message)
+{
+	struct eslot *s = slot_of(call);
+
+	(void)status;
+	(void)message;
+	if (!s)
+		return;
+	/* the init cancelled, or its connection went: the worker sees EOF and ends */
+	s->call = NULL;
+	close_data(s);
+	s->linger_until = clock_mono_ms() + cfg->egress_io_timeout_ms + LINGER_GRACE_MS;
+	slot_maybe_free(s);
+}
+
+/* ---- the worker's control packets ---- */
+
+static const char b64_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static size_t b64_encode(const uint8_t *in, size_t n, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
+			     (i + 2 < n ? in[i + 2] : 0);
+
+		out[o++] = b64_alphabet[(v >> 18) & 63];
+		out[o++] = b64_alphabet[(v >> 12) & 63];
+		out[o++] = i + 1 < n ? b64_alphabet[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < n ? b64_alphabet[v & 63] : '=';
+	}
+	out[o] = '\0';
+	return o;
+}
+
+/* routes[i].secret_file of the policy the worker got, into path: 0 or -1. */
+static int secret_path(const struct eslot *s, int64_t i, char *path, size_t cap)
+{
+	struct json_doc d;
+	int routes, r;
+
+	if (json_parse(&d, s->policy, strlen(s->policy), toks, POLICY_TOKENS) != 0 ||
+	    toks[0].type != JSON_OBJECT || (routes = json_obj_get(&d, 0, "routes")) < 0 ||
+	    toks[routes].type != JSON_ARRAY || i < 0 || i >= (int64_t)toks[routes].children)
+		return -1;
+	r = json_first(&d, routes);
+	while (r >= 0 && i-- > 0)
+		r = json_next(&d, routes, r);
+	if (r < 0 || toks[r].type != JSON_OBJECT ||
+	    json_str(&d, json_obj_get(&d, r, "secret_file"), path, cap) <= 0 || path[0] != '/')
+		return -1;
+	return 0;
+}
+
+/* Reads the secret: regular, root's, no group or other bits, at most EGRESS_SECRET_BYTES,
+ * one trailing newline dropped. Its length, or -1. */
+static long secret_read(const char *path, uint8_t *out)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	long n = 0;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 077) || st.st_size > (off_t)EGRESS_SECRET_BYTES) {
+		close(fd);
+		return -1;
+	}
+	while (n < (long)EGRESS_SECRET_BYTES) {
+		ssize_t k = read(fd, out + n, EGRESS_SECRET_BYTES - (size_t)n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			n = -1;
+			break;
+		}
+		if (k == 0)
+			break;
+		n += k;
+	}
+	close(fd);
+	if (n > 0 && out[n - 1] == '\n')
+		n--;
+	return n > 0 ? n : -1;
+}
+
+static void ctl_secret(struct eslot *s, int64_t route)
+{
+	static uint8_t secret[EGRESS_SECRET_BYTES];
+	static char pkt[EGRESS_SECRET_BYTES * 2 + 64];
+	char path[LIMIT_PATH_BYTES];
+	long n = -1;
+	size_t len;
+
+	if (secret_path(s, route, path, sizeof(path)) == 0)
+		n = secret_read(path, secret);
+	if (n < 0) {
+		len = (size_t)snprintf(pkt, sizeof(pkt), "{\"error\":\"secret_unavailable\"}");
+		log_warn("egress secret unavailable", "name=%s conn=%llu route=%lld",
+			 log_q(s->name), (unsigned long long)s->conn, (long long)route);
+	} else {
+		len = (size_t)snprintf(pkt, sizeof(pkt), "{\"secret_b64\":\"");
+		len += b64_encode(secret, (size_t)n, pkt + len);
+		len += (size_t)snprintf(pkt + len, sizeof(pkt) - len, "\"}");
+	}
+	if (send(s->ctl, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
+		log_warn("egress secret answer not sent", "name=%s conn=%llu", log_q(s->name),
+			 (unsigned long long)s->conn);
+	explicit_bzero(secret, sizeof(secret));
+	explicit_bzero(pkt, sizeof(pkt));
+}
+
+static void ctl_record(struct eslot *s, const struct json_doc *d)
+{
+	static const char *const decisions[] = { "allow", "deny", "would_deny" };
+	char kind[16] = "", host[EGRESS_HOST_BYTES] = "", decision[16] = "", reason[32] = "";
+	int64_t port = 0, up = 0, down = 0, status = 0;
+	int dec = 1;
+
+	json_str(d, json_obj_get(d, 0, "kind"), kind, sizeof(kind));
+	json_str(d, json_obj_get(d, 0, "host"), host, sizeof(host));
+	json_str(d, json_obj_get(d, 0, "decision"), decision, sizeof(decision));
+	json_str(d, json_obj_get(d, 0, "reason"), reason, sizeof(reason));
+	json_int(d, json_obj_get(d, 0, "port"), &port);
+	json_int(d, json_obj_get(d, 0, "status"), &status);
+	json_int(d, json_obj_get(d, 0, "bytes_up"), &up);
+	json_int(d, json_obj_get(d, 0, "bytes_down"), &down);
+	for (int i = 0; i < 3; i++)
+		if (strcmp(decision, decisions[i]) == 0)
+			dec = i;
+	s->record_seen = true;
+	metrics_egress(dec, up > 0 ? (uint64_t)up : 0, down > 0 ? (uint64_t)down : 0);
+	log_info("egress", "sandbox=%s conn=%llu kind=%s host=%s port=%lld decision=%s reason=%s "
+		 "status=%lld", log_q(s->name), (unsigned long long)s->conn, log_q(kind),
+		 log_q(host), (long long)port, log_q(decisions[dec]), log_q(reason), (long long)status);
+}
+
+static void ctl_readable(struct eslot *s)
+{
+	static char pkt[CTL_BYTES + 1];
+	static struct json_token ptok[256];
+
+	for (;;) {
+		struct json_doc d;
+		ssize_t n = recv(s->ctl, pkt, CTL_BYTES, MSG_DONTWAIT);
+		int64_t route;
+		int i;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			s->ctl_eof = true;
+			close_ctl(s);
+			if (!s->record_seen)
+				worker_failed_line(s);
+			if (s->call)
+				step(s);
+			slot_maybe_free(s);
+			return;
+		}
+		if (json_parse(&d, pkt, (size_t)n, ptok, ARRAY_LEN(ptok)) != 0 ||
+		    ptok[0].type != JSON_OBJECT)
+			continue;
+		if ((i = json_obj_get(&d, 0, "secret")) >= 0 && json_int(&d, i, &route) == 0)
+			ctl_secret(s, route);
+		else if (json_obj_get(&d, 0, "decision") >= 0 && !s->record_seen)
+			ctl_record(s, &d);
+	}
+}
+
+void egress_event(uint32_t idx, bool ctl, uint32_t events)
+{
+	struct eslot *s;
+
+	if (idx >= nslots || !(s = &slots[idx])->used)
+		return;
+	if (ctl) {
+		if (s->ctl >= 0)
+			ctl_readable(s);
+		return;
+	}
+	if (s->call)
+		step(s);
+	(void)events;
+}
+
+bool egress_is_worker(int pid)
+{
+	for (uint32_t i = 0; i < nslots; i++)
+		if (slots[i].used && slots[i].pid == pid)
+			return true;
+	return false;
+}
+
+void egress_reap(void)
+{
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct eslot *s = &slots[i];
+		int st;
+		pid_t r;
+
+		if (!s->used || s->pid <= 0)
+			continue;
+		r = waitpid(s->pid, &st, WNOHANG);
+		if (r == 0 || (r < 0 && errno != ECHILD))
+			continue;
+		if (r > 0 && (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0)))
+			log_info("egress worker ended", "name=%s conn=%llu status=%d signal=%d",
+				 log_q(s->name), (unsigned long long)s->conn,
+				 WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+		s->pid = 0;
+		/* what it left in the control socket is read first, then its end */
+		if (s->ctl >= 0)
+			ctl_readable(s);
+		if (s->call)
+			step(s);
+		slot_maybe_free(s);
+	}
+}
+
+static void worker_kill(struct eslot *s)
+{
+	if (s->pid > 0 && s->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+}
+
+void egress_tick(int64_t now)
+{
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct eslot *s = &slots[i];
+
+		if (s->used && !s->call && s->pid > 0 && s->linger_until && now >= s->linger_until) {
+			log_warn("egress worker killed: it outlived its connection", "name=%s conn=%llu",
+				 log_q(s->name), (unsigned long long)s->conn);
+			worker_kill(s);
+			s->linger_until = 0;
+		}
+	}
+}
+
+int64_t egress_next_deadline(void)
+{
+	int64_t next = INT64_MAX;
+
+	for (uint32_t i = 0; i < nslots; i++)
+		if (slots[i].used && !slots[i].call && slots[i].pid > 0 && slots[i].linger_until &&
+		    slots[i].linger_until < next)
+			next = slots[i].linger_until;
+	return next;
+}
+
+void egress_shutdown(void)
+{
+	stopping = true;
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct eslot *s = &slots[i];
+
+		if (!s->used)
+			continue;
+		if (s->call)
+			call_end(s, GRPC_UNAVAILABLE, "agenticd is stopping");
+		close_data(s);
+		close_ctl(s);
+	}
+}
