@@ -77,7 +77,8 @@ for line in sys.stdin:
 }
 
 # eg_audit_find FILE PYEXPR: the audit lines (JSON, one a line) of FILE for which the Python
-# expression on a (the line as a dict) is true; prints them; fails when none is.
+# expression on a (the line as a dict) is true; prints them; fails when none is. A line
+# lacking a field the expression reads does not match.
 eg_audit_find() {
 	/usr/bin/python3 -c '
 import json, sys
@@ -88,7 +89,11 @@ for line in open(sys.argv[1]):
     if not line:
         continue
     a = json.loads(line)
-    if eval(expr, {}, {"a": a}):
+    try:  # a line without a field the expression names (a policy line has no host) is no match
+        hit = eval(expr, {}, {"a": a})
+    except (KeyError, TypeError):
+        hit = False
+    if hit:
         print(line)
         n += 1
 sys.exit(0 if n else 1)' "$1" "$2"
