@@ -6,7 +6,7 @@
  * wrote has reached the init. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -506,42 +506,59 @@ static void step(struct eslot *s)
 
 /* ---- the worker ---- */
 
+/* The worker is started with clone(CLONE_VM | CLONE_VFORK), as posix_spawn does: agenticd's
+ * address space is large (every table of the budget), and a fork copied its page tables for
+ * each connection only for the child to drop them at execve, milliseconds on every CONNECT.
+ * The child shares agenticd's memory until its execve, so it writes nothing of it and calls no
+ * libc function that could take a lock or touch state: raw system calls only, on a stack of
+ * its own (agenticd is one thread and waits, suspended, until the child has exec'd or died). */
+struct worker_args {
+	int data, ctl, audit;
+	long uid;
+};
+
+static char worker_stack[32 * 1024] __attribute__((aligned(16)));
+
 /* In the child: the worker's identity and limits, fds 3, 4, 5, exec. Never returns. */
-static void worker_exec(int data, int ctl, int audit)
+static int worker_child(void *p)
 {
 	static const char *const argv[] = { "agentic", "egress-worker", NULL };
 	static const char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
-	uid_t u = (uid_t)cfg->egress_uid;
-	struct rlimit as = { WORKER_AS_BYTES, WORKER_AS_BYTES };
-	struct rlimit nf = { WORKER_NOFILE, WORKER_NOFILE };
-	struct rlimit core = { 0, 0 };
-	sigset_t none;
-	int a, b, c, nul;
+	const struct worker_args *wa = p;
+	const struct rlimit as = { WORKER_AS_BYTES, WORKER_AS_BYTES };
+	const struct rlimit nf = { WORKER_NOFILE, WORKER_NOFILE };
+	const struct rlimit core = { 0, 0 };
+	const uint64_t none = 0;
+	long u = wa->uid, a, b, c, nul;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	setsid();
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	syscall(SYS_setsid);
 	/* out of the way of 3..5 first, then into place */
-	a = fcntl(data, F_DUPFD, 10);
-	b = fcntl(ctl, F_DUPFD, 10);
-	c = fcntl(audit, F_DUPFD, 10);
-	if (a < 0 || b < 0 || c < 0 || dup2(a, 3) != 3 || dup2(b, 4) != 4 || dup2(c, 5) != 5)
-		_exit(127);
-	nul = open("/dev/null", O_RDWR);
-	if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0)
-		_exit(127);
+	a = syscall(SYS_fcntl, wa->data, F_DUPFD, 10);
+	b = syscall(SYS_fcntl, wa->ctl, F_DUPFD, 10);
+	c = syscall(SYS_fcntl, wa->audit, F_DUPFD, 10);
+	if (a < 0 || b < 0 || c < 0 || syscall(SYS_dup2, a, 3) != 3 ||
+	    syscall(SYS_dup2, b, 4) != 4 || syscall(SYS_dup2, c, 5) != 5)
+		syscall(SYS_exit, 127);
+	nul = syscall(SYS_open, "/dev/null", O_RDWR);
+	if (nul < 0 || syscall(SYS_dup2, nul, 0) < 0 || syscall(SYS_dup2, nul, 1) < 0 ||
+	    syscall(SYS_dup2, nul, 2) < 0)
+		syscall(SYS_exit, 127);
 	/* everything else agenticd holds (the sockets, the engine's, other sandboxes') */
 	if (syscall(SYS_close_range, 6, ~0u, 0) != 0)
-		for (int fd = 6; fd < 65536; fd++)
-			close(fd);
-	if (chdir("/") != 0 || setgroups(0, NULL) != 0 || setresgid(u, u, u) != 0 ||
-	    setresuid(u, u, u) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-	    setrlimit(RLIMIT_AS, &as) != 0 || setrlimit(RLIMIT_NOFILE, &nf) != 0 ||
-	    setrlimit(RLIMIT_CORE, &core) != 0)
-		_exit(126);
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	execve(self_exe, (char *const *)argv, (char *const *)envp);
-	_exit(127);
+		for (long fd = 6; fd < 65536; fd++)
+			syscall(SYS_close, fd);
+	if (syscall(SYS_chdir, "/") != 0 || syscall(SYS_setgroups, 0, NULL) != 0 ||
+	    syscall(SYS_setresgid, u, u, u) != 0 || syscall(SYS_setresuid, u, u, u) != 0 ||
+	    syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    syscall(SYS_prlimit64, 0, RLIMIT_AS, &as, NULL) != 0 ||
+	    syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &nf, NULL) != 0 ||
+	    syscall(SYS_prlimit64, 0, RLIMIT_CORE, &core, NULL) != 0)
+		syscall(SYS_exit, 126);
+	syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
+	syscall(SYS_execve, self_exe, argv, envp);
+	syscall(SYS_exit, 127);
+	return 127;
 }
 
 static int ctl_hello(struct eslot *s, bool rate_limited)
@@ -590,9 +607,12 @@ static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
 		r = -errno;
 		goto fail;
 	}
-	pid = fork();
-	if (pid == 0)
-		worker_exec(dp[1], cp[1], audit);
+	{
+		struct worker_args wa = { dp[1], cp[1], audit, (long)cfg->egress_uid };
+
+		pid = clone(worker_child, worker_stack + sizeof(worker_stack),
+			    CLONE_VM | CLONE_VFORK | SIGCHLD, &wa);
+	}
 	if (pid < 0) {
 		r = -errno;
 		goto fail;
