@@ -507,12 +507,17 @@ static void step(struct eslot *s)
 
 /* ---- the worker ---- */
 
-/* In the child: the worker's identity and limits, fds 3, 4, 5, exec. Never returns. */
-static void worker_exec(int data, int ctl, int audit)
+/* In the child: the worker's identity and limits, fds 3, 4, 5, exec. Never returns. The uid
+ * is the slot's own, egress_uid - slot: workers that shared one could signal each other (a
+ * worker a workload took over would kill or stop every sandbox's egress) and, in the moment
+ * between exec and the worker's PR_SET_DUMPABLE (exec makes a process dumpable again), attach
+ * to another sandbox's worker or open its /proc/PID/mem and read the secret it is sent. A slot
+ * is reused only once its worker is reaped, so no two live workers share a uid. */
+static void worker_exec(int data, int ctl, int audit, uint32_t slot)
 {
 	static const char *const argv[] = { "agentic", "egress-worker", NULL };
 	static const char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
-	uid_t u = (uid_t)cfg->egress_uid;
+	uid_t u = (uid_t)(cfg->egress_uid - slot);
 	struct rlimit as = { WORKER_AS_BYTES, WORKER_AS_BYTES };
 	struct rlimit nf = { WORKER_NOFILE, WORKER_NOFILE };
 	struct rlimit core = { 0, 0 };
@@ -593,7 +598,7 @@ static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
 	}
 	pid = fork();
 	if (pid == 0)
-		worker_exec(dp[1], cp[1], audit);
+		worker_exec(dp[1], cp[1], audit, (uint32_t)(s - slots));
 	if (pid < 0) {
 		r = -errno;
 		goto fail;
