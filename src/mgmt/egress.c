@@ -673,6 +673,7 @@ void egress_call_start(struct grpc_call *call)
 	const struct grpc_peer *p = grpc_call_peer(call);
 	struct sandbox *sb = p->slot < 0 ? NULL : sandbox_slot((uint32_t)p->slot);
 	struct eslot *s = NULL;
+	uint32_t held = 0;
 	int r;
 
 	grpc_call_set_user(call, NULL);
@@ -695,9 +696,18 @@ void egress_call_start(struct grpc_call *call)
 		refuse(call, GRPC_FAILED_PRECONDITION, "the sandbox has no open run to audit in");
 		return;
 	}
-	for (uint32_t i = 0; i < nslots && !s; i++)
-		if (!slots[i].used)
+	/* A slot is held until its worker is reaped, after the call too: a worker still resolving
+	 * or connecting does not see its connection go, and one that a workload resets at once
+	 * frees the init's slot and stream for the next. Counted per sandbox, so that one
+	 * sandbox's churn never holds more than egress_per_sandbox of them. */
+	for (uint32_t i = 0; i < nslots; i++) {
+		if (!slots[i].used && !s)
 			s = &slots[i];
+		else if (slots[i].used && slots[i].sb == sb && slots[i].sb_gen == sb->gen)
+			held++;
+	}
+	if (held >= cfg->egress_per_sandbox)
+		s = NULL;
 	if (!s) {
 		int fd = audit_open(sb);
 
