@@ -521,6 +521,9 @@ static void worker_exec(int data, int ctl, int audit, uint32_t slot)
 	struct rlimit as = { WORKER_AS_BYTES, WORKER_AS_BYTES };
 	struct rlimit nf = { WORKER_NOFILE, WORKER_NOFILE };
 	struct rlimit core = { 0, 0 };
+	/* none but itself under its uid (its own, see above): a worker forks nothing, and one a
+	 * workload took over cannot fork-bomb the host */
+	struct rlimit nproc = { 1, 1 };
 	sigset_t none;
 	int a, b, c, nul;
 
@@ -543,7 +546,7 @@ static void worker_exec(int data, int ctl, int audit, uint32_t slot)
 	if (chdir("/") != 0 || setgroups(0, NULL) != 0 || setresgid(u, u, u) != 0 ||
 	    setresuid(u, u, u) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
 	    setrlimit(RLIMIT_AS, &as) != 0 || setrlimit(RLIMIT_NOFILE, &nf) != 0 ||
-	    setrlimit(RLIMIT_CORE, &core) != 0)
+	    setrlimit(RLIMIT_CORE, &core) != 0 || setrlimit(RLIMIT_NPROC, &nproc) != 0)
 		_exit(126);
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	execve(self_exe, (char *const *)argv, (char *const *)envp);
