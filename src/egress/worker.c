@@ -24,6 +24,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -476,6 +477,8 @@ static int connect_one(const struct addrinfo *a)
 
 	if (fd < 0)
 		return -1;
+	/* a relay forwards what it has at once (see the init's listener) */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 	if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
 		close(fd);
 		return -1;

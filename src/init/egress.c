@@ -14,6 +14,7 @@
  * allocated afterwards. */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -355,6 +356,9 @@ static void accept_all(struct init_egress *eg)
 
 		if (fd < 0)
 			return; /* EAGAIN, or an aborted connection */
+		/* a relay forwards what it has at once: Nagle would hold a small write back
+		 * until the peer's ack (a 40 ms stall on a TLS 1.3 handshake's last flight) */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
 		if (!init_agent_egress(eg->agent)) {
 			note_refused(eg, "no_consent");
 			close(fd);
