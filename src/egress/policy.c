@@ -405,7 +405,9 @@ static int read_methods(struct rd *r, int v, struct egress_route *rt, const char
 }
 
 /* A path an upstream might read as another one (a dot segment, raw or percent-encoded, an
- * encoded slash or backslash) is judged by no prefix: "/v1/../admin" is not under "/v1/". */
+ * encoded slash or backslash) is judged by no prefix: "/v1/../admin" is not under "/v1/". A
+ * segment's ";parameters" do not hide a dot segment: servlet containers read "/v1/..;/admin"
+ * as "/admin". */
 static bool path_plain(const char *path, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -422,7 +424,7 @@ static bool path_plain(const char *path, size_t n)
 		if (c == '/') {
 			size_t s = i + 1, e = s;
 
-			while (e < n && path[e] != '/')
+			while (e < n && path[e] != '/' && path[e] != ';')
 				e++;
 			if ((e - s == 1 && path[s] == '.') ||
 			    (e - s == 2 && path[s] == '.' && path[s + 1] == '.'))

@@ -416,9 +416,17 @@ int config_validate(const struct config *cfg, char *err, size_t err_size)
 		why = "the control uid range is smaller than max_sandboxes";
 	else if ((1u << (28 - cfg->subnet_pool_prefix)) < cfg->max_sandboxes)
 		why = "sandbox_subnet_pool holds fewer /28 networks than max_sandboxes";
-	else if (cfg->egress_uid == cfg->workload_uid || cfg->egress_uid == cfg->workload_gid ||
-		 (cfg->egress_uid >= cfg->control_uid_min && cfg->egress_uid <= cfg->control_uid_max))
-		why = "egress_uid must be neither a control uid nor the workload's uid or gid";
+	/* each egress slot's worker has a uid of its own: egress_uid - slot, downwards, as the
+	 * control uids start right above the default egress_uid */
+	else if (cfg->egress_uid < cfg->egress_max_connections ||
+		 (cfg->workload_uid <= cfg->egress_uid &&
+		  cfg->egress_uid - cfg->workload_uid < cfg->egress_max_connections) ||
+		 (cfg->workload_gid <= cfg->egress_uid &&
+		  cfg->egress_uid - cfg->workload_gid < cfg->egress_max_connections) ||
+		 (cfg->egress_uid >= cfg->control_uid_min &&
+		  cfg->egress_uid - cfg->egress_max_connections + 1 <= cfg->control_uid_max))
+		why = "egress_uid - egress_max_connections + 1 .. egress_uid must hold neither a "
+		      "control uid nor the workload's uid or gid, nor 0";
 	else if (strncmp(cfg->docker_host, "unix:///", 8) != 0)
 		why = "docker_host must be unix:///PATH (only Unix sockets are supported)";
 	if (!why)

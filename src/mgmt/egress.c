@@ -82,6 +82,7 @@ struct eslot {
 	bool data_watched;             /* in the epoll set: only while something is wanted, as a
 					* hung-up socket reports EPOLLHUP whatever the mask */
 	bool record_seen, ctl_eof, reaped_logged;
+	bool secret_asked;             /* one secret a worker: its one route's */
 	int64_t started_ms, linger_until;
 	struct egress_credit cr;
 	bool up_eof_in;                /* the init's eof arrived */
@@ -172,7 +173,7 @@ static int audit_open(struct sandbox *sb)
 /* One line, one write(2). mode: the policy's, for kind "policy" (else NULL). */
 static int audit_line(int fd, const char *name, const char *instance, uint64_t conn,
 		      const char *kind, const char *decision, const char *reason, const char *mode,
-		      int64_t duration_ms, const char *end)
+		      int status, int64_t duration_ms, const char *end)
 {
 	char line[1024], ts[64];
 	struct buf b;
@@ -209,7 +210,7 @@ static int audit_line(int fd, const char *name, const char *instance, uint64_t c
 	json_key(&w, "reason");
 	json_str_write(&w, reason);
 	json_key(&w, "status");
-	json_int_write(&w, 0);
+	json_int_write(&w, status);
 	json_key(&w, "bytes_up");
 	json_int_write(&w, 0);
 	json_key(&w, "bytes_down");
@@ -337,7 +338,7 @@ static void worker_failed_line(struct eslot *s)
 		 (unsigned long long)s->conn);
 	if (!sb || sb->state == SB_FREE || sb->gen != s->sb_gen || (fd = audit_open(sb)) < 0)
 		return;
-	audit_line(fd, s->name, s->instance, s->conn, "unknown", "deny", "worker_failed", NULL,
+	audit_line(fd, s->name, s->instance, s->conn, "unknown", "deny", "worker_failed", NULL, 0,
 		   clock_mono_ms() - s->started_ms, "upstream_error");
 	close(fd);
 }
@@ -519,7 +520,12 @@ struct worker_args {
 
 static char worker_stack[32 * 1024] __attribute__((aligned(16)));
 
-/* In the child: the worker's identity and limits, fds 3, 4, 5, exec. Never returns. */
+/* In the child: the worker's identity and limits, fds 3, 4, 5, exec. Never returns. The uid
+ * is the slot's own, egress_uid - slot: workers that shared one could signal each other (a
+ * worker a workload took over would kill or stop every sandbox's egress) and, in the moment
+ * between exec and the worker's PR_SET_DUMPABLE (exec makes a process dumpable again), attach
+ * to another sandbox's worker or open its /proc/PID/mem and read the secret it is sent. A slot
+ * is reused only once its worker is reaped, so no two live workers share a uid. */
 static int worker_child(void *p)
 {
 	static const char *const argv[] = { "agentic", "egress-worker", NULL };
@@ -528,6 +534,9 @@ static int worker_child(void *p)
 	const struct rlimit as = { WORKER_AS_BYTES, WORKER_AS_BYTES };
 	const struct rlimit nf = { WORKER_NOFILE, WORKER_NOFILE };
 	const struct rlimit core = { 0, 0 };
+	/* none but itself under its uid (its own, see above): a worker forks nothing, and one a
+	 * workload took over cannot fork-bomb the host */
+	const struct rlimit nproc = { 1, 1 };
 	const uint64_t none = 0;
 	long u = wa->uid, a, b, c, nul;
 
@@ -553,7 +562,8 @@ static int worker_child(void *p)
 	    syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
 	    syscall(SYS_prlimit64, 0, RLIMIT_AS, &as, NULL) != 0 ||
 	    syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &nf, NULL) != 0 ||
-	    syscall(SYS_prlimit64, 0, RLIMIT_CORE, &core, NULL) != 0)
+	    syscall(SYS_prlimit64, 0, RLIMIT_CORE, &core, NULL) != 0 ||
+	    syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &nproc, NULL) != 0)
 		syscall(SYS_exit, 126);
 	syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
 	syscall(SYS_execve, self_exe, argv, envp);
@@ -608,7 +618,8 @@ static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
 		goto fail;
 	}
 	{
-		struct worker_args wa = { dp[1], cp[1], audit, (long)cfg->egress_uid };
+		struct worker_args wa = { dp[1], cp[1], audit,
+					  (long)(cfg->egress_uid - (uint32_t)(s - slots)) };
 
 		pid = clone(worker_child, worker_stack + sizeof(worker_stack),
 			    CLONE_VM | CLONE_VFORK | SIGCHLD, &wa);
@@ -655,12 +666,39 @@ static void refuse(struct grpc_call *call, int status, const char *why)
 	grpc_call_finish(call, status, why, NULL, 0);
 }
 
+/* Over rate_per_minute: answered here, 429 and the audit line, without a worker. A worker
+ * started only to say 429 would let a sandbox that churns connections make agenticd fork and
+ * exec as fast as the init can open calls, whatever its rate. */
+static void rate_refuse(struct grpc_call *call, struct sandbox *sb)
+{
+	static const char answer[] = "HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\n"
+				     "Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n"
+				     "rate_limited\n";
+	Agentic__Sandbox__V1__EgressChunk m = AGENTIC__SANDBOX__V1__EGRESS_CHUNK__INIT;
+	int fd = audit_open(sb);
+
+	metrics_egress(1, 0, 0);
+	if (fd >= 0) {
+		audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny",
+			   "rate_limited", NULL, 429, 0, "closed");
+		close(fd);
+	}
+	m.data.data = (uint8_t *)answer;
+	m.data.len = sizeof(answer) - 1;
+	m.eof = true;
+	if (grpc_call_send(call, &m.base) != 0) {
+		refuse(call, GRPC_RESOURCE_EXHAUSTED, "no message buffer for the egress call");
+		return;
+	}
+	refuse(call, GRPC_OK, NULL);
+}
+
 void egress_call_start(struct grpc_call *call)
 {
 	const struct grpc_peer *p = grpc_call_peer(call);
 	struct sandbox *sb = p->slot < 0 ? NULL : sandbox_slot((uint32_t)p->slot);
 	struct eslot *s = NULL;
-	bool limited;
+	uint32_t held = 0;
 	int r;
 
 	grpc_call_set_user(call, NULL);
@@ -683,19 +721,32 @@ void egress_call_start(struct grpc_call *call)
 		refuse(call, GRPC_FAILED_PRECONDITION, "the sandbox has no open run to audit in");
 		return;
 	}
-	for (uint32_t i = 0; i < nslots && !s; i++)
-		if (!slots[i].used)
+	/* A slot is held until its worker is reaped, after the call too: a worker still resolving
+	 * or connecting does not see its connection go, and one that a workload resets at once
+	 * frees the init's slot and stream for the next. Counted per sandbox, so that one
+	 * sandbox's churn never holds more than egress_per_sandbox of them. */
+	for (uint32_t i = 0; i < nslots; i++) {
+		if (!slots[i].used && !s)
 			s = &slots[i];
+		else if (slots[i].used && slots[i].sb == sb && slots[i].sb_gen == sb->gen)
+			held++;
+	}
+	if (held >= cfg->egress_per_sandbox)
+		s = NULL;
 	if (!s) {
 		int fd = audit_open(sb);
 
 		metrics_egress(1, 0, 0);
 		if (fd >= 0) {
 			audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny",
-				   "busy", NULL, 0, "closed");
+				   "busy", NULL, 0, 0, "closed");
 			close(fd);
 		}
 		refuse(call, GRPC_RESOURCE_EXHAUSTED, "no egress connection free");
+		return;
+	}
+	if (!rate_take(sb)) {
+		rate_refuse(call, sb);
 		return;
 	}
 	{
@@ -714,8 +765,7 @@ void egress_call_start(struct grpc_call *call)
 	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
 	s->conn = next_conn++;
 	s->started_ms = clock_mono_ms();
-	limited = !rate_take(sb);
-	r = worker_start(s, sb, limited);
+	r = worker_start(s, sb, false);
 	if (r != 0) {
 		log_warn("egress worker not started", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(r)));
@@ -727,8 +777,8 @@ void egress_call_start(struct grpc_call *call)
 	s->call = call;
 	grpc_call_set_user(call, s);
 	step(s); /* the data socket watched from now on */
-	log_debug("egress connection", "name=%s conn=%llu rate_limited=%d", log_q(s->name),
-		  (unsigned long long)s->conn, limited);
+	log_debug("egress connection", "name=%s conn=%llu", log_q(s->name),
+		  (unsigned long long)s->conn);
 }
 
 void egress_call_message(struct grpc_call *call, const ProtobufCMessage *msg)
@@ -925,6 +975,26 @@ static void ctl_record(struct eslot *s, const struct json_doc *d)
 		 log_q(host), (long long)port, log_q(decisions[dec]), log_q(reason), (long long)status);
 }
 
+static void worker_kill(struct eslot *s);
+
+/* The control socket is done with: read to its end, or closed on a worker that broke the
+ * protocol. */
+static void ctl_over(struct eslot *s)
+{
+	s->ctl_eof = true;
+	close_ctl(s);
+	if (!s->record_seen)
+		worker_failed_line(s);
+	if (s->call)
+		step(s);
+	slot_maybe_free(s);
+}
+
+/* A worker sends at most two packets: one secret request, then its record. Anything else (a
+ * second secret, a packet after the record, one that is no JSON object) is a worker that a
+ * workload took over: it would read every route's secret of its policy, or keep agenticd's
+ * loop reading secret files and writing log lines as fast as it sends. It is killed and its
+ * control socket closed. */
 static void ctl_readable(struct eslot *s)
 {
 	static char pkt[CTL_BYTES + 1];
@@ -933,6 +1003,7 @@ static void ctl_readable(struct eslot *s)
 	for (;;) {
 		struct json_doc d;
 		ssize_t n = recv(s->ctl, pkt, CTL_BYTES, MSG_DONTWAIT);
+		const char *bad = NULL;
 		int64_t route;
 		int i;
 
@@ -941,22 +1012,33 @@ static void ctl_readable(struct eslot *s)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n <= 0) {
-			s->ctl_eof = true;
-			close_ctl(s);
-			if (!s->record_seen)
-				worker_failed_line(s);
-			if (s->call)
-				step(s);
-			slot_maybe_free(s);
+			ctl_over(s);
 			return;
 		}
-		if (json_parse(&d, pkt, (size_t)n, ptok, ARRAY_LEN(ptok)) != 0 ||
-		    ptok[0].type != JSON_OBJECT)
-			continue;
-		if ((i = json_obj_get(&d, 0, "secret")) >= 0 && json_int(&d, i, &route) == 0)
-			ctl_secret(s, route);
-		else if (json_obj_get(&d, 0, "decision") >= 0 && !s->record_seen)
+		if (s->record_seen)
+			bad = "packet_after_record";
+		else if (json_parse(&d, pkt, (size_t)n, ptok, ARRAY_LEN(ptok)) != 0 ||
+			 ptok[0].type != JSON_OBJECT)
+			bad = "not_an_object";
+		else if ((i = json_obj_get(&d, 0, "secret")) >= 0) {
+			if (s->secret_asked || json_int(&d, i, &route) != 0)
+				bad = "second_secret";
+			else {
+				s->secret_asked = true;
+				ctl_secret(s, route);
+			}
+		} else if (json_obj_get(&d, 0, "decision") >= 0)
 			ctl_record(s, &d);
+		else
+			bad = "unknown_packet";
+		if (bad) {
+			log_warn("egress worker broke the control protocol, killed",
+				 "name=%s conn=%llu what=%s", log_q(s->name),
+				 (unsigned long long)s->conn, log_q(bad));
+			worker_kill(s);
+			ctl_over(s);
+			return;
+		}
 	}
 }
 
