@@ -36,9 +36,7 @@ static int parse_port(const char *s, size_t n, uint16_t *out)
 	return 0;
 }
 
-/* A DNS name or an IPv4 literal: labels of host characters, 1..63 bytes each, at most 253 in
- * all, no empty label (so no leading, trailing or doubled dot). Stored lowercase. */
-static int parse_name(const char *s, size_t n, char *out)
+int egress_name_parse(const char *s, size_t n, char *out)
 {
 	size_t label = 0;
 
@@ -101,7 +99,7 @@ static int parse_authority(const char *s, size_t n, bool need_port, uint16_t def
 	} else {
 		const char *colon = memchr(s, ':', n);
 		hn = colon ? (size_t)(colon - s) : n;
-		if (parse_name(s, hn, h->host) != 0)
+		if (egress_name_parse(s, hn, h->host) != 0)
 			return ERR_PARSE;
 		if (colon) {
 			port = colon + 1;

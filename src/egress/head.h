@@ -27,5 +27,10 @@ int egress_head_parse(const char *buf, size_t len, struct egress_head *h);
 
 /* True for the CONNECT form. */
 bool egress_head_is_connect(const struct egress_head *h);
+/* A DNS name or an IPv4 literal (n bytes of s, not NUL-terminated): labels of letters, digits,
+ * '-' and '_', 1..63 bytes each, at most 253 in all, no empty label (so no leading, trailing or
+ * doubled dot), copied to out (EGRESS_HOST_BYTES) lowercase. 0 or ERR_PARSE. The request
+ * head's host and the ClientHello's server name are read by this one rule. */
+int egress_name_parse(const char *s, size_t n, char *out);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "egress/head.h"
 #include "egress/sni.h"
 
 struct rd {
@@ -51,32 +52,6 @@ static bool sub(struct rd *r, size_t k, struct rd *s)
 	return true;
 }
 
-static int check_name(const uint8_t *s, size_t n, char *out)
-{
-	size_t label = 0;
-
-	if (n == 0 || n > EGRESS_HOST_BYTES - 1)
-		return ERR_PARSE;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = s[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '-' || c == '_' || c == '.';
-		if (!ok)
-			return ERR_PARSE;
-		if (c == '.') {
-			if (label == 0)
-				return ERR_PARSE;
-			label = 0;
-		} else if (++label > 63) {
-			return ERR_PARSE;
-		}
-		out[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-	}
-	if (label == 0)
-		return ERR_PARSE;
-	out[n] = '\0';
-	return 0;
-}
 
 /* server_name extension data: a list of (type, name); the first host_name (0) counts, and a
  * second host_name is refused (RFC 6066: at most one of each type). */
@@ -95,7 +70,7 @@ static int read_server_name(struct rd *ext, char *name)
 			return ERR_PARSE;
 		if (type != 0)
 			continue;
-		if (found || check_name(np, nn, name) != 0)
+		if (found || egress_name_parse((const char *)np, nn, name) != 0)
 			return ERR_PARSE;
 		found = true;
 	}
