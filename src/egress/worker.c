@@ -558,6 +558,10 @@ static void relay(struct worker *w, int up, bool status_sniff)
 	uint64_t cap = w->policy.max_bytes;
 	int64_t last = clock_mono_ms();
 
+	/* a side that reported a hangup while nothing was wanted of it: polled again only once
+	 * something is (else poll would report the hangup at once, forever: a busy loop) */
+	bool hung[2] = { false, false };
+
 	memset(&a2u, 0, sizeof(a2u));
 	memset(&u2a, 0, sizeof(u2a));
 	for (;;) {
@@ -594,6 +598,9 @@ static void relay(struct worker *w, int up, bool status_sniff)
 			p[1].events |= POLLIN;
 		if (a2u.len > 0)
 			p[1].events |= POLLOUT;
+		for (int i = 0; i < 2; i++)
+			if (hung[i] && !p[i].events)
+				p[i].fd = -1;
 		left = (int)(last + w->io_timeout_ms - clock_mono_ms());
 		if (left <= 0) {
 			w->end = EE_TIMEOUT;
@@ -628,6 +635,9 @@ static void relay(struct worker *w, int up, bool status_sniff)
 			w->end = EE_CLOSED;
 			return;
 		}
+		for (int i = 0; i < 2; i++)
+			if (!p[i].events && (p[i].revents & (POLLHUP | POLLERR)))
+				hung[i] = true;
 		/* workload -> upstream (read only when asked for: a hangup is reported anyway,
 		 * and a2u may still hold bytes) */
 		if ((p[0].events & POLLIN) && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {

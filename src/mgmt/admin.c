@@ -795,6 +795,7 @@ static void route_egress_put(struct admin_conn *c, struct sandbox *sb, const cha
 {
 	static struct egress_policy pol;
 	static struct json_token tok[4];
+	static char old_json[EGRESS_POLICY_BYTES];
 	char why[256], norm[EGRESS_POLICY_BYTES];
 	struct json_doc doc;
 	int r;
@@ -821,13 +822,21 @@ static void route_egress_put(struct admin_conn *c, struct sandbox *sb, const cha
 				    "not fit");
 		return;
 	}
+	/* kept first: a policy in force that a restart would not bring back (the old one, maybe
+	 * looser, would come back instead) is no change to answer 200 for */
+	memcpy(old_json, sb->egress_json, sizeof(old_json));
 	memcpy(sb->egress_json, norm, sizeof(sb->egress_json));
+	if (sb->dir_made && (r = share_write_record(A.ac.cfg, sb)) != 0) {
+		memcpy(sb->egress_json, old_json, sizeof(sb->egress_json));
+		log_warn("cannot write sandbox.json", "name=%s error=%s", log_q(sb->name),
+			 log_q(err_str(r)));
+		admin_respond_error(c, 507, "record_unwritable", "the sandbox's record cannot be "
+				    "written (is the agentshare full?): the policy is unchanged");
+		return;
+	}
 	posture_egress_policy(&sb->posture, true);
 	if (pol.mode == EGRESS_REPORT)
 		posture_taint(sb, POSTURE_EGRESS_REPORT_ONLY, "api");
-	if (sb->dir_made && (r = share_write_record(A.ac.cfg, sb)) != 0)
-		log_warn("cannot write sandbox.json", "name=%s error=%s", log_q(sb->name),
-			 log_q(err_str(r)));
 	egress_audit_policy(sb, "api");
 	log_info("egress policy replaced", "name=%s uid=%u pid=%d mode=%s allow=%u routes=%u",
 		 log_q(sb->name), (unsigned)c->uid, (int)c->pid,

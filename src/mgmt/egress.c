@@ -97,7 +97,16 @@ struct eslot {
 struct bucket {
 	uint32_t gen;
 	struct egress_bucket b;
+	/* refusal lines written in the second refused_sec, and those not written since the last */
+	int64_t refused_sec;
+	uint32_t refused_lines;
+	uint64_t suppressed;
+	const char *suppressed_reason; /* the last one not written, and its status */
+	int suppressed_status;
 };
+
+/* A sandbox's refusal lines (busy, rate_limited) a second at most: see audit_refusal. */
+#define REFUSAL_LINES_PER_S 10
 
 static const struct config *cfg;
 static const char *self_exe;
@@ -170,10 +179,11 @@ static int audit_open(struct sandbox *sb)
 	return fd < 0 ? -errno : fd;
 }
 
-/* One line, one write(2). mode: the policy's, for kind "policy" (else NULL). */
+/* One line, one write(2). mode: the policy's, for kind "policy" (else NULL); suppressed: the
+ * refusals not written before this one (the field only when there were some). */
 static int audit_line(int fd, const char *name, const char *instance, uint64_t conn,
 		      const char *kind, const char *decision, const char *reason, const char *mode,
-		      int status, int64_t duration_ms, const char *end)
+		      int status, int64_t duration_ms, const char *end, uint64_t suppressed)
 {
 	char line[1024], ts[64];
 	struct buf b;
@@ -219,6 +229,10 @@ static int audit_line(int fd, const char *name, const char *instance, uint64_t c
 	json_int_write(&w, duration_ms);
 	json_key(&w, "end");
 	json_str_write(&w, end);
+	if (suppressed) {
+		json_key(&w, "suppressed");
+		json_int_write(&w, (int64_t)suppressed);
+	}
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0)
 		return ERR_LIMIT;
@@ -270,16 +284,53 @@ bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now)
 	return true;
 }
 
-/* Takes a token of the sandbox's bucket (a new sandbox in the slot: a full one). */
-static bool rate_take(struct sandbox *sb)
+/* The sandbox's bucket (a new sandbox in the slot: a full one, no refusals). */
+static struct bucket *bucket_of(const struct sandbox *sb)
 {
 	struct bucket *b = &buckets[sandbox_index(sb) % nbuckets];
 
 	if (b->gen != sb->gen) {
+		memset(b, 0, sizeof(*b));
 		b->gen = sb->gen;
-		b->b.at = 0;
 	}
-	return egress_bucket_take(&b->b, policy_rate(sb->egress_json), clock_mono_ms());
+	return b;
+}
+
+/* Takes a token of the sandbox's bucket. */
+static bool rate_take(struct sandbox *sb)
+{
+	return egress_bucket_take(&bucket_of(sb)->b, policy_rate(sb->egress_json), clock_mono_ms());
+}
+
+/* The audit line of a call refused before any worker (busy, rate_limited). A workload that
+ * opens and closes connections in a loop is refused as fast as it can: a line each would grow
+ * egress.jsonl without bound and keep agenticd's loop writing a file. So at most
+ * REFUSAL_LINES_PER_S a second a sandbox are written; the rest are counted (in /metrics as
+ * every one is) and the next line written says how many it stands for ("suppressed"). */
+static void audit_refusal(struct sandbox *sb, const char *reason, int status)
+{
+	struct bucket *b = bucket_of(sb);
+	int64_t sec = clock_mono_ms() / 1000;
+	int fd;
+
+	if (b->refused_sec != sec) {
+		b->refused_sec = sec;
+		b->refused_lines = 0;
+	}
+	if (b->refused_lines >= REFUSAL_LINES_PER_S) {
+		b->suppressed++;
+		b->suppressed_reason = reason;
+		b->suppressed_status = status;
+		return;
+	}
+	if ((fd = audit_open(sb)) < 0)
+		return;
+	if (audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny", reason,
+		       NULL, status, 0, "closed", b->suppressed) == 0) {
+		b->refused_lines++;
+		b->suppressed = 0;
+	}
+	close(fd);
 }
 
 /* ---- slots ---- */
@@ -339,7 +390,7 @@ static void worker_failed_line(struct eslot *s)
 	if (!sb || sb->state == SB_FREE || sb->gen != s->sb_gen || (fd = audit_open(sb)) < 0)
 		return;
 	audit_line(fd, s->name, s->instance, s->conn, "unknown", "deny", "worker_failed", NULL, 0,
-		   clock_mono_ms() - s->started_ms, "upstream_error");
+		   clock_mono_ms() - s->started_ms, "upstream_error", 0);
 	close(fd);
 }
 
@@ -415,6 +466,9 @@ static void up_write(struct eslot *s)
 			break;
 		if (n <= 0) {
 			s->up_dead = true;   /* the worker closed its side: no more goes up */
+			/* dropped, and counted consumed as what arrives from now on is, so the
+			 * init's credit stays */
+			s->cr.up_consumed += s->cr.up_len;
 			s->cr.up_len = 0;
 			break;
 		}
@@ -675,14 +729,9 @@ static void rate_refuse(struct grpc_call *call, struct sandbox *sb)
 				     "Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n"
 				     "rate_limited\n";
 	Agentic__Sandbox__V1__EgressChunk m = AGENTIC__SANDBOX__V1__EGRESS_CHUNK__INIT;
-	int fd = audit_open(sb);
 
 	metrics_egress(1, 0, 0);
-	if (fd >= 0) {
-		audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny",
-			   "rate_limited", NULL, 429, 0, "closed");
-		close(fd);
-	}
+	audit_refusal(sb, "rate_limited", 429);
 	m.data.data = (uint8_t *)answer;
 	m.data.len = sizeof(answer) - 1;
 	m.eof = true;
@@ -734,14 +783,8 @@ void egress_call_start(struct grpc_call *call)
 	if (held >= cfg->egress_per_sandbox)
 		s = NULL;
 	if (!s) {
-		int fd = audit_open(sb);
-
 		metrics_egress(1, 0, 0);
-		if (fd >= 0) {
-			audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny",
-				   "busy", NULL, 0, 0, "closed");
-			close(fd);
-		}
+		audit_refusal(sb, "busy", 0);
 		refuse(call, GRPC_RESOURCE_EXHAUSTED, "no egress connection free");
 		return;
 	}
@@ -1100,6 +1143,25 @@ static void worker_kill(struct eslot *s)
 
 void egress_tick(int64_t now)
 {
+	/* refusals not written in a second that is over: one line says how many (the last one's
+	 * reason stands for them) */
+	for (uint32_t i = 0; i < nbuckets; i++) {
+		struct bucket *b = &buckets[i];
+		struct sandbox *sb = sandbox_slot(i);
+		int fd;
+
+		if (!b->suppressed || b->refused_sec == now / 1000)
+			continue;
+		if (!sb || sb->gen != b->gen || sb->state == SB_FREE || (fd = audit_open(sb)) < 0) {
+			b->suppressed = 0;
+			continue;
+		}
+		if (audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny",
+			       b->suppressed_reason, NULL, b->suppressed_status, 0, "closed",
+			       b->suppressed - 1) == 0)
+			b->suppressed = 0;
+		close(fd);
+	}
 	for (uint32_t i = 0; i < nslots; i++) {
 		struct eslot *s = &slots[i];
 
@@ -1120,6 +1182,9 @@ int64_t egress_next_deadline(void)
 		if (slots[i].used && !slots[i].call && slots[i].pid > 0 && slots[i].linger_until &&
 		    slots[i].linger_until < next)
 			next = slots[i].linger_until;
+	for (uint32_t i = 0; i < nbuckets; i++)
+		if (buckets[i].suppressed && (buckets[i].refused_sec + 1) * 1000 < next)
+			next = (buckets[i].refused_sec + 1) * 1000;
 	return next;
 }
 

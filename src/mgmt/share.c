@@ -448,7 +448,14 @@ void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_
 	/* A workspace can be deep and large: delete it in a child, off the event loop. */
 	child = fork();
 	if (child == 0) {
-		int ws = openat(dfd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int ws;
+
+		/* nothing of agenticd's but dfd: a socket of an egress worker held here would keep
+		 * its EOF from it for as long as the deletion runs */
+		if (dfd > 3)
+			syscall(SYS_close_range, 3, dfd - 1, 0);
+		syscall(SYS_close_range, dfd + 1, ~0u, 0);
+		ws = openat(dfd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 		unlinkat(dfd, "workspace.img", 0);
 		if (ws >= 0) {
