@@ -22,17 +22,6 @@ enum {
 /* A chunk size has at most 15 hex digits: below 2^60, far past any byte cap, never overflows. */
 #define SIZE_DIGITS_MAX 15u
 
-static int hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A byte that may stand in an extension or a trailer line: visible, space, tab, or not ASCII. */
 static bool line_byte(uint8_t c)
 {
@@ -48,10 +37,10 @@ static long chunked_take(struct egress_body *b, const uint8_t *in, size_t n)
 
 		switch (b->state) {
 		case C_SIZE:
-			if (hexval(c) >= 0) {
+			if (hex_value(c) >= 0) {
 				if (++b->digits > SIZE_DIGITS_MAX)
 					return ERR_PARSE;
-				b->left = b->left * 16 + (uint64_t)hexval(c);
+				b->left = b->left * 16 + (uint64_t)hex_value(c);
 			} else if (b->digits > 0 && c == ';') {
 				b->state = C_EXT;
 			} else if (b->digits > 0 && c == '\r') {
