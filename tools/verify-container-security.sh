@@ -130,6 +130,7 @@ if ! answers "$sock"; then
 	agent_socket_dir = $tmp/run/agent
 	admin_socket = $sock
 	agentshare_root = $tmp/share
+	state_dir = $tmp/state
 	default_image = $image
 	sandbox_subnet_pool = 10.$octet.0.0/16
 	control_uid_min = $uidmin

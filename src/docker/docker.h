@@ -293,7 +293,8 @@ struct docker_info {
 	char name[256];
 	char server_version[64];
 	char operating_system[256];
-	bool docker_desktop;    /* refused by agenticd: peer credentials do not cross its VM */
+	char kernel_version[128]; /* the engine's kernel: a Desktop VM's, seen from a container */
+	bool docker_desktop;    /* agenticd runs there only in a container inside its VM */
 	bool userns_remap;      /* refused by agenticd: it changes host uids */
 };
 

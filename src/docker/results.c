@@ -148,6 +148,8 @@ int docker_result_info(struct docker_call *c, struct docker_info *out)
 		 sizeof(out->server_version));
 	json_str(&d, json_obj_get(&d, 0, "OperatingSystem"), out->operating_system,
 		 sizeof(out->operating_system));
+	json_str(&d, json_obj_get(&d, 0, "KernelVersion"), out->kernel_version,
+		 sizeof(out->kernel_version));
 	out->docker_desktop = strstr(out->operating_system, "Docker Desktop") != NULL;
 	/* userns-remap shows up as "name=userns" among the security options */
 	opts = json_obj_get(&d, 0, "SecurityOptions");

@@ -405,6 +405,10 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 	json_str_write(&w, d->engine_version);
 	json_key(&w, "api_version");
 	json_str_write(&w, d->api_version);
+	json_key(&w, "container");
+	json_bool_write(&w, d->in_container);
+	json_key(&w, "engine_place");
+	json_str_write(&w, d->engine_place ? d->engine_place : "");
 	json_key(&w, "sandboxes");
 	json_int_write(&w, sandbox_live());
 	json_key(&w, "sandboxes_ready");

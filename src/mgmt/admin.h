@@ -93,6 +93,8 @@ struct admin_config {
 	const char *engine_version;
 	const char *api_version;
 	const struct netpool *pool;   /* warm networks */
+	bool in_container;            /* agenticd runs in a container */
+	const char *engine_place;     /* "linux" or "docker-desktop-vm", set before the first call */
 };
 /* Takes the table (every slot free) and what it needs; no connection yet. */
 void admin_init(const struct admin_config *ac);

@@ -182,7 +182,8 @@ static int engine_checks(struct daemon *d)
 {
 	struct docker_error e;
 	struct docker_info info;
-	char text[1024];
+	enum engine_place place;
+	char text[1024], kernel[128];
 
 	if (docker_client_negotiate(&d->dc, &e) != 0)
 		return fail("cannot use the Docker engine", docker_error_text(&e, text, sizeof(text)));
@@ -194,12 +195,19 @@ static int engine_checks(struct daemon *d)
 			    "container uids to other host uids, so SO_PEERCRED would no longer name a "
 			    "sandbox's control uid and the resolver could not authenticate agents. "
 			    "Run agenticd against an engine without userns-remap");
-	if (info.docker_desktop)
-		return fail("refusing to start", "the engine is Docker Desktop: its containers run in "
-			    "a VM and peer credentials do not cross it, so the agent socket cannot "
-			    "authenticate sandboxes. Use a Linux host's own dockerd");
-	log_info("engine", "version=%s api=%s os=%s", log_q(info.server_version),
-		 log_q(d->dc.version), log_q(info.operating_system));
+	place = host_engine_place(&info, host_kernel_release(kernel, sizeof(kernel)),
+				  d->in_container);
+	if (place == ENGINE_DESKTOP_OUTSIDE)
+		return fail("refusing to start", "the engine is Docker Desktop and agenticd runs "
+			    "outside its VM: peer credentials do not cross the VM, so the agent "
+			    "socket cannot authenticate sandboxes. Run agenticd as a container of "
+			    "that engine (tools/agenticd-container --run; README \"Running agenticd "
+			    "as a container\"), where it shares the VM's kernel with its sandboxes");
+	snprintf(d->engine_place, sizeof(d->engine_place), "%s",
+		 place == ENGINE_DESKTOP_VM ? "docker-desktop-vm" : "linux");
+	log_info("engine", "version=%s api=%s os=%s kernel=%s place=%s",
+		 log_q(info.server_version), log_q(d->dc.version), log_q(info.operating_system),
+		 log_q(info.kernel_version), d->engine_place);
 	return 0;
 }
 
@@ -264,6 +272,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 		.grpc = d->admin_grpc, .group_known = d->admin_group_known, .gid = d->admin_gid,
 		.budget = d->budget, .engine_version = d->engine_version,
 		.api_version = d->dc.version, .pool = &d->pool,
+		.in_container = d->in_container, .engine_place = d->engine_place,
 	});
 	agent_init(cfg, d->grpc);
 	runlog_init(cfg);
@@ -441,7 +450,7 @@ static int start_lifecycle(struct daemon *d)
 	static char since_path[LIMIT_PATH_BYTES];
 	struct runtime_docker_config rc = {
 		.cfg = &d->cfg, .dc = &d->dc, .owner = d->owner, .owner_label = d->owner_label,
-		.self_exe = d->self_exe, .seccomp_opt = d->seccomp_opt, .epfd = d->epfd,
+		.self_exe = d->init_exe, .seccomp_opt = d->seccomp_opt, .epfd = d->epfd,
 		.tag = TAG_JOB, .slots = RT_SLOTS(d->nsb), .events_since = clock_wall_ms() / 1000,
 		.since_path = since_path,
 	};
@@ -463,7 +472,7 @@ static int start_lifecycle(struct daemon *d)
 	lcfg.rt = d->rt;
 	lifecycle_start(&lcfg);
 	verify_init(&(struct verify_config){ .cfg = &d->cfg, .dc = &d->dc,
-					     .self_exe = d->self_exe, .epfd = d->epfd,
+					     .self_exe = d->init_exe, .epfd = d->epfd,
 					     .tag = TAG_VERIFY });
 	return 0;
 }
@@ -603,7 +612,7 @@ int agenticd_main(int argc, char **argv)
 {
 	struct daemon *d = &daemon_state;
 	struct budget b;
-	char err[1024], self[LIMIT_PATH_BYTES];
+	char err[1024], self[LIMIT_PATH_BYTES], sha[65];
 	const char *path = CONFIG_PATH_DEFAULT;
 	bool explicit_path = false;
 	struct group *gr;
@@ -652,6 +661,8 @@ int agenticd_main(int argc, char **argv)
 	self[n] = '\0';
 	if (!realpath(self, d->self_exe))
 		return fail("cannot resolve the agentic binary", strerror(errno));
+	d->in_container = host_in_container();
+	log_info("runs", "in_container=%s", d->in_container ? "yes" : "no");
 	gr = getgrnam(d->cfg.admin_group);
 	d->admin_group_known = gr != NULL;
 	d->admin_gid = gr ? gr->gr_gid : 0;
@@ -688,6 +699,11 @@ int agenticd_main(int argc, char **argv)
 	if (host_prepare_dirs(&d->cfg, d->admin_group_known, d->admin_gid, err, sizeof(err)) != 0 ||
 	    host_lock(&d->cfg, &d->lock_fd, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
+	if ((r = host_init_copy(&d->cfg, d->self_exe, d->init_exe, sizeof(d->init_exe), sha, err,
+				sizeof(err))) < 0)
+		return fail("refusing to start", err);
+	log_info("init binary", "path=%s sha256=%s %s", log_q(d->init_exe), sha,
+		 r == 1 ? "unchanged" : "written");
 	if ((r = host_owner(&d->cfg, d->owner, sizeof(d->owner))) != 0)
 		return fail("cannot resolve agentshare_root", err_str(r));
 	snprintf(d->owner_label, sizeof(d->owner_label), "agentic-daemon=%.16s", d->owner);

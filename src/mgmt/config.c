@@ -27,6 +27,7 @@ static const struct key keys[] = {
 	{ "admin_group", K_STR, F(admin_group), 0, 0 },
 	{ "agentshare_root", K_PATH, F(agentshare_root), 0, 0 },
 	{ "profiles_dir", K_PATH, F(profiles_dir), 0, 0 },
+	{ "state_dir", K_PATH, F(state_dir), 0, 0 },
 	{ "default_image", K_STR, F(default_image), 0, 0 },
 	{ "control_uid_min", K_U32, F(control_uid_min), 1, 0x7fffffff },
 	{ "control_uid_max", K_U32, F(control_uid_max), 1, 0x7fffffff },
@@ -75,6 +76,7 @@ void config_defaults(struct config *cfg)
 	set_str(cfg->admin_group, "agentic");
 	set_str(cfg->agentshare_root, "/srv/agentshare");
 	set_str(cfg->profiles_dir, "/etc/agentic/profiles");
+	set_str(cfg->state_dir, "/var/lib/agentic");
 	set_str(cfg->default_image, "agentic/base:local");
 	cfg->control_uid_min = 200000;
 	cfg->control_uid_max = 799999;

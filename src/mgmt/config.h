@@ -19,6 +19,7 @@ struct config {
 	char admin_socket[CONFIG_STR_BYTES];
 	char admin_group[CONFIG_STR_BYTES];
 	char agentshare_root[CONFIG_STR_BYTES];
+	char state_dir[CONFIG_STR_BYTES]; /* agenticd's own files: the init binary's copy */
 	char profiles_dir[CONFIG_STR_BYTES];
 	char default_image[CONFIG_STR_BYTES];
 	uint32_t control_uid_min, control_uid_max;

@@ -57,6 +57,9 @@ struct daemon {
 	bool admin_group_known;
 	gid_t admin_gid;
 	char self_exe[LIMIT_PATH_BYTES];
+	char init_exe[LIMIT_PATH_BYTES]; /* state_dir/agentic-init: bound into sandboxes */
+	bool in_container;            /* agenticd itself runs in a container */
+	char engine_place[24];        /* "linux" or "docker-desktop-vm" */
 	/* Whose sandboxes are whose when several agenticd share one engine: every container and
 	 * network this daemon makes carries the label agentic-daemon=<owner>, and recovery and
 	 * the event stream look only at those. The owner is a hash of the agentshare root, so a

@@ -1,5 +1,6 @@
 /* host.c: agenticd's footprint on the host: socket directories and modes, the ownership lock,
- * peer checks on the admin socket, sd_notify, /etc/subuid, and where an instance lives. */
+ * peer checks on the admin socket, sd_notify, /etc/subuid, where an instance lives, the init
+ * binary's copy in state_dir, and whether agenticd runs in a container. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +17,10 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/utsname.h>
 #include <unistd.h>
+
+#include <bearssl.h>
 
 #include "base/base.h"
 #include "mgmt/host.h"
@@ -293,4 +297,151 @@ int host_instance_dir(const struct config *cfg, const char *id, char *out, size_
 	int n = snprintf(out, size, "%s/instances/%s", cfg->agentshare_root, id);
 
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* ---- the init binary's copy ---- */
+
+/* sha256 of the open file fd from its start, as 64 hex digits into hex[65]. */
+static int file_sha256(int fd, char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	br_sha256_context h;
+	unsigned char buf[16384], sum[32];
+	off_t off = 0;
+	ssize_t n;
+
+	br_sha256_init(&h);
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		br_sha256_update(&h, buf, (size_t)n);
+		off += n;
+	}
+	if (n < 0)
+		return -errno;
+	br_sha256_out(&h, sum);
+	for (int i = 0; i < 32; i++) {
+		hex[2 * i] = digits[sum[i] >> 4];
+		hex[2 * i + 1] = digits[sum[i] & 15];
+	}
+	hex[64] = '\0';
+	return 0;
+}
+
+/* A copy of fd's file at path, made beside it and renamed over it: a sandbox that binds the
+ * old one keeps its inode. */
+static int write_copy(int src, const char *dir, const char *path)
+{
+	char tmp[LIMIT_PATH_BYTES + 16], buf[16384];
+	off_t off = 0;
+	ssize_t n = 0;
+	int fd, r = 0;
+
+	/* a name of this process's own: two daemons sharing state_dir never write one file */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.agentic-init.%ld", dir, (long)getpid()) >=
+	    sizeof(tmp))
+		return -ENAMETOOLONG;
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
+	if (fd < 0)
+		return -errno;
+	while (r == 0 && (n = pread(src, buf, sizeof(buf), off)) > 0) {
+		for (ssize_t w = 0, k; r == 0 && w < n; w += k)
+			if ((k = write(fd, buf + w, (size_t)(n - w))) < 0)
+				r = -errno;
+		off += n;
+	}
+	if (r == 0 && n < 0)
+		r = -errno;
+	if (r == 0 && (fchown(fd, 0, 0) != 0 || fchmod(fd, 0555) != 0 || fsync(fd) != 0))
+		r = -errno;
+	if (close(fd) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) != 0)
+		r = -errno;
+	if (r != 0)
+		unlink(tmp);
+	return r;
+}
+
+int host_init_copy(const struct config *cfg, const char *self, char *out, size_t out_size,
+		   char sha[65], char *err, size_t err_size)
+{
+	char have[65];
+	struct stat st;
+	int src, cur, r;
+
+	if ((size_t)snprintf(out, out_size, "%s/agentic-init", cfg->state_dir) >= out_size) {
+		snprintf(err, err_size, "state_dir %s is too long", cfg->state_dir);
+		return -ENAMETOOLONG;
+	}
+	if ((r = own_dir(cfg->state_dir, 0755, 0, err, err_size)) != 0)
+		return r;
+	src = open(self, O_RDONLY | O_CLOEXEC);
+	if (src < 0 || (r = file_sha256(src, sha)) != 0) {
+		r = src < 0 ? -errno : r;
+		snprintf(err, err_size, "cannot read the agentic binary %s: %s", self, strerror(-r));
+		if (src >= 0)
+			close(src);
+		return r;
+	}
+	/* the copy is used as it is only when it is root's, 0555, a plain file and the same bytes */
+	cur = open(out, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (cur >= 0 && fstat(cur, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+	    st.st_gid == 0 && (st.st_mode & 07777) == 0555 && file_sha256(cur, have) == 0 &&
+	    strcmp(have, sha) == 0) {
+		close(cur);
+		close(src);
+		return 1;
+	}
+	if (cur >= 0)
+		close(cur);
+	r = write_copy(src, cfg->state_dir, out);
+	close(src);
+	if (r != 0)
+		snprintf(err, err_size, "cannot write the init binary's copy %s: %s", out,
+			 strerror(-r));
+	return r;
+}
+
+/* ---- in a container, and which engine ---- */
+
+/* The inode of /proc/<who>/ns/mnt, 0 when it cannot be read. */
+static unsigned long mnt_ns(const char *who)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%s/ns/mnt", who);
+	return stat(path, &st) == 0 ? (unsigned long)st.st_ino : 0;
+}
+
+bool host_in_container(void)
+{
+	unsigned long self = mnt_ns("self"), init = mnt_ns("1");
+
+	/* The engine leaves /.dockerenv in each container's root. Without it, a mount namespace
+	 * other than the one of pid 1 (the host's init, with --pid host) says the same. */
+	if (access("/.dockerenv", F_OK) == 0)
+		return true;
+	return self && init && self != init;
+}
+
+enum engine_place host_engine_place(const struct docker_info *info, const char *kernel,
+				    bool in_container)
+{
+	if (!info->docker_desktop)
+		return ENGINE_LINUX;
+	/* Docker Desktop runs the engine in a VM. A container of that engine runs on the VM's
+	 * kernel, which the engine names in /info: there, peer credentials, pid namespaces and
+	 * internal networks are those of the sandboxes. Anywhere else they are not. */
+	if (in_container && info->kernel_version[0] && strcmp(info->kernel_version, kernel) == 0)
+		return ENGINE_DESKTOP_VM;
+	return ENGINE_DESKTOP_OUTSIDE;
+}
+
+const char *host_kernel_release(char *out, size_t size)
+{
+	struct utsname u;
+
+	snprintf(out, size, "%s", uname(&u) == 0 ? u.release : "");
+	return out;
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "docker/docker.h"
 #include "mgmt/config.h"
 
 /* Makes agent_socket_dir (0755) and its parent (0700 root, or 0710 root:admin_gid when the
@@ -32,5 +33,22 @@ int host_notify_ready(void);
 int host_mkdirs(const char *path, mode_t mode);
 /* agentshare_root/instances/<id>: -ENAMETOOLONG when it does not fit. */
 int host_instance_dir(const struct config *cfg, const char *id, char *out, size_t size);
+/* state_dir/agentic-init into out: a copy of the binary self (root's, 0555), written when
+ * missing or when its bytes differ, and what agenticd binds into sandboxes as their init, a
+ * path the engine can bind also when agenticd runs in a container. sha gets the binary's
+ * sha256 in hex. 0 written, 1 already there, or -errno with err. */
+int host_init_copy(const struct config *cfg, const char *self, char *out, size_t out_size,
+		   char sha[65], char *err, size_t err_size);
+/* Whether agenticd runs in a container (the engine's /.dockerenv, or a mount namespace other
+ * than pid 1's). */
+bool host_in_container(void);
+/* Where agenticd stands against the engine: on a Linux host's engine; in a container of a
+ * Docker Desktop engine (its VM's kernel, the Linux posture); or outside Desktop's VM, where
+ * peer credentials do not cross (refused). kernel: our uname release. */
+enum engine_place { ENGINE_LINUX, ENGINE_DESKTOP_VM, ENGINE_DESKTOP_OUTSIDE };
+enum engine_place host_engine_place(const struct docker_info *info, const char *kernel,
+				    bool in_container);
+/* uname's release into out. */
+const char *host_kernel_release(char *out, size_t size);
 
 #endif

@@ -51,6 +51,7 @@ ad_setup() {
 	agent_socket_dir = $T/run/agent
 	admin_socket = $SOCK
 	agentshare_root = $T/share
+	state_dir = $T/state
 	default_image = $IMAGE
 	sandbox_subnet_pool = 10.$POOL_OCTET.0.0/16
 	ready_timeout_ms = 8000
