@@ -702,7 +702,7 @@ int agenticd_main(int argc, char **argv)
 	if ((r = host_init_copy(&d->cfg, d->self_exe, d->init_exe, sizeof(d->init_exe), sha, err,
 				sizeof(err))) < 0)
 		return fail("refusing to start", err);
-	log_info("init binary", "path=%s sha256=%s %s", log_q(d->init_exe), sha,
+	log_info("init binary", "path=%s sha256=%s copy=%s", log_q(d->init_exe), log_q(sha),
 		 r == 1 ? "unchanged" : "written");
 	if ((r = host_owner(&d->cfg, d->owner, sizeof(d->owner))) != 0)
 		return fail("cannot resolve agentshare_root", err_str(r));
