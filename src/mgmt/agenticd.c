@@ -207,7 +207,7 @@ static int engine_checks(struct daemon *d)
 		 place == ENGINE_DESKTOP_VM ? "docker-desktop-vm" : "linux");
 	log_info("engine", "version=%s api=%s os=%s kernel=%s place=%s",
 		 log_q(info.server_version), log_q(d->dc.version), log_q(info.operating_system),
-		 log_q(info.kernel_version), d->engine_place);
+		 log_q(info.kernel_version), log_q(d->engine_place));
 	return 0;
 }
 
