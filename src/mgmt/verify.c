@@ -806,6 +806,11 @@ static void eval_inside(const struct verify_facts *f, struct verify_result *r)
 		unsigned i = AGV(33) + (unsigned)t;
 		char key[24];
 
+		if (f->target_connect[t] < 0 && f->listener_errno) {
+			set(r, i, VERIFY_SKIP, "agenticd could not open its listener: %s",
+			    strerror(f->listener_errno));
+			continue;
+		}
 		if (f->target_connect[t] < 0) {
 			set(r, i, VERIFY_SKIP, t == VERIFY_TO_DOCKER0 ? "the host has no docker0"
 					       : t == VERIFY_TO_PRIMARY ? "the host has no default route"
@@ -1537,7 +1542,10 @@ static int listener(const struct verify_ct *ct, uint16_t *port)
 	if (listener_filter(fd, ct) != 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
 	    listen(fd, LIMIT_VERIFY_ACCEPTS) != 0 ||
 	    getsockname(fd, (struct sockaddr *)&sa, &sl) != 0) {
+		int e = errno;
+
 		close(fd);
+		errno = e;
 		return -1;
 	}
 	*port = ntohs(sa.sin_port);
@@ -1607,6 +1615,7 @@ static void probe_begin(struct vrun *v)
 	for (int t = 0; t < VERIFY_TARGETS; t++)
 		f->target_connect[t] = -1;
 	v->listen_fd = listener(&f->ct, &port);
+	f->listener_errno = v->listen_fd < 0 ? errno : 0;
 	if (v->listen_fd >= 0) {
 		char a[VERIFY_TARGETS][16];
 		bool known[VERIFY_TARGETS] = {

@@ -142,6 +142,7 @@ struct verify_facts {
 	bool lsm_apparmor, lsm_selinux; /* the host kernel runs them */
 	bool target_known[VERIFY_TARGETS];
 	int target_connect[VERIFY_TARGETS]; /* the probe's connect.N index, -1 none */
+	int listener_errno;          /* agenticd's listener could not be opened: why, else 0 */
 	/* agenticd's listener took a connection at the target's address from one of the
 	 * container's addresses: the host's own reading, whatever the probe says */
 	bool host_reached[VERIFY_TARGETS];

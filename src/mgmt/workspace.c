@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -375,6 +376,12 @@ static int loop_attach(int img, const char *image, char *dev, size_t dev_size, i
 		}
 		snprintf(dev, dev_size, "/dev/loop%d", n);
 		fd = open(dev, O_RDWR | O_CLOEXEC);
+		/* In a container /dev is the engine's small tmpfs, not the host's devtmpfs: a
+		 * loop device the kernel just made has no node there, so agenticd makes it (the
+		 * container's device rule lets it use block major 7, the loop driver's, only). */
+		if (fd < 0 && errno == ENOENT &&
+		    mknod(dev, S_IFBLK | 0600, makedev(7, (unsigned)n)) == 0)
+			fd = open(dev, O_RDWR | O_CLOEXEC);
 		if (fd < 0) {
 			r = -errno;
 			break;
