@@ -702,6 +702,18 @@ int agenticd_main(int argc, char **argv)
 	if ((r = host_init_copy(&d->cfg, d->self_exe, d->init_exe, sizeof(d->init_exe), sha, err,
 				sizeof(err))) < 0)
 		return fail("refusing to start", err);
+	/* the engine binds the copy by its path when it starts a container: only root may be
+	 * able to swap anything on that path, as for a mount source */
+	{
+		char real[PATH_MAX];
+		struct policy_mount_id id;
+
+		if (!realpath(d->init_exe, real))
+			return fail("cannot resolve the init binary's copy", strerror(errno));
+		if (policy_mount_source(real, &id, err, sizeof(err)) != 0)
+			return fail("refusing to start: state_dir is not safe to bind from", err);
+		snprintf(d->init_exe, sizeof(d->init_exe), "%s", real);
+	}
 	log_info("init binary", "path=%s sha256=%s copy=%s", log_q(d->init_exe), log_q(sha),
 		 r == 1 ? "unchanged" : "written");
 	if ((r = host_owner(&d->cfg, d->owner, sizeof(d->owner))) != 0)
