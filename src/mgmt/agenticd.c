@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -699,15 +700,37 @@ int agenticd_main(int argc, char **argv)
 	if (host_prepare_dirs(&d->cfg, d->admin_group_known, d->admin_gid, err, sizeof(err)) != 0 ||
 	    host_lock(&d->cfg, &d->lock_fd, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
-	if ((r = host_init_copy(&d->cfg, d->self_exe, d->init_exe, sizeof(d->init_exe), sha, err,
-				sizeof(err))) < 0)
-		return fail("refusing to start", err);
-	/* the engine binds the copy by its path when it starts a container: only root may be
-	 * able to swap anything on that path, as for a mount source */
+	/* The engine binds the init's copy by its path when it starts a container: only root
+	 * may be able to swap anything on that path, as for a mount source. state_dir's parent
+	 * is checked before agenticd changes anything in it (it chowns and chmods state_dir). */
 	{
-		char real[PATH_MAX];
+		char real[PATH_MAX], parent[sizeof(d->cfg.state_dir)], *slash;
 		struct policy_mount_id id;
 
+		struct stat st;
+
+		memcpy(parent, d->cfg.state_dir, sizeof(parent));
+		slash = strrchr(parent, '/');
+		if (slash && slash != parent) {
+			*slash = '\0';
+			if (host_mkdirs(parent, 0755) != 0 || !realpath(parent, real))
+				return fail("cannot make state_dir's parent", strerror(errno));
+			if (strcmp(real, "/") != 0 &&
+			    policy_mount_source(real, &id, err, sizeof(err)) != 0)
+				return fail("refusing to start: state_dir is not safe to bind from",
+					    err);
+			/* and in the parent itself only root may make or swap entries */
+			if (lstat(real, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022)) {
+				snprintf(err, sizeof(err), "%.900s, state_dir's parent, belongs to "
+					 "uid %u with mode %04o: it must be root's and writable by root "
+					 "alone", real, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777);
+				return fail("refusing to start: state_dir is not safe to bind from",
+					    err);
+			}
+		}
+		if ((r = host_init_copy(&d->cfg, d->self_exe, d->init_exe, sizeof(d->init_exe), sha,
+					err, sizeof(err))) < 0)
+			return fail("refusing to start", err);
 		if (!realpath(d->init_exe, real))
 			return fail("cannot resolve the init binary's copy", strerror(errno));
 		if (policy_mount_source(real, &id, err, sizeof(err)) != 0)

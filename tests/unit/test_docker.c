@@ -17,6 +17,7 @@
 
 #include "docker/docker.h"
 #include "json/json.h"
+#include "mgmt/host.h"
 
 /* ---- log de-multiplexing ---- */
 struct logs {
@@ -664,6 +665,52 @@ static void test_docker_info_reveals_userns_remap_and_docker_desktop(void **stat
 	}
 }
 
+/* Docker Desktop, from a recorded /info of Desktop 4.x: agenticd runs there only as a
+ * container of that engine, on the VM's kernel; a process beside the VM is refused. */
+static void test_docker_desktop_inside_the_vm_runs_and_outside_is_refused(void **state)
+{
+	static char r[2][1024];
+	static struct fake f;
+	static struct route routes[4];
+	static const char desktop[] =
+		"{\"ID\":\"c1b1d6b0-3b4e-4c39-a1a8-5d0e1f4f7a21\",\"Name\":\"docker-desktop\","
+		"\"ServerVersion\":\"27.3.1\",\"OperatingSystem\":\"Docker Desktop\","
+		"\"OSType\":\"linux\",\"Architecture\":\"x86_64\","
+		"\"KernelVersion\":\"6.10.14-linuxkit\",\"SecurityOptions\":"
+		"[\"name=seccomp,profile=unconfined\",\"name=cgroupns\"]}";
+	struct docker_client dc;
+	struct docker_error e;
+	struct docker_info info;
+
+	routes[0] = (struct route){ "GET /_ping ", PING("1.41") };
+	routes[1] = (struct route){ "GET /version ", json_response(r[0], 1024, 200,
+		"{\"Version\":\"27.3.1\",\"ApiVersion\":\"1.47\",\"MinAPIVersion\":\"1.24\"}") };
+	routes[2] = (struct route){ "GET /v1.41/info ", json_response(r[1], 1024, 200, desktop) };
+	routes[3] = (struct route){ NULL, NULL };
+	fake_start(&f, routes);
+	negotiated(&dc, &f, 1, 0);
+	assert_int_equal(docker_info(&dc, &info, &e), 0);
+	assert_true(info.docker_desktop);
+	assert_string_equal(info.kernel_version, "6.10.14-linuxkit");
+	/* inside: a container of that engine sees the VM's kernel */
+	assert_int_equal(host_engine_place(&info, "6.10.14-linuxkit", true), ENGINE_DESKTOP_VM);
+	/* outside: on the Mac or Windows side, or a Linux host next to Desktop's VM */
+	assert_int_equal(host_engine_place(&info, "24.1.0", false), ENGINE_DESKTOP_OUTSIDE);
+	assert_int_equal(host_engine_place(&info, "6.1.0-28-amd64", true), ENGINE_DESKTOP_OUTSIDE);
+	/* the same kernel but not in a container: not a container of that engine */
+	assert_int_equal(host_engine_place(&info, "6.10.14-linuxkit", false),
+			 ENGINE_DESKTOP_OUTSIDE);
+	/* an engine that names no kernel proves nothing */
+	info.kernel_version[0] = '\0';
+	assert_int_equal(host_engine_place(&info, "", true), ENGINE_DESKTOP_OUTSIDE);
+	/* a Linux engine: the host agenticd, in a container or not */
+	info.docker_desktop = false;
+	assert_int_equal(host_engine_place(&info, "6.1.0-28-amd64", false), ENGINE_LINUX);
+	assert_int_equal(host_engine_place(&info, "6.1.0-28-amd64", true), ENGINE_LINUX);
+	docker_client_free(&dc);
+	fake_stop(&f);
+}
+
 static void test_docker_pool_refuses_a_call_beyond_its_connections(void **state)
 {
 	static struct fake f;
@@ -701,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_docker_unreachable_engine_names_the_socket),
 		cmocka_unit_test(test_docker_answer_over_the_limit_is_an_error_not_a_truncation),
 		cmocka_unit_test(test_docker_info_reveals_userns_remap_and_docker_desktop),
+		cmocka_unit_test(test_docker_desktop_inside_the_vm_runs_and_outside_is_refused),
 		cmocka_unit_test(test_docker_pool_refuses_a_call_beyond_its_connections),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
