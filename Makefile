@@ -65,7 +65,9 @@ $(KINC):
 	ln -sfn /usr/include/x86_64-linux-gnu/asm $@/asm
 	ln -sfn /usr/include/asm-generic $@/asm-generic
 
-third_party: | $(KINC)
+# After the libraries' own rule, never beside it: two makes in third_party at once (make -j)
+# would share one apt index and lock each other out.
+third_party: $(TP_BEARSSL) | $(KINC)
 	$(MAKE) -C third_party OUT=$(TP_OUT) KINC=$(KINC)
 
 # protobuf-c's runtime for the static build comes from third_party (built when missing).
