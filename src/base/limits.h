@@ -450,7 +450,7 @@ _Static_assert(DOCKER_LIST_MAX >= LIMIT_SANDBOX_CMD_ARGS &&
 
 /* ---- egress (docs/EGRESS.md) ---- */
 /* Bytes of one Egress call in flight one way: sent and not yet reported consumed. */
-#define EGRESS_WINDOW (64u * 1024u)
+#define EGRESS_WINDOW (256u * 1024u)
 /* Data bytes in one EgressChunk at most. */
 #define EGRESS_CHUNK 16000u
 /* Egress connections one init carries at once; a further one is accepted and closed. */

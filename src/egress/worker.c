@@ -60,7 +60,7 @@ const char egress_worker_help[] =
 #define CONNECT_TIMEOUT_MS 10000
 #define CTL_TIMEOUT_MS 10000          /* the start packet, a secret's answer */
 #define IO_TIMEOUT_DEFAULT_MS 300000
-#define RELAY_BUF 16384u
+#define RELAY_BUF (256u * 1024u)
 #define CA_FILE_DEFAULT "/etc/ssl/certs/ca-certificates.crt"
 
 enum decision { D_ALLOW, D_DENY, D_WOULD_DENY };
@@ -658,7 +658,9 @@ static void relay(struct worker *w, int up, bool status_sniff)
 				return;
 			}
 		}
-		if (a2u.len > 0 && (p[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+		/* written at once, without waiting for poll's word that it may be: a relay's
+		 * round trip is what a workload's TLS handshake is made of */
+		if (a2u.len > 0) {
 			ssize_t s = send(up, a2u.b + a2u.off, a2u.len, MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (s > 0) {
 				a2u.off += (size_t)s;
@@ -703,7 +705,7 @@ static void relay(struct worker *w, int up, bool status_sniff)
 				return;
 			}
 		}
-		if (u2a.len > 0 && (p[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
+		if (u2a.len > 0) {
 			ssize_t s = send(FD_DATA, u2a.b + u2a.off, u2a.len,
 					 MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (s > 0) {

@@ -400,6 +400,9 @@ void init_egress_io(struct init_egress *eg, uint64_t tag, uint32_t events)
 	if (events & (EPOLLIN | EPOLLHUP))
 		read_up(eg, e);
 	advance(eg, e);
+	/* the chunk goes now, not at the loop's next EPOLLOUT (see agenticd's egress_event) */
+	if (e->fd >= 0 && e->call)
+		grpc_call_flush(e->call);
 }
 
 int64_t init_egress_tick(struct init_egress *eg, int64_t now)

@@ -1098,6 +1098,10 @@ void egress_event(uint32_t idx, bool ctl, uint32_t events)
 	}
 	if (s->call)
 		step(s);
+	/* what step queued goes now, not at the loop's next EPOLLOUT: a round trip of the
+	 * workload's crosses this hop several times */
+	if (s->call)
+		grpc_call_flush(s->call);
 	(void)events;
 }
 
