@@ -1,7 +1,9 @@
 /* worker.c: `agentic egress-worker`, one process per proxied connection (docs/EGRESS.md
  * "agenticd ↔ worker" and "What a worker does"). agenticd starts it unprivileged with fd 3 the
  * workload's raw bytes, fd 4 a SEQPACKET control socket carrying JSON packets, fd 5 the run's
- * egress.jsonl opened O_APPEND. It reads the request head, judges it against the sandbox's
+ * egress.jsonl opened O_APPEND (or, when fd 5 is not open at start, sent with the start packet:
+ * agenticd keeps a worker started ahead, before it knows the sandbox). It reads the request
+ * head, judges it against the sandbox's
  * policy, connects upstream, relays, then writes one audit line itself (so the line exists
  * when agenticd is gone) and sends the same record to agenticd, and exits. Blocking code with
  * poll(): the process holds one connection and nothing else.
@@ -48,7 +50,8 @@ const char egress_worker_help[] =
 	"\n"
 	"One proxied connection of a sandbox's egress (docs/EGRESS.md), started by agenticd as an\n"
 	"unprivileged user with fd 3 the workload's bytes, fd 4 agenticd's control socket and fd 5\n"
-	"the run's egress.jsonl. It takes no argument and is never an applet link.\n";
+	"the run's egress.jsonl (or that one with the start packet). It takes no argument and is\n"
+	"never an applet link.\n";
 
 #define FD_DATA 3
 #define FD_CTL 4
@@ -62,6 +65,8 @@ const char egress_worker_help[] =
 #define IO_TIMEOUT_DEFAULT_MS 300000
 #define RELAY_BUF (256u * 1024u)
 #define CA_FILE_DEFAULT "/etc/ssl/certs/ca-certificates.crt"
+#define OWN_RECORD 17u                 /* an own address from agenticd: family (4|6), 16 bytes */
+#define OWN_MAX (CTL_MAX / OWN_RECORD)
 
 enum decision { D_ALLOW, D_DENY, D_WOULD_DENY };
 static const char *const decision_words[] = { "allow", "deny", "would_deny" };
@@ -86,6 +91,11 @@ struct worker {
 	enum egress_end end;
 	int64_t start_ms;
 	bool ctl_lost;
+	bool audit_later;             /* fd 5 comes with the start packet */
+	/* this host's addresses as agenticd knows them (own >= 0; 0: it holds none), or -1:
+	 * getifaddrs here */
+	long own;
+	uint8_t own_rec[OWN_MAX * OWN_RECORD];
 	/* the request head as received, and what followed it */
 	char headbuf[EGRESS_HEAD_MAX];
 	size_t headlen;
@@ -97,13 +107,13 @@ struct worker {
  * w->ctl_lost. 1 when fd is ready, 0 on timeout, -1 when control is lost or poll failed. */
 static int wait_fd(struct worker *w, int fd, short ev, int ms)
 {
-	int64_t deadline = clock_mono_ms() + ms;
+	int64_t deadline = ms < 0 ? INT64_MAX : clock_mono_ms() + ms;
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = fd, .events = ev }, { .fd = FD_CTL, .events = 0 } };
-		int64_t left = deadline - clock_mono_ms();
+		int64_t left = ms < 0 ? -1 : deadline - clock_mono_ms();
 		int n;
-		if (left < 0)
+		if (ms >= 0 && left < 0)
 			left = 0;
 		n = poll(p, 2, (int)left);
 		if (n < 0 && errno == EINTR)
@@ -185,6 +195,47 @@ static long ctl_recv(struct worker *w, char *buf, size_t cap, int ms)
 	return (long)n;
 }
 
+/* The start packet of a worker started ahead: waited for without a timeout (agenticd closes
+ * the socket when it has no use for the worker), with exactly one descriptor, the run's
+ * egress.jsonl, which goes to FD_AUDIT. */
+static long ctl_recv_audit(struct worker *w, char *buf, size_t cap)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { buf, cap - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+			     .msg_controllen = sizeof(cm.b) };
+	struct cmsghdr *c;
+	int fd = -1, nfd = 0;
+	ssize_t n;
+
+	if (wait_fd(w, FD_CTL, POLLIN, -1) != 1)
+		return -1;
+	do
+		n = recvmsg(FD_CTL, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	for (c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+			nfd++;
+		}
+	if (n <= 0 || nfd != 1 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    dup2(fd, FD_AUDIT) != FD_AUDIT) {
+		if (nfd == 1)
+			close(fd);
+		if (n == 0)
+			w->ctl_lost = true;
+		return -1;
+	}
+	if (fd != FD_AUDIT) /* received as 5 itself: the lowest free number */
+		close(fd);
+	buf[n] = '\0';
+	return (long)n;
+}
+
 static int str_field(const struct json_doc *d, const char *key, char *out, size_t cap,
 		     bool required)
 {
@@ -196,7 +247,9 @@ static int str_field(const struct json_doc *d, const char *key, char *out, size_
 }
 
 /* The first packet: {"sandbox", "instance", "conn", "rate_limited", "policy", "ca_file",
- * "io_timeout_ms"}. Errors name the field only. */
+ * "io_timeout_ms", "own"}; with "own": N (1..OWN_MAX), a second packet follows at once, N
+ * records of this host's addresses (OWN_RECORD bytes each), which spare this worker a
+ * getifaddrs of its own. Errors name the field only. */
 static int read_start(struct worker *w, const char **what)
 {
 	static char pkt[CTL_MAX + 1];
@@ -208,7 +261,8 @@ static int read_start(struct worker *w, const char **what)
 	int i;
 
 	*what = "packet";
-	n = ctl_recv(w, pkt, sizeof(pkt), CTL_TIMEOUT_MS);
+	n = w->audit_later ? ctl_recv_audit(w, pkt, sizeof(pkt))
+			   : ctl_recv(w, pkt, sizeof(pkt), CTL_TIMEOUT_MS);
 	if (n < 0 || json_parse(&d, pkt, (size_t)n, tok, CTL_TOKENS) != 0 ||
 	    tok[0].type != JSON_OBJECT)
 		return ERR_PARSE;
@@ -242,6 +296,20 @@ static int read_start(struct worker *w, const char **what)
 	    egress_policy_parse(pkt + tok[i].start, tok[i].end - tok[i].start, &w->policy, perr,
 				sizeof(perr)) != 0)
 		return ERR_PARSE;
+	*what = "own";
+	w->own = -1;
+	if ((i = json_obj_get(&d, 0, "own")) >= 0) {
+		if (json_int(&d, i, &v) != 0 || v < 0 || v > (int64_t)OWN_MAX)
+			return ERR_PARSE;
+		/* none: no packet (SEQPACKET's empty packet reads as the end) */
+		n = v ? ctl_recv(w, (char *)w->own_rec, sizeof(w->own_rec) + 1, CTL_TIMEOUT_MS) : 0;
+		if (n != (long)(v * OWN_RECORD))
+			return ERR_PARSE;
+		for (long k = 0; k < v; k++)
+			if (w->own_rec[k * OWN_RECORD] != 4 && w->own_rec[k * OWN_RECORD] != 6)
+				return ERR_PARSE;
+		w->own = (long)v;
+	}
 	return 0;
 }
 
@@ -468,6 +536,38 @@ static bool addr_allowed(const struct egress_policy *p, const struct sockaddr *s
 	return base;
 }
 
+/* addr_allowed, with this host's addresses as agenticd sent them (the same slices). */
+static bool addr_allowed_rec(const struct egress_policy *p, const struct sockaddr *sa,
+			     const uint8_t *rec, long n)
+{
+	static const struct egress_own_addrs none;
+	static struct egress_own_addrs slice;
+	bool base = egress_addr_allowed(p, sa, &none);
+	long k = 0;
+
+	while (k < n) {
+		slice.n = 0;
+		for (; k < n && slice.n < ARRAY_LEN(slice.addr); k++) {
+			const uint8_t *r = rec + k * OWN_RECORD;
+			struct sockaddr_storage *ss = &slice.addr[slice.n++];
+
+			memset(ss, 0, sizeof(*ss));
+			if (r[0] == 4) {
+				struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+				a4->sin_family = AF_INET;
+				memcpy(&a4->sin_addr, r + 1, 4);
+			} else {
+				struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+				a6->sin6_family = AF_INET6;
+				memcpy(&a6->sin6_addr, r + 1, 16);
+			}
+		}
+		if (egress_addr_allowed(p, sa, &slice) != base)
+			return !base;
+	}
+	return base;
+}
+
 static int connect_one(const struct addrinfo *a)
 {
 	int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -514,17 +614,21 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		refuse(w, 502, ER_DNS_FAILED);
 		return -1;
 	}
-	if (getifaddrs(&ifa) != 0) {
+	if (w->own >= 0) {
+		for (a = res; a && allowed; a = a->ai_next)
+			allowed = addr_allowed_rec(&w->policy, a->ai_addr, w->own_rec, w->own);
+	} else if (getifaddrs(&ifa) != 0) {
 		/* without them an own address would pass for a public one: refuse */
 		log_warn("egress host addresses unknown", "sandbox=%s conn=%lld err=%s",
 			 log_q(w->sandbox), (long long)w->conn, log_q(strerror(errno)));
 		freeaddrinfo(res);
 		refuse(w, 403, ER_ADDRESS_NOT_ALLOWED);
 		return -1;
+	} else {
+		for (a = res; a && allowed; a = a->ai_next)
+			allowed = addr_allowed(&w->policy, a->ai_addr, ifa);
+		freeifaddrs(ifa);
 	}
-	for (a = res; a && allowed; a = a->ai_next)
-		allowed = addr_allowed(&w->policy, a->ai_addr, ifa);
-	freeifaddrs(ifa);
 	if (!allowed) {
 		freeaddrinfo(res);
 		refuse(w, 403, ER_ADDRESS_NOT_ALLOWED);
@@ -912,11 +1016,11 @@ int egress_worker_main(int argc, char **argv)
 		return 2;
 	}
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || !std_fds() ||
-	    fcntl(FD_DATA, F_GETFD) < 0 || fcntl(FD_CTL, F_GETFD) < 0 ||
-	    fcntl(FD_AUDIT, F_GETFD) < 0) {
-		log_error("egress worker without its descriptors", "want=%s", "3,4,5");
+	    fcntl(FD_DATA, F_GETFD) < 0 || fcntl(FD_CTL, F_GETFD) < 0) {
+		log_error("egress worker without its descriptors", "want=%s", "3,4");
 		return 2;
 	}
+	w.audit_later = fcntl(FD_AUDIT, F_GETFD) < 0;
 	signal(SIGPIPE, SIG_IGN);
 	w.start_ms = clock_mono_ms();
 	w.kind = "unknown";

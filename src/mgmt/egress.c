@@ -4,8 +4,12 @@
  * The slot outlives the call until the worker has exited and its control socket is read out
  * (its audit record counts in the metrics), and the call may outlive the worker until what it
  * wrote has reached the init. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +36,8 @@
 #define WORKER_NOFILE 16
 #define LINGER_GRACE_MS 10000          /* beyond io_timeout_ms, for a worker whose call ended */
 #define POLICY_TOKENS 2048
+#define OWN_RECORD 17u                 /* an own address for the worker: family (4|6), 16 bytes */
+#define OWN_MAX (CTL_BYTES / OWN_RECORD)
 
 /* ---- credit (pure) ---- */
 
@@ -83,6 +89,7 @@ struct eslot {
 					* hung-up socket reports EPOLLHUP whatever the mask */
 	bool record_seen, ctl_eof, reaped_logged;
 	bool secret_asked;             /* one secret a worker: its one route's */
+	bool spare;                    /* started ahead: no sandbox, no call, no start packet yet */
 	int64_t started_ms, linger_until;
 	struct egress_credit cr;
 	bool up_eof_in;                /* the init's eof arrived */
@@ -116,6 +123,15 @@ static struct bucket *buckets;
 static uint32_t nslots, nbuckets;
 static uint64_t next_conn = 1;
 static bool stopping;                  /* SIGTERM: no new worker */
+static bool egress_used;               /* a connection came: a spare worker is kept from now on */
+static bool spare_wanted;              /* one was claimed: egress_tick starts the next */
+static int64_t spare_not_before;       /* a spare ended unclaimed: none again until then */
+/* this host's addresses, for the workers' own-address check: kept while the netlink socket
+ * reports no change (own_n < 0: none to send, each worker reads them itself) */
+static int nl_fd = -1;
+static bool own_stale = true;
+static long own_n = -1;
+static uint8_t own_rec[OWN_MAX * OWN_RECORD];
 static struct json_token toks[POLICY_TOKENS];
 
 static size_t r64(size_t n)
@@ -154,6 +170,131 @@ void egress_init(const struct config *c, const char *exe, int loop_fd, void *sto
 		slots[i].data = slots[i].ctl = slots[i].pidfd = -1;
 	}
 	buckets = (struct bucket *)p;
+	/* address changes, so that the list sent to the workers is never older than the last
+	 * change: read before every start packet (own_fresh); without it each worker asks */
+	nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (nl_fd >= 0) {
+		struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
+					  .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR };
+		struct epoll_event e = { .events = EPOLLIN };
+
+		e.data.u64 = ((uint64_t)TAG_EGRESS_CTL << 32) | EGRESS_NETLINK_SLOT;
+		if (bind(nl_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+		    epoll_ctl(epfd, EPOLL_CTL_ADD, nl_fd, &e) != 0) {
+			close(nl_fd);
+			nl_fd = -1;
+		}
+	}
+}
+
+/* ---- this host's addresses ---- */
+
+/* Reads what the netlink socket holds: any message (or an overrun) is a change. */
+static void own_drain(void)
+{
+	static char b[8192];
+
+	for (;;) {
+		ssize_t n = recv(nl_fd, b, sizeof(b), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN)
+			own_stale = true; /* ENOBUFS: changes were lost */
+		if (n <= 0)
+			return;
+		own_stale = true;
+	}
+}
+
+/* Appends the address of one RTM_NEWADDR message to own_rec: its IFA_LOCAL where it has one
+ * (IPv4's own end), else its IFA_ADDRESS, as getifaddrs reports them. false: the list is full. */
+static bool own_add(const struct nlmsghdr *h, long *n)
+{
+	const struct ifaddrmsg *ifa = NLMSG_DATA(h);
+	const struct rtattr *rta = IFA_RTA(ifa), *local = NULL, *addr = NULL;
+	int len = (int)IFA_PAYLOAD(h);
+	size_t alen = ifa->ifa_family == AF_INET ? 4 : 16;
+	uint8_t *r;
+
+	if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)
+		return true;
+	for (; RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
+		if (RTA_PAYLOAD(rta) != alen)
+			continue;
+		if (rta->rta_type == IFA_LOCAL)
+			local = rta;
+		else if (rta->rta_type == IFA_ADDRESS)
+			addr = rta;
+	}
+	if (local)
+		addr = local;
+	if (!addr)
+		return true;
+	if (*n == (long)OWN_MAX)
+		return false;
+	r = own_rec + *n * OWN_RECORD;
+	memset(r, 0, OWN_RECORD);
+	r[0] = ifa->ifa_family == AF_INET ? 4 : 6;
+	memcpy(r + 1, RTA_DATA(addr), alen);
+	(*n)++;
+	return true;
+}
+
+/* The list as it is now: read again (a netlink dump of its own, into a static buffer: agenticd
+ * allocates nothing after start) when a change was reported since. On any failure, or more
+ * addresses than a packet holds, none is sent and each worker reads them itself. */
+static void own_fresh(void)
+{
+	static char b[16384] __attribute__((aligned(4)));
+	struct {
+		struct nlmsghdr h;
+		struct ifaddrmsg m;
+	} req = { .h = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETADDR,
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+		  .m = { .ifa_family = AF_UNSPEC } };
+	const struct timeval tv = { 1, 0 };
+	long n = 0;
+	bool done = false, ok = true;
+	int fd;
+
+	if (nl_fd < 0)
+		return;
+	own_drain();
+	if (!own_stale)
+		return;
+	own_n = -1;
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
+		ok = false;
+	while (ok && !done) {
+		ssize_t k = recv(fd, b, sizeof(b), 0);
+		const struct nlmsghdr *h = (const void *)b;
+		int left = (int)k;
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			ok = false;
+			break;
+		}
+		for (; ok && NLMSG_OK(h, (unsigned)left); h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_type == NLMSG_DONE)
+				done = true;
+			else if (h->nlmsg_type == NLMSG_ERROR)
+				ok = false;
+			else if (h->nlmsg_type == RTM_NEWADDR)
+				ok = own_add(h, &n);
+		}
+	}
+	close(fd);
+	if (!ok)
+		return;
+	own_n = n;
+	own_stale = false;
 }
 
 /* ---- audit lines agenticd writes itself ---- */
@@ -373,6 +514,8 @@ static void slot_maybe_free(struct eslot *s)
 		close(s->pidfd);
 	s->pidfd = -1;
 	s->used = false;
+	/* a slot is free again: a spare may be missing (all were taken when the last was) */
+	spare_wanted = true;
 }
 
 /* The worker died without its record: agenticd's own line for it. */
@@ -596,20 +739,21 @@ static int worker_child(void *p)
 
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 	syscall(SYS_setsid);
-	/* out of the way of 3..5 first, then into place */
+	/* out of the way of 3..5 first, then into place; a worker started ahead has no audit
+	 * fd yet (it comes with the start packet) and nothing at 5 */
 	a = syscall(SYS_fcntl, wa->data, F_DUPFD, 10);
 	b = syscall(SYS_fcntl, wa->ctl, F_DUPFD, 10);
-	c = syscall(SYS_fcntl, wa->audit, F_DUPFD, 10);
-	if (a < 0 || b < 0 || c < 0 || syscall(SYS_dup2, a, 3) != 3 ||
-	    syscall(SYS_dup2, b, 4) != 4 || syscall(SYS_dup2, c, 5) != 5)
+	c = wa->audit >= 0 ? syscall(SYS_fcntl, wa->audit, F_DUPFD, 10) : -1;
+	if (a < 0 || b < 0 || (wa->audit >= 0 && c < 0) || syscall(SYS_dup2, a, 3) != 3 ||
+	    syscall(SYS_dup2, b, 4) != 4 || (c >= 0 && syscall(SYS_dup2, c, 5) != 5))
 		syscall(SYS_exit, 127);
 	nul = syscall(SYS_open, "/dev/null", O_RDWR);
 	if (nul < 0 || syscall(SYS_dup2, nul, 0) < 0 || syscall(SYS_dup2, nul, 1) < 0 ||
 	    syscall(SYS_dup2, nul, 2) < 0)
 		syscall(SYS_exit, 127);
 	/* everything else agenticd holds (the sockets, the engine's, other sandboxes') */
-	if (syscall(SYS_close_range, 6, ~0u, 0) != 0)
-		for (long fd = 6; fd < 65536; fd++)
+	if (syscall(SYS_close_range, c >= 0 ? 6 : 5, ~0u, 0) != 0)
+		for (long fd = c >= 0 ? 6 : 5; fd < 65536; fd++)
 			syscall(SYS_close, fd);
 	if (syscall(SYS_chdir, "/") != 0 || syscall(SYS_setgroups, 0, NULL) != 0 ||
 	    syscall(SYS_setresgid, u, u, u) != 0 || syscall(SYS_setresuid, u, u, u) != 0 ||
@@ -625,11 +769,25 @@ static int worker_child(void *p)
 	return 127;
 }
 
-static int ctl_hello(struct eslot *s, bool rate_limited)
+/* The start packet, with the run's egress.jsonl as its one descriptor, then (when "own" says
+ * so) this host's addresses as a second packet. */
+static int ctl_hello(struct eslot *s, bool rate_limited, int audit)
 {
 	static char pkt[CTL_BYTES];
 	struct buf b;
 	struct json_writer w;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+			     .msg_controllen = sizeof(cm.b) };
+	struct cmsghdr *c;
+	size_t own_bytes;
+
+	own_fresh();
+	own_bytes = own_n >= 0 ? (size_t)own_n * OWN_RECORD : 0;
 
 	buf_init(&b, pkt, sizeof(pkt));
 	json_writer_init(&w, &b);
@@ -646,6 +804,10 @@ static int ctl_hello(struct eslot *s, bool rate_limited)
 	json_str_write(&w, cfg->egress_ca_file);
 	json_key(&w, "io_timeout_ms");
 	json_int_write(&w, cfg->egress_io_timeout_ms);
+	if (own_n >= 0) {
+		json_key(&w, "own");
+		json_int_write(&w, own_n);
+	}
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0)
 		return ERR_LIMIT;
@@ -654,25 +816,37 @@ static int ctl_hello(struct eslot *s, bool rate_limited)
 		return ERR_LIMIT;
 	b.len--;
 	b.len += (size_t)snprintf(pkt + b.len, sizeof(pkt) - b.len, ",\"policy\":%s}", s->policy);
-	return send(s->ctl, pkt, b.len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)b.len ? 0 : -errno;
+	iov.iov_base = pkt;
+	iov.iov_len = b.len;
+	memset(&cm, 0, sizeof(cm));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &audit, sizeof(int));
+	if (sendmsg(s->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)b.len)
+		return -errno;
+	/* none at all: no packet (an empty SEQPACKET packet reads as the end) */
+	if (own_n > 0 &&
+	    send(s->ctl, own_rec, own_bytes, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)own_bytes)
+		return -errno;
+	return 0;
 }
 
-/* Starts the worker for s: 0, or -errno (nothing left open). */
-static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
+/* Starts a worker in slot s, its start packet not sent yet: 0, or -errno (nothing left
+ * open). */
+static int worker_spawn(struct eslot *s)
 {
-	int dp[2] = { -1, -1 }, cp[2] = { -1, -1 }, audit, r;
+	int dp[2] = { -1, -1 }, cp[2] = { -1, -1 }, r;
 	pid_t pid;
 
-	audit = audit_open(sb);
-	if (audit < 0)
-		return audit;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, dp) != 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cp) != 0) {
 		r = -errno;
 		goto fail;
 	}
 	{
-		struct worker_args wa = { dp[1], cp[1], audit,
+		struct worker_args wa = { dp[1], cp[1], -1,
 					  (long)(cfg->egress_uid - (uint32_t)(s - slots)) };
 
 		pid = clone(worker_child, worker_stack + sizeof(worker_stack),
@@ -684,7 +858,6 @@ static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
 	}
 	close(dp[1]);
 	close(cp[1]);
-	close(audit);
 	s->pid = pid;
 	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	s->data = dp[0];
@@ -697,9 +870,6 @@ static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
 		ce.data.u64 = ((uint64_t)TAG_EGRESS_CTL << 32) | (uint32_t)(s - slots);
 		epoll_ctl(epfd, EPOLL_CTL_ADD, s->ctl, &ce);
 	}
-	if ((r = ctl_hello(s, rate_limited)) != 0)
-		log_warn("egress worker not told its connection", "name=%s error=%s",
-			 log_q(s->name), log_q(err_str(r)));
 	return 0;
 fail:
 	for (int i = 0; i < 2; i++) {
@@ -708,8 +878,59 @@ fail:
 		if (cp[i] >= 0)
 			close(cp[i]);
 	}
-	close(audit);
 	return r;
+}
+
+/* Gives the worker of s (a spare's, or one started now) its connection: 0, or -errno (a
+ * worker started here is left to be reaped; a spare's is killed by its closed socket). */
+static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
+{
+	int audit = audit_open(sb), r;
+
+	if (audit < 0)
+		return audit;
+	if (s->pid <= 0 && (r = worker_spawn(s)) != 0) {
+		close(audit);
+		return r;
+	}
+	if ((r = ctl_hello(s, rate_limited, audit)) != 0)
+		log_warn("egress worker not told its connection", "name=%s error=%s",
+			 log_q(s->name), log_q(err_str(r)));
+	close(audit);
+	return 0;
+}
+
+/* A worker started ahead, so that a connection does not wait for a fork and exec: one, in a
+ * free slot, once a sandbox has used egress, unless agenticd is stopping. Its uid is its
+ * slot's, as any worker's. */
+static void spare_fill(void)
+{
+	struct eslot *free_slot = NULL;
+	int r;
+
+	if (stopping || !egress_used)
+		return;
+	for (uint32_t i = 0; i < nslots; i++) {
+		if (slots[i].used && slots[i].spare)
+			return;
+		if (!slots[i].used && !free_slot)
+			free_slot = &slots[i];
+	}
+	if (!free_slot)
+		return;
+	{
+		uint8_t *up = free_slot->up, *down = free_slot->down;
+
+		memset(free_slot, 0, sizeof(*free_slot));
+		free_slot->up = up;
+		free_slot->down = down;
+	}
+	free_slot->data = free_slot->ctl = free_slot->pidfd = -1;
+	free_slot->used = free_slot->spare = true;
+	if ((r = worker_spawn(free_slot)) != 0) {
+		free_slot->used = free_slot->spare = false;
+		log_warn("egress spare worker not started", "error=%s", log_q(err_str(r)));
+	}
 }
 
 /* ---- the call ---- */
@@ -775,9 +996,12 @@ void egress_call_start(struct grpc_call *call)
 	 * frees the init's slot and stream for the next. Counted per sandbox, so that one
 	 * sandbox's churn never holds more than egress_per_sandbox of them. */
 	for (uint32_t i = 0; i < nslots; i++) {
-		if (!slots[i].used && !s)
+		if (slots[i].used && slots[i].spare && (!s || !s->spare))
 			s = &slots[i];
-		else if (slots[i].used && slots[i].sb == sb && slots[i].sb_gen == sb->gen)
+		else if (!slots[i].used && !s)
+			s = &slots[i];
+		else if (slots[i].used && !slots[i].spare && slots[i].sb == sb &&
+			 slots[i].sb_gen == sb->gen)
 			held++;
 	}
 	if (held >= cfg->egress_per_sandbox)
@@ -793,13 +1017,22 @@ void egress_call_start(struct grpc_call *call)
 		return;
 	}
 	{
+		/* a spare keeps its worker and sockets */
 		uint8_t *up = s->up, *down = s->down;
+		bool spare = s->used && s->spare;
+		pid_t pid = spare ? s->pid : 0;
+		int pidfd = spare ? s->pidfd : -1, data = spare ? s->data : -1,
+		    ctl = spare ? s->ctl : -1;
 
 		memset(s, 0, sizeof(*s));
 		s->up = up;
 		s->down = down;
+		s->pid = pid;
+		s->pidfd = pidfd;
+		s->data = data;
+		s->ctl = ctl;
 	}
-	s->data = s->ctl = s->pidfd = -1;
+	egress_used = true;
 	s->used = true;
 	s->sb = sb;
 	s->sb_gen = sb->gen;
@@ -813,13 +1046,24 @@ void egress_call_start(struct grpc_call *call)
 		log_warn("egress worker not started", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(r)));
 		worker_failed_line(s);
-		s->used = false;
+		if (s->pid > 0) {
+			/* a spare's: it goes with its socket, and is reaped as any worker */
+			close_data(s);
+			close_ctl(s);
+		} else {
+			s->used = false;
+		}
 		refuse(call, GRPC_UNAVAILABLE, "the egress worker could not start");
 		return;
 	}
 	s->call = call;
 	grpc_call_set_user(call, s);
 	step(s); /* the data socket watched from now on */
+	grpc_call_flush(call);
+	/* the next connection's worker is started in egress_tick, once this round's events are
+	 * handled: by then this one has its request head and resolves and connects on its own,
+	 * while agenticd (suspended until the new worker's exec) has nothing to carry for it */
+	spare_wanted = true;
 	log_debug("egress connection", "name=%s conn=%llu", log_q(s->name),
 		  (unsigned long long)s->conn);
 }
@@ -1026,6 +1270,14 @@ static void ctl_over(struct eslot *s)
 {
 	s->ctl_eof = true;
 	close_ctl(s);
+	if (s->spare) {
+		/* a spare that ended or broke the protocol: no connection to audit; the next waits
+		 * a second, so that a worker that cannot start is not started as fast as it dies */
+		spare_not_before = clock_mono_ms() + 1000;
+		close_data(s);
+		slot_maybe_free(s);
+		return;
+	}
 	if (!s->record_seen)
 		worker_failed_line(s);
 	if (s->call)
@@ -1058,7 +1310,9 @@ static void ctl_readable(struct eslot *s)
 			ctl_over(s);
 			return;
 		}
-		if (s->record_seen)
+		if (s->spare)
+			bad = "packet_before_start";
+		else if (s->record_seen)
 			bad = "packet_after_record";
 		else if (json_parse(&d, pkt, (size_t)n, ptok, ARRAY_LEN(ptok)) != 0 ||
 			 ptok[0].type != JSON_OBJECT)
@@ -1089,6 +1343,10 @@ void egress_event(uint32_t idx, bool ctl, uint32_t events)
 {
 	struct eslot *s;
 
+	if (ctl && idx == EGRESS_NETLINK_SLOT) {
+		own_drain();
+		return;
+	}
 	if (idx >= nslots || !(s = &slots[idx])->used)
 		return;
 	if (ctl) {
@@ -1147,6 +1405,10 @@ static void worker_kill(struct eslot *s)
 
 void egress_tick(int64_t now)
 {
+	if (spare_wanted && now >= spare_not_before) {
+		spare_wanted = false;
+		spare_fill();
+	}
 	/* refusals not written in a second that is over: one line says how many (the last one's
 	 * reason stands for them) */
 	for (uint32_t i = 0; i < nbuckets; i++) {
@@ -1180,7 +1442,7 @@ void egress_tick(int64_t now)
 
 int64_t egress_next_deadline(void)
 {
-	int64_t next = INT64_MAX;
+	int64_t next = spare_wanted ? spare_not_before : INT64_MAX;
 
 	for (uint32_t i = 0; i < nslots; i++)
 		if (slots[i].used && !slots[i].call && slots[i].pid > 0 && slots[i].linger_until &&

@@ -60,7 +60,9 @@ void egress_call_half_close(struct grpc_call *call);
 void egress_call_writable(struct grpc_call *call);
 void egress_call_done(struct grpc_call *call, int status, const char *message);
 
-/* A slot's data (ctl false) or control socket is ready (the loop's TAG_EGRESS_*). */
+/* A slot's data (ctl false) or control socket is ready (the loop's TAG_EGRESS_*); with
+ * EGRESS_NETLINK_SLOT (ctl true), the netlink socket that says this host's addresses changed. */
+#define EGRESS_NETLINK_SLOT UINT32_MAX
 void egress_event(uint32_t slot, bool ctl, uint32_t events);
 /* SIGCHLD: reaps the workers (only those: other children are share.c's). */
 void egress_reap(void);

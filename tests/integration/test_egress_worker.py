@@ -189,12 +189,18 @@ def client_hello(name):
 # ---- the worker, as agenticd starts it ----
 
 class Worker:
-    def __init__(self, name, policy, rate_limited=False, secret=None, extra=None):
+    def __init__(self, name, policy, rate_limited=False, secret=None, extra=None,
+                 audit_later=False, own=None, send_fd=True):
+        """audit_later: as agenticd starts a worker ahead, with fds 3 and 4 only and the
+        audit file sent with the start packet; own: this host's addresses as agenticd sends
+        them (a list of IP strings), after the start packet."""
         self.audit_path = f"{TMP}/{name}.jsonl"
         self.data, data_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.ctl, ctl_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         audit_fd = os.open(self.audit_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        hi = [fcntl_dup(data_w.fileno()), fcntl_dup(ctl_w.fileno()), fcntl_dup(audit_fd)]
+        hi = [fcntl_dup(data_w.fileno()), fcntl_dup(ctl_w.fileno())]
+        if not audit_later:
+            hi.append(fcntl_dup(audit_fd))
 
         # Only 3, 4 and 5 reach the worker: python's own descriptors are close-on-exec, the
         # copies above too, and dup2 makes the three inheritable.
@@ -206,14 +212,29 @@ class Worker:
         self.proc = subprocess.Popen([BIN, "egress-worker"], stdin=subprocess.DEVNULL,
                                      stdout=self.stderr, stderr=self.stderr,
                                      preexec_fn=place, close_fds=False)
-        for fd in hi + [audit_fd]:
+        for fd in hi:
             os.close(fd)
         data_w.close()
         ctl_w.close()
         start = {"sandbox": "s1", "instance": "inst-" + name, "conn": 7,
                  "rate_limited": rate_limited, "policy": policy, "io_timeout_ms": 5000}
+        if own is not None:
+            start["own"] = len(own)
         start.update(extra or {})
-        self.ctl.send(json.dumps(start).encode())
+        if audit_later:
+            time.sleep(0.2)  # started ahead: it waits for its connection
+            socket.send_fds(self.ctl, [json.dumps(start).encode()],
+                            [audit_fd] if send_fd else [])
+        else:
+            self.ctl.send(json.dumps(start).encode())
+        os.close(audit_fd)
+        if own:  # none: no packet
+            rec = b""
+            for a in own:
+                fam = socket.AF_INET6 if ":" in a else socket.AF_INET
+                raw = socket.inet_pton(fam, a)
+                rec += (b"\x06" if fam == socket.AF_INET6 else b"\x04") + raw.ljust(16, b"\0")
+            self.ctl.send(rec)
         self.secret = secret
         self.packets = []
         self.secret_asked = []
@@ -457,6 +478,38 @@ def main():
                      host=own, reason=want, status=status)
             check(f"this host's own {own} with allow_ranges {ranges}: {conns} connection(s)",
                   any_up.connections - before == conns, any_up.connections - before)
+
+    # A worker started ahead (agenticd's spare: no fd 5) takes the run's audit file with its
+    # start packet, and this host's addresses from agenticd's list instead of its own
+    # getifaddrs: with the own address in the list it is refused as above; with an empty
+    # list the same address is private only (allowed with ["private"]), which the worker's
+    # own reading (the cases above) never allows: so the list is what it judged by.
+    if own is not None:
+        for listed, want, status, conns in (([own, "::1"], "address_not_allowed", 403, 0),
+                                            ([], "no_sni", 200, 1)):
+            before = any_up.connections
+            w = Worker("ahead-" + str(len(listed)), {"allow": [f"{own}:{any_up.port}"],
+                                                     "allow_ranges": ["private"]},
+                       audit_later=True, own=listed)
+            connect_head(w, f"{own}:{any_up.port}")
+            w.data.close()
+            w.finish()
+            time.sleep(0.1)
+            audit_ok(f"a worker started ahead, own addresses {listed} from agenticd: {want}, "
+                     "audited in the file sent with its start packet", w, host=own,
+                     reason=want, status=status)
+            check(f"a worker started ahead, own addresses {listed}: {conns} connection(s)",
+                  any_up.connections - before == conns, any_up.connections - before)
+    # a worker started ahead whose start packet brings no descriptor ends at once (exit 1, the
+    # start refused) and writes nothing: the control is the audited worker just above
+    w = Worker("ahead-nofd", {"allow": ["a.example:443"]}, audit_later=True, send_fd=False)
+    try:
+        rc = w.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        w.proc.kill()
+        rc = "still running"
+    check("a worker started ahead whose start packet brings no audit fd is refused (exit 1)",
+          rc == 1 and os.path.getsize(w.audit_path) == 0, f"rc={rc}")
 
     # 5. Rate limited by agenticd: 429.
     w = Worker("rate", {"allow": [f"localhost:{echo_up.port}"], "allow_ranges": loop},
