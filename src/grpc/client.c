@@ -42,7 +42,8 @@ int grpc_client_init(const struct grpc_client_config *cfg, void *storage, size_t
 
 	if (!config_ok(cfg) || len < grpc_client_storage_bytes(cfg))
 		return ERR_LIMIT;
-	memset(storage, 0, len);
+	if (!cfg->zeroed)
+		memset(storage, 0, len);
 	arena_init(&carve, storage, len);
 	c = arena_alloc(&carve, sizeof(*c), 64);
 	c->cfg = *cfg;

@@ -32,6 +32,7 @@
 #ifndef AGENTIC_GRPC_H
 #define AGENTIC_GRPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -252,6 +253,9 @@ struct grpc_client_config {
 	uint32_t max_message_bytes;
 	uint32_t small_buffers;
 	uint32_t large_buffers;
+	/* the storage is zero already (a fresh anonymous mapping): not cleared again, so the
+	 * pages no message has used yet stay untouched, out of the resident set */
+	bool zeroed;
 };
 
 struct grpc_client;

@@ -32,6 +32,7 @@ static struct grpc_client_config client_config(const char *path)
 		.max_message_bytes = LIMIT_INIT_MESSAGE_BYTES,
 		.small_buffers = LIMIT_INIT_SMALL_BUFFERS,
 		.large_buffers = LIMIT_INIT_LARGE_BUFFERS,
+		.zeroed = true, /* init.c's fresh mapping */
 	};
 
 	return cfg;

@@ -101,6 +101,25 @@ static void kill_children(const struct init_spawn *sp, pid_t self, pid_t pgid)
 	close(fd);
 }
 
+/* The kernel's OOM killer takes a workload first: the command, and all it starts, runs with
+ * oom_score_adj 1000 (raising one's own needs no privilege; a workload may lower it again to
+ * 0, the init's, never below, and then its own size still makes it the first choice). The
+ * control uid's processes are not dumpable, which leaves /proc/self root's: dumpable for the
+ * write only (no other process runs as the control uid). Best effort: a /proc that refuses
+ * leaves the command at 0, as the init is. */
+static void oom_first(void)
+{
+	long fd;
+
+	syscall(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0);
+	fd = syscall(SYS_open, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!syscall(SYS_write, fd, "1000", 4);
+		syscall(SYS_close, fd);
+	}
+	syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
 static _Noreturn void command_exec(const struct init_spawn *sp)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
@@ -113,6 +132,7 @@ static _Noreturn void command_exec(const struct init_spawn *sp)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	sigaction(SIGPIPE, &dfl, NULL);
 	setpgid(0, 0);
+	oom_first();
 	/* this child alone becomes the workload: its parent, the supervisor, stays out of reach */
 	if (priv_drop_to_workload(sp->uid, sp->gid) != 0) {
 		ctl_send(3, INIT_CTL_FAIL, INIT_STAGE_DROP, errno);

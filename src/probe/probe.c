@@ -84,7 +84,7 @@ static const struct grpc_method probe_connect = {
 static int agent_socket_try(const char *path, const char *agent_id, const char *instance_id,
 			    int *status, int *err)
 {
-	struct grpc_client_config cfg = { path, GRPC_SMALL_MESSAGE, 2, 0 };
+	struct grpc_client_config cfg = { path, GRPC_SMALL_MESSAGE, 2, 0, false };
 	size_t bytes = grpc_client_storage_bytes(&cfg);
 	struct grpc_md md[2] = {
 		{ "x-agent-id", agent_id, strlen(agent_id) },
