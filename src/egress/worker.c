@@ -92,10 +92,11 @@ struct worker {
 	int64_t start_ms;
 	bool ctl_lost;
 	bool audit_later;             /* fd 5 comes with the start packet */
-	/* this host's addresses as agenticd knows them (own >= 0; 0: it holds none), or -1:
-	 * getifaddrs here */
+	bool own_ask;                 /* agenticd answers {"own": true} with this host's addresses */
+	/* this host's addresses as agenticd sent them at dial time (own >= 0; 0: none), or -1:
+	 * getifaddrs here; one byte more than the records, for ctl_recv's terminator */
 	long own;
-	uint8_t own_rec[OWN_MAX * OWN_RECORD];
+	uint8_t own_rec[OWN_MAX * OWN_RECORD + 1];
 	/* the request head as received, and what followed it */
 	char headbuf[EGRESS_HEAD_MAX];
 	size_t headlen;
@@ -216,15 +217,24 @@ static long ctl_recv_audit(struct worker *w, char *buf, size_t cap)
 	do
 		n = recvmsg(FD_CTL, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	for (c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
-			nfd++;
+	/* every descriptor that came is counted, and closed unless it is the one expected (a
+	 * cmsg of CMSG_SPACE(sizeof(int)) holds two on x86_64) */
+	for (c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t k = 0; CMSG_LEN((k + 1) * sizeof(int)) <= c->cmsg_len; k++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (nfd++ == 0)
+				fd = got;
+			else
+				close(got);
 		}
+	}
 	if (n <= 0 || nfd != 1 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    dup2(fd, FD_AUDIT) != FD_AUDIT) {
-		if (nfd == 1)
+		if (nfd >= 1 && fd != FD_AUDIT)
 			close(fd);
 		if (n == 0)
 			w->ctl_lost = true;
@@ -247,9 +257,8 @@ static int str_field(const struct json_doc *d, const char *key, char *out, size_
 }
 
 /* The first packet: {"sandbox", "instance", "conn", "rate_limited", "policy", "ca_file",
- * "io_timeout_ms", "own"}; with "own": N (1..OWN_MAX), a second packet follows at once, N
- * records of this host's addresses (OWN_RECORD bytes each), which spare this worker a
- * getifaddrs of its own. Errors name the field only. */
+ * "io_timeout_ms", "own"}; "own": true says agenticd answers {"own": true} with this host's
+ * addresses (ask_own). Errors name the field only. */
 static int read_start(struct worker *w, const char **what)
 {
 	static char pkt[CTL_MAX + 1];
@@ -298,19 +307,40 @@ static int read_start(struct worker *w, const char **what)
 		return ERR_PARSE;
 	*what = "own";
 	w->own = -1;
-	if ((i = json_obj_get(&d, 0, "own")) >= 0) {
-		if (json_int(&d, i, &v) != 0 || v < 0 || v > (int64_t)OWN_MAX)
-			return ERR_PARSE;
-		/* none: no packet (SEQPACKET's empty packet reads as the end) */
-		n = v ? ctl_recv(w, (char *)w->own_rec, sizeof(w->own_rec) + 1, CTL_TIMEOUT_MS) : 0;
-		if (n != (long)(v * OWN_RECORD))
-			return ERR_PARSE;
-		for (long k = 0; k < v; k++)
-			if (w->own_rec[k * OWN_RECORD] != 4 && w->own_rec[k * OWN_RECORD] != 6)
-				return ERR_PARSE;
-		w->own = (long)v;
-	}
+	if ((i = json_obj_get(&d, 0, "own")) >= 0 && json_bool(&d, i, &w->own_ask) != 0)
+		return ERR_PARSE;
 	return 0;
+}
+
+/* This host's addresses, asked of agenticd when they are needed (at dial, so no older than
+ * agenticd's view then): {"own": K} and, when K > 0, a packet of K records (OWN_RECORD bytes:
+ * 4 or 6, then the address in 16 bytes). Sets w->own, or leaves it -1 (getifaddrs then). */
+static void ask_own(struct worker *w)
+{
+	static char pkt[CTL_MAX + 1];
+	struct json_token tok[8];
+	struct json_doc d;
+	int64_t v;
+	long n;
+	int i;
+
+	if (send(FD_CTL, "{\"own\":true}", 12, MSG_NOSIGNAL) != 12) {
+		w->ctl_lost = true;
+		return;
+	}
+	n = ctl_recv(w, pkt, sizeof(pkt), CTL_TIMEOUT_MS);
+	if (n <= 0 || json_parse(&d, pkt, (size_t)n, tok, 8) != 0 || tok[0].type != JSON_OBJECT ||
+	    (i = json_obj_get(&d, 0, "own")) < 0 || json_int(&d, i, &v) != 0 || v < 0 ||
+	    v > (int64_t)OWN_MAX)
+		return;
+	/* none: no packet (SEQPACKET's empty packet reads as the end) */
+	n = v ? ctl_recv(w, (char *)w->own_rec, sizeof(w->own_rec), CTL_TIMEOUT_MS) : 0;
+	if (n != (long)(v * OWN_RECORD))
+		return;
+	for (long k = 0; k < v; k++)
+		if (w->own_rec[k * OWN_RECORD] != 4 && w->own_rec[k * OWN_RECORD] != 6)
+			return;
+	w->own = (long)v;
 }
 
 static int b64_value(int c)
@@ -614,6 +644,8 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		refuse(w, 502, ER_DNS_FAILED);
 		return -1;
 	}
+	if (w->own_ask)
+		ask_own(w);
 	if (w->own >= 0) {
 		for (a = res; a && allowed; a = a->ai_next)
 			allowed = addr_allowed_rec(&w->policy, a->ai_addr, w->own_rec, w->own);

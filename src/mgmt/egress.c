@@ -7,10 +7,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +41,11 @@
 #define LINGER_GRACE_MS 10000          /* beyond io_timeout_ms, for a worker whose call ended */
 #define POLICY_TOKENS 2048
 #define OWN_RECORD 17u                 /* an own address for the worker: family (4|6), 16 bytes */
+#ifdef SO_PASSRIGHTS
+#define SO_PASSRIGHTS_OPT SO_PASSRIGHTS
+#else
+#define SO_PASSRIGHTS_OPT 83           /* Linux 6.16's, not in these headers yet */
+#endif
 #define OWN_MAX (CTL_BYTES / OWN_RECORD)
 
 /* ---- credit (pure) ---- */
@@ -90,6 +99,7 @@ struct eslot {
 	bool record_seen, ctl_eof, reaped_logged;
 	bool secret_asked;             /* one secret a worker: its one route's */
 	bool spare;                    /* started ahead: no sandbox, no call, no start packet yet */
+	bool own_asked;                /* one request for this host's addresses a worker */
 	int64_t started_ms, linger_until;
 	struct egress_credit cr;
 	bool up_eof_in;                /* the init's eof arrived */
@@ -255,7 +265,7 @@ static void own_fresh(void)
 		  .m = { .ifa_family = AF_UNSPEC } };
 	const struct timeval tv = { 1, 0 };
 	long n = 0;
-	bool done = false, ok = true;
+	bool done = false, ok = true, full = false;
 	int fd;
 
 	if (nl_fd < 0)
@@ -271,29 +281,36 @@ static void own_fresh(void)
 	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
 		ok = false;
 	while (ok && !done) {
-		ssize_t k = recv(fd, b, sizeof(b), 0);
+		/* MSG_TRUNC: the length of the message as it was, so a cut one is seen */
+		ssize_t k = recv(fd, b, sizeof(b), MSG_TRUNC);
 		const struct nlmsghdr *h = (const void *)b;
 		int left = (int)k;
 
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k <= 0) {
+		if (k <= 0 || (size_t)k > sizeof(b)) {
 			ok = false;
 			break;
 		}
-		for (; ok && NLMSG_OK(h, (unsigned)left); h = NLMSG_NEXT(h, left)) {
+		for (; ok && !done && NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
 			if (h->nlmsg_type == NLMSG_DONE)
 				done = true;
-			else if (h->nlmsg_type == NLMSG_ERROR)
-				ok = false;
-			else if (h->nlmsg_type == RTM_NEWADDR)
-				ok = own_add(h, &n);
+			else if (h->nlmsg_type == NLMSG_ERROR || (h->nlmsg_flags & NLM_F_DUMP_INTR))
+				ok = false; /* an error, or addresses changed under the dump */
+			else if (h->nlmsg_type == RTM_NEWADDR &&
+				 h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifaddrmsg)))
+				full = !own_add(h, &n);
+			if (full)
+				break;
 		}
+		if (full)
+			break;
 	}
 	close(fd);
 	if (!ok)
 		return;
-	own_n = n;
+	/* more than a packet holds: none sent (each worker reads them), until the next change */
+	own_n = full ? -1 : n;
 	own_stale = false;
 }
 
@@ -717,6 +734,32 @@ struct worker_args {
 
 static char worker_stack[32 * 1024] __attribute__((aligned(16)));
 
+/* The worker's seccomp filter: no sendmsg, sendmmsg or io_uring (which sends messages too),
+ * so no descriptor of its can reach agenticd (SCM_RIGHTS) however it is taken over. agenticd
+ * reads its sockets without a control buffer, and the kernel closes a descriptor passed that
+ * way in agenticd's own thread, on the way out of recv: a TCP socket with SO_LINGER set and
+ * unacknowledged data in its queue would hold agenticd's loop there for the linger time.
+ * SO_PASSRIGHTS 0 on agenticd's ends says the same where the kernel has it (6.16). The worker
+ * itself sends with send(2) only. x32 system calls and any other arch: refused too. */
+static const struct sock_filter worker_filter[] = {
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 5, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmsg, 4, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmmsg, 3, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 2, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_enter, 1, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_register, 0, 1),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+static const struct sock_fprog worker_fprog = {
+	.len = sizeof(worker_filter) / sizeof(worker_filter[0]),
+	.filter = (struct sock_filter *)worker_filter,
+};
+
 /* In the child: the worker's identity and limits, fds 3, 4, 5, exec. Never returns. The uid
  * is the slot's own, egress_uid - slot: workers that shared one could signal each other (a
  * worker a workload took over would kill or stop every sandbox's egress) and, in the moment
@@ -764,13 +807,15 @@ static int worker_child(void *p)
 	    syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &nproc, NULL) != 0)
 		syscall(SYS_exit, 126);
 	syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &worker_fprog) != 0)
+		syscall(SYS_exit, 126);
 	syscall(SYS_execve, self_exe, argv, envp);
 	syscall(SYS_exit, 127);
 	return 127;
 }
 
-/* The start packet, with the run's egress.jsonl as its one descriptor, then (when "own" says
- * so) this host's addresses as a second packet. */
+/* The start packet, with the run's egress.jsonl as its one descriptor; "own": true when the
+ * worker may ask for this host's addresses (ctl_own). */
 static int ctl_hello(struct eslot *s, bool rate_limited, int audit)
 {
 	static char pkt[CTL_BYTES];
@@ -784,10 +829,6 @@ static int ctl_hello(struct eslot *s, bool rate_limited, int audit)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 			     .msg_controllen = sizeof(cm.b) };
 	struct cmsghdr *c;
-	size_t own_bytes;
-
-	own_fresh();
-	own_bytes = own_n >= 0 ? (size_t)own_n * OWN_RECORD : 0;
 
 	buf_init(&b, pkt, sizeof(pkt));
 	json_writer_init(&w, &b);
@@ -804,9 +845,9 @@ static int ctl_hello(struct eslot *s, bool rate_limited, int audit)
 	json_str_write(&w, cfg->egress_ca_file);
 	json_key(&w, "io_timeout_ms");
 	json_int_write(&w, cfg->egress_io_timeout_ms);
-	if (own_n >= 0) {
+	if (nl_fd >= 0) {
 		json_key(&w, "own");
-		json_int_write(&w, own_n);
+		json_bool_write(&w, true);
 	}
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0)
@@ -825,10 +866,6 @@ static int ctl_hello(struct eslot *s, bool rate_limited, int audit)
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &audit, sizeof(int));
 	if (sendmsg(s->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)b.len)
-		return -errno;
-	/* none at all: no packet (an empty SEQPACKET packet reads as the end) */
-	if (own_n > 0 &&
-	    send(s->ctl, own_rec, own_bytes, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)own_bytes)
 		return -errno;
 	return 0;
 }
@@ -858,6 +895,10 @@ static int worker_spawn(struct eslot *s)
 	}
 	close(dp[1]);
 	close(cp[1]);
+	/* no descriptor comes to agenticd over either (see worker_filter); ENOPROTOOPT before
+	 * Linux 6.16, where the filter alone says it */
+	setsockopt(dp[0], SOL_SOCKET, SO_PASSRIGHTS_OPT, &(int){ 0 }, sizeof(int));
+	setsockopt(cp[0], SOL_SOCKET, SO_PASSRIGHTS_OPT, &(int){ 0 }, sizeof(int));
 	s->pid = pid;
 	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	s->data = dp[0];
@@ -881,23 +922,20 @@ fail:
 	return r;
 }
 
-/* Gives the worker of s (a spare's, or one started now) its connection: 0, or -errno (a
- * worker started here is left to be reaped; a spare's is killed by its closed socket). */
-static int worker_start(struct eslot *s, struct sandbox *sb, bool rate_limited)
+/* Gives the worker of s (a spare's, or one started now) its connection and audit (the
+ * caller's, which it closes): 0, or -errno (a worker that was started is left with its
+ * sockets, for the caller to close and the reaper to collect). */
+static int worker_start(struct eslot *s, int audit, bool rate_limited)
 {
-	int audit = audit_open(sb), r;
+	int r = 0;
 
-	if (audit < 0)
-		return audit;
-	if (s->pid <= 0 && (r = worker_spawn(s)) != 0) {
-		close(audit);
-		return r;
-	}
-	if ((r = ctl_hello(s, rate_limited, audit)) != 0)
+	if (s->pid <= 0)
+		r = worker_spawn(s);
+	if (r == 0 && (r = ctl_hello(s, rate_limited, audit)) != 0)
 		log_warn("egress worker not told its connection", "name=%s error=%s",
 			 log_q(s->name), log_q(err_str(r)));
 	close(audit);
-	return 0;
+	return r;
 }
 
 /* A worker started ahead, so that a connection does not wait for a fork and exec: one, in a
@@ -969,7 +1007,7 @@ void egress_call_start(struct grpc_call *call)
 	struct sandbox *sb = p->slot < 0 ? NULL : sandbox_slot((uint32_t)p->slot);
 	struct eslot *s = NULL;
 	uint32_t held = 0;
-	int r;
+	int r, audit;
 
 	grpc_call_set_user(call, NULL);
 	/* the caller must be the registered init of a ready sandbox, that asked for egress */
@@ -996,7 +1034,9 @@ void egress_call_start(struct grpc_call *call)
 	 * frees the init's slot and stream for the next. Counted per sandbox, so that one
 	 * sandbox's churn never holds more than egress_per_sandbox of them. */
 	for (uint32_t i = 0; i < nslots; i++) {
-		if (slots[i].used && slots[i].spare && (!s || !s->spare))
+		/* a spare is taken while it lives (ctl_over and the reaper unmark a dead one) */
+		if (slots[i].used && slots[i].spare && slots[i].ctl >= 0 && slots[i].pid > 0 &&
+		    (!s || !s->spare))
 			s = &slots[i];
 		else if (!slots[i].used && !s)
 			s = &slots[i];
@@ -1014,6 +1054,15 @@ void egress_call_start(struct grpc_call *call)
 	}
 	if (!rate_take(sb)) {
 		rate_refuse(call, sb);
+		return;
+	}
+	/* before the slot is taken: a run that cannot be audited in costs no spare */
+	audit = audit_open(sb);
+	if (audit < 0) {
+		log_warn("egress connection not audited, refused", "name=%s error=%s",
+			 log_q(sb->name), log_q(err_str(audit)));
+		metrics_egress(1, 0, 0);
+		refuse(call, GRPC_UNAVAILABLE, "the run's egress audit cannot be opened");
 		return;
 	}
 	{
@@ -1041,7 +1090,7 @@ void egress_call_start(struct grpc_call *call)
 	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
 	s->conn = next_conn++;
 	s->started_ms = clock_mono_ms();
-	r = worker_start(s, sb, false);
+	r = worker_start(s, audit, false);
 	if (r != 0) {
 		log_warn("egress worker not started", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(r)));
@@ -1237,6 +1286,22 @@ static void ctl_secret(struct eslot *s, int64_t route)
 	explicit_bzero(pkt, sizeof(pkt));
 }
 
+/* The answer to {"own": true}: {"own": K} (-1: none known, the worker reads them itself),
+ * then, when K > 0, the K records as a packet of their own. */
+static void ctl_own(struct eslot *s)
+{
+	char pkt[32];
+	int n;
+
+	own_fresh();
+	n = snprintf(pkt, sizeof(pkt), "{\"own\":%ld}", own_n);
+	if (send(s->ctl, pkt, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) != n ||
+	    (own_n > 0 && send(s->ctl, own_rec, (size_t)own_n * OWN_RECORD,
+			       MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)((size_t)own_n * OWN_RECORD)))
+		log_warn("egress addresses answer not sent", "name=%s conn=%llu", log_q(s->name),
+			 (unsigned long long)s->conn);
+}
+
 static void ctl_record(struct eslot *s, const struct json_doc *d)
 {
 	static const char *const decisions[] = { "allow", "deny", "would_deny" };
@@ -1271,8 +1336,10 @@ static void ctl_over(struct eslot *s)
 	s->ctl_eof = true;
 	close_ctl(s);
 	if (s->spare) {
-		/* a spare that ended or broke the protocol: no connection to audit; the next waits
-		 * a second, so that a worker that cannot start is not started as fast as it dies */
+		/* a spare that ended or broke the protocol: no connection to audit, and no longer
+		 * one to take (the slot waits for the reaper); the next waits a second, so that a
+		 * worker that cannot start is not started as fast as it dies */
+		s->spare = false;
 		spare_not_before = clock_mono_ms() + 1000;
 		close_data(s);
 		slot_maybe_free(s);
@@ -1285,7 +1352,8 @@ static void ctl_over(struct eslot *s)
 	slot_maybe_free(s);
 }
 
-/* A worker sends at most two packets: one secret request, then its record. Anything else (a
+/* A worker sends at most three packets: one request for this host's addresses, one secret
+ * request, then its record. Anything else (a
  * second secret, a packet after the record, one that is no JSON object) is a worker that a
  * workload took over: it would read every route's secret of its policy, or keep agenticd's
  * loop reading secret files and writing log lines as fast as it sends. It is killed and its
@@ -1323,6 +1391,13 @@ static void ctl_readable(struct eslot *s)
 			else {
 				s->secret_asked = true;
 				ctl_secret(s, route);
+			}
+		} else if (json_obj_get(&d, 0, "own") >= 0) {
+			if (s->own_asked)
+				bad = "second_own";
+			else {
+				s->own_asked = true;
+				ctl_own(s);
 			}
 		} else if (json_obj_get(&d, 0, "decision") >= 0)
 			ctl_record(s, &d);

@@ -193,7 +193,7 @@ class Worker:
                  audit_later=False, own=None, send_fd=True):
         """audit_later: as agenticd starts a worker ahead, with fds 3 and 4 only and the
         audit file sent with the start packet; own: this host's addresses as agenticd sends
-        them (a list of IP strings), after the start packet."""
+        them (a list of IP strings) when the worker asks, at dial."""
         self.audit_path = f"{TMP}/{name}.jsonl"
         self.data, data_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.ctl, ctl_w = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -219,7 +219,9 @@ class Worker:
         start = {"sandbox": "s1", "instance": "inst-" + name, "conn": 7,
                  "rate_limited": rate_limited, "policy": policy, "io_timeout_ms": 5000}
         if own is not None:
-            start["own"] = len(own)
+            start["own"] = True
+        self.own = own
+        self.own_asked = 0
         start.update(extra or {})
         if audit_later:
             time.sleep(0.2)  # started ahead: it waits for its connection
@@ -228,13 +230,6 @@ class Worker:
         else:
             self.ctl.send(json.dumps(start).encode())
         os.close(audit_fd)
-        if own:  # none: no packet
-            rec = b""
-            for a in own:
-                fam = socket.AF_INET6 if ":" in a else socket.AF_INET
-                raw = socket.inet_pton(fam, a)
-                rec += (b"\x06" if fam == socket.AF_INET6 else b"\x04") + raw.ljust(16, b"\0")
-            self.ctl.send(rec)
         self.secret = secret
         self.packets = []
         self.secret_asked = []
@@ -251,7 +246,18 @@ class Worker:
             if not p:
                 return
             msg = json.loads(p)
-            if "secret" in msg and len(msg) == 1:
+            if msg == {"own": True}:
+                self.own_asked += 1
+                own = self.own or []
+                self.ctl.send(json.dumps({"own": len(own)}).encode())
+                rec = b""
+                for a in own:
+                    fam = socket.AF_INET6 if ":" in a else socket.AF_INET
+                    raw = socket.inet_pton(fam, a)
+                    rec += (b"\x06" if fam == socket.AF_INET6 else b"\x04") + raw.ljust(16, b"\0")
+                if rec:  # none: no packet
+                    self.ctl.send(rec)
+            elif "secret" in msg and len(msg) == 1:
                 self.secret_asked.append(msg["secret"])
                 if self.secret is None:
                     self.ctl.send(b'{"error":"secret_unavailable"}')
@@ -480,8 +486,8 @@ def main():
                   any_up.connections - before == conns, any_up.connections - before)
 
     # A worker started ahead (agenticd's spare: no fd 5) takes the run's audit file with its
-    # start packet, and this host's addresses from agenticd's list instead of its own
-    # getifaddrs: with the own address in the list it is refused as above; with an empty
+    # start packet, and this host's addresses from agenticd's list (asked for at dial) instead
+    # of its own getifaddrs: with the own address in the list it is refused as above; with an empty
     # list the same address is private only (allowed with ["private"]), which the worker's
     # own reading (the cases above) never allows: so the list is what it judged by.
     if own is not None:
@@ -498,8 +504,10 @@ def main():
             audit_ok(f"a worker started ahead, own addresses {listed} from agenticd: {want}, "
                      "audited in the file sent with its start packet", w, host=own,
                      reason=want, status=status)
-            check(f"a worker started ahead, own addresses {listed}: {conns} connection(s)",
-                  any_up.connections - before == conns, any_up.connections - before)
+            check(f"a worker started ahead, own addresses {listed}: {conns} connection(s), "
+                  "the list asked for once, at dial",
+                  any_up.connections - before == conns and w.own_asked == 1,
+                  f"connections {any_up.connections - before}, asked {w.own_asked}")
     # a worker started ahead whose start packet brings no descriptor ends at once (exit 1, the
     # start refused) and writes nothing: the control is the audited worker just above
     w = Worker("ahead-nofd", {"allow": ["a.example:443"]}, audit_later=True, send_fd=False)
