@@ -180,8 +180,8 @@ void egress_init(const struct config *c, const char *exe, int loop_fd, void *sto
 		slots[i].data = slots[i].ctl = slots[i].pidfd = -1;
 	}
 	buckets = (struct bucket *)p;
-	/* address changes, so that the list sent to the workers is never older than the last
-	 * change: read before every start packet (own_fresh); without it each worker asks */
+	/* address changes, so that the list a worker gets is never older than the last change:
+	 * drained before every answer (own_fresh); without it each worker reads them itself */
 	nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (nl_fd >= 0) {
 		struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
