@@ -602,12 +602,17 @@ static bool down_pump(struct eslot *s)
 	return true;
 }
 
-/* Both ways ended (OK), or the worker is gone and what it wrote went to the init. */
+/* Both ways ended (OK); or the worker ended the connection in order, its record sent after
+ * all it wrote (OK: the init delivers every byte it holds before it closes, as after a
+ * close); or the worker is gone without a record, and what it wrote went to the init
+ * (UNAVAILABLE: the init closes at once). A workload reading a route's answer that ends with
+ * the upstream's close keeps its own side open until it has read it all, so an UNAVAILABLE
+ * there cut the answer's last window short. */
 static void maybe_finish(struct eslot *s)
 {
 	if (!s->call || !s->down_eof_sent)
 		return;
-	if (s->up_shut)
+	if (s->up_shut || s->record_seen)
 		call_end(s, GRPC_OK, NULL);
 	else if (s->up_dead || s->ctl_eof || s->pid == 0)
 		call_end(s, GRPC_UNAVAILABLE, "the egress worker is gone");
