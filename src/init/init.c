@@ -186,8 +186,8 @@ int init_main(int argc, char **argv)
 	char why[256];
 	const char *step;
 	sigset_t mask;
-	size_t agent_bytes, cmds_bytes, bytes, egress_bytes;
-	void *storage, *exec_area, *egress_area;
+	size_t agent_bytes, cmds_bytes, bytes;
+	void *storage, *exec_area;
 	int sfd, epfd, r;
 
 	if (argc > 1) {
@@ -215,8 +215,7 @@ int init_main(int argc, char **argv)
 	}
 	agent_bytes = init_agent_storage_bytes(env.uds_path);
 	cmds_bytes = init_cmds_storage_bytes();
-	bytes = agent_bytes + cmds_bytes;
-	egress_bytes = init_egress_storage_bytes();
+	bytes = agent_bytes + cmds_bytes + init_egress_storage_bytes();
 	if (!agent_bytes) {
 		fprintf(stderr, "agentic-init: refusing to start: AGENT_GRPC_UDS_PATH is longer "
 			"than a Unix socket path may be\n");
@@ -233,16 +232,13 @@ int init_main(int argc, char **argv)
 	storage = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	exec_area = mmap(NULL, LIMIT_INIT_EXEC_BYTES, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	egress_area = mmap(NULL, egress_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			   -1, 0);
-	if (storage == MAP_FAILED || exec_area == MAP_FAILED || egress_area == MAP_FAILED)
+	if (storage == MAP_FAILED || exec_area == MAP_FAILED)
 		return fail("cannot map the memory budget", "mmap", -errno);
 	/* Each command's supervisor is a fork of this process and needs none of the storage
 	 * (the exec area holds what it reads): without this, every fork copied the page tables
 	 * of these megabytes, and every page the init then wrote took a copy-on-write fault
 	 * while a supervisor lived. */
-	if (madvise(storage, bytes, MADV_WIPEONFORK) != 0 ||
-	    madvise(egress_area, egress_bytes, MADV_WIPEONFORK) != 0)
+	if (madvise(storage, bytes, MADV_WIPEONFORK) != 0)
 		return fail("cannot keep the init's memory from its supervisors (Linux 4.14 or "
 			    "later is needed)", "madvise(MADV_WIPEONFORK)", -errno);
 	r = priv_drop_to_control(env.control_uid, &step);
@@ -268,11 +264,12 @@ int init_main(int argc, char **argv)
 		return fail("cannot set up the agent channel", "grpc_client_init", r);
 	/* the proxy port is ours before any workload runs: commands come only after the
 	 * registration, in serve() */
-	r = init_egress_setup(&egress, egress_area, egress_bytes, epfd, &agent);
+	r = init_egress_setup(&egress, (uint8_t *)storage + agent_bytes + cmds_bytes,
+			      bytes - agent_bytes - cmds_bytes, epfd, &agent);
 	if (r)
 		return fail("cannot set up the egress proxy", "init_egress_setup", r);
 	alloc_seal();
 	log_info("setup complete", "pid=%d budget_bytes=%zu", (int)getpid(),
-		 bytes + LIMIT_INIT_EXEC_BYTES + egress_bytes);
+		 bytes + LIMIT_INIT_EXEC_BYTES);
 	return serve(epfd, sfd, &agent, cmds, egress);
 }
