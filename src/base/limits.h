@@ -138,6 +138,11 @@ _Static_assert(GRPC_ARENA_SLACK_BYTES >= 4096 && GRPC_PREFACE_TIMEOUT_MS >= 1000
 #define LIMIT_SANDBOX_LABEL_BYTES 1024u
 #define LIMIT_SANDBOX_MOUNTS 8
 #define LIMIT_SANDBOX_MOUNT_BYTES 2048u
+/* A claim of a warm sandbox (docs/WARM_POOL.md): its env, "K=V" strings with their NULs, kept
+ * with the sandbox and in the init; a create whose env does not fit is a cold create. At most
+ * LIMIT_WARM_SANDBOXES sandboxes kept ready (warm_sandboxes). */
+#define LIMIT_SANDBOX_CLAIM_ENV_BYTES 8192u
+#define LIMIT_WARM_SANDBOXES 32
 /* Managed networks created ahead of demand (a create then skips network create). */
 #define LIMIT_WARM_NETWORKS 4
 /* Times one create reads the engine's networks again after its /28 was refused as

@@ -490,6 +490,7 @@ static const char *const op_names[] = {
 	[DOCKER_OP_CONTAINER_REMOVE] = "container remove",
 	[DOCKER_OP_CONTAINER_LIST] = "container list",
 	[DOCKER_OP_EVENTS] = "events",
+	[DOCKER_OP_CONTAINER_RENAME] = "container rename",
 };
 
 static const char *noun(enum docker_op op)

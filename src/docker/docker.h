@@ -97,6 +97,7 @@ enum docker_op {
 	DOCKER_OP_CONTAINER_REMOVE,
 	DOCKER_OP_CONTAINER_LIST,
 	DOCKER_OP_EVENTS,
+	DOCKER_OP_CONTAINER_RENAME,
 };
 
 struct docker_error {
@@ -261,6 +262,9 @@ int docker_network_remove_begin(struct docker_call *c, struct docker_client *dc,
 int docker_container_create_begin(struct docker_call *c, struct docker_client *dc,
 				  const struct docker_container_spec *spec);
 int docker_container_start_begin(struct docker_call *c, struct docker_client *dc, const char *id);
+/* POST /containers/{id}/rename?name=NAME: 409 when another container has the name. */
+int docker_container_rename_begin(struct docker_call *c, struct docker_client *dc, const char *id,
+				  const char *name);
 int docker_container_inspect_begin(struct docker_call *c, struct docker_client *dc,
 				   const char *id);
 int docker_container_stop_begin(struct docker_call *c, struct docker_client *dc, const char *id,

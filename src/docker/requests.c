@@ -304,6 +304,28 @@ int docker_container_start_begin(struct docker_call *c, struct docker_client *dc
 	return start_on(c, "POST", "/containers/", id, "/start", false, dc->read_timeout_ms);
 }
 
+int docker_container_rename_begin(struct docker_call *c, struct docker_client *dc, const char *id,
+				  const char *name)
+{
+	char storage[LIMIT_DOCKER_TARGET_BYTES];
+	struct buf t;
+	int r;
+
+	call_prepare(c, dc, DOCKER_OP_CONTAINER_RENAME, id);
+	if ((r = check(c, id)) != 0)
+		return r;
+	r = target_begin(&t, storage, dc, "/containers/");
+	if (r == 0)
+		r = append_escaped(&t, id);
+	if (r == 0)
+		r = buf_printf(&t, "/rename?name=");
+	if (r == 0)
+		r = append_escaped(&t, name);
+	if (r != 0)
+		return call_fail_begin(c, ERR_LIMIT, "request target too long");
+	return call_start(c, "POST", (const char *)t.data, NULL, 0, false, dc->read_timeout_ms);
+}
+
 int docker_container_inspect_begin(struct docker_call *c, struct docker_client *dc,
 				   const char *id)
 {

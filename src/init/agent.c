@@ -89,6 +89,7 @@ static void schedule_redial(struct init_agent *a, int64_t now)
 	a->state = INIT_AGENT_WAITING;
 	a->call = NULL;
 	a->heartbeat_pending = 0;
+	a->claim_owed = 0;
 	a->ack_mode = a->resumed = 0;
 	a->egress_ok = 0; /* its egress calls are ended by init_egress_tick, outside callbacks */
 	a->due_ms = now + a->backoff_ms;
@@ -300,6 +301,44 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 		init_agent_flush(a);
 }
 
+static int send_claim_ack(struct init_agent *a)
+{
+	Agentic__Sandbox__V1__AgentMessage m = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__INIT;
+	Agentic__Sandbox__V1__ClaimAck ack = AGENTIC__SANDBOX__V1__CLAIM_ACK__INIT;
+	int r;
+
+	ack.name = (char *)a->env->agent_id;
+	ack.env_count = a->claim_count;
+	ack.error = (char *)(a->claim_error ? a->claim_error : "");
+	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_CLAIM_ACK;
+	m.claim_ack = &ack;
+	r = grpc_call_send(a->call, &m.base);
+	a->claim_owed = r == -EAGAIN;
+	return r == -EAGAIN ? 0 : r;
+}
+
+/* A claim of this warm sandbox: its env in place for what follows, then the answer. The
+ * name is the one the create gave it; the init's own (AGENT_ID) stays what agenticd knows
+ * its connection by. */
+static void on_claim(struct init_agent *a, const Agentic__Sandbox__V1__SandboxClaim *m)
+{
+	const char *why = NULL;
+	size_t n = m->n_env;
+
+	if (init_cmds_claim(a->cmds, m, &why) != 0) {
+		log_warn("claim refused", "reason=%s", log_q(why));
+		n = 0;
+	} else {
+		why = NULL;
+		log_info("claimed", "name=%s env=%u", log_q(m->name),
+			 (unsigned)n);
+	}
+	a->claim_count = (uint32_t)n;
+	a->claim_error = why;
+	if (send_claim_ack(a) < 0)
+		grpc_call_finish(a->call, GRPC_CANCELLED, NULL, NULL, 0);
+}
+
 /* Sends one output chunk or result (off: its offset or seq, for an acking stream); 0,
  * -EAGAIN (queue full) or another error. */
 static int send_out(struct init_agent *a, const struct init_out *o, uint64_t off)
@@ -452,6 +491,9 @@ static void on_message(struct grpc_call *call, const ProtobufCMessage *msg)
 	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_OUTPUT_ACK:
 		on_output_ack(a, m->output_ack);
 		break;
+	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_CLAIM:
+		on_claim(a, m->claim);
+		break;
 	case AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_SHUTDOWN:
 		log_info("shutdown requested by agenticd", "grace_s=%d",
 			 (int)m->shutdown->grace_period_seconds);
@@ -467,7 +509,8 @@ static void on_writable(struct grpc_call *call)
 {
 	struct init_agent *a = grpc_call_user(call);
 
-	if (a->heartbeat_pending && send_heartbeat(a, a->heartbeat_pending) < 0) {
+	if ((a->heartbeat_pending && send_heartbeat(a, a->heartbeat_pending) < 0) ||
+	    (a->claim_owed && send_claim_ack(a) < 0)) {
 		grpc_call_finish(call, GRPC_CANCELLED, NULL, NULL, 0);
 		return;
 	}

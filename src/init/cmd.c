@@ -63,8 +63,10 @@ struct init_cmds {
 	int64_t kill_at;          /* stopping: when the trees still alive are killed (0: not) */
 	/* what init_cmds_peek handed out: a refusal (-1) or a slot, and whether a result */
 	int peek_slot, peek_result;
-	const char **base_env;    /* environ without AGENT_*, HOME, USER, LOGNAME */
+	const char **base_env;    /* environ without AGENT_*, HOME, USER, LOGNAME, then the
+				   * claim's env (init_cmds_claim) */
 	size_t nbase;
+	char **environ;           /* the container's environment */
 	char home[LIMIT_PATH_BYTES], user[64];
 	uint8_t *scratch;         /* the exec area: what the supervisor of the command being
 				   * started reads (argv, envp, their strings, cwd) */
@@ -135,6 +137,89 @@ static int passwd_lookup(uint32_t uid, char *user, size_t ucap, char *home, size
 	return -ENOENT;
 }
 
+static int env_valid_key(const char *k);
+
+static bool ids_key(const char *entry)
+{
+	return env_key_is(entry, "HOME") || env_key_is(entry, "USER") ||
+	       env_key_is(entry, "LOGNAME");
+}
+
+/* Does "K=V" entry name key (its length klen)? */
+static bool entry_names(const char *entry, const char *key, size_t klen)
+{
+	return strncmp(entry, key, klen) == 0 && entry[klen] == '=';
+}
+
+/* The base env: the container's (without AGENT_*, HOME, USER, LOGNAME), less what the claim's
+ * nclaim entries (claim_text, "K=V" each after the other) replace, then those. 0 or ERR_LIMIT
+ * (and then nbase is 0: the caller refuses). */
+static int base_env_fill(struct init_cmds *c, const char *claim, size_t nclaim)
+{
+	c->nbase = 0;
+	for (char **e = c->environ; *e; e++) {
+		const char *k = claim;
+		bool replaced = false;
+
+		if (init_env_is_private(*e) || ids_key(*e))
+			continue;
+		for (size_t i = 0; i < nclaim && !replaced; i++, k += strlen(k) + 1)
+			replaced = entry_names(*e, k, strcspn(k, "="));
+		if (replaced)
+			continue;
+		if (c->nbase == LIMIT_INIT_ENV_VARS - 8 - LIMIT_SANDBOX_ENV)
+			return ERR_LIMIT;
+		c->base_env[c->nbase++] = *e;
+	}
+	for (size_t i = 0; i < nclaim; i++, claim += strlen(claim) + 1)
+		c->base_env[c->nbase++] = claim;
+	return 0;
+}
+
+/* The claim's "K=V" strings, outside the table's storage: a command's supervisor reads them
+ * after the fork, which wipes that storage (the environment's strings are kept the same way) */
+static char claim_text[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
+
+int init_cmds_claim(struct init_cmds *c, const Agentic__Sandbox__V1__SandboxClaim *m,
+		    const char **why)
+{
+	static char text[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
+	size_t len = 0, n = 0;
+
+	*why = "the claim has more env entries than a create may have";
+	if (m->n_env > LIMIT_SANDBOX_ENV)
+		return ERR_LIMIT;
+	for (size_t i = 0; i < m->n_env; i++) {
+		const char *key = m->env[i]->key, *value = m->env[i]->value;
+		size_t kl = strlen(key), vl = strlen(value);
+		bool later = false;
+
+		*why = "env names must be non-empty and free of '='";
+		if (!env_valid_key(key))
+			return ERR_PARSE;
+		*why = "env may not set AGENT_* variables (they are the init's alone)";
+		if (strncmp(key, "AGENT_", 6) == 0)
+			return ERR_PARSE;
+		for (size_t j = i + 1; j < m->n_env && !later; j++)
+			later = strcmp(key, m->env[j]->key) == 0;
+		if (later || strcmp(key, "HOME") == 0 || strcmp(key, "USER") == 0 ||
+		    strcmp(key, "LOGNAME") == 0)
+			continue;
+		*why = "the claim's env does not fit the init's claim buffer";
+		if (kl + vl + 2 > sizeof(text) - len)
+			return ERR_LIMIT;
+		memcpy(text + len, key, kl);
+		text[len + kl] = '=';
+		memcpy(text + len + kl + 1, value, vl + 1);
+		len += kl + vl + 2;
+		n++;
+	}
+	/* checked whole, then put in place: a refused claim changes nothing. It fits: setup
+	 * kept room for LIMIT_SANDBOX_ENV entries past the container's. */
+	memcpy(claim_text, text, len);
+	return base_env_fill(c, claim_text, n);
+}
+
 int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t len,
 		    struct init_cmds **out, const char **why)
 {
@@ -158,15 +243,10 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 	}
 	c->base_env = arena_alloc(&carve, LIMIT_INIT_ENV_VARS * sizeof(char *), 8);
 	c->scratch = cfg->exec_area;
-	for (char **e = cfg->environ; *e; e++) {
-		if (init_env_is_private(*e) || env_key_is(*e, "HOME") || env_key_is(*e, "USER") ||
-		    env_key_is(*e, "LOGNAME"))
-			continue;
-		if (c->nbase == LIMIT_INIT_ENV_VARS - 8) {
-			*why = "the container's environment has too many variables for workloads";
-			return ERR_LIMIT;
-		}
-		c->base_env[c->nbase++] = *e;
+	c->environ = cfg->environ;
+	if (base_env_fill(c, NULL, 0) != 0) {
+		*why = "the container's environment has too many variables for workloads";
+		return ERR_LIMIT;
 	}
 	if (passwd_lookup(cfg->workload_uid, c->user, sizeof(c->user), c->home,
 			  sizeof(c->home)) != 0) {

@@ -66,6 +66,11 @@ struct init_agent {
 	int heartbeat_pending;    /* the AgentStatus of a heartbeat owed that did not fit the
 				   * send queue, or 0 */
 	int shutdown_requested;   /* agenticd sent ShutdownSignal */
+	/* the answer to a SandboxClaim owed that did not fit the send queue: claim_owed set, with
+	 * the count of entries taken and the refusal's fixed words (NULL: taken) */
+	int claim_owed;
+	uint32_t claim_count;
+	const char *claim_error;
 	int failures;             /* dial or stream failures since the last registration */
 	uint64_t registrations;
 	const struct init_env *env;
@@ -206,6 +211,12 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 /* Starts req (its strings need only live for this call), or queues its refusal. */
 void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req);
 void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk *in);
+/* A claim of this (warm) sandbox: its env becomes part of every later command's, each entry
+ * replacing the container's variable of that name (a command's own env replaces both); it
+ * replaces an earlier claim's env. HOME, USER and LOGNAME are dropped, as from the container's
+ * environment. 0, or ERR_PARSE / ERR_LIMIT with *why (fixed words), and nothing changed. */
+int init_cmds_claim(struct init_cmds *c, const Agentic__Sandbox__V1__SandboxClaim *m,
+		    const char **why);
 /* Sends the signal to the command's process group. */
 void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyControl *pc);
 /* An event on a command fd (tag >= INIT_TAG_CMD_FIRST). */

@@ -355,7 +355,7 @@ bool admin_sandbox_item(struct json_writer *w, uint32_t i)
 {
 	const struct sandbox *sb = sandbox_slot(i);
 
-	if (sb->state == SB_FREE)
+	if (sb->state == SB_FREE || sb->pool)
 		return false;
 	sandbox_json(w, sb);
 	return true;
@@ -371,11 +371,15 @@ static void route_list(struct admin_conn *c, struct sandbox *unused, const char 
 /* ---- info ---- */
 
 /* Sandboxes by state (creating, ready, removing, conflict) and with a ready agent. */
-static void count_sandboxes(uint32_t by_state[4], uint32_t *connected)
+static void count_sandboxes(uint32_t by_state[4], uint32_t *connected, uint32_t *warm)
 {
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		const struct sandbox *sb = sandbox_slot(i);
 
+		if (sb->pool && sb->state != SB_FREE) {
+			(*warm)++;
+			continue;
+		}
 		if (sb->state >= SB_CREATING && sb->state <= SB_CONFLICT)
 			by_state[sb->state - SB_CREATING]++;
 		*connected += sb->agent_ready;
@@ -391,9 +395,9 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 	struct json_writer w;
 	char pool[24];
 	uint32_t a = cfg->subnet_pool_base;
-	uint32_t by_state[4] = { 0 }, connected = 0;
+	uint32_t by_state[4] = { 0 }, connected = 0, warm = 0;
 
-	count_sandboxes(by_state, &connected);
+	count_sandboxes(by_state, &connected, &warm);
 	snprintf(pool, sizeof(pool), "%u.%u.%u.%u/%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
 		 a & 255, cfg->subnet_pool_prefix);
 	buf_init(&b, text, sizeof(text));
@@ -410,7 +414,10 @@ static void route_info(struct admin_conn *c, struct sandbox *unused, const char 
 	json_key(&w, "engine_place");
 	json_str_write(&w, d->engine_place ? d->engine_place : "");
 	json_key(&w, "sandboxes");
-	json_int_write(&w, sandbox_live());
+	json_int_write(&w, sandbox_live() - warm);
+	/* warm sandboxes (made or being made), not claimed: they are in no list */
+	json_key(&w, "warm_sandboxes");
+	json_int_write(&w, warm);
 	json_key(&w, "sandboxes_ready");
 	json_int_write(&w, by_state[SB_READY - SB_CREATING]);
 	json_key(&w, "agents_ready");
@@ -514,6 +521,84 @@ static int tier_refused(struct admin_conn *c, const struct create_req *req)
 	return -1;
 }
 
+/* ---- a claim of a warm sandbox (docs/WARM_POOL.md) ---- */
+
+/* The create asks for nothing a warm sandbox lacks: the default image and resources, no
+ * mounts, network, writable root, egress policy or readiness probes, and an env that fits. */
+static bool claim_fits(const struct create_req *req, const struct config *cfg)
+{
+	uint32_t env_bytes = 0;
+
+	for (uint32_t i = 0; i < req->nenv; i++)
+		env_bytes += (uint32_t)strlen(req->env[i]) + 1;
+	return cfg->warm_sandboxes && (!req->image || strcmp(req->image, cfg->default_image) == 0) &&
+	       !req->network && !req->nmounts && !req->writable_root && !req->egress_json[0] &&
+	       !req->nprobes && env_bytes <= LIMIT_SANDBOX_CLAIM_ENV_BYTES &&
+	       (!req->disk_bytes || req->disk_bytes == cfg->default_disk_bytes) &&
+	       (!req->memory_bytes || req->memory_bytes == cfg->default_memory_bytes) &&
+	       (!req->pids || req->pids == cfg->default_pids_limit) &&
+	       (!req->nano_cpus || req->nano_cpus == cfg->default_nano_cpus);
+}
+
+/* A warm sandbox ready to be claimed: T1, its init connected and ready, nothing running. */
+static struct sandbox *warm_pick(void)
+{
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		struct sandbox *sb = sandbox_slot(i);
+
+		if (sb->pool && sb->lc == LC_READY && !sb->call_active && sb->running && sb->agent &&
+		    sb->agent_ready && !sb->posture.taints && posture_is_t1(&sb->posture))
+			return sb;
+	}
+	return NULL;
+}
+
+/* The claim's request kept with the sandbox, as a cold create keeps it (keep_request), but
+ * the engine's view of its network, read when it was made, stays; its env is kept to be
+ * given to the init. 0, or -1 (too long to keep: nothing is claimed). */
+static int keep_claim(struct sandbox *sb, const struct create_req *req)
+{
+	struct posture was = sb->posture;
+	int r = keep_request(sb, req);
+
+	sb->posture.net_checked = was.net_checked;
+	sb->posture.net_ok = was.net_ok;
+	sb->posture.taints = was.taints;
+	memcpy(sb->posture.taint_ms, was.taint_ms, sizeof(was.taint_ms));
+	for (uint32_t i = 0; r == 0 && i < req->nenv; i++)
+		r = strrun_add(sb->claim_env, &sb->claim_env_len, sizeof(sb->claim_env), req->env[i]);
+	sb->nclaim_env = (uint16_t)req->nenv;
+	if (r != 0) {
+		sandbox_claim_undo(sb);
+		return -1;
+	}
+	return 0;
+}
+
+static bool claim_start(struct admin_conn *c, struct sandbox *sb, const struct create_req *req)
+{
+	char hex[16];
+
+	if (keep_claim(sb, req) != 0)
+		return false;
+	if (req->name) {
+		snprintf(sb->name, sizeof(sb->name), "%s", req->name);
+	} else {
+		do {
+			random_hex(hex, 8);
+			snprintf(sb->name, sizeof(sb->name), "sbx-%s", hex);
+		} while (sandbox_by_name(sb->name) != sb);
+	}
+	if (lifecycle_signal(sb, LC_EV_CLAIM) != 0) {
+		sandbox_claim_undo(sb);
+		return false;
+	}
+	sb->waiter = (int32_t)conn_index(c);
+	sb->waiter_gen = c->gen;
+	c->phase = AC_WAIT;
+	return true;
+}
+
 void admin_create_start(struct admin_conn *c)
 {
 	const struct config *cfg = A.ac.cfg;
@@ -527,6 +612,8 @@ void admin_create_start(struct admin_conn *c)
 		admin_respond_error(c, 409, "name_taken", "a sandbox with that name exists");
 		return;
 	}
+	if (claim_fits(req, cfg) && (sb = warm_pick()) && claim_start(c, sb, req))
+		return;
 	sb = sandbox_new();
 	if (!sb) {
 		char m[160];
@@ -545,6 +632,7 @@ void admin_create_start(struct admin_conn *c)
 			snprintf(sb->name, sizeof(sb->name), "sbx-%s", hex);
 		} while (sandbox_by_name(sb->name) != sb);
 	}
+	memcpy(sb->agent_id, sb->name, sizeof(sb->agent_id));
 	if (keep_request(sb, req) != 0) {
 		sandbox_free(sb);
 		admin_respond_error(c, 400, "bad_request", "cmd, labels or mounts too long to keep");
@@ -1044,11 +1132,11 @@ static void route_metrics(struct admin_conn *c, struct sandbox *unused, const ch
 	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
 	struct buf b;
 
-	count_sandboxes(v.sandboxes, &v.agents_connected);
+	count_sandboxes(v.sandboxes, &v.agents_connected, &v.warm);
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		const struct sandbox *sb = sandbox_slot(i);
 
-		if (sb->state != SB_FREE)
+		if (sb->state != SB_FREE && !sb->pool)
 			v.tiers[posture_is_t1(&sb->posture)]++;
 	}
 	for (size_t i = 0; i < ARRAY_LEN(taint_reasons); i++) {

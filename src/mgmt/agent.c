@@ -278,6 +278,49 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 	sb->agent_registered = true;
 	log_info("agent registered", "name=%s instance=%s uid=%u", log_q(sb->name),
 		 log_q(sb->instance_id), sb->uid);
+	/* a claimed warm sandbox's init learns its claim again after every registration (it
+	 * may have restarted with its container, whose env is the pool's), before any command */
+	if (sb->lc == LC_CLAIM_INIT || (sb->claimed && sb->nclaim_env))
+		agent_claim_send(sb);
+}
+
+void agent_claim_send(struct sandbox *sb)
+{
+	static Agentic__Sandbox__V1__SandboxClaim__EnvEntry entries[LIMIT_SANDBOX_ENV];
+	static Agentic__Sandbox__V1__SandboxClaim__EnvEntry *env[LIMIT_SANDBOX_ENV];
+	static char kv[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
+	Agentic__Sandbox__V1__SandboxClaim c = AGENTIC__SANDBOX__V1__SANDBOX_CLAIM__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+	const char *e = NULL;
+	size_t n = 0;
+
+	if (!sb->agent || !sb->agent_registered)
+		return; /* sent when it registers */
+	memcpy(kv, sb->claim_env, sb->claim_env_len);
+	while (n < LIMIT_SANDBOX_ENV && (e = strrun_next(sb->claim_env, sb->claim_env_len, e))) {
+		char *p = kv + (e - sb->claim_env), *eq = strchr(p, '=');
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		entries[n] = (Agentic__Sandbox__V1__SandboxClaim__EnvEntry)
+			AGENTIC__SANDBOX__V1__SANDBOX_CLAIM__ENV_ENTRY__INIT;
+		entries[n].key = p;
+		entries[n].value = eq + 1;
+		env[n] = &entries[n];
+		n++;
+	}
+	c.name = sb->name;
+	c.env = env;
+	c.n_env = n;
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_CLAIM;
+	m.claim = &c;
+	if (grpc_call_send(sb->agent, &m.base) < 0) {
+		agent_drop(sb, "cannot send the claim");
+		return;
+	}
+	log_info("claim sent", "name=%s pool_name=%s env=%u", log_q(sb->name), log_q(sb->agent_id),
+		 (unsigned)n);
 }
 
 /* ---- output acks ---- */
@@ -420,13 +463,11 @@ static void out_result(struct sandbox *sb, const Agentic__Sandbox__V1__CommandRe
 	out_ack_send(sb);
 }
 
-/* READY: the run goes on or begins (a new one runs the create's cmd), then the create ends. */
-static void agent_now_ready(struct sandbox *sb)
+/* The run goes on or begins (a new one runs the create's cmd). */
+static void run_begin(struct sandbox *sb)
 {
-	bool begun;
+	bool begun = runlog_ready(sb);
 
-	sb->agent_ready = true;
-	begun = runlog_ready(sb);
 	/* the init sends nothing until it learns what the run's transcript already has */
 	out_resume(sb);
 	if (begun && sb->ncmd) {
@@ -441,6 +482,15 @@ static void agent_now_ready(struct sandbox *sb)
 			log_warn("the sandbox's cmd did not start", "name=%s error=%s", log_q(sb->name),
 				 log_q(err_str(x)));
 	}
+}
+
+/* READY: the run goes on or begins, then the create ends. A warm sandbox has no run until it
+ * is claimed (its transcript starts at the claim, with the claim's env in place). */
+static void agent_now_ready(struct sandbox *sb)
+{
+	sb->agent_ready = true;
+	if (!sb->pool && sb->lc != LC_CLAIM_INIT && sb->lc != LC_CLAIM_RENAME)
+		run_begin(sb);
 	lifecycle_signal(sb, LC_EV_AGENT_READY);
 	exec_agent_writable(sb);
 }
@@ -505,7 +555,7 @@ static void connect_start(struct grpc_call *call)
 		refuse_why(call, RF_REMOVING, "the sandbox is being removed");
 		return;
 	}
-	if (!md_is(call, "x-agent-id", sb->name)) {
+	if (!md_is(call, "x-agent-id", sb->agent_id)) {
 		refuse_why(call, RF_AGENT_ID, "x-agent-id does not name the sandbox of this uid");
 		return;
 	}
@@ -564,7 +614,7 @@ static bool registration_ok(const struct sandbox *sb,
 			    const Agentic__Sandbox__V1__AgentRegistration *reg)
 {
 	return strcmp(reg->instance_id, sb->instance_id) == 0 &&
-	       (!reg->agent_id[0] || strcmp(reg->agent_id, sb->name) == 0);
+	       (!reg->agent_id[0] || strcmp(reg->agent_id, sb->agent_id) == 0);
 }
 
 static const Agentic__Sandbox__V1__OutputChunk *
@@ -642,6 +692,26 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			out_chunk(sb, o, s);
 		else
 			exec_output(sb, o->stream_id, s, o->data.data, o->data.len, false);
+		return;
+	}
+	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_CLAIM_ACK: {
+		const Agentic__Sandbox__V1__ClaimAck *ca = m->claim_ack;
+		struct lc_event ev = { .kind = LC_EV_CLAIM_REFUSED };
+		char why[128];
+
+		if (!sb->agent_authed || sb->lc != LC_CLAIM_INIT)
+			return; /* an answer to a claim sent again after a registration */
+		if (ca->error[0]) {
+			/* the init's words, cut short and never taken as more than text */
+			snprintf(why, sizeof(why), "%s", ca->error);
+			ev.why = why;
+			log_warn("claim refused by the init", "name=%s reason=%s", log_q(sb->name),
+				 log_q(why));
+			lifecycle_on(sb, &ev);
+			return;
+		}
+		run_begin(sb);
+		lifecycle_signal(sb, LC_EV_CLAIMED);
 		return;
 	}
 	case AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_STDIN_ACK:

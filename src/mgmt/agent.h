@@ -30,6 +30,9 @@ void agent_forget(struct sandbox *sb);
 /* Refusal reasons, as fixed words for /metrics. */
 #define AGENT_REFUSAL_REASONS 9
 const char *agent_refusal_name(int reason);
+/* A claimed warm sandbox's SandboxClaim (its name and the claim's env) to its init, now if
+ * it is registered, else when it registers. */
+void agent_claim_send(struct sandbox *sb);
 /* Ends the sandbox's Connect stream (UNAVAILABLE, why). */
 void agent_drop(struct sandbox *sb, const char *why);
 /* Output acks due: a resume after a failed transcript write, at its retry time (the run is

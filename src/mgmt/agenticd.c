@@ -309,8 +309,22 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 static void hook_created(void *ctx, struct sandbox *sb, int64_t took_ms)
 {
 	(void)ctx;
-	metrics_provision(took_ms);
+	if (!sb->pool)
+		metrics_provision(took_ms);
 	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
+}
+
+static void hook_claim_refused(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
+	sb->waiter = -1;
+}
+
+static void hook_claim_send(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	agent_claim_send(sb);
 }
 
 static void hook_create_failed(void *ctx, struct sandbox *sb)
@@ -424,6 +438,8 @@ static void hook_network_read(void *ctx, struct sandbox *sb, bool ok, const char
 const struct lifecycle_hooks agenticd_hooks = {
 	.created = hook_created,
 	.create_failed = hook_create_failed,
+	.claim_refused = hook_claim_refused,
+	.claim_send = hook_claim_send,
 	.removed = hook_removed,
 	.pid_known = hook_pid_known,
 	.agent_drop = hook_agent_drop,

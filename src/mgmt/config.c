@@ -35,6 +35,7 @@ static const struct key keys[] = {
 	{ "workload_gid", K_U32, F(workload_gid), 1, 0x7fffffff },
 	{ "sandbox_subnet_pool", K_CIDR, 0, 0, 0 },
 	{ "max_sandboxes", K_U32, F(max_sandboxes), 1, 4096 },
+	{ "warm_sandboxes", K_U32, F(warm_sandboxes), 0, LIMIT_WARM_SANDBOXES },
 	{ "max_admin_connections", K_U32, F(max_admin_connections), 1, 1024 },
 	{ "max_message_bytes", K_BYTES, F(max_message_bytes), 1024, 64u << 20 },
 	{ "max_streams_per_connection", K_U32, F(max_streams_per_connection), 1, 1024 },
@@ -414,6 +415,8 @@ int config_validate(const struct config *cfg, char *err, size_t err_size)
 		why = "the control uid range includes workload_uid";
 	else if (cfg->workload_gid >= cfg->control_uid_min && cfg->workload_gid <= cfg->control_uid_max)
 		why = "the control uid range includes workload_gid (control gids equal control uids)";
+	else if (cfg->warm_sandboxes >= cfg->max_sandboxes)
+		why = "warm_sandboxes must be below max_sandboxes (warm sandboxes take its slots)";
 	else if (cfg->control_uid_max - cfg->control_uid_min + 1 < cfg->max_sandboxes)
 		why = "the control uid range is smaller than max_sandboxes";
 	else if ((1u << (28 - cfg->subnet_pool_prefix)) < cfg->max_sandboxes)

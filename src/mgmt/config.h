@@ -27,6 +27,7 @@ struct config {
 	uint32_t subnet_pool_base;              /* host byte order, network address */
 	uint32_t subnet_pool_prefix;            /* /16 by default; each sandbox gets a /28 */
 	uint32_t max_sandboxes;
+	uint32_t warm_sandboxes;                /* kept ready to be claimed (docs/WARM_POOL.md) */
 	uint32_t max_admin_connections;
 	uint64_t max_message_bytes;
 	uint32_t max_streams_per_connection;

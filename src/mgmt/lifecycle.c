@@ -42,6 +42,8 @@ static const struct state_info {
 	[LC_RM_NET_REMOVE] = { "rm_net_remove", SB_REMOVING, RT_NET_REMOVE, F_REMOVE },
 	[LC_GONE_NET_REMOVE] = { "gone_net_remove", SB_REMOVING, RT_NET_REMOVE, F_GONE },
 	[LC_RB_CT_FIND] = { "rb_ct_find", SB_CREATING, RT_CT_INSPECT, F_ROLLBACK },
+	[LC_CLAIM_RENAME] = { "claim_rename", SB_CREATING, RT_CT_RENAME, F_CREATE },
+	[LC_CLAIM_INIT] = { "claim_init", SB_CREATING, 0, F_CREATE },
 };
 
 static struct lifecycle_config lc;
@@ -49,6 +51,10 @@ static const struct lifecycle_hooks no_hooks;
 static bool stopping;       /* SIGTERM: no new work */
 static uint32_t depth;      /* lifecycle_on nesting: a hook feeding an event back */
 static bool events_dirty;   /* the runtime reported container events: drain them on the tick */
+static int64_t warm_retry_at; /* monotonic: a warm sandbox's create failed; none before this */
+/* A warm sandbox's create asks for nothing: the default image and resources, no env */
+static struct create_req warm_req;
+#define WARM_RETRY_MS 5000
 
 #define HOOK(name, ...) \
 	do { \
@@ -130,7 +136,10 @@ bool lifecycle_check(const struct sandbox *sb)
 		return broken(sb, "a step with both (or neither) a call and a retry");
 	if (sb->lc == LC_RM_PENDING && !sb->call_active)
 		return broken(sb, "a pending remove without the call it waits for");
-	if ((f == F_READY || f == F_CONFLICT || sb->lc == LC_WAIT_READY) &&
+	if (sb->pool && (sb->lc == LC_CLAIM_RENAME || sb->lc == LC_CLAIM_INIT))
+		return broken(sb, "a claim of a sandbox still in the warm pool");
+	if ((f == F_READY || f == F_CONFLICT || sb->lc == LC_WAIT_READY ||
+	     sb->lc == LC_CLAIM_RENAME || sb->lc == LC_CLAIM_INIT) &&
 	    (!sb->ct_exists || !sb->container_id[0]))
 		return broken(sb, "ready (or waiting for the agent) without a container");
 	return true;
@@ -168,6 +177,10 @@ static void fill_call(struct sandbox *sb, enum rt_op op)
 		break;
 	case RT_NET_REMOVE:
 		c->id = sb->network_id[0] ? sb->network_id : sb->network;
+		break;
+	case RT_CT_RENAME:
+		c->id = sb->container_id;
+		c->name = sb->name;
 		break;
 	case RT_CT_STOP:
 		c->stop_grace_s = (int)((lc.cfg->stop_grace_ms + 999) / 1000);
@@ -235,11 +248,63 @@ static void pool_fill(void)
 		netpool_fill(p, mono(), stopping || creates_running());
 }
 
+/* The warm pool (warm_sandboxes): one warm sandbox made at a time, after the creates that
+ * wait for an answer; a ready one that is no longer T1 (a `docker exec` into it, its
+ * network changed) is removed, never handed out. Called from the tick only, never from
+ * inside an event. */
+static bool warm_wanted(uint32_t *have)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < lc.nsb; i++) {
+		const struct sandbox *sb = &lc.sb[i];
+
+		if (!sb->pool || lifecycle_going(sb))
+			continue;
+		if (family_of(sb) == F_CREATE)
+			return false; /* one at a time */
+		n++;
+	}
+	*have = n;
+	return n < lc.cfg->warm_sandboxes;
+}
+
+static void warm_fill(void)
+{
+	struct sandbox *sb;
+	uint32_t have;
+	char hex[16];
+
+	for (uint32_t i = 0; i < lc.nsb; i++) {
+		sb = &lc.sb[i];
+		if (sb->pool && sb->lc == LC_READY && !sb->call_active &&
+		    (sb->posture.taints || !posture_is_t1(&sb->posture))) {
+			log_warn("warm sandbox no longer T1; removing it", "name=%s tier=%s",
+				 log_q(sb->name), posture_tier(&sb->posture));
+			lifecycle_remove(sb, true, false);
+		}
+	}
+	if (!lc.cfg->warm_sandboxes || stopping || mono() < warm_retry_at || creates_running() ||
+	    !warm_wanted(&have) || !(sb = sandbox_new()))
+		return;
+	do {
+		random_hex(hex, 12);
+		snprintf(sb->name, sizeof(sb->name), "warm-%s", hex);
+	} while (sandbox_by_name(sb->name) != sb);
+	memcpy(sb->agent_id, sb->name, sizeof(sb->agent_id));
+	sb->pool = true;
+	log_info("warm sandbox create", "name=%s warm=%u wanted=%u", log_q(sb->name), have,
+		 lc.cfg->warm_sandboxes);
+	lifecycle_create(sb, &warm_req);
+}
+
 /* ---- the ends: ready, released ---- */
 
 static void finish_create(struct sandbox *sb)
 {
 	int64_t took = wall() - sb->created_ms;
+
+	bool claim = sb->lc == LC_CLAIM_INIT;
 
 	set_state(sb, LC_READY);
 	sb->deadline = 0;
@@ -248,13 +313,19 @@ static void finish_create(struct sandbox *sb)
 	if (share_write_record(lc.cfg, sb) != 0)
 		log_warn("sandbox record not written", "name=%s instance=%s", log_q(sb->name),
 			 log_q(sb->instance_id));
-	log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s tier=%s took_ms=%lld "
-		 "network_ms=%lld container_create_ms=%lld start_ms=%lld init_ms=%lld connect_ms=%lld",
-		 log_q(sb->name), log_q(sb->instance_id), sb->uid, subnet_or_dash(sb),
-		 posture_tier(&sb->posture), (long long)took,
-		 (long long)(sb->t_net - sb->t_begin), (long long)(sb->t_ct - sb->t_net),
-		 (long long)(sb->t_start - sb->t_ct), (long long)(mono() - sb->t_start),
-		 (long long)(sb->t_auth - sb->t_ct));
+	if (claim)
+		log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s tier=%s took_ms=%lld "
+			 "warm=1 pool_name=%s", log_q(sb->name), log_q(sb->instance_id), sb->uid,
+			 subnet_or_dash(sb), posture_tier(&sb->posture), (long long)took,
+			 log_q(sb->agent_id));
+	else
+		log_info("sandbox ready", "name=%s instance=%s uid=%u subnet=%s tier=%s took_ms=%lld "
+			 "network_ms=%lld container_create_ms=%lld start_ms=%lld init_ms=%lld "
+			 "connect_ms=%lld pool=%d", log_q(sb->name), log_q(sb->instance_id), sb->uid,
+			 subnet_or_dash(sb), posture_tier(&sb->posture), (long long)took,
+			 (long long)(sb->t_net - sb->t_begin), (long long)(sb->t_ct - sb->t_net),
+			 (long long)(sb->t_start - sb->t_ct), (long long)(mono() - sb->t_start),
+			 (long long)(sb->t_auth - sb->t_ct), sb->pool);
 	HOOK(created, sb, took);
 	sb->waiter = -1;
 	pool_fill();
@@ -284,6 +355,9 @@ static void finish_release(struct sandbox *sb, enum family f)
 	} else {
 		log_info("create rolled back", "name=%s instance=%s uid=%u subnet=%s", log_q(sb->name),
 			 log_q(sb->instance_id), sb->uid, subnet_or_dash(sb));
+		/* a warm sandbox that cannot be made is not tried again at once */
+		if (sb->pool)
+			warm_retry_at = mono() + WARM_RETRY_MS;
 		HOOK(create_failed, sb);
 	}
 	sb->waiter = -1;
@@ -435,6 +509,8 @@ static int on_create(struct sandbox *sb, struct create_req *req)
 	sb->req = req;
 	sb->created_ms = wall();
 	sb->t_begin = sb->t_net = mono();
+	/* its container and its init know it by the name it is made with */
+	memcpy(sb->agent_id, sb->name, sizeof(sb->agent_id));
 	if (uuid7(sb->instance_id) != 0 || sandbox_take_uid(sb) != 0) {
 		fail_create(sb, 503, "capacity", "no free control uid in %u-%u",
 			    cfg->control_uid_min, cfg->control_uid_max);
@@ -552,6 +628,57 @@ static void refresh_done(struct sandbox *sb)
 		sb->pending |= LC_PEND_DESTROY;
 }
 
+/* ---- a claim of a warm sandbox ---- */
+
+static int on_claim(struct sandbox *sb)
+{
+	if (sb->lc != LC_READY || !sb->pool || sb->call_active || !sb->running)
+		return ERR_STATE;
+	sb->pool = false;
+	sb->created_ms = wall();
+	sb->t_begin = mono();
+	sb->deadline = mono() + lc.cfg->ready_timeout_ms;
+	log_info("claim started", "name=%s pool_name=%s instance=%s uid=%u", log_q(sb->name),
+		 log_q(sb->agent_id), log_q(sb->instance_id), sb->uid);
+	enter(sb, LC_CLAIM_RENAME);
+	return 0;
+}
+
+/* The container has its new name: the claim is recorded (a restart finds a create, which it
+ * rolls back), then told to the init. A name another container has leaves the warm sandbox
+ * as it was, in the pool. */
+static void claim_renamed(struct sandbox *sb)
+{
+	const struct rt_result *res = &sb->call.res;
+	int r;
+
+	if (res->outcome == RT_NAME_TAKEN) {
+		log_info("claim refused: another container has the name; the warm sandbox stays",
+			 "name=%s pool_name=%s", log_q(sb->name), log_q(sb->agent_id));
+		snprintf(sb->error, sizeof(sb->error), "container rename failed: %s", res->text);
+		policy_redact(sb->error, sizeof(sb->error));
+		sb->err_status = 409;
+		sb->err_code = "name_taken";
+		sandbox_claim_undo(sb);
+		sb->pool = true;
+		sb->deadline = 0;
+		set_state(sb, LC_READY);
+		HOOK(claim_refused, sb);
+		return;
+	}
+	if (res->outcome != RT_OK) {
+		step_failed(sb, "container rename");
+		return;
+	}
+	sb->claimed = true;
+	set_state(sb, LC_CLAIM_INIT);
+	if ((r = share_write_record(lc.cfg, sb)) != 0) {
+		fail_create(sb, 500, "agentshare", "cannot write sandbox.json: %s", err_str(r));
+		return;
+	}
+	HOOK(claim_send, sb);
+}
+
 /* A create step's call answered: the next step, or the rollback. */
 static void create_step_done(struct sandbox *sb)
 {
@@ -582,6 +709,9 @@ static void create_step_done(struct sandbox *sb)
 		break;
 	case LC_NET_SCAN:
 		scan_done(sb);
+		break;
+	case LC_CLAIM_RENAME:
+		claim_renamed(sb);
 		break;
 	case LC_CT_CREATE:
 		if (res->outcome != RT_OK) {
@@ -645,6 +775,7 @@ static int on_call_done(struct sandbox *sb)
 	case LC_CT_CREATE:
 	case LC_CT_START:
 	case LC_CT_INSPECT:
+	case LC_CLAIM_RENAME:
 		create_step_done(sb);
 		break;
 	case LC_READY_REFRESH:
@@ -735,7 +866,7 @@ static void on_die(struct sandbox *sb)
 	HOOK(stopped, sb, "the sandbox's container stopped", "container_stopped");
 	sb->pid = 0;
 	sb->pid_ns[0] = '\0';
-	if (sb->lc == LC_WAIT_READY)
+	if (sb->lc == LC_WAIT_READY || sb->lc == LC_CLAIM_INIT)
 		fail_create(sb, 500, "init_exited", "the sandbox's init exited before it was ready");
 }
 
@@ -811,6 +942,22 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 			fail_create(sb, 504, "not_ready", "the sandbox was not ready within %u ms "
 				    "(ready_timeout_ms): its init did not register and report READY",
 				    lc.cfg->ready_timeout_ms);
+		else if (sb->lc == LC_CLAIM_INIT && sb->deadline && mono() >= sb->deadline)
+			fail_create(sb, 504, "not_ready", "the warm sandbox's init did not take the "
+				    "claim within %u ms (ready_timeout_ms)", lc.cfg->ready_timeout_ms);
+		return 0;
+	case LC_EV_CLAIM:
+		return on_claim(sb);
+	case LC_EV_CLAIMED:
+		if (sb->lc != LC_CLAIM_INIT)
+			return ERR_STATE;
+		finish_create(sb);
+		return 0;
+	case LC_EV_CLAIM_REFUSED:
+		if (sb->lc != LC_CLAIM_INIT)
+			return ERR_STATE;
+		fail_create(sb, 500, "init_refused", "the warm sandbox's init refused the claim: %s",
+			    ev->why ? ev->why : "no reason given");
 		return 0;
 	case LC_EV_RETRY:
 		if (!sb->call_active && sb->retry_at && mono() >= sb->retry_at && states[sb->lc].op) {
@@ -921,8 +1068,15 @@ static void sink_event(void *ctx, const struct rt_notice *n)
 		HOOK(network_read, sb, false, "other_network");
 		HOOK(tainted, sb, n->ev, n->source);
 		return;
-	case RT_EV_EXEC:
 	case RT_EV_CHANGED:
+		/* a claim's own rename: from the pool name to the claimed one */
+		if ((sb->claimed || sb->lc == LC_CLAIM_RENAME) && n->old_name && n->new_name &&
+		    strcmp(n->old_name, sb->agent_id) == 0 &&
+		    strcmp(n->new_name, sb->name) == 0)
+			return;
+		HOOK(tainted, sb, n->ev, n->source);
+		return;
+	case RT_EV_EXEC:
 		HOOK(tainted, sb, n->ev, n->source);
 		return;
 	}
@@ -934,6 +1088,7 @@ void lifecycle_start(const struct lifecycle_config *cfg)
 	if (!lc.hooks)
 		lc.hooks = &no_hooks;
 	stopping = false;
+	warm_retry_at = 0;
 	depth = 0;
 	events_dirty = false;
 	lc.rt->sink = (struct runtime_sink){ .call_done = sink_call_done, .event = sink_event };
@@ -947,7 +1102,8 @@ void lifecycle_tick(int64_t now)
 
 		if (sb->lc == LC_FREE)
 			continue;
-		if (sb->deadline && now >= sb->deadline && sb->lc == LC_WAIT_READY)
+		if (sb->deadline && now >= sb->deadline &&
+		    (sb->lc == LC_WAIT_READY || sb->lc == LC_CLAIM_INIT))
 			lifecycle_signal(sb, LC_EV_DEADLINE);
 		if (sb->retry_at && now >= sb->retry_at && !sb->call_active)
 			lifecycle_signal(sb, LC_EV_RETRY);
@@ -961,6 +1117,7 @@ void lifecycle_tick(int64_t now)
 			}
 	}
 	pool_fill();
+	warm_fill();
 }
 
 int64_t lifecycle_next_deadline(int64_t now)
@@ -972,7 +1129,8 @@ int64_t lifecycle_next_deadline(int64_t now)
 
 		if (sb->lc == LC_FREE || sb->call_active)
 			continue;
-		if (sb->deadline && sb->lc == LC_WAIT_READY && sb->deadline < next)
+		if (sb->deadline && (sb->lc == LC_WAIT_READY || sb->lc == LC_CLAIM_INIT) &&
+		    sb->deadline < next)
 			next = sb->deadline;
 		if (sb->retry_at && sb->retry_at < next)
 			next = sb->retry_at;
@@ -982,6 +1140,16 @@ int64_t lifecycle_next_deadline(int64_t now)
 
 		if (p < next)
 			next = p;
+	}
+	{
+		uint32_t have;
+
+		if (lc.cfg->warm_sandboxes && !stopping && !creates_running() && warm_wanted(&have)) {
+			int64_t w = warm_retry_at > now ? warm_retry_at : now;
+
+			if (w < next)
+				next = w;
+		}
 	}
 	if (events_dirty)
 		next = now;

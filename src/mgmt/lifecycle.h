@@ -30,6 +30,8 @@
  *   LC_RM_CT_REMOVE    removing  CT_REMOVE
  *   LC_RM_NET_REMOVE   removing  NET_REMOVE
  *   LC_GONE_NET_REMOVE removing  NET_REMOVE   (its container was removed behind our back)
+ *   LC_CLAIM_RENAME    creating  CT_RENAME    (a create claimed a warm sandbox: its name)
+ *   LC_CLAIM_INIT      creating  -            (its init takes the claim's env: ClaimAck)
  *
  * A teardown step (RB_*, RM_*, GONE_*) whose call fails waits for its retry (sb->retry_at)
  * with no call running, then runs again; a failed create step rolls back. The last teardown
@@ -50,12 +52,23 @@
  *   (what the runtime says was done to a container behind agenticd's back, EXEC,
  *   NET_CONNECT of another network, CHANGED, is no event: it reaches the tainted hook at
  *   once, in any state, and changes none)
- *   DEADLINE     WAIT_READY past sb->deadline: rolls back (504); else -
+ *   DEADLINE     WAIT_READY, CLAIM_INIT past sb->deadline: rolls back (504); else -
  *   RETRY        a teardown step waiting past sb->retry_at: runs it again; else -
  *   SHUTDOWN     creating, no call running: rolls back (503); a running create step rolls
  *                back when its call ends; else -
  *   RECOVERED    LC_NEW with a container: READY (else x)
  *   CONFLICT     LC_NEW, READY: CONFLICT (else x)
+ *   CLAIM        READY warm (sb->pool), its container running, no call: CLAIM_RENAME (else x);
+ *                its rename answered: CLAIM_INIT, or the name taken: READY in the pool again
+ *                (the claim_refused hook), or another failure: rolls back
+ *   CLAIMED      CLAIM_INIT: ready (the created hook) (else x)
+ *   CLAIM_REFUSED CLAIM_INIT: rolls back (500) (else x)
+ *
+ * The warm pool (config warm_sandboxes): lifecycle_tick makes warm sandboxes (sb->pool, a
+ * create of the default request) one at a time, when no other create runs, up to the count;
+ * one whose create failed holds the next back WARM_RETRY_MS; a ready one no longer T1 is
+ * removed. A claim's own rename is no taint (the engine's rename event, from the pool name
+ * to the claimed one).
  *
  * Invariants, checked after every event (lifecycle_check): a call runs only in a state that
  * has one; a creating step other than WAIT_READY always has its call running; a teardown or
@@ -97,6 +110,10 @@ enum lc_event_kind {
 	LC_EV_SHUTDOWN,
 	LC_EV_RECOVERED,   /* recovery found it ready (LC_NEW with its container set) */
 	LC_EV_CONFLICT,    /* recovery found another claiming its uid (LC_NEW or READY) */
+	LC_EV_CLAIM,       /* a create claims this warm sandbox (READY, pool): sb->name is the
+			    * new one, agent_id the pool's */
+	LC_EV_CLAIMED,     /* its init took the claim (ClaimAck) */
+	LC_EV_CLAIM_REFUSED, /* its init refused it: why */
 	LC_EVENTS
 };
 
@@ -104,6 +121,7 @@ struct lc_event {
 	enum lc_event_kind kind;
 	struct create_req *req;       /* CREATE */
 	bool force, keep_workspace;   /* REMOVE */
+	const char *why;              /* CLAIM_REFUSED: the init's fixed words */
 };
 
 /* Upward reports. Every hook may be NULL. They are called from inside lifecycle_on, once the
@@ -116,6 +134,13 @@ struct lifecycle_hooks {
 	/* The create was rolled back completely: sb->err_status, err_code, error say why. The
 	 * slot is freed right after. */
 	void (*create_failed)(void *ctx, struct sandbox *sb);
+	/* A claim's rename found the name taken by another container: the sandbox is back in
+	 * the pool, as it was (answer sb->err_status etc. to sb->waiter; the claim's request
+	 * parts kept with the sandbox are let go). */
+	void (*claim_refused)(void *ctx, struct sandbox *sb);
+	/* A claim is renamed and recorded: tell the init (SandboxClaim), now or when it
+	 * registers. */
+	void (*claim_send)(void *ctx, struct sandbox *sb);
 	/* The remove finished (answer 200 to sb->waiter); the slot is freed right after. */
 	void (*removed)(void *ctx, struct sandbox *sb);
 	/* The container's pid is known (or changed): sb->pid, sb->pid_ns, sb->init_pidfd. */

@@ -111,6 +111,9 @@ int metrics_render(struct buf *b, const struct metrics_view *v)
 		r |= buf_printf(b, "agentic_sandboxes{state=\"%s\"} %u\n", states[i], v->sandboxes[i]);
 	r |= buf_printf(b, "agentic_sandboxes{tier=\"T0\"} %u\nagentic_sandboxes{tier=\"T1\"} %u\n",
 		   v->tiers[0], v->tiers[1]);
+	r |= buf_printf(b, "# HELP agentic_warm_sandboxes Warm sandboxes not claimed yet (made or "
+		   "being made), in none of the counts above.\n# TYPE agentic_warm_sandboxes gauge\n"
+		   "agentic_warm_sandboxes %u\n", v->warm);
 	r |= buf_printf(b, "# HELP agentic_agents_connected Sandboxes whose agent is connected and ready.\n"
 		   "# TYPE agentic_agents_connected gauge\nagentic_agents_connected %u\n",
 		   v->agents_connected);

@@ -31,6 +31,7 @@ struct metrics_view {
 	const uint64_t *taints;          /* ... and the taints recorded since start, each */
 	uint32_t ntaints;
 	uint32_t agents_connected;
+	uint32_t warm;                /* warm sandboxes not claimed (made or being made) */
 	const char *const *refusal_names; /* the reasons' fixed words, nrefusals of them */
 	uint32_t nrefusals;
 	uint64_t refused_admins;

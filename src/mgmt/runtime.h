@@ -65,6 +65,7 @@ enum rt_op {
 	RT_CT_STOP,           /* id, stop_grace_s */
 	RT_CT_REMOVE,         /* id (forced) */
 	RT_NET_REMOVE,        /* id or name */
+	RT_CT_RENAME,         /* id, name (a warm sandbox claimed: its new name) */
 };
 
 enum rt_outcome {
@@ -105,7 +106,7 @@ struct rt_call {
 	uint32_t slot;                /* the caller's slot, < runtime_slots(): sandbox i is i,
 				       * the warm pool is RT_SLOT_POOL(nsb) */
 	struct sandbox *sb;           /* CT_CREATE and CT_LOGS read or write it; NULL for the pool */
-	const char *name;             /* NET_CREATE: the network's name */
+	const char *name;             /* NET_CREATE: the network's name; CT_RENAME: the new one */
 	const char *subnet;           /* NET_CREATE: its /28 */
 	const char *id;               /* the container or network the call is about */
 	bool managed_net;             /* CT_CREATE: sb->network is ours (a label says so);
@@ -135,6 +136,8 @@ struct rt_notice {
 				       * "update", "extract-to-dir", "commit", "rename") */
 	const char *net_name;         /* NET_CONNECT: the network's name, */
 	const char *net_id;           /* and its id */
+	const char *old_name;         /* CHANGED by "rename": the name before, */
+	const char *new_name;         /* and after (NULL when the engine gave none) */
 };
 
 /* Where a runtime reports: set by whoever drives it (lifecycle_start for agenticd). */

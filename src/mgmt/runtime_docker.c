@@ -72,7 +72,7 @@ static int begin_container_create(struct runtime_docker *d, struct docker_call *
 		return ERR_STATE;
 #define ENV(...) snprintf(scratch_env[ne], sizeof(scratch_env[ne]), __VA_ARGS__), \
 		 env[ne] = scratch_env[ne], ne++
-	ENV("AGENT_ID=%s", sb->name);
+	ENV("AGENT_ID=%s", sb->agent_id);
 	ENV("AGENT_INSTANCE_ID=%s", sb->instance_id);
 	ENV("AGENT_CONTROL_UID=%u", sb->uid);
 	ENV("AGENT_CONTROL_GID=%u", sb->uid + (runtime_docker_fault_init_env() ? 1u : 0u));
@@ -220,6 +220,8 @@ static int slot_begin(struct engine_job *j)
 		return begin_container_create(d, &j->call, c);
 	case RT_CT_START:
 		return docker_container_start_begin(&j->call, dc, c->id);
+	case RT_CT_RENAME:
+		return docker_container_rename_begin(&j->call, dc, c->id, c->name);
 	case RT_CT_INSPECT:
 		if (s->net_phase)
 			return docker_network_inspect_begin(&j->call, dc, s->net);
@@ -256,6 +258,8 @@ static enum rt_outcome outcome_of(const struct rt_call *rc, const struct docker_
 			return RT_IMAGE_MISSING;
 		return RT_ENGINE;
 	}
+	if (rc->op == RT_CT_RENAME && api && e->status == 409)
+		return RT_NAME_TAKEN;
 	/* the engine refused a network create because its subnet overlaps a network agenticd
 	 * does not know of */
 	if (rc->op == RT_NET_CREATE && api && e->op == DOCKER_OP_NETWORK_CREATE &&
@@ -463,7 +467,7 @@ static const struct {
 static void on_container_event(struct runtime_docker *d, const struct docker_event *ev,
 			       enum rt_event kind, const char *word)
 {
-	char owner[64];
+	char owner[64], old_name[SB_NAME_BYTES + 2], new_name[SB_NAME_BYTES + 2];
 	struct rt_notice n = { .ev = kind, .container_id = ev->id, .source = word };
 
 	if (kind <= RT_EV_DESTROY && ev->time_nano < d->live_from_ns)
@@ -472,6 +476,13 @@ static void on_container_event(struct runtime_docker *d, const struct docker_eve
 	if (docker_event_attr(ev, "agentic-daemon", owner, sizeof(owner)) != 0 ||
 	    strcmp(owner, d->c.owner) != 0)
 		return;
+	/* a rename's names, without the engine's leading '/': a claim's own rename is no taint */
+	if (strcmp(word, "rename") == 0 &&
+	    docker_event_attr(ev, "oldName", old_name, sizeof(old_name)) == 0 &&
+	    docker_event_attr(ev, "name", new_name, sizeof(new_name)) == 0) {
+		n.old_name = old_name + (old_name[0] == '/');
+		n.new_name = new_name + (new_name[0] == '/');
+	}
 	d->rt.sink.event(d->rt.sink.ctx, &n);
 }
 

@@ -75,7 +75,7 @@ static bool in_use(const struct sandbox *sb)
 struct sandbox *sandbox_by_name(const char *name)
 {
 	for (uint32_t i = 0; i < T.nsb; i++)
-		if (in_use(&T.sb[i]) && strcmp(T.sb[i].name, name) == 0)
+		if (in_use(&T.sb[i]) && !T.sb[i].pool && strcmp(T.sb[i].name, name) == 0)
 			return &T.sb[i];
 	return NULL;
 }
@@ -123,6 +123,17 @@ struct sandbox *sandbox_new(void)
 		return sb;
 	}
 	return NULL;
+}
+
+void sandbox_claim_undo(struct sandbox *sb)
+{
+	snprintf(sb->name, sizeof(sb->name), "%s", sb->agent_id);
+	sb->ncmd = sb->nlabels = sb->nmounts = 0;
+	sb->cmd_len = sb->labels_len = sb->mounts_len = 0;
+	sb->nclaim_env = 0;
+	sb->claim_env_len = 0;
+	sb->posture.at_create = 0;
+	sb->egress_json[0] = '\0';
 }
 
 void sandbox_free(struct sandbox *sb)

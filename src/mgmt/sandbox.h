@@ -53,6 +53,8 @@ enum lc_state {
 	LC_RM_NET_REMOVE,
 	LC_GONE_NET_REMOVE,
 	LC_RB_CT_FIND,
+	LC_CLAIM_RENAME,
+	LC_CLAIM_INIT,
 	LC_STATES
 };
 
@@ -70,6 +72,16 @@ struct sandbox {
 	enum lc_state lc;             /* where its life is (lifecycle.h) */
 	uint32_t gen;                 /* bumped whenever the slot is reused */
 	char name[SB_NAME_BYTES];
+	/* the name its container was made with (its init's AGENT_ID, what its connection says
+	 * it is): the name, but for a claimed warm sandbox, which keeps its pool name here */
+	char agent_id[SB_NAME_BYTES];
+	bool pool;                    /* a warm sandbox not claimed (yet): no run, no API */
+	bool claimed;                 /* made warm, then claimed by a create */
+	/* a claim's env: nclaim_env "K=V" strings (strrun), sent to the init at the claim and
+	 * after every registration since (the container's own env is the pool's) */
+	uint16_t nclaim_env;
+	uint32_t claim_env_len;
+	char claim_env[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
 	char instance_id[SB_ID_BYTES];
 	char container_id[RT_ID_BYTES];
 	char network[SB_NET_BYTES];   /* the network's name (ours, or the operator's) */
@@ -169,6 +181,7 @@ struct sandbox *sandbox_slot(uint32_t i);     /* slot i, free or not; NULL past 
 uint32_t sandbox_index(const struct sandbox *sb); /* sb's slot */
 uint32_t sandbox_live(void);                  /* slots not SB_FREE */
 struct idalloc *sandbox_uid_map(void);        /* the control uids taken (recovery marks) */
+/* A sandbox by its name; never a warm one not claimed (the API knows none of those). */
 struct sandbox *sandbox_by_name(const char *name);
 struct sandbox *sandbox_by_uid(uint32_t uid);
 struct sandbox *sandbox_by_container(const char *id);
@@ -177,6 +190,9 @@ struct sandbox *sandbox_new(void);  /* NULL when the table is full */
  * hold open (a restart in a simulator: then netpool_init, lifecycle_start and recover_state
  * rebuild it from the records and the runtime). */
 void sandbox_table_reset(void);
+/* A claim that did not go ahead: the warm sandbox as it was (its pool name, no cmd, labels,
+ * env or reasons of the claim's request). */
+void sandbox_claim_undo(struct sandbox *sb);
 /* Releases the slot with its uid and subnet (the lifecycle's hooks let go of the rest first). */
 void sandbox_free(struct sandbox *sb);
 /* Next-fit from the maps: 0 or ERR_LIMIT when every uid (/28) is taken. */

@@ -165,7 +165,8 @@ static void write_strrun(struct json_writer *w, const char *key, const char *run
 int share_write_record(const struct config *cfg, const struct sandbox *sb)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES + LIMIT_SANDBOX_LABEL_BYTES +
-			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES];
+			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES +
+			 2 * LIMIT_SANDBOX_CLAIM_ENV_BYTES];
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 32], tmp[LIMIT_PATH_BYTES + 32];
 	struct buf b;
 	struct json_writer w;
@@ -179,6 +180,15 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 	json_obj_begin(&w);
 	json_key(&w, "name");
 	json_str_write(&w, sb->name);
+	json_key(&w, "agent_id");
+	json_str_write(&w, sb->agent_id);
+	json_key(&w, "pool");
+	json_bool_write(&w, sb->pool);
+	json_key(&w, "claimed");
+	json_bool_write(&w, sb->claimed);
+	/* a claim's env, values too: what the container's env holds for a cold create (the
+	 * record is 0600 in a 0700 directory, as the engine keeps a container's config) */
+	write_strrun(&w, "claim_env", sb->claim_env, sb->claim_env_len);
 	json_key(&w, "instance_id");
 	json_str_write(&w, sb->instance_id);
 	json_key(&w, "state");
@@ -248,7 +258,7 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 static int read_strrun(const struct json_doc *doc, int arr, char *run, uint32_t *len,
 		       uint32_t cap, uint16_t *count)
 {
-	char s[CONFIG_STR_BYTES * 4];
+	static char s[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
 
 	*len = 0;
 	*count = 0;
@@ -268,7 +278,8 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		      char *state, size_t state_size)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES * 2 + LIMIT_SANDBOX_LABEL_BYTES * 2 +
-			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384 + 2 * EGRESS_POLICY_BYTES];
+			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384 + 2 * EGRESS_POLICY_BYTES +
+			 2 * LIMIT_SANDBOX_CLAIM_ENV_BYTES];
 	static struct egress_policy pol;
 	static struct json_token tok[2048];
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 16];
@@ -330,6 +341,17 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		return ERR_PARSE;
 	sb->nlabels = npairs / 2;
 	sb->nmounts /= 2;
+	/* a record from before warm sandboxes: its container was made with its name */
+	if (json_str(&doc, json_obj_get(&doc, 0, "agent_id"), sb->agent_id,
+		     sizeof(sb->agent_id)) <= 0)
+		snprintf(sb->agent_id, sizeof(sb->agent_id), "%s", sb->name);
+	if (json_bool(&doc, json_obj_get(&doc, 0, "pool"), &bv) == 0)
+		sb->pool = bv;
+	if (json_bool(&doc, json_obj_get(&doc, 0, "claimed"), &bv) == 0)
+		sb->claimed = bv;
+	if (read_strrun(&doc, json_obj_get(&doc, 0, "claim_env"), sb->claim_env,
+			&sb->claim_env_len, sizeof(sb->claim_env), &sb->nclaim_env) != 0)
+		return ERR_PARSE;
 	/* a record from before postures has none: T0 until the engine's view is read, and its
 	 * request (env) is gone, so nothing is known of it at create */
 	if ((pt = json_obj_get(&doc, 0, "posture")) >= 0 &&

@@ -336,6 +336,14 @@ static enum rt_outcome apply(struct rt_call *c)
 		if (!ct->running)
 			ct_start(ct);
 		return RT_OK;
+	case RT_CT_RENAME:
+		if (!(ct = ct_find(c->id)))
+			return fail_with(res, RT_GONE, "No such container: %s", c->id);
+		if (ct_find(c->name) && ct_find(c->name) != ct)
+			return fail_with(res, RT_NAME_TAKEN, "Conflict. The container name \"/%s\" is "
+					 "already in use", c->name);
+		snprintf(ct->name, sizeof(ct->name), "%s", c->name);
+		return RT_OK;
 	case RT_CT_STOP:
 		if (!(ct = ct_find(c->id)))
 			return fail_with(res, RT_GONE, "No such container: %s", c->id);

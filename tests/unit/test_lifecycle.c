@@ -510,6 +510,15 @@ static struct sandbox *drive(enum lc_state want)
 	assert_int_equal(sb->lc, LC_READY);
 	if (want == LC_READY)
 		return sb;
+	if (want == LC_CLAIM_RENAME || want == LC_CLAIM_INIT) {
+		sb->pool = true; /* made warm: a create claims it */
+		assert_int_equal(signal_(sb, LC_EV_CLAIM), 0);
+		assert_int_equal(sb->lc, LC_CLAIM_RENAME);
+		if (want == LC_CLAIM_INIT)
+			answer(s, RT_OK);
+		assert_int_equal(sb->lc, want);
+		return sb;
+	}
 	if (want == LC_CONFLICT || want == LC_CONFLICT_REFRESH) {
 		assert_int_equal(signal_(sb, LC_EV_CONFLICT), 0);
 		if (want == LC_CONFLICT_REFRESH)
@@ -580,38 +589,42 @@ static void assert_nothing_held(void)
 static const enum lc_event_kind events[] = {
 	LC_EV_CREATE, LC_EV_REMOVE, LC_EV_CALL_DONE, LC_EV_AGENT_READY, LC_EV_AGENT_LOST,
 	LC_EV_CT_START, LC_EV_CT_DIE, LC_EV_CT_DESTROY, LC_EV_DEADLINE, LC_EV_RETRY,
-	LC_EV_SHUTDOWN, LC_EV_RECOVERED, LC_EV_CONFLICT,
+	LC_EV_SHUTDOWN, LC_EV_RECOVERED, LC_EV_CONFLICT, LC_EV_CLAIM, LC_EV_CLAIMED,
+	LC_EV_CLAIM_REFUSED,
 };
 
 static const char *const event_names[] = {
 	"create", "remove", "call_done", "agent_ready", "agent_lost", "ct_start", "ct_die",
-	"ct_destroy", "deadline", "retry", "shutdown", "recovered", "conflict",
+	"ct_destroy", "deadline", "retry", "shutdown", "recovered", "conflict", "claim", "claimed",
+	"claim_refused",
 };
 
 /* Row: the state; columns in the order of events[]; CALL_DONE answers RT_OK, DEADLINE comes
  * past the deadline. */
-static const int expect[LC_STATES][13] = {
-	/*                  CREATE         REMOVE          DONE               READY     LOST CT_START            DIE           DESTROY            DEADLINE    RETRY SHUT   RECOV    CONFL */
-	[LC_NEW] =        { LC_NET_CREATE, X,              X,                 S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_NET_SCAN] =   { X,             B,              LC_NET_CREATE,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_NET_CREATE] = { X,             B,              LC_CT_CREATE,      S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_CT_CREATE] =  { X,             B,              LC_CT_START,       S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_CT_START] =   { X,             B,              LC_CT_INSPECT,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_CT_INSPECT] = { X,             B,              LC_WAIT_READY,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_WAIT_READY] = { X,             B,              X,                 LC_READY, S,   S,                  LC_RB_LOGS,   LC_RB_NET_REMOVE,  LC_RB_LOGS, S,    LC_RB_LOGS, X,    X },
-	[LC_READY] =      { X,             LC_RM_STOP,     X,                 S,        S,   LC_READY_REFRESH,   S,            LC_GONE_NET_REMOVE, S,         S,    S,     X,       LC_CONFLICT },
-	[LC_READY_REFRESH] = { X,          LC_RM_PENDING,  LC_READY,          S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_CONFLICT] =   { X,             LC_RM_STOP,     X,                 S,        S,   LC_CONFLICT_REFRESH, S,           LC_GONE_NET_REMOVE, S,         S,    S,     X,       S },
-	[LC_CONFLICT_REFRESH] = { X,       LC_RM_PENDING,  LC_CONFLICT,       S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_RB_LOGS] =    { X,             B,              LC_RB_CT_REMOVE,   S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_RB_CT_REMOVE] = { X,           B,              LC_RB_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_RB_NET_REMOVE] = { X,          B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_RM_PENDING] = { X,             B,              LC_RM_STOP,        S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_RM_STOP] =    { X,             B,              LC_RM_CT_REMOVE,   S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_RM_CT_REMOVE] = { X,           B,              LC_RM_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_RM_NET_REMOVE] = { X,          B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_GONE_NET_REMOVE] = { X,        B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
-	[LC_RB_CT_FIND] = { X,             B,              LC_RB_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X },
+static const int expect[LC_STATES][16] = {
+	/*                  CREATE         REMOVE          DONE               READY     LOST CT_START            DIE           DESTROY            DEADLINE    RETRY SHUT   RECOV    CONFL  CLAIM CLAIMED REFUSED */
+	[LC_NEW] =        { LC_NET_CREATE, X,              X,                 S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_NET_SCAN] =   { X,             B,              LC_NET_CREATE,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_NET_CREATE] = { X,             B,              LC_CT_CREATE,      S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_CT_CREATE] =  { X,             B,              LC_CT_START,       S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_CT_START] =   { X,             B,              LC_CT_INSPECT,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_CT_INSPECT] = { X,             B,              LC_WAIT_READY,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_WAIT_READY] = { X,             B,              X,                 LC_READY, S,   S,                  LC_RB_LOGS,   LC_RB_NET_REMOVE,  LC_RB_LOGS, S,    LC_RB_LOGS, X,    X, X, X, X },
+	[LC_READY] =      { X,             LC_RM_STOP,     X,                 S,        S,   LC_READY_REFRESH,   S,            LC_GONE_NET_REMOVE, S,         S,    S,     X,       LC_CONFLICT, X, X, X },
+	[LC_READY_REFRESH] = { X,          LC_RM_PENDING,  LC_READY,          S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_CONFLICT] =   { X,             LC_RM_STOP,     X,                 S,        S,   LC_CONFLICT_REFRESH, S,           LC_GONE_NET_REMOVE, S,         S,    S,     X,       S, X, X, X },
+	[LC_CONFLICT_REFRESH] = { X,       LC_RM_PENDING,  LC_CONFLICT,       S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_RB_LOGS] =    { X,             B,              LC_RB_CT_REMOVE,   S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_RB_CT_REMOVE] = { X,           B,              LC_RB_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_RB_NET_REMOVE] = { X,          B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_RM_PENDING] = { X,             B,              LC_RM_STOP,        S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_RM_STOP] =    { X,             B,              LC_RM_CT_REMOVE,   S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_RM_CT_REMOVE] = { X,           B,              LC_RM_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_RM_NET_REMOVE] = { X,          B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_GONE_NET_REMOVE] = { X,        B,              LC_FREE,           S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_RB_CT_FIND] = { X,             B,              LC_RB_NET_REMOVE,  S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_CLAIM_RENAME] = { X,           B,              LC_CLAIM_INIT,     S,        S,   S,                  S,            S,                 S,          S,    S,     X,       X, X, X, X },
+	[LC_CLAIM_INIT] = { X,             B,              X,                 S,        S,   S,                  LC_RB_LOGS,   LC_RB_NET_REMOVE,  LC_RB_LOGS, S,    LC_RB_LOGS, X,    X, X, LC_READY, LC_RB_LOGS },
 };
 
 static void test_every_state_takes_or_refuses_every_event(void **state)
@@ -923,6 +936,57 @@ static void test_runtime_events_are_acted_on_at_the_tick(void **state)
 /* What was done to a container behind agenticd's back reaches the tainted hook at once,
  * with the engine's word, in a create's step as in READY, and changes no state; its own
  * network connecting (at its start, by its id) is no taint, another one is, even by its name. */
+/* A claim of a warm sandbox: its rename answered, then its init's word. A name another
+ * container has leaves it warm, as it was; the init's refusal rolls it back; the engine's
+ * event of the claim's own rename is no taint, another rename is. */
+static void test_a_claim_renames_then_waits_for_the_init(void **state)
+{
+	struct sandbox *sb = drive(LC_CLAIM_RENAME);
+	struct rt_notice n = { .ev = RT_EV_CHANGED, .source = "rename" };
+	struct lc_event refused = { .kind = LC_EV_CLAIM_REFUSED, .why = "no" };
+	int created = seen.created;
+
+	/* the name taken: back in the pool, its own name again */
+	snprintf(sb->name, sizeof(sb->name), "claimed");
+	answer(slot_of(sb), RT_NAME_TAKEN);
+	assert_int_equal(sb->lc, LC_READY);
+	assert_true(sb->pool);
+	assert_false(sb->claimed);
+	assert_string_equal(sb->name, sb->agent_id);
+	assert_int_equal(sb->err_status, 409);
+	assert_int_equal(seen.created, created);
+	/* claimed again, renamed: its own rename event taints nothing; the init takes it */
+	assert_int_equal(signal_(sb, LC_EV_CLAIM), 0);
+	snprintf(sb->name, sizeof(sb->name), "claimed");
+	n.container_id = sb->container_id;
+	n.old_name = sb->agent_id;
+	n.new_name = "claimed";
+	fake_rt.sink.event(fake_rt.sink.ctx, &n);
+	assert_int_equal(seen.tainted, 0);
+	answer(slot_of(sb), RT_OK);
+	assert_int_equal(sb->lc, LC_CLAIM_INIT);
+	assert_true(sb->claimed);
+	assert_false(sb->pool);
+	assert_int_equal(signal_(sb, LC_EV_CLAIMED), 0);
+	assert_int_equal(sb->lc, LC_READY);
+	assert_int_equal(seen.created, created + 1);
+	/* a rename by anyone else is a taint */
+	n.old_name = "claimed";
+	n.new_name = "elsewhere";
+	fake_rt.sink.event(fake_rt.sink.ctx, &n);
+	assert_int_equal(seen.tainted, 1);
+	assert_int_equal(signal_(sb, LC_EV_CLAIM), ERR_STATE); /* claimed: not warm any more */
+	teardown(NULL);
+	setup(NULL);
+	/* the init refuses: rolled back to nothing */
+	sb = drive(LC_CLAIM_INIT);
+	assert_int_equal(lifecycle_on(sb, &refused), 0);
+	assert_int_equal(sb->lc, LC_RB_LOGS);
+	assert_int_equal(sb->err_status, 500);
+	finish_rollback(sb);
+	assert_nothing_held();
+}
+
 static void test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state(void **state)
 {
 	struct sandbox *sb = drive(LC_CT_INSPECT);
@@ -1241,6 +1305,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_waiting_for_the_agent_ends_in_ready_or_a_rollback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_ready_before_the_inspect_finishes_the_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_claim_renames_then_waits_for_the_init, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_another_network_seen_on_the_inspect_taints, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_ready_again_is_logged_while_ready_or_refreshing,
 						setup, teardown),
