@@ -259,7 +259,7 @@ static bool warm_wanted(uint32_t *have)
 	for (uint32_t i = 0; i < lc.nsb; i++) {
 		const struct sandbox *sb = &lc.sb[i];
 
-		if (!sb->pool || lifecycle_going(sb))
+		if (!sb->pool || sb->lc == LC_FREE || lifecycle_going(sb))
 			continue;
 		if (family_of(sb) == F_CREATE)
 			return false; /* one at a time */

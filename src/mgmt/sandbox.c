@@ -139,6 +139,7 @@ void sandbox_claim_undo(struct sandbox *sb)
 void sandbox_free(struct sandbox *sb)
 {
 	sandbox_release_ids(sb);
+	sb->pool = sb->claimed = false;
 	if (sb->init_pidfd >= 0)
 		close(sb->init_pidfd);
 	sb->init_pidfd = -1;
