@@ -156,6 +156,7 @@ void alloc_stats(struct alloc_stats *out);
 
 /* ---- clocks, in milliseconds ---- */
 int64_t clock_mono_ms(void);  /* CLOCK_MONOTONIC: deadlines and durations */
+int64_t clock_mono_us(void);  /* the same clock in microseconds: short durations measured */
 int64_t clock_wall_ms(void);  /* CLOCK_REALTIME: timestamps */
 
 /* ---- randomness (getrandom) ---- */

@@ -358,6 +358,7 @@ static int send_out(struct init_agent *a, const struct init_out *o, uint64_t off
 		res.exit_code = o->exit_code;
 		res.error = (char *)o->error;
 		res.duration_ms = o->duration_ms;
+		res.duration_us = o->duration_us;
 		res.success = o->success;
 		res.seq = off;
 		res.epoch = a->epoch;

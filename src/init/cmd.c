@@ -45,6 +45,7 @@ struct init_cmd {
 	int32_t timeout_s;
 	int fail_stage, fail_errno;
 	int64_t started_ms, deadline_ms, reaped_ms;
+	int64_t started_us, reaped_us; /* the same, finer: the result's duration_us */
 	char error[INIT_ERROR_BYTES];
 	struct buf out, in;
 };
@@ -584,6 +585,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	k->sup = pid;
 	strcpy(k->id, req->command_id);
 	k->started_ms = clock_mono_ms();
+	k->started_us = clock_mono_us();
 	k->timeout_s = req->timeout_seconds;
 	k->deadline_ms = req->timeout_seconds > 0 ? k->started_ms + req->timeout_seconds * 1000LL
 						  : INT64_MAX;
@@ -716,6 +718,7 @@ int init_cmds_reaped(struct init_cmds *c, pid_t pid, int status)
 			k->sup_reaped = 1;
 			k->sup_status = status;
 			k->reaped_ms = clock_mono_ms();
+			k->reaped_us = clock_mono_us();
 			/* the command's stdin has no reader left */
 			k->in.len = 0;
 			fd_close(c, k, INIT_FD_IN);
@@ -827,7 +830,8 @@ static void result_of(struct init_cmd *k, struct init_out *o)
 		set_error(k, "the command's supervisor was killed by signal ", num);
 	}
 	o->error = k->error;
-	o->duration_ms = k->reaped_ms - k->started_ms;
+	o->duration_us = k->reaped_us - k->started_us;
+	o->duration_ms = o->duration_us / 1000;
 	o->success = o->exit_code == 0 && !k->error[0];
 }
 

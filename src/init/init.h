@@ -245,6 +245,7 @@ struct init_out {
 	int32_t exit_code;        /* result */
 	const char *error;        /* result: "" or why it failed */
 	int64_t duration_ms;
+	int64_t duration_us;
 	int success;
 	uint64_t consumed;        /* stdin ack: bytes written to the command's stdin so far */
 };

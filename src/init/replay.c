@@ -16,7 +16,7 @@ struct rec {
 	uint8_t success, unused;
 	uint32_t len;             /* data bytes (pad: the whole pad record's size) */
 	uint64_t off;             /* output: stream offset; result: seq */
-	int64_t duration_ms;
+	int64_t duration_us;      /* result: its duration_ms is this / 1000 */
 	int32_t exit_code;
 	uint32_t error_len;       /* a result's error text, stored after the id in place of data */
 };
@@ -87,7 +87,7 @@ int init_replay_push(struct init_replay *r, const struct init_out *o, uint64_t o
 	memcpy(h + 1, o->command_id, id);
 	if (o->kind == INIT_OUT_RESULT) {
 		h->exit_code = o->exit_code;
-		h->duration_ms = o->duration_ms;
+		h->duration_us = o->duration_us;
 		h->success = (uint8_t)o->success;
 		h->error_len = (uint32_t)strnlen(err, INIT_ERROR_BYTES - 1);
 		memcpy((uint8_t *)(h + 1) + id, err, h->error_len);
@@ -162,7 +162,8 @@ int init_replay_next(struct init_replay *r, struct init_out *o, uint64_t *off)
 		memcpy(r->error, p + h->id_len, h->error_len);
 		r->error[h->error_len] = '\0';
 		o->exit_code = h->exit_code;
-		o->duration_ms = h->duration_ms;
+		o->duration_us = h->duration_us;
+		o->duration_ms = h->duration_us / 1000;
 		o->success = h->success;
 		o->error = r->error;
 	} else {

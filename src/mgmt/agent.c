@@ -455,7 +455,8 @@ static void out_result(struct sandbox *sb, const Agentic__Sandbox__V1__CommandRe
 	    r->seq <= sb->out_results)
 		return;
 	if (!sb->run.open ||
-	    !exec_result(sb, r->command_id, r->exit_code, r->duration_ms, r->error, r->seq)) {
+	    !exec_result(sb, r->command_id, r->exit_code, r->duration_ms, r->duration_us, r->error,
+			 r->seq)) {
 		out_stall(sb);
 		return;
 	}
@@ -725,7 +726,8 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			out_result(sb, m->command_result);
 		else
 			exec_result(sb, m->command_result->command_id, m->command_result->exit_code,
-				    m->command_result->duration_ms, m->command_result->error, 0);
+				    m->command_result->duration_ms, m->command_result->duration_us,
+				    m->command_result->error, 0);
 		return;
 	default:
 		return;

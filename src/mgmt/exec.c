@@ -33,6 +33,7 @@ struct exec {
 	struct exec_sink sink;     /* the client's; ops NULL: none (detached) */
 	char id[24];
 	int64_t started;           /* monotonic ms */
+	int64_t sent_us;           /* monotonic us: the request went to the init */
 	bool eof_sent;
 	bool eof_wanted;
 	uint32_t stdin_len;
@@ -223,6 +224,7 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec
 	grpc_call_flush(sb->agent);
 	x->used = true;
 	x->started = clock_mono_ms();
+	x->sent_us = clock_mono_us();
 	sb->exec_running++;
 	metrics_exec_started();
 	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s",
@@ -284,21 +286,24 @@ size_t exec_output(struct sandbox *sb, const char *id, int stream, const void *d
 }
 
 bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
-		 const char *error, uint64_t seq)
+		 int64_t command_us, const char *error, uint64_t seq)
 {
 	struct exec *x = by_id(sb, id);
+	int64_t init_us;
 
 	if (!runlog_command_end(sb, id, code, duration_ms, seq) && seq)
 		return false;
 	if (!x)
 		return true;
+	init_us = clock_mono_us() - x->sent_us;
 	metrics_exec_latency(clock_mono_ms() - x->started);
 	/* the client first: the log line is a write agenticd's log may make wait */
 	if (x->sink.ops)
 		x->sink.ops->done(x->sink.ctx, code, duration_ms, error,
 				  sb->run.error ? strerror(-sb->run.error) : NULL);
-	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld", log_q(sb->name),
-		 log_q(id), (int)code, (long long)duration_ms);
+	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld init_us=%lld "
+		 "command_us=%lld", log_q(sb->name), log_q(id), (int)code, (long long)duration_ms,
+		 (long long)init_us, (long long)command_us);
 	release(x);
 	return true;
 }

@@ -81,8 +81,11 @@ uint32_t exec_table_slots(void);
  * be written, and then nothing happened. */
 size_t exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len,
 		   bool exact);
+/* command_us: the init's own measure of the command (duration_us), 0 when it sent none; the
+ * log line "exec ended" says it beside init_us, the time from the request sent to the init
+ * to its result here. */
 bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
-		 const char *error, uint64_t seq);
+		 int64_t command_us, const char *error, uint64_t seq);
 void exec_stdin_ack(struct sandbox *sb, const char *id, uint64_t consumed);
 /* The agent can take messages again (on_writable, a reconnect). */
 void exec_agent_writable(struct sandbox *sb);

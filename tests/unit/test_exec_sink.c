@@ -461,7 +461,7 @@ static void test_exec_reports_output_end_and_stdin_taken_to_its_sink(void **stat
 	exec_agent_writable(sb);         /* it goes out, and the sink hears that room came back */
 	assert_int_equal(nsent, 2);
 	assert_int_equal(rec.taken, 1);
-	assert_true(exec_result(sb, id, 4, 10, NULL, 0));
+	assert_true(exec_result(sb, id, 4, 10, 0, NULL, 0));
 	assert_int_equal(rec.done, 1);
 	assert_int_equal(rec.code, 4);
 	assert_int_equal(rec.len, 5);
