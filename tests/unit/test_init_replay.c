@@ -44,7 +44,7 @@ static void test_init_replay_rewind_gives_back_every_unacked_record_in_order(voi
 	o = chunk(1, "cmd-b", 7, 50);
 	assert_int_equal(init_replay_push(&r, &o, 0), 0);
 	o = (struct init_out){ .kind = INIT_OUT_RESULT, .command_id = "cmd-a", .exit_code = 3,
-			       .error = "it failed", .duration_ms = 42 };
+			       .error = "it failed", .duration_ms = 42, .duration_us = 42123 };
 	assert_int_equal(init_replay_push(&r, &o, 1), 0);
 	o = chunk(0, "cmd-c", 100, 10);
 	assert_int_equal(init_replay_push(&r, &o, 100), 0);
@@ -68,6 +68,7 @@ static void test_init_replay_rewind_gives_back_every_unacked_record_in_order(voi
 	assert_string_equal(got.error, "it failed");
 	assert_int_equal(got.exit_code, 3);
 	assert_int_equal(got.duration_ms, 42);
+	assert_int_equal(got.duration_us, 42123);
 	assert_int_equal(off, 1);
 	init_replay_sent(&r);
 	assert_int_equal(init_replay_next(&r, &got, &off), 1);
