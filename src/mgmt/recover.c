@@ -226,13 +226,11 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 	}
 	memcpy(sb->name, rec->sb.name, sizeof(sb->name));
 	/* a warm sandbox's record says so (it stays warm: nothing was claimed, or the record
-	 * would say creating); a claimed one keeps its pool name and the claim's env */
+	 * would say creating); a claimed one keeps its pool name */
 	memcpy(sb->agent_id, rec->sb.agent_id, sizeof(sb->agent_id));
 	sb->pool = rec->sb.pool;
 	sb->claimed = rec->sb.claimed;
-	memcpy(sb->claim_env, rec->sb.claim_env, rec->sb.claim_env_len);
-	sb->claim_env_len = rec->sb.claim_env_len;
-	sb->nclaim_env = rec->sb.nclaim_env;
+	/* its claim's env is not recorded: the init keeps its own, and none is sent again */
 	memcpy(sb->instance_id, rec->sb.instance_id, sizeof(sb->instance_id));
 	memcpy(sb->image, rec->sb.image, sizeof(sb->image));
 	memcpy(sb->cmd, rec->sb.cmd, sizeof(sb->cmd));

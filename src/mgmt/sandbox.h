@@ -78,7 +78,8 @@ struct sandbox {
 	bool pool;                    /* a warm sandbox not claimed (yet): no run, no API */
 	bool claimed;                 /* made warm, then claimed by a create */
 	/* a claim's env: nclaim_env "K=V" strings (strrun), sent to the init at the claim and
-	 * after every registration since (the container's own env is the pool's) */
+	 * after every registration since (the container's own env is the pool's); in memory
+	 * only, never in sandbox.json: after a restart of agenticd it is empty and not sent */
 	uint16_t nclaim_env;
 	uint32_t claim_env_len;
 	char claim_env[LIMIT_SANDBOX_CLAIM_ENV_BYTES];

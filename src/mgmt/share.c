@@ -186,9 +186,8 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 	json_bool_write(&w, sb->pool);
 	json_key(&w, "claimed");
 	json_bool_write(&w, sb->claimed);
-	/* a claim's env, values too: what the container's env holds for a cold create (the
-	 * record is 0600 in a 0700 directory, as the engine keeps a container's config) */
-	write_strrun(&w, "claim_env", sb->claim_env, sb->claim_env_len);
+	/* a claim's env stays out of every agentshare file (its values may be credentials): a
+	 * restarted agenticd knows it no more, and the init keeps what it was given */
 	json_key(&w, "instance_id");
 	json_str_write(&w, sb->instance_id);
 	json_key(&w, "state");
@@ -258,7 +257,7 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 static int read_strrun(const struct json_doc *doc, int arr, char *run, uint32_t *len,
 		       uint32_t cap, uint16_t *count)
 {
-	static char s[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
+	char s[CONFIG_STR_BYTES * 4];
 
 	*len = 0;
 	*count = 0;
@@ -349,9 +348,8 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		sb->pool = bv;
 	if (json_bool(&doc, json_obj_get(&doc, 0, "claimed"), &bv) == 0)
 		sb->claimed = bv;
-	if (read_strrun(&doc, json_obj_get(&doc, 0, "claim_env"), sb->claim_env,
-			&sb->claim_env_len, sizeof(sb->claim_env), &sb->nclaim_env) != 0)
-		return ERR_PARSE;
+	sb->claim_env_len = 0;
+	sb->nclaim_env = 0;
 	/* a record from before postures has none: T0 until the engine's view is read, and its
 	 * request (env) is gone, so nothing is known of it at create */
 	if ((pt = json_obj_get(&doc, 0, "posture")) >= 0 &&
