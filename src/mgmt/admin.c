@@ -575,20 +575,28 @@ static int keep_claim(struct sandbox *sb, const struct create_req *req)
 	return 0;
 }
 
-static bool claim_start(struct admin_conn *c, struct sandbox *sb, const struct create_req *req)
+/* The create's name, else sbx-<8 hex> that no other sandbox has (sb may be a warm one, which
+ * sandbox_by_name never finds). */
+static void name_sandbox(struct sandbox *sb, const char *name)
 {
+	const struct sandbox *o;
 	char hex[16];
 
+	if (name) {
+		snprintf(sb->name, sizeof(sb->name), "%s", name);
+		return;
+	}
+	do {
+		random_hex(hex, 8);
+		snprintf(sb->name, sizeof(sb->name), "sbx-%s", hex);
+	} while ((o = sandbox_by_name(sb->name)) && o != sb);
+}
+
+static bool claim_start(struct admin_conn *c, struct sandbox *sb, const struct create_req *req)
+{
 	if (keep_claim(sb, req) != 0)
 		return false;
-	if (req->name) {
-		snprintf(sb->name, sizeof(sb->name), "%s", req->name);
-	} else {
-		do {
-			random_hex(hex, 8);
-			snprintf(sb->name, sizeof(sb->name), "sbx-%s", hex);
-		} while (sandbox_by_name(sb->name) != sb);
-	}
+	name_sandbox(sb, req->name);
 	if (lifecycle_signal(sb, LC_EV_CLAIM) != 0) {
 		sandbox_claim_undo(sb);
 		return false;
@@ -604,7 +612,6 @@ void admin_create_start(struct admin_conn *c)
 	const struct config *cfg = A.ac.cfg;
 	struct create_req *req = &c->req;
 	struct sandbox *sb;
-	char hex[16];
 
 	if (tier_refused(c, req) != 0)
 		return;
@@ -624,14 +631,7 @@ void admin_create_start(struct admin_conn *c)
 		admin_respond_error(c, 503, "capacity", m);
 		return;
 	}
-	if (req->name) {
-		snprintf(sb->name, sizeof(sb->name), "%s", req->name);
-	} else {
-		do {
-			random_hex(hex, 8);
-			snprintf(sb->name, sizeof(sb->name), "sbx-%s", hex);
-		} while (sandbox_by_name(sb->name) != sb);
-	}
+	name_sandbox(sb, req->name);
 	memcpy(sb->agent_id, sb->name, sizeof(sb->agent_id));
 	if (keep_request(sb, req) != 0) {
 		sandbox_free(sb);
