@@ -165,8 +165,7 @@ static void write_strrun(struct json_writer *w, const char *key, const char *run
 int share_write_record(const struct config *cfg, const struct sandbox *sb)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES + LIMIT_SANDBOX_LABEL_BYTES +
-			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES +
-			 2 * LIMIT_SANDBOX_CLAIM_ENV_BYTES];
+			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES];
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 32], tmp[LIMIT_PATH_BYTES + 32];
 	struct buf b;
 	struct json_writer w;
@@ -277,8 +276,7 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		      char *state, size_t state_size)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES * 2 + LIMIT_SANDBOX_LABEL_BYTES * 2 +
-			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384 + 2 * EGRESS_POLICY_BYTES +
-			 2 * LIMIT_SANDBOX_CLAIM_ENV_BYTES];
+			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384 + 2 * EGRESS_POLICY_BYTES];
 	static struct egress_policy pol;
 	static struct json_token tok[2048];
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 16];
