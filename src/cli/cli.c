@@ -810,12 +810,13 @@ static int exec_stream(int fd, const uint8_t *pre, size_t pre_len)
 
 			if (r < 0 && errno == EINTR)
 				continue;
+			/* a frame that cannot go out means the command has ended and agenticd
+			 * closed its side: its status is read (or already was) all the same */
 			if (r <= 0) {
 				stdin_open = false;
-				if (send_frame(fd, FRAME_STDIN, "", 0) != 0)
-					return 125;
+				(void)send_frame(fd, FRAME_STDIN, "", 0);
 			} else if (send_frame(fd, FRAME_STDIN, in, (size_t)r) != 0) {
-				stdin_open = false; /* the command ended; its status follows */
+				stdin_open = false;
 			}
 		}
 	}
