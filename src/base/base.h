@@ -176,5 +176,12 @@ int parse_u64(const char *s, uint64_t max, uint64_t *out);
  * the file fills all of buf (size buf one byte over the largest file you accept); -errno when a
  * read fails. The caller opens and closes fd. */
 int fd_read_all(int fd, void *buf, size_t cap, size_t *len);
+/* SO_PASSRIGHTS 0 on a Unix socket: a peer's sendmsg with SCM_RIGHTS fails (EPERM) instead of
+ * leaving descriptors in its queue. Set on a listener, the connections it accepts have it from
+ * their first byte. Without it, a descriptor someone passed is closed by the kernel in the
+ * reader's own thread when the queue is read without a control buffer or purged at close,
+ * and a TCP socket with SO_LINGER and unsent data holds that thread for the linger time.
+ * 0, or -ENOPROTOOPT on kernels before 6.16, which cannot refuse them. */
+int fd_refuse_rights(int fd);
 
 #endif

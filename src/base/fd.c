@@ -1,5 +1,7 @@
-/* fd.c: reading a whole small file (a config, a profile) into caller storage. */
+/* fd.c: reading a whole small file (a config, a profile) into caller storage; Unix sockets
+ * that take no descriptors. */
 #include <errno.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -18,4 +20,13 @@ int fd_read_all(int fd, void *buf, size_t cap, size_t *len)
 		*len += (size_t)r;
 	}
 	return *len == cap ? ERR_LIMIT : 0;
+}
+
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83 /* Linux 6.16's, not in these headers yet */
+#endif
+
+int fd_refuse_rights(int fd)
+{
+	return setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &(int){ 0 }, sizeof(int)) == 0 ? 0 : -errno;
 }

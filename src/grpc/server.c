@@ -338,6 +338,7 @@ int grpc_server_listen_unix(struct grpc_server *s, const char *path, mode_t mode
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	(void)fd_refuse_rights(fd); /* where the kernel can: see base.h */
 	/* The socket is created with its mode: umask, not a chmod after the fact. */
 	old = umask(~mode & 0777);
 	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));

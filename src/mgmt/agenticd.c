@@ -769,6 +769,10 @@ int agenticd_main(int argc, char **argv)
 		return fail("cannot recover the sandboxes", err);
 	if (open_sockets(d, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
+	if (!host_rights_refused)
+		log_warn("this kernel cannot refuse descriptors passed on the agent and admin "
+			 "sockets (SO_PASSRIGHTS, Linux 6.16): a process that reaches them can stall "
+			 "agenticd with a socket whose close lingers; run a newer kernel", NULL);
 	alloc_seal();
 	d->rt->ops->start(d->rt->self);
 	lifecycle_tick(clock_mono_ms());

@@ -41,11 +41,6 @@
 #define LINGER_GRACE_MS 10000          /* beyond io_timeout_ms, for a worker whose call ended */
 #define POLICY_TOKENS 2048
 #define OWN_RECORD 17u                 /* an own address for the worker: family (4|6), 16 bytes */
-#ifdef SO_PASSRIGHTS
-#define SO_PASSRIGHTS_OPT SO_PASSRIGHTS
-#else
-#define SO_PASSRIGHTS_OPT 83           /* Linux 6.16's, not in these headers yet */
-#endif
 #define OWN_MAX (CTL_BYTES / OWN_RECORD)
 
 /* ---- credit (pure) ---- */
@@ -902,8 +897,8 @@ static int worker_spawn(struct eslot *s)
 	close(cp[1]);
 	/* no descriptor comes to agenticd over either (see worker_filter); ENOPROTOOPT before
 	 * Linux 6.16, where the filter alone says it */
-	setsockopt(dp[0], SOL_SOCKET, SO_PASSRIGHTS_OPT, &(int){ 0 }, sizeof(int));
-	setsockopt(cp[0], SOL_SOCKET, SO_PASSRIGHTS_OPT, &(int){ 0 }, sizeof(int));
+	(void)fd_refuse_rights(dp[0]);
+	(void)fd_refuse_rights(cp[0]);
 	s->pid = pid;
 	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	s->data = dp[0];

@@ -156,6 +156,8 @@ static int unix_addr(const char *path, struct sockaddr_un *sa)
 	return 0;
 }
 
+bool host_rights_refused = true;
+
 int host_listen(const char *path, mode_t mode, gid_t gid, int *out, char *err, size_t err_size)
 {
 	struct sockaddr_un sa;
@@ -190,6 +192,10 @@ int host_listen(const char *path, mode_t mode, gid_t gid, int *out, char *err, s
 		log_info("stale socket removed", "path=%s", log_q(path));
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	/* before listen(): no connection ever holds a passed descriptor (fd_refuse_rights);
+	 * a kernel that cannot refuse them is reported once, by agenticd's start */
+	if (fd >= 0 && fd_refuse_rights(fd) != 0)
+		host_rights_refused = false;
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chown(path, 0, gid) != 0 ||
 	    chmod(path, mode) != 0 || listen(fd, 128) != 0) {
 		r = -errno;

@@ -19,8 +19,11 @@ int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size
 /* The daemon's owner id (the agentic-daemon label; struct daemon.owner): 16 hex digits of a
  * 64-bit FNV-1a hash of agentshare_root, resolved through symlinks when it exists. */
 int host_owner(const struct config *cfg, char *out, size_t size);
-/* A listening Unix socket at path with mode/owner; a live one answering means another agenticd. */
+/* Listens on a Unix socket at path (a stale socket is replaced, anything else refused) with
+ * mode and group, taking no passed descriptors where the kernel can refuse them. */
 int host_listen(const char *path, mode_t mode, gid_t gid, int *fd, char *err, size_t err_size);
+/* false once a listener could not refuse passed descriptors (a kernel before 6.16) */
+extern bool host_rights_refused;
 /* Warns (one log line each) about subordinate-uid ranges in path (/etc/subuid) that overlap
  * the control uid range; returns how many do. A missing file has none. */
 int host_warn_subuid(const struct config *cfg, const char *path);
