@@ -36,6 +36,7 @@
 #include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,8 @@ const char egress_worker_help[] =
 #define HELLO_TIMEOUT_MS 10000
 #define CONNECT_TIMEOUT_MS 10000
 #define CTL_TIMEOUT_MS 10000          /* the start packet, a secret's answer */
+#define OWN_FRESH_MS 50                /* this host's addresses sent with the start, used at
+					* dial up to this old; older, asked again */
 #define IO_TIMEOUT_DEFAULT_MS 300000
 #define RELAY_BUF (256u * 1024u)
 #define CA_FILE_DEFAULT "/etc/ssl/certs/ca-certificates.crt"
@@ -96,6 +99,7 @@ struct worker {
 	/* this host's addresses as agenticd sent them at dial time (own >= 0; 0: none), or -1:
 	 * getifaddrs here; one byte more than the records, for ctl_recv's terminator */
 	long own;
+	int64_t own_ms;               /* when own came (monotonic) */
 	uint8_t own_rec[OWN_MAX * OWN_RECORD + 1];
 	/* the request head as received, and what followed it */
 	char headbuf[EGRESS_HEAD_MAX];
@@ -197,19 +201,21 @@ static long ctl_recv(struct worker *w, char *buf, size_t cap, int ms)
 }
 
 /* The start packet of a worker started ahead: waited for without a timeout (agenticd closes
- * the socket when it has no use for the worker), with exactly one descriptor, the run's
- * egress.jsonl, which goes to FD_AUDIT. */
+ * the socket when it has no use for the worker), with the run's egress.jsonl as its first
+ * descriptor, which goes to FD_AUDIT, and for a direct connection the workload's own socket
+ * as its second, which replaces the data socket at FD_DATA. */
 static long ctl_recv_audit(struct worker *w, char *buf, size_t cap)
 {
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(3 * sizeof(int))];
 	} cm;
 	struct iovec iov = { buf, cap - 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 			     .msg_controllen = sizeof(cm.b) };
 	struct cmsghdr *c;
-	int fd = -1, nfd = 0;
+	int fd = -1, data = -1, nfd = 0;
+	struct stat st;
 	ssize_t n;
 
 	if (wait_fd(w, FD_CTL, POLLIN, -1) != 1)
@@ -217,8 +223,8 @@ static long ctl_recv_audit(struct worker *w, char *buf, size_t cap)
 	do
 		n = recvmsg(FD_CTL, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	/* every descriptor that came is counted, and closed unless it is the one expected (a
-	 * cmsg of CMSG_SPACE(sizeof(int)) holds two on x86_64) */
+	/* every descriptor that came is counted, and closed unless it is one expected (room is
+	 * made for one more than may come, so a third is seen, not cut) */
 	for (c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -226,25 +232,36 @@ static long ctl_recv_audit(struct worker *w, char *buf, size_t cap)
 			int got;
 
 			memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-			if (nfd++ == 0)
+			if (nfd == 0)
 				fd = got;
+			else if (nfd == 1)
+				data = got;
 			else
 				close(got);
+			nfd++;
 		}
 	}
-	if (n <= 0 || nfd != 1 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	if (n <= 0 || nfd < 1 || nfd > 2 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    (data >= 0 && (fstat(data, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+			   dup2(data, FD_DATA) != FD_DATA)) ||
 	    dup2(fd, FD_AUDIT) != FD_AUDIT) {
 		if (nfd >= 1 && fd != FD_AUDIT)
 			close(fd);
+		if (data >= 0 && data != FD_DATA)
+			close(data);
 		if (n == 0)
 			w->ctl_lost = true;
 		return -1;
 	}
 	if (fd != FD_AUDIT) /* received as 5 itself: the lowest free number */
 		close(fd);
+	if (data >= 0 && data != FD_DATA)
+		close(data);
 	buf[n] = '\0';
 	return (long)n;
 }
+
+static void own_recv(struct worker *w);
 
 static int str_field(const struct json_doc *d, const char *key, char *out, size_t cap,
 		     bool required)
@@ -265,6 +282,7 @@ static int read_start(struct worker *w, const char **what)
 	static struct json_token tok[CTL_TOKENS];
 	struct json_doc d;
 	char perr[256];
+	bool sent = false;
 	int64_t v;
 	long n;
 	int i;
@@ -309,13 +327,18 @@ static int read_start(struct worker *w, const char **what)
 	w->own = -1;
 	if ((i = json_obj_get(&d, 0, "own")) >= 0 && json_bool(&d, i, &w->own_ask) != 0)
 		return ERR_PARSE;
+	/* agenticd sent this host's addresses right behind: read now, so that none waits in
+	 * front of a later answer; used at dial when still fresh (OWN_FRESH_MS) */
+	if ((i = json_obj_get(&d, 0, "own_sent")) >= 0 &&
+	    (json_bool(&d, i, &sent) != 0 || (sent && (own_recv(w), w->ctl_lost))))
+		return ERR_PARSE;
 	return 0;
 }
 
 /* This host's addresses, asked of agenticd when they are needed (at dial, so no older than
  * agenticd's view then): {"own": K} and, when K > 0, a packet of K records (OWN_RECORD bytes:
  * 4 or 6, then the address in 16 bytes). Sets w->own, or leaves it -1 (getifaddrs then). */
-static void ask_own(struct worker *w)
+static void own_recv(struct worker *w)
 {
 	static char pkt[CTL_MAX + 1];
 	struct json_token tok[8];
@@ -324,10 +347,7 @@ static void ask_own(struct worker *w)
 	long n;
 	int i;
 
-	if (send(FD_CTL, "{\"own\":true}", 12, MSG_NOSIGNAL) != 12) {
-		w->ctl_lost = true;
-		return;
-	}
+	w->own = -1;
 	n = ctl_recv(w, pkt, sizeof(pkt), CTL_TIMEOUT_MS);
 	if (n <= 0 || json_parse(&d, pkt, (size_t)n, tok, 8) != 0 || tok[0].type != JSON_OBJECT ||
 	    (i = json_obj_get(&d, 0, "own")) < 0 || json_int(&d, i, &v) != 0 || v < 0 ||
@@ -341,6 +361,17 @@ static void ask_own(struct worker *w)
 		if (w->own_rec[k * OWN_RECORD] != 4 && w->own_rec[k * OWN_RECORD] != 6)
 			return;
 	w->own = (long)v;
+	w->own_ms = clock_mono_ms();
+}
+
+static void ask_own(struct worker *w)
+{
+	w->own = -1;
+	if (send(FD_CTL, "{\"own\":true}", 12, MSG_NOSIGNAL) != 12) {
+		w->ctl_lost = true;
+		return;
+	}
+	own_recv(w);
 }
 
 static int b64_value(int c)
@@ -644,7 +675,8 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		refuse(w, 502, ER_DNS_FAILED);
 		return -1;
 	}
-	if (w->own_ask)
+	/* what came with the start is taken while fresh: a slow resolution asks again */
+	if (w->own_ask && (w->own < 0 || clock_mono_ms() - w->own_ms > OWN_FRESH_MS))
 		ask_own(w);
 	if (w->own >= 0) {
 		for (a = res; a && allowed; a = a->ai_next)

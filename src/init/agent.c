@@ -178,9 +178,13 @@ static int send_registration(struct init_agent *a)
 		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
 	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry egress =
 		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
-	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[4] = { &ack, &out_ack, &egress,
-									 &self };
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry listener =
+		AGENTIC__SANDBOX__V1__AGENT_REGISTRATION__LABELS_ENTRY__INIT;
+	Agentic__Sandbox__V1__AgentRegistration__LabelsEntry *lab[5] = { &ack, &out_ack, &egress };
+	size_t n = 3;
 	static char self_text[LIMIT_AGENT_SELF_BYTES];
+	char lfd[12];
+	int l = init_egress_listener(a->egress);
 
 	ack.key = "agentic-stdin-ack";
 	ack.value = "1";
@@ -188,6 +192,9 @@ static int send_registration(struct init_agent *a)
 	out_ack.value = "1";
 	egress.key = "agentic-egress";
 	egress.value = "1";
+	lfd[l >= 0 ? init_dec((uint32_t)l, lfd) : 0] = '\0';
+	listener.key = "agentic-egress-listener";
+	listener.value = lfd;
 	self_status(self_text, sizeof(self_text));
 	self.key = "agentic-self-status";
 	self.value = self_text;
@@ -200,7 +207,11 @@ static int send_registration(struct init_agent *a)
 	reg.hostname = (char *)a->si->hostname;
 	reg.system = &sys;
 	reg.labels = lab;
-	reg.n_labels = self_text[0] ? 4 : 3;
+	if (l >= 0)
+		lab[n++] = &listener;
+	if (self_text[0])
+		lab[n++] = &self;
+	reg.n_labels = n;
 	m.payload_case = AGENTIC__SANDBOX__V1__AGENT_MESSAGE__PAYLOAD_REGISTRATION;
 	m.registration = &reg;
 	return grpc_call_send(a->call, &m.base);
@@ -255,6 +266,7 @@ int64_t init_agent_tick(struct init_agent *a, int64_t now)
 
 static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__RegistrationAck *ack)
 {
+	bool direct;
 	char why[256];
 	int32_t s = ack->heartbeat_interval_seconds;
 
@@ -272,7 +284,13 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 				     : s > INIT_HEARTBEAT_MAX_S ? INIT_HEARTBEAT_MAX_S : s) * 1000u;
 	a->ack_mode = 0;
 	a->egress_ok = 0;
+	direct = false;
 	for (size_t i = 0; i < ack->n_config; i++) {
+		if (strcmp(ack->config[i]->key, "egress") == 0 &&
+		    strcmp(ack->config[i]->value, "direct") == 0) {
+			a->egress_ok = 1;
+			direct = true;
+		}
 		if (strcmp(ack->config[i]->value, "1") != 0)
 			continue;
 		if (strcmp(ack->config[i]->key, "output-ack") == 0)
@@ -280,6 +298,7 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 		else if (strcmp(ack->config[i]->key, "egress") == 0)
 			a->egress_ok = 1;
 	}
+	init_egress_direct(a->egress, direct);
 	/* without acks what was kept cannot be matched to the transcript: send on, keep none */
 	a->resumed = !a->ack_mode;
 	if (!a->ack_mode) {

@@ -55,6 +55,7 @@ struct egress_conn {
 struct init_egress {
 	int epfd;
 	int lfd;                  /* the listener; -1: none (the bind failed) */
+	bool lwatched;            /* in the epoll set: accepted here, not by agenticd */
 	struct init_agent *agent;
 	struct egress_conn conn[LIMIT_INIT_EGRESS_CONNS];
 	uint64_t accepted, refused, ended;
@@ -141,9 +142,28 @@ int init_egress_setup(struct init_egress **out, void *storage, size_t len, int e
 		eg->lfd = -1;
 		return 0;
 	}
+	eg->lwatched = true;
 	log_info("egress proxy listening", "port=%d conns=%d", EGRESS_PROXY_PORT,
 		 LIMIT_INIT_EGRESS_CONNS);
 	return 0;
+}
+
+int init_egress_listener(const struct init_egress *eg)
+{
+	return eg ? eg->lfd : -1;
+}
+
+void init_egress_direct(struct init_egress *eg, bool direct)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = INIT_TAG_EGRESS };
+
+	if (!eg || eg->lfd < 0)
+		return;
+	if (eg->lwatched == direct &&
+	    (epoll_ctl(eg->epfd, direct ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, eg->lfd, &ev) == 0 ||
+	     direct))
+		eg->lwatched = !direct;
+	log_info("egress proxy", "accepted_by=%s", eg->lwatched ? "init" : "agenticd");
 }
 
 static uint64_t conn_tag(const struct init_egress *eg, const struct egress_conn *e)

@@ -274,6 +274,13 @@ void init_egress_io(struct init_egress *eg, uint64_t tag, uint32_t events);
  * when it next wants to be called (monotonic ms). */
 int64_t init_egress_tick(struct init_egress *eg, int64_t now);
 void init_egress_close_all(struct init_egress *eg);
+/* The listener's descriptor (announced in the registration, so that agenticd may take it
+ * over: docs/EGRESS.md "Direct connections"), or -1. */
+int init_egress_listener(const struct init_egress *eg);
+/* direct: agenticd accepts on the listener (its registration's answer said egress=direct),
+ * and the init stops watching it, keeping it open so that the port stays the sandbox's;
+ * false: the init accepts and carries each connection over an Egress call. */
+void init_egress_direct(struct init_egress *eg, bool direct);
 
 /* ---- the replay ring (replay.c) ----
  * Output chunks and results the init has sent and agenticd has not yet acknowledged writing

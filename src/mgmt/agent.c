@@ -242,6 +242,21 @@ static void self_report(struct sandbox *sb, const char *v)
 	memcpy(sb->agent_self, v, n + 1);
 }
 
+/* A descriptor number as the init said it: 3..1023 in decimal, -1 otherwise. */
+static int label_fd(const char *v)
+{
+	int n = 0;
+
+	if (!*v || strlen(v) > 4)
+		return -1;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9')
+			return -1;
+		n = n * 10 + (*v - '0');
+	}
+	return n >= 3 && n < 1024 ? n : -1;
+}
+
 static void ack(struct grpc_call *call, struct sandbox *sb)
 {
 	Agentic__Sandbox__V1__RegistrationAck a = AGENTIC__SANDBOX__V1__REGISTRATION_ACK__INIT;
@@ -265,7 +280,8 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 	 * policy's (none: each call is refused FAILED_PRECONDITION and the init answers 503) */
 	if (sb->agent_egress) {
 		egress.key = "egress";
-		egress.value = "1";
+		/* direct: agenticd accepts on the init's listener (egress.c) */
+		egress.value = egress_listener_take(sb) ? "direct" : "1";
 		config[a.n_config++] = &egress;
 	}
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_REGISTRATION_ACK;
@@ -642,12 +658,17 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 			return;
 		}
 		sb->agent_stdin_ack = sb->agent_output_ack = sb->agent_egress = false;
+		sb->agent_egress_fd = -1;
 		sb->agent_self[0] = '\0';
 		for (size_t i = 0; i < m->registration->n_labels; i++) {
 			const char *k = m->registration->labels[i]->key;
 
 			if (strcmp(k, "agentic-self-status") == 0) {
 				self_report(sb, m->registration->labels[i]->value);
+				continue;
+			}
+			if (strcmp(k, "agentic-egress-listener") == 0) {
+				sb->agent_egress_fd = label_fd(m->registration->labels[i]->value);
 				continue;
 			}
 			if (strcmp(m->registration->labels[i]->value, "1") != 0)

@@ -354,6 +354,7 @@ static void hook_agent_drop(void *ctx, struct sandbox *sb, const char *why)
 static void hook_stopped(void *ctx, struct sandbox *sb, const char *exec_why, const char *run_why)
 {
 	(void)ctx;
+	egress_listener_stop(sb);
 	exec_sandbox_gone(sb, exec_why);
 	runlog_stop(sb, run_why);
 }
@@ -364,6 +365,7 @@ static void hook_released(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
 	agent_forget(sb);
+	egress_listener_drop(sb);
 	untraced_drop(sb);
 }
 
@@ -599,6 +601,9 @@ static int run_loop(struct daemon *d)
 			case TAG_EGRESS_DATA:
 			case TAG_EGRESS_CTL:
 				egress_event(idx, kind == TAG_EGRESS_CTL, evs[i].events);
+				break;
+			case TAG_EGRESS_LISTEN:
+				egress_listen_event(idx);
 				break;
 			}
 		}

@@ -56,6 +56,7 @@ static const struct key keys[] = {
 	{ "egress_uid", K_U32, F(egress_uid), 1, 0x7fffffff },
 	{ "egress_ca_file", K_PATH, F(egress_ca_file), 0, 0 },
 	{ "egress_io_timeout_ms", K_U32, F(egress_io_timeout_ms), 1000, 3600000 },
+	{ "egress_direct", K_U32, F(egress_direct), 0, 1 },
 };
 
 const char *config_key_name(size_t i)
@@ -99,6 +100,7 @@ void config_defaults(struct config *cfg)
 	cfg->log_level = LOG_INFO;
 	cfg->egress_max_connections = 32;
 	cfg->egress_per_sandbox = 8;
+	cfg->egress_direct = 1;
 	cfg->egress_uid = 199999;
 	set_str(cfg->egress_ca_file, "/etc/ssl/certs/ca-certificates.crt");
 	cfg->egress_io_timeout_ms = 300000;

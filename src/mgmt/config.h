@@ -44,6 +44,7 @@ struct config {
 	/* egress (docs/EGRESS.md) */
 	uint32_t egress_max_connections;        /* workers at once, in all */
 	uint32_t egress_per_sandbox;            /* Egress calls per init connection */
+	uint32_t egress_direct;                 /* 1: the worker gets the workload's socket */
 	uint32_t egress_uid;                    /* the workers' uid and gid */
 	char egress_ca_file[CONFIG_STR_BYTES];  /* trust anchors for credential routes */
 	uint32_t egress_io_timeout_ms;          /* a worker's idle limit either way */

@@ -38,7 +38,8 @@
 
 /* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
 enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB,
-		TAG_ADMIN_GRPC, TAG_VERIFY, TAG_EGRESS_DATA, TAG_EGRESS_CTL };
+		TAG_ADMIN_GRPC, TAG_VERIFY, TAG_EGRESS_DATA, TAG_EGRESS_CTL,
+		TAG_EGRESS_LISTEN };
 
 /* ---- the daemon ---- */
 struct daemon {

@@ -13,6 +13,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stddef.h>
 #include <signal.h>
@@ -42,6 +43,9 @@
 #define POLICY_TOKENS 2048
 #define OWN_RECORD 17u                 /* an own address for the worker: family (4|6), 16 bytes */
 #define OWN_MAX (CTL_BYTES / OWN_RECORD)
+#define SPARES 2                       /* workers kept started ahead, once egress is used */
+#define SPARE_DEFER_MS 100             /* a spare taken: the next is started at a connection's
+					* end, or this long after, whichever comes first */
 
 /* ---- credit (pure) ---- */
 
@@ -94,6 +98,7 @@ struct eslot {
 	bool record_seen, ctl_eof, reaped_logged;
 	bool secret_asked;             /* one secret a worker: its one route's */
 	bool spare;                    /* started ahead: no sandbox, no call, no start packet yet */
+	bool direct;                   /* the worker has the workload's socket: no call, ever */
 	bool own_asked;                /* one request for this host's addresses a worker */
 	int64_t started_ms, linger_until;
 	struct egress_credit cr;
@@ -130,7 +135,9 @@ static uint64_t next_conn = 1;
 static bool stopping;                  /* SIGTERM: no new worker */
 static bool egress_used;               /* a connection came: a spare worker is kept from now on */
 static bool spare_wanted;              /* one was claimed: egress_tick starts the next */
-static int64_t spare_not_before;       /* a spare ended unclaimed: none again until then */
+static int64_t spare_backoff_until;    /* a spare ended unclaimed: none again until then */
+static int64_t spare_defer_until;      /* one was taken: the next waits for a connection's end
+					* or this (SPARE_DEFER_MS), whichever comes first */
 /* this host's addresses, for the workers' own-address check: kept while the netlink socket
  * reports no change (own_n < 0: none to send, each worker reads them itself) */
 static int nl_fd = -1;
@@ -525,8 +532,11 @@ static void slot_maybe_free(struct eslot *s)
 	if (s->pidfd >= 0)
 		close(s->pidfd);
 	s->pidfd = -1;
+	/* a slot is free again: a spare may be missing (all were taken when the last was); a
+	 * connection's end is when one is started (its work is done, the next has not begun) */
+	if (!s->spare)
+		spare_defer_until = 0;
 	s->used = false;
-	/* a slot is free again: a spare may be missing (all were taken when the last was) */
 	spare_wanted = true;
 }
 
@@ -814,17 +824,35 @@ static int worker_child(void *p)
 	return 127;
 }
 
-/* The start packet, with the run's egress.jsonl as its one descriptor; "own": true when the
- * worker may ask for this host's addresses (ctl_own). */
-static int ctl_hello(struct eslot *s, bool rate_limited, int audit)
+/* This host's addresses as they are now, to a worker: {"own": K} and, when K > 0, a packet of
+ * K records. 0, or -1 when they did not go. */
+static int own_send(struct eslot *s)
+{
+	char pkt[32];
+	int n;
+
+	own_fresh();
+	n = snprintf(pkt, sizeof(pkt), "{\"own\":%ld}", own_n);
+	if (send(s->ctl, pkt, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) != n ||
+	    (own_n > 0 && send(s->ctl, own_rec, (size_t)own_n * OWN_RECORD,
+			       MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)((size_t)own_n * OWN_RECORD)))
+		return -1;
+	return 0;
+}
+
+/* The start packet, with the run's egress.jsonl as its first descriptor and, for a direct
+ * connection, the workload's socket as its second; "own": true when the worker may ask for
+ * this host's addresses (ctl_own). */
+static int ctl_hello(struct eslot *s, bool rate_limited, int audit, int data)
 {
 	static char pkt[CTL_BYTES];
 	struct buf b;
 	struct json_writer w;
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
+	int fds[2] = { audit, data };
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 			     .msg_controllen = sizeof(cm.b) };
@@ -848,6 +876,10 @@ static int ctl_hello(struct eslot *s, bool rate_limited, int audit)
 	if (nl_fd >= 0) {
 		json_key(&w, "own");
 		json_bool_write(&w, true);
+		/* the addresses follow at once: a worker that dials soon asks nothing (a round
+		 * trip of two processes' wakeups on every connection's path) */
+		json_key(&w, "own_sent");
+		json_bool_write(&w, true);
 	}
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0)
@@ -860,13 +892,16 @@ static int ctl_hello(struct eslot *s, bool rate_limited, int audit)
 	iov.iov_base = pkt;
 	iov.iov_len = b.len;
 	memset(&cm, 0, sizeof(cm));
+	mh.msg_controllen = CMSG_SPACE((data >= 0 ? 2 : 1) * sizeof(int));
 	c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &audit, sizeof(int));
+	c->cmsg_len = CMSG_LEN((data >= 0 ? 2 : 1) * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (data >= 0 ? 2 : 1) * sizeof(int));
 	if (sendmsg(s->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)b.len)
 		return -errno;
+	if (nl_fd >= 0 && own_send(s) != 0)
+		return -EIO;
 	return 0;
 }
 
@@ -923,39 +958,44 @@ fail:
 }
 
 /* Gives the worker of s (a spare's, or one started now) its connection and audit (the
- * caller's, which it closes): 0, or -errno (a worker that was started is left with its
+ * caller's, which it closes; data, the workload's socket of a direct connection, stays the
+ * caller's): 0, or -errno (a worker that was started is left with its
  * sockets, for the caller to close and the reaper to collect). */
-static int worker_start(struct eslot *s, int audit, bool rate_limited)
+static int worker_start(struct eslot *s, int audit, int data, bool rate_limited)
 {
 	int r = 0;
 
 	if (s->pid <= 0)
 		r = worker_spawn(s);
-	if (r == 0 && (r = ctl_hello(s, rate_limited, audit)) != 0)
+	if (r == 0 && (r = ctl_hello(s, rate_limited, audit, data)) != 0)
 		log_warn("egress worker not told its connection", "name=%s error=%s",
 			 log_q(s->name), log_q(err_str(r)));
 	close(audit);
 	return r;
 }
 
-/* A worker started ahead, so that a connection does not wait for a fork and exec: one, in a
- * free slot, once a sandbox has used egress, unless agenticd is stopping. Its uid is its
- * slot's, as any worker's. */
+/* Workers started ahead, so that a connection does not wait for a fork and exec: SPARES of
+ * them, one a call, each in a free slot, once a sandbox has used egress, unless agenticd is
+ * stopping. Its uid is its slot's, as any worker's. */
 static void spare_fill(void)
 {
 	struct eslot *free_slot = NULL;
+	uint32_t spares = 0;
 	int r;
 
 	if (stopping || !egress_used)
 		return;
 	for (uint32_t i = 0; i < nslots; i++) {
-		if (slots[i].used && slots[i].spare)
+		if (slots[i].used && slots[i].spare && ++spares >= SPARES)
 			return;
 		if (!slots[i].used && !free_slot)
 			free_slot = &slots[i];
 	}
 	if (!free_slot)
 		return;
+	/* one a turn: the loop comes back at once for the next (egress_next_deadline) */
+	if (spares + 1 < SPARES)
+		spare_wanted = true;
 	{
 		uint8_t *up = free_slot->up, *down = free_slot->down;
 
@@ -979,20 +1019,119 @@ static void refuse(struct grpc_call *call, int status, const char *why)
 	grpc_call_finish(call, status, why, NULL, 0);
 }
 
-/* Over rate_per_minute: answered here, 429 and the audit line, without a worker. A worker
- * started only to say 429 would let a sandbox that churns connections make agenticd fork and
- * exec as fast as the init can open calls, whatever its rate. */
-static void rate_refuse(struct grpc_call *call, struct sandbox *sb)
+/* Why conn_take gave no slot: its audit line and metric are written already (BUSY, RATE), or
+ * its log line (AUDIT, START). */
+enum take { TAKE_OK, TAKE_BUSY, TAKE_RATE, TAKE_AUDIT, TAKE_START };
+
+/* A new connection of sb: a slot, a token of its rate, the run's audit, and the slot's worker
+ * told its connection (data: the workload's socket for a direct connection, -1 for a call,
+ * whose bytes go through the slot's data socket). */
+static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
 {
-	static const char answer[] = "HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\n"
-				     "Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n"
-				     "rate_limited\n";
+	struct eslot *s = NULL;
+	uint32_t held = 0;
+	int r, audit;
+
+	/* A slot is held until its worker is reaped, after the call too: a worker still resolving
+	 * or connecting does not see its connection go, and one that a workload resets at once
+	 * frees the init's slot and stream for the next. Counted per sandbox, so that one
+	 * sandbox's churn never holds more than egress_per_sandbox of them. */
+	for (uint32_t i = 0; i < nslots; i++) {
+		/* a spare is taken while it lives (ctl_over and the reaper unmark a dead one) */
+		if (slots[i].used && slots[i].spare && slots[i].ctl >= 0 && slots[i].pid > 0 &&
+		    (!s || !s->spare))
+			s = &slots[i];
+		else if (!slots[i].used && !s)
+			s = &slots[i];
+		else if (slots[i].used && !slots[i].spare && slots[i].sb == sb &&
+			 slots[i].sb_gen == sb->gen)
+			held++;
+	}
+	if (held >= cfg->egress_per_sandbox)
+		s = NULL;
+	if (!s) {
+		metrics_egress(1, 0, 0);
+		audit_refusal(sb, "busy", 0);
+		return TAKE_BUSY;
+	}
+	/* Over rate_per_minute: refused without a worker. A worker started only to say 429 would
+	 * let a sandbox that churns connections make agenticd fork and exec as fast as it can
+	 * open them, whatever its rate. */
+	if (!rate_take(sb)) {
+		metrics_egress(1, 0, 0);
+		audit_refusal(sb, "rate_limited", 429);
+		return TAKE_RATE;
+	}
+	/* before the slot is taken: a run that cannot be audited in costs no spare */
+	audit = audit_open(sb);
+	if (audit < 0) {
+		log_warn("egress connection not audited, refused", "name=%s error=%s",
+			 log_q(sb->name), log_q(err_str(audit)));
+		metrics_egress(1, 0, 0);
+		return TAKE_AUDIT;
+	}
+	{
+		/* a spare keeps its worker and sockets */
+		uint8_t *up = s->up, *down = s->down;
+		bool spare = s->used && s->spare;
+		pid_t pid = spare ? s->pid : 0;
+		int pidfd = spare ? s->pidfd : -1, d = spare ? s->data : -1,
+		    ctl = spare ? s->ctl : -1;
+
+		memset(s, 0, sizeof(*s));
+		s->up = up;
+		s->down = down;
+		s->pid = pid;
+		s->pidfd = pidfd;
+		s->data = d;
+		s->ctl = ctl;
+	}
+	egress_used = true;
+	s->used = true;
+	s->sb = sb;
+	s->sb_gen = sb->gen;
+	snprintf(s->name, sizeof(s->name), "%s", sb->name);
+	snprintf(s->instance, sizeof(s->instance), "%s", sb->instance_id);
+	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
+	s->conn = next_conn++;
+	s->started_ms = clock_mono_ms();
+	r = worker_start(s, audit, data, false);
+	if (r != 0) {
+		log_warn("egress worker not started", "name=%s error=%s", log_q(sb->name),
+			 log_q(err_str(r)));
+		worker_failed_line(s);
+		if (s->pid > 0) {
+			/* a spare's: it goes with its socket, and is reaped as any worker */
+			close_data(s);
+			close_ctl(s);
+		} else {
+			s->used = false;
+		}
+		return TAKE_START;
+	}
+	/* The next connection's worker is started when a connection ends, or SPARE_DEFER_MS
+	 * after this take (egress_tick): a spare's fork and exec take a core for half a
+	 * millisecond, and started at once it fell on this connection's own TLS handshake, when
+	 * the workload, the worker and the upstream each want a core (a host of two has two). Two
+	 * are kept, so a second connection meanwhile still finds one. */
+	if (!spare_wanted || spare_defer_until < clock_mono_ms())
+		spare_defer_until = clock_mono_ms() + SPARE_DEFER_MS;
+	spare_wanted = true;
+	*out = s;
+	return TAKE_OK;
+}
+
+static const char answer_429[] = "HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\n"
+				 "Content-Type: text/plain\r\nContent-Length: 13\r\n\r\n"
+				 "rate_limited\n";
+
+/* Answers the init's call with 429 (rate_limited) and ends it. */
+static void rate_refuse(struct grpc_call *call)
+{
 	Agentic__Sandbox__V1__EgressChunk m = AGENTIC__SANDBOX__V1__EGRESS_CHUNK__INIT;
 
-	metrics_egress(1, 0, 0);
-	audit_refusal(sb, "rate_limited", 429);
-	m.data.data = (uint8_t *)answer;
-	m.data.len = sizeof(answer) - 1;
+	m.data.data = (uint8_t *)answer_429;
+	m.data.len = sizeof(answer_429) - 1;
 	m.eof = true;
 	if (grpc_call_send(call, &m.base) != 0) {
 		refuse(call, GRPC_RESOURCE_EXHAUSTED, "no message buffer for the egress call");
@@ -1006,8 +1145,6 @@ void egress_call_start(struct grpc_call *call)
 	const struct grpc_peer *p = grpc_call_peer(call);
 	struct sandbox *sb = p->slot < 0 ? NULL : sandbox_slot((uint32_t)p->slot);
 	struct eslot *s = NULL;
-	uint32_t held = 0;
-	int r, audit;
 
 	grpc_call_set_user(call, NULL);
 	/* the caller must be the registered init of a ready sandbox, that asked for egress */
@@ -1029,79 +1166,19 @@ void egress_call_start(struct grpc_call *call)
 		refuse(call, GRPC_FAILED_PRECONDITION, "the sandbox has no open run to audit in");
 		return;
 	}
-	/* A slot is held until its worker is reaped, after the call too: a worker still resolving
-	 * or connecting does not see its connection go, and one that a workload resets at once
-	 * frees the init's slot and stream for the next. Counted per sandbox, so that one
-	 * sandbox's churn never holds more than egress_per_sandbox of them. */
-	for (uint32_t i = 0; i < nslots; i++) {
-		/* a spare is taken while it lives (ctl_over and the reaper unmark a dead one) */
-		if (slots[i].used && slots[i].spare && slots[i].ctl >= 0 && slots[i].pid > 0 &&
-		    (!s || !s->spare))
-			s = &slots[i];
-		else if (!slots[i].used && !s)
-			s = &slots[i];
-		else if (slots[i].used && !slots[i].spare && slots[i].sb == sb &&
-			 slots[i].sb_gen == sb->gen)
-			held++;
-	}
-	if (held >= cfg->egress_per_sandbox)
-		s = NULL;
-	if (!s) {
-		metrics_egress(1, 0, 0);
-		audit_refusal(sb, "busy", 0);
+	switch (conn_take(sb, -1, &s)) {
+	case TAKE_OK:
+		break;
+	case TAKE_BUSY:
 		refuse(call, GRPC_RESOURCE_EXHAUSTED, "no egress connection free");
 		return;
-	}
-	if (!rate_take(sb)) {
-		rate_refuse(call, sb);
+	case TAKE_RATE:
+		rate_refuse(call);
 		return;
-	}
-	/* before the slot is taken: a run that cannot be audited in costs no spare */
-	audit = audit_open(sb);
-	if (audit < 0) {
-		log_warn("egress connection not audited, refused", "name=%s error=%s",
-			 log_q(sb->name), log_q(err_str(audit)));
-		metrics_egress(1, 0, 0);
+	case TAKE_AUDIT:
 		refuse(call, GRPC_UNAVAILABLE, "the run's egress audit cannot be opened");
 		return;
-	}
-	{
-		/* a spare keeps its worker and sockets */
-		uint8_t *up = s->up, *down = s->down;
-		bool spare = s->used && s->spare;
-		pid_t pid = spare ? s->pid : 0;
-		int pidfd = spare ? s->pidfd : -1, data = spare ? s->data : -1,
-		    ctl = spare ? s->ctl : -1;
-
-		memset(s, 0, sizeof(*s));
-		s->up = up;
-		s->down = down;
-		s->pid = pid;
-		s->pidfd = pidfd;
-		s->data = data;
-		s->ctl = ctl;
-	}
-	egress_used = true;
-	s->used = true;
-	s->sb = sb;
-	s->sb_gen = sb->gen;
-	snprintf(s->name, sizeof(s->name), "%s", sb->name);
-	snprintf(s->instance, sizeof(s->instance), "%s", sb->instance_id);
-	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
-	s->conn = next_conn++;
-	s->started_ms = clock_mono_ms();
-	r = worker_start(s, audit, false);
-	if (r != 0) {
-		log_warn("egress worker not started", "name=%s error=%s", log_q(sb->name),
-			 log_q(err_str(r)));
-		worker_failed_line(s);
-		if (s->pid > 0) {
-			/* a spare's: it goes with its socket, and is reaped as any worker */
-			close_data(s);
-			close_ctl(s);
-		} else {
-			s->used = false;
-		}
+	case TAKE_START:
 		refuse(call, GRPC_UNAVAILABLE, "the egress worker could not start");
 		return;
 	}
@@ -1109,10 +1186,6 @@ void egress_call_start(struct grpc_call *call)
 	grpc_call_set_user(call, s);
 	step(s); /* the data socket watched from now on */
 	grpc_call_flush(call);
-	/* the next connection's worker is started in egress_tick, once this round's events are
-	 * handled: by then this one has its request head and resolves and connects on its own,
-	 * while agenticd (suspended until the new worker's exec) has nothing to carry for it */
-	spare_wanted = true;
 	log_debug("egress connection", "name=%s conn=%llu", log_q(s->name),
 		  (unsigned long long)s->conn);
 }
@@ -1183,6 +1256,174 @@ void egress_call_done(struct grpc_call *call, int status, const char *message)
 	close_data(s);
 	s->linger_until = clock_mono_ms() + cfg->egress_io_timeout_ms + LINGER_GRACE_MS;
 	slot_maybe_free(s);
+}
+
+/* ---- direct connections ----
+ *
+ * A sandbox of the engine runtime has a network namespace agenticd can reach, and so the
+ * workload's connection itself can go to the worker: the init's listener on 127.0.0.1:3128
+ * is taken over (a dup of it, pidfd_getfd), agenticd accepts on it, and each accepted socket
+ * goes to a worker with its start packet. The bytes then cross one process, the worker, as
+ * they do through any proxy, instead of three (the init, agenticd over the Egress call, the
+ * worker). The init keeps its own copy, so the port stays taken across an agenticd restart,
+ * and stops accepting on it while agenticd says "direct" in its registration's answer.
+ *
+ * The listener comes from a process agenticd does not trust: the init's number could name
+ * anything. It is used only when it is what it must be (a listening TCP socket on
+ * 127.0.0.1:3128). It is never closed while the init may hold a copy of it: a socket that the
+ * init made a connected one with SO_LINGER set and a full queue, and of which it then closed
+ * its own copies, would make agenticd's close the last one and wait out the linger in the
+ * loop. So it is dropped when the sandbox's slot is given up (its container gone) or its
+ * init changed, with SO_LINGER cleared first, once no other process holds it. An accepted
+ * socket is agenticd's own, and is closed right after the start packet that gives it to a
+ * spare worker (which received nothing before: it cannot have closed it first). */
+
+static void listen_watch(struct sandbox *sb, bool on)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+
+	if (sb->egress_lfd < 0 || sb->egress_lfd_watched == on)
+		return;
+	e.data.u64 = ((uint64_t)TAG_EGRESS_LISTEN << 32) | sandbox_index(sb);
+	if (epoll_ctl(epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, sb->egress_lfd, &e) == 0 || !on)
+		sb->egress_lfd_watched = on;
+}
+
+void egress_listener_drop(struct sandbox *sb)
+{
+	struct linger off = { 0, 0 };
+
+	if (sb->egress_lfd < 0)
+		return;
+	listen_watch(sb, false);
+	setsockopt(sb->egress_lfd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+	close(sb->egress_lfd);
+	sb->egress_lfd = -1;
+	sb->egress_lfd_pid = 0;
+}
+
+void egress_listener_stop(struct sandbox *sb)
+{
+	listen_watch(sb, false);
+}
+
+/* Is fd a listening TCP socket bound to 127.0.0.1:3128? */
+static bool listener_ok(int fd)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int v[4] = { 0, 0, 0, 0 };
+	static const int opt[4] = { SO_DOMAIN, SO_TYPE, SO_PROTOCOL, SO_ACCEPTCONN };
+
+	for (int i = 0; i < 4; i++) {
+		socklen_t l = sizeof(int);
+
+		if (getsockopt(fd, SOL_SOCKET, opt[i], &v[i], &l) != 0)
+			return false;
+	}
+	if (v[0] != AF_INET || v[1] != SOCK_STREAM || v[2] != IPPROTO_TCP || v[3] != 1)
+		return false;
+	return getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && len == sizeof(sa) &&
+	       sa.sin_family == AF_INET && sa.sin_port == htons(EGRESS_PROXY_PORT) &&
+	       sa.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+}
+
+bool egress_listener_take(struct sandbox *sb)
+{
+	int fd;
+
+	if (!cfg->egress_direct || nslots == 0 || !sb->agent_egress || sb->agent_egress_fd < 0 ||
+	    sb->init_pidfd < 0 || sb->pid <= 0)
+		return false;
+	if (sb->egress_lfd >= 0 && sb->egress_lfd_pid == sb->pid) {
+		/* the same init, registered again (agenticd's restart is a new table) */
+		listen_watch(sb, true);
+		return sb->egress_lfd_watched;
+	}
+	/* another init: the container started again, and the one before is gone with it */
+	egress_listener_drop(sb);
+	fd = (int)syscall(SYS_pidfd_getfd, sb->init_pidfd, sb->agent_egress_fd, 0);
+	if (fd < 0) {
+		log_warn("egress listener not taken over, calls carry the connections",
+			 "name=%s error=%s", log_q(sb->name), log_q(err_str(-errno)));
+		return false;
+	}
+	sb->egress_lfd = fd;
+	sb->egress_lfd_pid = sb->pid;
+	if (!listener_ok(fd) || fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) != 0) {
+		/* kept, unwatched, until it can be closed safely (above) */
+		log_warn("egress listener of the init is no 127.0.0.1:3128 listener, not used",
+			 "name=%s fd=%d", log_q(sb->name), sb->agent_egress_fd);
+		return false;
+	}
+	listen_watch(sb, true);
+	return sb->egress_lfd_watched;
+}
+
+/* A refusal said to the workload itself, then its socket closed. The socket is agenticd's
+ * own, just accepted: its close never waits. */
+static void direct_refuse(int fd, const char *answer, size_t len)
+{
+	(void)!send(fd, answer, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(fd);
+}
+
+static const char answer_503[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+				 "Content-Length: 0\r\n\r\n";
+
+static void direct_start(struct sandbox *sb, int fd)
+{
+	struct eslot *s = NULL;
+	int one = 1;
+
+	/* the workload's TLS handshake is small records each way: none waits for an ACK */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (stopping || sb->state != SB_READY || lifecycle_going(sb) || !sb->egress_json[0] ||
+	    !sb->run.open) {
+		direct_refuse(fd, answer_503, sizeof(answer_503) - 1);
+		return;
+	}
+	switch (conn_take(sb, fd, &s)) {
+	case TAKE_OK:
+		break;
+	case TAKE_RATE:
+		direct_refuse(fd, answer_429, sizeof(answer_429) - 1);
+		return;
+	default:
+		direct_refuse(fd, answer_503, sizeof(answer_503) - 1);
+		return;
+	}
+	/* the worker has the socket now (in its queue, or received): agenticd lets go of it and
+	 * of the spare's data socket, which the worker replaces with it */
+	close(fd);
+	close_data(s);
+	s->direct = true;
+	log_debug("egress connection", "name=%s conn=%llu direct=1", log_q(s->name),
+		  (unsigned long long)s->conn);
+}
+
+void egress_listen_event(uint32_t idx)
+{
+	struct sandbox *sb = sandbox_slot(idx);
+
+	if (!sb || sb->egress_lfd < 0)
+		return;
+	/* a few a turn: a sandbox that floods connections shares the loop with the rest */
+	for (int i = 0; i < 8; i++) {
+		int fd = accept4(sb->egress_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				return;
+			/* no listener any more (the init changed it): the sandbox's egress stops
+			 * here, and the listener is kept unwatched until it can be closed */
+			log_warn("egress listener failed, not watched any more", "name=%s error=%s",
+				 log_q(sb->name), log_q(err_str(-errno)));
+			listen_watch(sb, false);
+			return;
+		}
+		direct_start(sb, fd);
+	}
 }
 
 /* ---- the worker's control packets ---- */
@@ -1290,14 +1531,7 @@ static void ctl_secret(struct eslot *s, int64_t route)
  * then, when K > 0, the K records as a packet of their own. */
 static void ctl_own(struct eslot *s)
 {
-	char pkt[32];
-	int n;
-
-	own_fresh();
-	n = snprintf(pkt, sizeof(pkt), "{\"own\":%ld}", own_n);
-	if (send(s->ctl, pkt, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) != n ||
-	    (own_n > 0 && send(s->ctl, own_rec, (size_t)own_n * OWN_RECORD,
-			       MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)((size_t)own_n * OWN_RECORD)))
+	if (own_send(s) != 0)
 		log_warn("egress addresses answer not sent", "name=%s conn=%llu", log_q(s->name),
 			 (unsigned long long)s->conn);
 }
@@ -1340,7 +1574,7 @@ static void ctl_over(struct eslot *s)
 		 * one to take (the slot waits for the reaper); the next waits a second, so that a
 		 * worker that cannot start is not started as fast as it dies */
 		s->spare = false;
-		spare_not_before = clock_mono_ms() + 1000;
+		spare_backoff_until = clock_mono_ms() + 1000;
 		close_data(s);
 		slot_maybe_free(s);
 		return;
@@ -1478,9 +1712,14 @@ static void worker_kill(struct eslot *s)
 		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
 }
 
+static int64_t spare_due(void)
+{
+	return spare_backoff_until > spare_defer_until ? spare_backoff_until : spare_defer_until;
+}
+
 void egress_tick(int64_t now)
 {
-	if (spare_wanted && now >= spare_not_before) {
+	if (spare_wanted && now >= spare_due()) {
 		spare_wanted = false;
 		spare_fill();
 	}
@@ -1506,6 +1745,13 @@ void egress_tick(int64_t now)
 	for (uint32_t i = 0; i < nslots; i++) {
 		struct eslot *s = &slots[i];
 
+		/* a direct connection's worker outlives no sandbox: its workload's socket died
+		 * with the container, and it would find out; this does not wait for that */
+		if (s->used && s->direct && s->pid > 0 &&
+		    (s->sb->gen != s->sb_gen || s->sb->state == SB_FREE)) {
+			worker_kill(s);
+			continue;
+		}
 		if (s->used && !s->call && s->pid > 0 && s->linger_until && now >= s->linger_until) {
 			log_warn("egress worker killed: it outlived its connection", "name=%s conn=%llu",
 				 log_q(s->name), (unsigned long long)s->conn);
@@ -1517,7 +1763,7 @@ void egress_tick(int64_t now)
 
 int64_t egress_next_deadline(void)
 {
-	int64_t next = spare_wanted ? spare_not_before : INT64_MAX;
+	int64_t next = spare_wanted ? spare_due() : INT64_MAX;
 
 	for (uint32_t i = 0; i < nslots; i++)
 		if (slots[i].used && !slots[i].call && slots[i].pid > 0 && slots[i].linger_until &&

@@ -60,6 +60,19 @@ void egress_call_half_close(struct grpc_call *call);
 void egress_call_writable(struct grpc_call *call);
 void egress_call_done(struct grpc_call *call, int status, const char *message);
 
+/* Direct connections (egress.c, "direct connections"), for an init that registered with
+ * agentic-egress-listener: takes its listener over and watches it; true when the init is to
+ * stop accepting on it (the registration's answer says egress=direct), false when it goes
+ * on carrying its connections over Egress calls. */
+bool egress_listener_take(struct sandbox *sb);
+/* Not watched any more (the init is gone or going); kept. */
+void egress_listener_stop(struct sandbox *sb);
+/* Closed: only once no process of the sandbox can hold it (its slot given up, or another
+ * init registered). */
+void egress_listener_drop(struct sandbox *sb);
+/* The listener of sandbox slot idx is readable (the loop's TAG_EGRESS_LISTEN). */
+void egress_listen_event(uint32_t idx);
+
 /* A slot's data (ctl false) or control socket is ready (the loop's TAG_EGRESS_*); with
  * EGRESS_NETLINK_SLOT (ctl true), the netlink socket that says this host's addresses changed. */
 #define EGRESS_NETLINK_SLOT UINT32_MAX
