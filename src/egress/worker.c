@@ -95,6 +95,7 @@ struct worker {
 	int64_t start_ms;
 	bool ctl_lost;
 	bool audit_later;             /* fd 5 comes with the start packet */
+	bool listen;                  /* FD_DATA is the sandbox's listener: accept one first */
 	bool own_ask;                 /* agenticd answers {"own": true} with this host's addresses */
 	/* this host's addresses as agenticd sent them at dial time (own >= 0; 0: none), or -1:
 	 * getifaddrs here; one byte more than the records, for ctl_recv's terminator */
@@ -317,6 +318,9 @@ static int read_start(struct worker *w, const char **what)
 			return ERR_PARSE;
 		w->io_timeout_ms = (int)v;
 	}
+	*what = "listen";
+	if ((i = json_obj_get(&d, 0, "listen")) >= 0 && json_bool(&d, i, &w->listen) != 0)
+		return ERR_PARSE;
 	*what = "policy";
 	if ((i = json_obj_get(&d, 0, "policy")) < 0 ||
 	    (tok[i].type != JSON_OBJECT && tok[i].type != JSON_ARRAY) ||
@@ -1067,6 +1071,47 @@ static bool std_fds(void)
 	return true;
 }
 
+/* An armed worker (docs/EGRESS.md "Direct connections"): waits on the sandbox's listener at
+ * FD_DATA until a connection comes, or agenticd ends it (its control socket readable or
+ * gone: nothing may come there before the connection). The accepted socket takes FD_DATA's
+ * place, which closes the listener before a byte of the workload's is read, and agenticd is
+ * told. false: no connection, no audit line (agenticd's, if any). */
+static bool accept_one(struct worker *w)
+{
+	struct pollfd p[2] = { { .fd = FD_DATA, .events = POLLIN },
+			       { .fd = FD_CTL, .events = POLLIN } };
+	int one = 1;
+
+	for (;;) {
+		int fd, n = poll(p, 2, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || p[1].revents)
+			return false;
+		if (p[0].revents & (POLLERR | POLLNVAL))
+			return false;
+		fd = accept4(FD_DATA, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return false;
+		}
+		if (dup2(fd, FD_DATA) != FD_DATA) {
+			close(fd);
+			return false;
+		}
+		close(fd);
+		setsockopt(FD_DATA, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (send(FD_CTL, "{\"accepted\":true}", 17, MSG_NOSIGNAL) != 17) {
+			w->ctl_lost = true;
+			return false;
+		}
+		w->start_ms = clock_mono_ms();
+		return true;
+	}
+}
+
 int egress_worker_main(int argc, char **argv)
 {
 	static struct worker w;
@@ -1095,6 +1140,8 @@ int egress_worker_main(int argc, char **argv)
 		log_error("egress worker start packet refused", "field=%s", log_q(what));
 		return 1;
 	}
+	if (w.listen && !accept_one(&w))
+		return 0;
 	if (!read_head(&w))
 		goto done;
 	w.kind = egress_head_is_connect(&w.head) ? "tunnel" : "route";

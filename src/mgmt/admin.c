@@ -930,6 +930,7 @@ static void route_egress_put(struct admin_conn *c, struct sandbox *sb, const cha
 	if (pol.mode == EGRESS_REPORT)
 		posture_taint(sb, POSTURE_EGRESS_REPORT_ONLY, "api");
 	egress_audit_policy(sb, "api");
+	egress_policy_changed(sb);
 	log_info("egress policy replaced", "name=%s uid=%u pid=%d mode=%s allow=%u routes=%u",
 		 log_q(sb->name), (unsigned)c->uid, (int)c->pid,
 		 pol.mode == EGRESS_REPORT ? "report" : "enforce", pol.nallow, pol.nroutes);

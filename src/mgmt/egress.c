@@ -44,6 +44,7 @@
 #define OWN_RECORD 17u                 /* an own address for the worker: family (4|6), 16 bytes */
 #define OWN_MAX (CTL_BYTES / OWN_RECORD)
 #define SPARES 2                       /* workers kept started ahead, once egress is used */
+#define ARMED_MAX 4                    /* workers waiting in accept on a sandbox's listener */
 #define SPARE_DEFER_MS 100             /* a spare taken: the next is started at a connection's
 					* end, or this long after, whichever comes first */
 
@@ -99,6 +100,8 @@ struct eslot {
 	bool secret_asked;             /* one secret a worker: its one route's */
 	bool spare;                    /* started ahead: no sandbox, no call, no start packet yet */
 	bool direct;                   /* the worker has the workload's socket: no call, ever */
+	bool armed;                    /* the worker waits in accept on its sandbox's listener */
+	bool quiet;                    /* ended without a connection: no worker_failed line */
 	bool own_asked;                /* one request for this host's addresses a worker */
 	int64_t started_ms, linger_until;
 	struct egress_credit cr;
@@ -138,6 +141,7 @@ static bool spare_wanted;              /* one was claimed: egress_tick starts th
 static int64_t spare_backoff_until;    /* a spare ended unclaimed: none again until then */
 static int64_t spare_defer_until;      /* one was taken: the next waits for a connection's end
 					* or this (SPARE_DEFER_MS), whichever comes first */
+static bool arm_wanted;                /* a sandbox may want a worker armed on its listener */
 /* this host's addresses, for the workers' own-address check: kept while the netlink socket
  * reports no change (own_n < 0: none to send, each worker reads them itself) */
 static int nl_fd = -1;
@@ -538,6 +542,7 @@ static void slot_maybe_free(struct eslot *s)
 		spare_defer_until = 0;
 	s->used = false;
 	spare_wanted = true;
+	arm_wanted = true;
 }
 
 /* The worker died without its record: agenticd's own line for it. */
@@ -546,7 +551,7 @@ static void worker_failed_line(struct eslot *s)
 	struct sandbox *sb = s->sb;
 	int fd;
 
-	if (s->record_seen)
+	if (s->record_seen || s->quiet)
 		return;
 	s->record_seen = true;
 	metrics_egress(1, 0, 0);
@@ -873,6 +878,11 @@ static int ctl_hello(struct eslot *s, bool rate_limited, int audit, int data)
 	json_str_write(&w, cfg->egress_ca_file);
 	json_key(&w, "io_timeout_ms");
 	json_int_write(&w, cfg->egress_io_timeout_ms);
+	if (s->armed) {
+		/* the second descriptor is the sandbox's listener: accept one connection on it */
+		json_key(&w, "listen");
+		json_bool_write(&w, true);
+	}
 	if (nl_fd >= 0) {
 		json_key(&w, "own");
 		json_bool_write(&w, true);
@@ -1008,7 +1018,9 @@ static void spare_fill(void)
 	if ((r = worker_spawn(free_slot)) != 0) {
 		free_slot->used = free_slot->spare = false;
 		log_warn("egress spare worker not started", "error=%s", log_q(err_str(r)));
+		return;
 	}
+	arm_wanted = true; /* a sandbox that found no spare to arm may now */
 }
 
 /* ---- the call ---- */
@@ -1289,10 +1301,16 @@ static void listen_watch(struct sandbox *sb, bool on)
 		sb->egress_lfd_watched = on;
 }
 
+static void disarm(struct sandbox *sb, bool rewatch);
+static struct eslot *armed_of(const struct sandbox *sb);
+static void worker_kill(struct eslot *s);
+
 void egress_listener_drop(struct sandbox *sb)
 {
 	struct linger off = { 0, 0 };
 
+	disarm(sb, false);
+	sb->egress_armable = false;
 	if (sb->egress_lfd < 0)
 		return;
 	listen_watch(sb, false);
@@ -1300,15 +1318,17 @@ void egress_listener_drop(struct sandbox *sb)
 	close(sb->egress_lfd);
 	sb->egress_lfd = -1;
 	sb->egress_lfd_pid = 0;
+	sb->egress_lfd_ok = false;
 }
 
 void egress_listener_stop(struct sandbox *sb)
 {
+	disarm(sb, false);
+	sb->egress_armable = false;
 	listen_watch(sb, false);
 }
 
-/* Is fd a listening TCP socket bound to 127.0.0.1:3128? */
-static bool listener_ok(int fd)
+bool egress_listener_ok(int fd, uint16_t port)
 {
 	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);
@@ -1324,7 +1344,7 @@ static bool listener_ok(int fd)
 	if (v[0] != AF_INET || v[1] != SOCK_STREAM || v[2] != IPPROTO_TCP || v[3] != 1)
 		return false;
 	return getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && len == sizeof(sa) &&
-	       sa.sin_family == AF_INET && sa.sin_port == htons(EGRESS_PROXY_PORT) &&
+	       sa.sin_family == AF_INET && sa.sin_port == htons(port) &&
 	       sa.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
 }
 
@@ -1337,8 +1357,9 @@ bool egress_listener_take(struct sandbox *sb)
 		return false;
 	if (sb->egress_lfd >= 0 && sb->egress_lfd_pid == sb->pid) {
 		/* the same init, registered again (agenticd's restart is a new table) */
-		listen_watch(sb, true);
-		return sb->egress_lfd_watched;
+		if (sb->egress_lfd_ok && !armed_of(sb))
+			listen_watch(sb, true);
+		return sb->egress_lfd_ok;
 	}
 	/* another init: the container started again, and the one before is gone with it */
 	egress_listener_drop(sb);
@@ -1350,12 +1371,14 @@ bool egress_listener_take(struct sandbox *sb)
 	}
 	sb->egress_lfd = fd;
 	sb->egress_lfd_pid = sb->pid;
-	if (!listener_ok(fd) || fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) != 0) {
+	if (!egress_listener_ok(fd, EGRESS_PROXY_PORT) ||
+	    fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) != 0) {
 		/* kept, unwatched, until it can be closed safely (above) */
 		log_warn("egress listener of the init is no 127.0.0.1:3128 listener, not used",
 			 "name=%s fd=%d", log_q(sb->name), sb->agent_egress_fd);
 		return false;
 	}
+	sb->egress_lfd_ok = true;
 	listen_watch(sb, true);
 	return sb->egress_lfd_watched;
 }
@@ -1398,8 +1421,149 @@ static void direct_start(struct sandbox *sb, int fd)
 	close(fd);
 	close_data(s);
 	s->direct = true;
+	/* the sandbox uses egress: its next connection is awaited by a worker of its own */
+	sb->egress_armable = true;
+	arm_wanted = true;
 	log_debug("egress connection", "name=%s conn=%llu direct=1", log_q(s->name),
 		  (unsigned long long)s->conn);
+}
+
+/* ---- armed workers ----
+ *
+ * agenticd's accept is a wakeup of its own on each connection's path, before the worker's:
+ * measured, the CONNECT's answer came 0.3 ms later than through a proxy that accepts itself.
+ * So a sandbox whose egress is used gets a worker of its own that waits in accept(2) on a dup
+ * of its listener, its start packet (policy, audit, a token of the rate) read ahead: the
+ * kernel wakes it, and nothing else, for the connection. It accepts one, closes the listener
+ * before it reads a byte of the workload's, says {"accepted": true}, and goes on as any worker
+ * with its socket. While one waits agenticd does not watch the listener (the two would race
+ * for each connection); from its accept until the next is armed, agenticd accepts as above.
+ * A worker is armed at a connection's end or SPARE_DEFER_MS after the last take, from a
+ * spare, for at most ARMED_MAX sandboxes; a policy change, the sandbox's stop or going kill
+ * it (its token of the rate is spent). */
+
+static struct eslot *armed_of(const struct sandbox *sb)
+{
+	for (uint32_t i = 0; i < nslots; i++)
+		if (slots[i].used && slots[i].armed && slots[i].sb == sb &&
+		    slots[i].sb_gen == sb->gen)
+			return &slots[i];
+	return NULL;
+}
+
+/* Ends sb's armed worker, if it has one; agenticd accepts again when rewatch. */
+static void disarm(struct sandbox *sb, bool rewatch)
+{
+	struct eslot *s = armed_of(sb);
+
+	if (s) {
+		s->armed = false;
+		s->quiet = true;
+		worker_kill(s);
+		close_ctl(s);
+		slot_maybe_free(s);
+	}
+	if (rewatch && sb->egress_lfd >= 0 && sb->egress_lfd_ok)
+		listen_watch(sb, true);
+}
+
+static void arm(struct sandbox *sb)
+{
+	struct eslot *s = NULL;
+	uint32_t held = 0, armed = 0;
+	int audit, r;
+
+	for (uint32_t i = 0; i < nslots; i++) {
+		if (slots[i].used && slots[i].spare && slots[i].ctl >= 0 && slots[i].pid > 0 && !s)
+			s = &slots[i];
+		else if (slots[i].used && slots[i].armed)
+			armed++;
+		if (slots[i].used && !slots[i].spare && slots[i].sb == sb &&
+		    slots[i].sb_gen == sb->gen)
+			held++;
+	}
+	/* a spare only: arming never forks on anyone's path; a token now, or agenticd answers */
+	if (!s || held >= cfg->egress_per_sandbox || armed >= ARMED_MAX || !rate_take(sb)) {
+		log_debug("egress worker not armed", "name=%s spare=%d held=%u armed=%u",
+			  log_q(sb->name), s != NULL, held, armed);
+		return;
+	}
+	if ((audit = audit_open(sb)) < 0)
+		return;
+	{
+		uint8_t *up = s->up, *down = s->down;
+		pid_t pid = s->pid;
+		int pidfd = s->pidfd, d = s->data, ctl = s->ctl;
+
+		memset(s, 0, sizeof(*s));
+		s->up = up;
+		s->down = down;
+		s->pid = pid;
+		s->pidfd = pidfd;
+		s->data = d;
+		s->ctl = ctl;
+	}
+	s->used = s->armed = true;
+	s->sb = sb;
+	s->sb_gen = sb->gen;
+	snprintf(s->name, sizeof(s->name), "%s", sb->name);
+	snprintf(s->instance, sizeof(s->instance), "%s", sb->instance_id);
+	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
+	s->conn = next_conn++;
+	s->started_ms = clock_mono_ms();
+	r = worker_start(s, audit, sb->egress_lfd, false);
+	if (r != 0) {
+		s->armed = false;
+		s->quiet = true;
+		close_data(s);
+		close_ctl(s);
+		return;
+	}
+	/* the worker has its dup of the listener (queued or received); agenticd's data end of
+	 * the spare is done with */
+	close_data(s);
+	listen_watch(sb, false);
+	spare_wanted = true;
+	if (spare_defer_until < clock_mono_ms())
+		spare_defer_until = clock_mono_ms() + SPARE_DEFER_MS;
+}
+
+/* The armed worker of s accepted a connection: agenticd watches the listener until the next
+ * is armed. */
+static void armed_accepted(struct eslot *s)
+{
+	struct sandbox *sb = s->sb;
+
+	s->armed = false;
+	s->direct = true;
+	if (sb->gen == s->sb_gen && sb->egress_lfd >= 0 && sb->egress_lfd_ok)
+		listen_watch(sb, true);
+	arm_wanted = true;
+	if (spare_defer_until < clock_mono_ms())
+		spare_defer_until = clock_mono_ms() + SPARE_DEFER_MS;
+}
+
+static void arm_all(void)
+{
+	if (stopping || !cfg->egress_direct)
+		return;
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		struct sandbox *sb = sandbox_slot(i);
+
+		if (sb->state == SB_READY && sb->egress_armable && sb->egress_lfd >= 0 &&
+		    sb->egress_lfd_ok && sb->egress_json[0] && sb->run.open && !lifecycle_going(sb) &&
+		    !armed_of(sb))
+			arm(sb);
+	}
+}
+
+void egress_policy_changed(struct sandbox *sb)
+{
+	/* the waiting worker holds the policy before: the next connection gets the new one */
+	if (armed_of(sb)) {
+		disarm(sb, true);
+		arm_wanted = true;
+	}
 }
 
 void egress_listen_event(uint32_t idx)
@@ -1410,7 +1574,8 @@ void egress_listen_event(uint32_t idx)
 		return;
 	/* a few a turn: a sandbox that floods connections shares the loop with the rest */
 	for (int i = 0; i < 8; i++) {
-		int fd = accept4(sb->egress_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		/* blocking, as the data socket a worker is used to (it asks MSG_DONTWAIT itself) */
+		int fd = accept4(sb->egress_lfd, NULL, NULL, SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
@@ -1420,6 +1585,7 @@ void egress_listen_event(uint32_t idx)
 			log_warn("egress listener failed, not watched any more", "name=%s error=%s",
 				 log_q(sb->name), log_q(err_str(-errno)));
 			listen_watch(sb, false);
+			sb->egress_lfd_ok = false;
 			return;
 		}
 		direct_start(sb, fd);
@@ -1579,6 +1745,13 @@ static void ctl_over(struct eslot *s)
 		slot_maybe_free(s);
 		return;
 	}
+	if (s->armed) {
+		/* it died waiting: no connection was its; agenticd accepts again */
+		s->armed = false;
+		s->quiet = true;
+		if (s->sb->gen == s->sb_gen && s->sb->egress_lfd >= 0 && s->sb->egress_lfd_ok)
+			listen_watch(s->sb, true);
+	}
 	if (!s->record_seen)
 		worker_failed_line(s);
 	if (s->call)
@@ -1633,6 +1806,11 @@ static void ctl_readable(struct eslot *s)
 				s->own_asked = true;
 				ctl_own(s);
 			}
+		} else if (json_obj_get(&d, 0, "accepted") >= 0) {
+			if (!s->armed)
+				bad = "accepted_unarmed";
+			else
+				armed_accepted(s);
 		} else if (json_obj_get(&d, 0, "decision") >= 0)
 			ctl_record(s, &d);
 		else
@@ -1723,6 +1901,11 @@ void egress_tick(int64_t now)
 		spare_wanted = false;
 		spare_fill();
 	}
+	/* after the spares: arming takes one, and a spare just started may be the one */
+	if (arm_wanted && now >= spare_due()) {
+		arm_wanted = false;
+		arm_all();
+	}
 	/* refusals not written in a second that is over: one line says how many (the last one's
 	 * reason stands for them) */
 	for (uint32_t i = 0; i < nbuckets; i++) {
@@ -1747,7 +1930,7 @@ void egress_tick(int64_t now)
 
 		/* a direct connection's worker outlives no sandbox: its workload's socket died
 		 * with the container, and it would find out; this does not wait for that */
-		if (s->used && s->direct && s->pid > 0 &&
+		if (s->used && (s->direct || s->armed) && s->pid > 0 &&
 		    (s->sb->gen != s->sb_gen || s->sb->state == SB_FREE)) {
 			worker_kill(s);
 			continue;
@@ -1763,7 +1946,7 @@ void egress_tick(int64_t now)
 
 int64_t egress_next_deadline(void)
 {
-	int64_t next = spare_wanted ? spare_due() : INT64_MAX;
+	int64_t next = spare_wanted || arm_wanted ? spare_due() : INT64_MAX;
 
 	for (uint32_t i = 0; i < nslots; i++)
 		if (slots[i].used && !slots[i].call && slots[i].pid > 0 && slots[i].linger_until &&

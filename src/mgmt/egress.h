@@ -70,6 +70,11 @@ void egress_listener_stop(struct sandbox *sb);
 /* Closed: only once no process of the sandbox can hold it (its slot given up, or another
  * init registered). */
 void egress_listener_drop(struct sandbox *sb);
+/* Is fd what the init must have announced: a listening TCP socket on 127.0.0.1:port? (The
+ * number it said could name anything of its.) */
+bool egress_listener_ok(int fd, uint16_t port);
+/* sb's policy was replaced: a worker armed with the one before is ended. */
+void egress_policy_changed(struct sandbox *sb);
 /* The listener of sandbox slot idx is readable (the loop's TAG_EGRESS_LISTEN). */
 void egress_listen_event(uint32_t idx);
 

@@ -134,6 +134,8 @@ struct sandbox {
 	int egress_lfd;
 	int64_t egress_lfd_pid;
 	bool egress_lfd_watched;
+	bool egress_lfd_ok;           /* checked, and accept worked on it so far */
+	bool egress_armable;          /* a connection came: a worker waits for the next */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
 	char egress_json[EGRESS_POLICY_BYTES];
 	/* the init's own report of itself (registration label agentic-self-status: lines of its
