@@ -679,7 +679,10 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		refuse(w, 502, ER_DNS_FAILED);
 		return -1;
 	}
-	/* what came with the start is taken while fresh: a slow resolution asks again */
+	/* what came with the start is taken while fresh: a slow resolution asks again. An armed
+	 * worker's came long before its connection, but agenticd ends an armed worker whenever
+	 * this host's addresses change, so its list is as fresh as agenticd's; the age counts
+	 * from its accept. */
 	if (w->own_ask && (w->own < 0 || clock_mono_ms() - w->own_ms > OWN_FRESH_MS))
 		ask_own(w);
 	if (w->own >= 0) {
@@ -1108,6 +1111,8 @@ static bool accept_one(struct worker *w)
 			return false;
 		}
 		w->start_ms = clock_mono_ms();
+		if (w->own >= 0)
+			w->own_ms = w->start_ms;
 		return true;
 	}
 }

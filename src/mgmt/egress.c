@@ -1543,6 +1543,14 @@ static void armed_accepted(struct eslot *s)
 		spare_defer_until = clock_mono_ms() + SPARE_DEFER_MS;
 }
 
+static void disarm_all(void)
+{
+	for (uint32_t i = 0; i < nslots; i++)
+		if (slots[i].used && slots[i].armed && slots[i].sb->gen == slots[i].sb_gen)
+			disarm(slots[i].sb, true);
+	arm_wanted = true;
+}
+
 static void arm_all(void)
 {
 	if (stopping || !cfg->egress_direct)
@@ -1832,6 +1840,9 @@ void egress_event(uint32_t idx, bool ctl, uint32_t events)
 
 	if (ctl && idx == EGRESS_NETLINK_SLOT) {
 		own_drain();
+		/* an armed worker holds the list from its arming: armed again, with the new one */
+		if (own_stale)
+			disarm_all();
 		return;
 	}
 	if (idx >= nslots || !(s = &slots[idx])->used)
