@@ -1031,6 +1031,32 @@ static void refuse(struct grpc_call *call, int status, const char *why)
 	grpc_call_finish(call, status, why, NULL, 0);
 }
 
+/* Slot s (free, or a spare's, which keeps its worker and sockets) is sb's next connection's
+ * now: its name, instance and policy as they are, a connection number. */
+static void slot_claim(struct eslot *s, struct sandbox *sb)
+{
+	uint8_t *up = s->up, *down = s->down;
+	bool spare = s->used && s->spare;
+	pid_t pid = spare ? s->pid : 0;
+	int pidfd = spare ? s->pidfd : -1, d = spare ? s->data : -1, ctl = spare ? s->ctl : -1;
+
+	memset(s, 0, sizeof(*s));
+	s->up = up;
+	s->down = down;
+	s->pid = pid;
+	s->pidfd = pidfd;
+	s->data = d;
+	s->ctl = ctl;
+	s->used = true;
+	s->sb = sb;
+	s->sb_gen = sb->gen;
+	snprintf(s->name, sizeof(s->name), "%s", sb->name);
+	snprintf(s->instance, sizeof(s->instance), "%s", sb->instance_id);
+	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
+	s->conn = next_conn++;
+	s->started_ms = clock_mono_ms();
+}
+
 /* Why conn_take gave no slot: its audit line and metric are written already (BUSY, RATE), or
  * its log line (AUDIT, START). */
 enum take { TAKE_OK, TAKE_BUSY, TAKE_RATE, TAKE_AUDIT, TAKE_START };
@@ -1082,31 +1108,8 @@ static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
 		metrics_egress(1, 0, 0);
 		return TAKE_AUDIT;
 	}
-	{
-		/* a spare keeps its worker and sockets */
-		uint8_t *up = s->up, *down = s->down;
-		bool spare = s->used && s->spare;
-		pid_t pid = spare ? s->pid : 0;
-		int pidfd = spare ? s->pidfd : -1, d = spare ? s->data : -1,
-		    ctl = spare ? s->ctl : -1;
-
-		memset(s, 0, sizeof(*s));
-		s->up = up;
-		s->down = down;
-		s->pid = pid;
-		s->pidfd = pidfd;
-		s->data = d;
-		s->ctl = ctl;
-	}
+	slot_claim(s, sb);
 	egress_used = true;
-	s->used = true;
-	s->sb = sb;
-	s->sb_gen = sb->gen;
-	snprintf(s->name, sizeof(s->name), "%s", sb->name);
-	snprintf(s->instance, sizeof(s->instance), "%s", sb->instance_id);
-	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
-	s->conn = next_conn++;
-	s->started_ms = clock_mono_ms();
 	r = worker_start(s, audit, data, false);
 	if (r != 0) {
 		log_warn("egress worker not started", "name=%s error=%s", log_q(sb->name),
@@ -1490,27 +1493,8 @@ static void arm(struct sandbox *sb)
 	}
 	if ((audit = audit_open(sb)) < 0)
 		return;
-	{
-		uint8_t *up = s->up, *down = s->down;
-		pid_t pid = s->pid;
-		int pidfd = s->pidfd, d = s->data, ctl = s->ctl;
-
-		memset(s, 0, sizeof(*s));
-		s->up = up;
-		s->down = down;
-		s->pid = pid;
-		s->pidfd = pidfd;
-		s->data = d;
-		s->ctl = ctl;
-	}
-	s->used = s->armed = true;
-	s->sb = sb;
-	s->sb_gen = sb->gen;
-	snprintf(s->name, sizeof(s->name), "%s", sb->name);
-	snprintf(s->instance, sizeof(s->instance), "%s", sb->instance_id);
-	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
-	s->conn = next_conn++;
-	s->started_ms = clock_mono_ms();
+	slot_claim(s, sb);
+	s->armed = true;
 	r = worker_start(s, audit, sb->egress_lfd, false);
 	if (r != 0) {
 		s->armed = false;
