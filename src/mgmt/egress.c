@@ -1738,9 +1738,12 @@ static void ctl_over(struct eslot *s)
 		return;
 	}
 	if (s->armed) {
-		/* it died waiting: no connection was its; agenticd accepts again */
+		/* it died waiting (or broke the protocol): no connection was its; agenticd accepts
+		 * again, and, as for a spare that ended, the next is armed a second later at the
+		 * earliest, so that a worker that cannot wait is not armed as fast as it dies */
 		s->armed = false;
 		s->quiet = true;
+		spare_backoff_until = clock_mono_ms() + 1000;
 		if (s->sb->gen == s->sb_gen && s->sb->egress_lfd >= 0 && s->sb->egress_lfd_ok)
 			listen_watch(s->sb, true);
 	}
@@ -1779,6 +1782,10 @@ static void ctl_readable(struct eslot *s)
 		}
 		if (s->spare)
 			bad = "packet_before_start";
+		else if (s->armed && (json_parse(&d, pkt, (size_t)n, ptok, ARRAY_LEN(ptok)) != 0 ||
+				      ptok[0].type != JSON_OBJECT ||
+				      json_obj_get(&d, 0, "accepted") < 0))
+			bad = "packet_before_accept"; /* it has no connection yet: nothing to ask */
 		else if (s->record_seen)
 			bad = "packet_after_record";
 		else if (json_parse(&d, pkt, (size_t)n, ptok, ARRAY_LEN(ptok)) != 0 ||
