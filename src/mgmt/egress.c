@@ -1057,23 +1057,19 @@ static void slot_claim(struct eslot *s, struct sandbox *sb)
 	s->started_ms = clock_mono_ms();
 }
 
-/* Why conn_take gave no slot: its audit line and metric are written already (BUSY, RATE), or
- * its log line (AUDIT, START). */
-enum take { TAKE_OK, TAKE_BUSY, TAKE_RATE, TAKE_AUDIT, TAKE_START };
-
-/* A new connection of sb: a slot, a token of its rate, the run's audit, and the slot's worker
- * told its connection (data: the workload's socket for a direct connection, -1 for a call,
- * whose bytes go through the slot's data socket). */
-static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
+/* The slot for sb's next connection: a live spare (its worker started ahead) before a free
+ * one, or NULL when there is neither or sb holds egress_per_sandbox already. A slot is held
+ * until its worker is reaped, after the call too: a worker still resolving or connecting does
+ * not see its connection go, and one that a workload resets at once frees the init's slot and
+ * stream for the next. Counted per sandbox (its armed worker too), so that one sandbox's
+ * churn never holds more than egress_per_sandbox of them. armed: the armed workers of all. */
+static struct eslot *slot_pick(const struct sandbox *sb, uint32_t *armed)
 {
 	struct eslot *s = NULL;
 	uint32_t held = 0;
-	int r, audit;
 
-	/* A slot is held until its worker is reaped, after the call too: a worker still resolving
-	 * or connecting does not see its connection go, and one that a workload resets at once
-	 * frees the init's slot and stream for the next. Counted per sandbox, so that one
-	 * sandbox's churn never holds more than egress_per_sandbox of them. */
+	if (armed)
+		*armed = 0;
 	for (uint32_t i = 0; i < nslots; i++) {
 		/* a spare is taken while it lives (ctl_over and the reaper unmark a dead one) */
 		if (slots[i].used && slots[i].spare && slots[i].ctl >= 0 && slots[i].pid > 0 &&
@@ -1084,9 +1080,25 @@ static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
 		else if (slots[i].used && !slots[i].spare && slots[i].sb == sb &&
 			 slots[i].sb_gen == sb->gen)
 			held++;
+		if (armed && slots[i].used && slots[i].armed)
+			(*armed)++;
 	}
-	if (held >= cfg->egress_per_sandbox)
-		s = NULL;
+	return held < cfg->egress_per_sandbox ? s : NULL;
+}
+
+/* Why conn_take gave no slot: its audit line and metric are written already (BUSY, RATE), or
+ * its log line (AUDIT, START). */
+enum take { TAKE_OK, TAKE_BUSY, TAKE_RATE, TAKE_AUDIT, TAKE_START };
+
+/* A new connection of sb: a slot, a token of its rate, the run's audit, and the slot's worker
+ * told its connection (data: the workload's socket for a direct connection, -1 for a call,
+ * whose bytes go through the slot's data socket). */
+static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
+{
+	struct eslot *s = NULL;
+	int r, audit;
+
+	s = slot_pick(sb, NULL);
 	if (!s) {
 		metrics_egress(1, 0, 0);
 		audit_refusal(sb, "busy", 0);
@@ -1472,33 +1484,26 @@ static void disarm(struct sandbox *sb, bool rewatch)
 
 static void arm(struct sandbox *sb)
 {
-	struct eslot *s = NULL;
-	uint32_t held = 0, armed = 0;
+	uint32_t armed;
+	struct eslot *s = slot_pick(sb, &armed);
 	int audit, r;
 
-	for (uint32_t i = 0; i < nslots; i++) {
-		if (slots[i].used && slots[i].spare && slots[i].ctl >= 0 && slots[i].pid > 0 && !s)
-			s = &slots[i];
-		else if (slots[i].used && slots[i].armed)
-			armed++;
-		if (slots[i].used && !slots[i].spare && slots[i].sb == sb &&
-		    slots[i].sb_gen == sb->gen)
-			held++;
-	}
-	/* a spare only: arming never forks on anyone's path; a token now, or agenticd answers */
-	if (!s || held >= cfg->egress_per_sandbox || armed >= ARMED_MAX || !rate_take(sb)) {
-		log_debug("egress worker not armed", "name=%s spare=%d held=%u armed=%u",
-			  log_q(sb->name), s != NULL, held, armed);
+	/* a spare only: arming never forks on anyone's path */
+	if (!s || !s->spare || armed >= ARMED_MAX || (audit = audit_open(sb)) < 0)
+		return;
+	/* a token now, or agenticd answers the next connection (429) */
+	if (!rate_take(sb)) {
+		close(audit);
 		return;
 	}
-	if ((audit = audit_open(sb)) < 0)
-		return;
 	slot_claim(s, sb);
 	s->armed = true;
 	r = worker_start(s, audit, sb->egress_lfd, false);
 	if (r != 0) {
+		/* as a worker that died armed (ctl_over): the next is armed a second later */
 		s->armed = false;
 		s->quiet = true;
+		spare_backoff_until = clock_mono_ms() + 1000;
 		close_data(s);
 		close_ctl(s);
 		return;
@@ -1782,15 +1787,13 @@ static void ctl_readable(struct eslot *s)
 		}
 		if (s->spare)
 			bad = "packet_before_start";
-		else if (s->armed && (json_parse(&d, pkt, (size_t)n, ptok, ARRAY_LEN(ptok)) != 0 ||
-				      ptok[0].type != JSON_OBJECT ||
-				      json_obj_get(&d, 0, "accepted") < 0))
-			bad = "packet_before_accept"; /* it has no connection yet: nothing to ask */
 		else if (s->record_seen)
 			bad = "packet_after_record";
 		else if (json_parse(&d, pkt, (size_t)n, ptok, ARRAY_LEN(ptok)) != 0 ||
 			 ptok[0].type != JSON_OBJECT)
 			bad = "not_an_object";
+		else if (s->armed && json_obj_get(&d, 0, "accepted") < 0)
+			bad = "packet_before_accept"; /* it has no connection yet: nothing to ask */
 		else if ((i = json_obj_get(&d, 0, "secret")) >= 0) {
 			if (s->secret_asked || json_int(&d, i, &route) != 0)
 				bad = "second_secret";
