@@ -5,8 +5,10 @@
 #   make bench    benchmarks, printed as ratios against their peers
 #   make simulate the deterministic simulation (tests/sim): SEEDS=N seeds, or SEED=n to replay one
 #   make fuzz     libFuzzer builds of every tests/fuzz/fuzz_*.c (clang)
-#   make install  PREFIX=/usr/local: the binary and its applet links (never a test program)
-#   make uninstall  the same PREFIX (and DESTDIR): the binary and every link to it
+#   make vm-kernel  the VM runtime's guest kernel (third_party/kernel.lock) into build/vm/
+#   make install  PREFIX=/usr/local: the binary and its applet links (never a test program),
+#                 and build/vm/ (when made) as PREFIX/lib/agentic/vm/
+#   make uninstall  the same PREFIX (and DESTDIR): the binary, every link to it, lib/agentic/vm/
 #   make clean
 
 MUSL_CC  ?= musl-gcc
@@ -56,7 +58,8 @@ INTEG_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/asan/integration/%,$(wi
 # Benchmark drivers: tools/bench/X.c builds against the production (musl, -O2) objects.
 BENCH_PROGS := $(patsubst tools/bench/%.c,$(BUILD)/musl/bench/%,$(wildcard tools/bench/*.c))
 
-.PHONY: all check bench fuzz demo images install uninstall clean third_party bootstrap test-build simulate
+.PHONY: all check bench fuzz demo images install uninstall clean third_party bootstrap test-build simulate \
+	vm-kernel
 all: agentic
 
 $(KINC):
@@ -187,7 +190,7 @@ PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/s
 test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(ASAN_PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
 
 check: bootstrap
-	$(MAKE) all third_party test-build
+	$(MAKE) all third_party test-build vm-kernel
 	tools/dockerd-up
 	tools/build-images
 	tests/run
@@ -207,8 +210,54 @@ demo: bootstrap
 	tools/build-images
 	tools/demo
 
-bench: all $(BENCH_PROGS) $(GRPCTEST)
+bench: all $(BENCH_PROGS) $(GRPCTEST) vm-kernel
 	tools/bench/run
+
+# ---- the VM runtime's guest kernel: Debian's cloud kernel, pinned in third_party/kernel.lock ----
+# build/vm/ holds only what this rule makes (it is replaced whole): vmlinuz, kernel.release and
+# modules/ with the virtio modules as plain .ko files and load-order, the order to insmod them in
+# (the package has no modules.dep). Never installed on the host: dpkg-deb -x into build/vm-fetch,
+# the files below copied out, the rest (~100 MB) deleted. Its own apt state (build/vm-fetch/apt):
+# a deb index, never third_party's deb-src one. OFFLINE=1 and TP_CACHE (absolute) as for
+# third_party.
+VM       := $(BUILD)/vm
+VM_LOCK  := third_party/kernel.lock
+VM_TMP   := $(CURDIR)/$(BUILD)/vm-fetch
+VM_CACHE := $(abspath $(or $(TP_CACHE),third_party/cache))
+# Paths under lib/modules/RELEASE/kernel/, in load order.
+VM_MODULE_PATHS := drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko \
+	drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko drivers/block/virtio_blk.ko
+VM_MODULES := $(basename $(notdir $(VM_MODULE_PATHS)))
+VM_OUT   := $(VM)/vmlinuz $(VM)/kernel.release $(VM)/modules/load-order \
+	    $(VM_MODULES:%=$(VM)/modules/%.ko)
+VM_FETCH := TP_LOCK=$(CURDIR)/$(VM_LOCK) TP_CACHE=$(VM_CACHE) TP_STATE=$(VM_TMP)/apt \
+	    $(CURDIR)/third_party/fetch.sh
+
+vm-kernel: $(VM_OUT)
+
+# One run makes every file (a grouped target): the release is the package name's tail.
+$(VM_OUT) &: $(VM_LOCK) third_party/fetch.sh Makefile
+	$(VM_FETCH) get-deb
+	@set -e; \
+	pkg=$$(awk '!/^[[:space:]]*(#|$$)/ { print $$1 }' $(VM_LOCK)); \
+	case $$pkg in linux-image-?*) ;; *) pkg=;; esac; \
+	if [ -z "$$pkg" ] || [ "$$(printf '%s\n' "$$pkg" | wc -l)" != 1 ]; then \
+		echo "vm-kernel: $(VM_LOCK) must pin exactly one linux-image-RELEASE package" >&2; exit 1; \
+	fi; \
+	rel=$${pkg#linux-image-}; u=$(VM_TMP)/unpack; s=$(VM_TMP)/stage; \
+	trap 'rm -rf "$$u" "$$u.tmp" "$$s"' EXIT; \
+	rm -rf "$$s"; mkdir -p "$$s/modules"; \
+	echo "vm-kernel: unpacking $$pkg"; \
+	$(VM_FETCH) unpack-deb "$$pkg" "$$u"; \
+	for f in boot/vmlinuz-$$rel $(VM_MODULE_PATHS:%=lib/modules/$$rel/kernel/%); do \
+		[ -f "$$u/$$f" ] || { echo "vm-kernel: $$pkg has no $$f (see VM_MODULE_PATHS)" >&2; exit 1; }; \
+	done; \
+	install -m 0644 "$$u/boot/vmlinuz-$$rel" "$$s/vmlinuz"; \
+	for p in $(VM_MODULE_PATHS); do install -m 0644 "$$u/lib/modules/$$rel/kernel/$$p" "$$s/modules/"; done; \
+	printf '%s\n' $(VM_MODULES) >"$$s/modules/load-order"; \
+	printf '%s\n' "$$rel" >"$$s/kernel.release"; \
+	rm -rf $(VM) && mv "$$s" $(VM); \
+	echo "vm-kernel: $(VM)/vmlinuz ($$rel) and $(words $(VM_MODULES)) modules"
 
 # ---- libFuzzer builds (clang) ----
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(SRCS) $(ASAN_BEARSSL)
@@ -224,6 +273,13 @@ install: agentic
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 agentic $(DESTDIR)$(PREFIX)/bin/agentic
 	$(DESTDIR)$(PREFIX)/bin/agentic --install $(DESTDIR)$(PREFIX)/bin --force
+	@vm='$(DESTDIR)$(PREFIX)/lib/agentic/vm'; \
+	if [ -f $(VM)/vmlinuz ]; then \
+		set -e; rm -rf "$$vm"; install -d "$$vm/modules"; \
+		install -m 0644 $(VM)/vmlinuz $(VM)/kernel.release "$$vm/"; \
+		install -m 0644 $(VM)/modules/* "$$vm/modules/"; \
+		echo "installed $(VM)/ as $$vm"; \
+	else echo "install: no $(VM)/vmlinuz (make vm-kernel): the VM kernel is not installed"; fi
 
 # Removes the installed binary and every agentic* symlink beside it that resolves to it;
 # anything else (a regular file, a link elsewhere) stays.
@@ -232,7 +288,10 @@ uninstall:
 	for l in "$$bin"/agentic?*; do \
 		if [ -L "$$l" ] && [ "$$l" -ef "$$bin/agentic" ]; then rm -f "$$l" && echo "removed $$l"; fi; \
 	done; \
-	if [ -f "$$bin/agentic" ]; then rm -f "$$bin/agentic" && echo "removed $$bin/agentic"; fi
+	if [ -f "$$bin/agentic" ]; then rm -f "$$bin/agentic" && echo "removed $$bin/agentic"; fi; \
+	vm='$(DESTDIR)$(PREFIX)/lib/agentic/vm'; \
+	if [ -d "$$vm" ]; then rm -rf "$$vm" && echo "removed $$vm"; fi; \
+	rmdir "$${vm%/vm}" 2>/dev/null || true
 
 clean:
 	rm -rf $(BUILD) agentic

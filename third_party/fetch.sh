@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# third_party/fetch.sh: get, verify and unpack the Debian source packages pinned in sources.lock.
+# third_party/fetch.sh: get, verify and unpack the Debian packages pinned in sources.lock (source
+# packages) and kernel.lock (binary packages: the VM runtime's guest kernel).
 #
 #   fetch.sh get              every file of sources.lock present in the cache and sha256-verified;
 #                             what is missing is downloaded (never with OFFLINE=1)
 #   fetch.sh unpack PKG DIR   verify PKG's files again, then build DIR from the orig tarball, the
 #                             debian tarball and debian/patches/series
 #   fetch.sh bump             move every pin to the version Debian serves now; rewrite sources.lock
+#   fetch.sh get-deb          the same as get for the binary .debs of kernel.lock (apt-get download)
+#   fetch.sh unpack-deb PKG DIR  verify PKG's .deb again, then dpkg-deb -x it into DIR
 #
-# Environment (third_party/Makefile sets all of it):
-#   TP_LOCK   the lock file                  (default: sources.lock next to this script)
+# Environment (third_party/Makefile and the top Makefile's vm-kernel set all of it):
+#   TP_LOCK   the lock file                  (default: sources.lock, or kernel.lock for *-deb,
+#                                             next to this script)
 #   TP_CACHE  where fetched files are kept   (default: cache/ next to this script)
-#   TP_STATE  private apt state: sources, lists, downloads (default: ../build/third_party/apt)
+#   TP_STATE  private apt state: sources, lists, downloads (default: ../build/third_party/apt, or
+#             ../build/vm-fetch/apt for *-deb: a deb and a deb-src index never share one)
 #   OFFLINE   1 = the network is never touched; the cache is all there is
 #
 # Downloads go through apt with a private sources list and private lists/cache dirs, so apt
@@ -19,9 +24,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-lock=${TP_LOCK:-$here/sources.lock}
+case ${1:-} in
+*-deb)
+	lock=${TP_LOCK:-$here/kernel.lock}
+	state=${TP_STATE:-$here/../build/vm-fetch/apt}
+	;;
+*)
+	lock=${TP_LOCK:-$here/sources.lock}
+	state=${TP_STATE:-$here/../build/third_party/apt}
+	;;
+esac
 cache=${TP_CACHE:-$here/cache}
-state=${TP_STATE:-$here/../build/third_party/apt}
 offline=${OFFLINE:-0}
 export LC_ALL=C
 
@@ -54,8 +67,8 @@ verify() {
 	local got
 	got=$(sha_of "$1")
 	[ "$got" = "$2" ] || die "sha256 mismatch: $1
-  sources.lock says $2
-  the file has      $got
+  ${lock##*/} says $2
+  the file has    $got
   The file is not used. Delete it to fetch it again, or put the pinned file in its place."
 }
 
@@ -70,26 +83,27 @@ apt_owns() {
 	if [ "$(id -u)" = 0 ] && getent passwd _apt >/dev/null; then chown _apt "$@" 2>/dev/null || true; fi
 }
 
+# apt_setup [TYPE]: a private index of the system's mirrors, deb-src (the default) or deb.
 apt_setup() {
+	local type=${1:-deb-src} list
 	[ "$offline" = 1 ] && die "this needs a Debian mirror, and OFFLINE=1 forbids the network"
 	[ "$apt_ready" = 1 ] && return 0
 	mkdir -p "$state/lists/partial" "$state/cache"
 	apt_owns "$state/lists/partial"
-	# The same mirrors and keyrings the system uses, as deb-src. Copied, never edited in place.
-	local list
+	# The same mirrors and keyrings the system uses, as TYPE. Copied, never edited in place.
 	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-		list=$state/src.sources
-		sed -E 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$list"
+		list=$state/$type.sources
+		sed -E "s/^Types:.*/Types: $type/" /etc/apt/sources.list.d/debian.sources >"$list"
 	elif [ -f /etc/apt/sources.list ]; then
-		list=$state/src.list
-		sed -nE 's/^deb[[:space:]]+/deb-src /p' /etc/apt/sources.list >"$list"
+		list=$state/$type.list
+		sed -nE "s/^deb[[:space:]]+/$type /p" /etc/apt/sources.list >"$list"
 	else
 		die "no /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list to take mirrors from"
 	fi
 	# Dir::Cache too: apt would otherwise write its package caches to /var/cache/apt.
 	apt_opts=(-o "Dir::Etc::SourceList=$list" -o Dir::Etc::SourceParts=/dev/null
 		-o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache")
-	say "updating the private deb-src index in $state"
+	say "updating the private $type index in $state"
 	# --error-on=any: by default a mirror that cannot be reached is only a warning, and the
 	# "version not served" diagnosis below would then be wrong.
 	apt-get -qq --error-on=any "${apt_opts[@]}" update >&2 ||
@@ -155,10 +169,53 @@ $(sed 's/^/  | /' "$state/dl/$pkg.log")" ;;
 	rm -rf "$dl" "$dl.log"
 }
 
+# ---- binary packages (kernel.lock): apt-get download --------------------------------------------
+
+# download_deb PKG VERSION: apt-get download into a fresh private dir; prints that dir.
+download_deb() {
+	local dl=$state/dl/$1
+	rm -rf "$dl" && mkdir -p "$dl"
+	apt_owns "$dl" # else apt warns that it downloads unsandboxed as root
+	if (cd "$dl" && apt-get -q "${apt_opts[@]}" download "$1=$2") >"$dl.log" 2>&1; then
+		echo "$dl"
+		return 0
+	fi
+	return 1
+}
+
+# fetch_pinned_deb PKG: PKG's pinned .deb into the cache, verified against the lock.
+fetch_pinned_deb() {
+	local pkg=$1 ver dl served _p _v f sha
+	ver=$(pin_of "$pkg")
+	say "fetching $pkg $ver"
+	if ! dl=$(download_deb "$pkg" "$ver"); then
+		served=$(apt-cache "${apt_opts[@]}" madison "$pkg" 2>/dev/null | awk -F' *[|] *' '{ print $2 }' | paste -sd' ')
+		case " $served " in
+		"  " | *" $ver "*) ;;
+		*) die "$pkg $ver is pinned but Debian no longer serves it, and it is not in $cache.
+  Debian now serves: $pkg ${served}
+  Move the pin (see the comment at the top of $lock; review it and commit it on its own),
+  or pre-stage the pinned file listed there into $cache
+  (e.g. from https://snapshot.debian.org/binary/$pkg/)." ;;
+		esac
+		die "apt-get download $pkg=$ver failed (Debian serves: ${served:-nothing}; for a kernel, a new
+  ABI is a new package name: see the comment at the top of $lock):
+$(sed 's/^/  | /' "$state/dl/$pkg.log")"
+	fi
+	mkdir -p "$cache"
+	while read -r _p _v f sha; do
+		[ -f "$dl/$f" ] || die "apt-get download $pkg=$ver did not deliver $f (see $state/dl/$pkg.log)"
+		verify "$dl/$f" "$sha"
+		cp "$dl/$f" "$cache/.$f.tmp" && mv -f "$cache/.$f.tmp" "$cache/$f"
+	done < <(lock_lines "$pkg")
+	rm -rf "$dl" "$dl.log"
+}
+
 # ---- commands -----------------------------------------------------------------------------------
 
+# cmd_get [deb]: the source packages of the lock, or (deb) its binary packages.
 cmd_get() {
-	local pkg _p _v f sha missing=() want=()
+	local kind=${1:-src} pkg _p _v f sha missing=() want=()
 	check_lock
 	for pkg in $(packages); do
 		while read -r _p _v f sha; do
@@ -175,12 +232,36 @@ cmd_get() {
 		die "OFFLINE=1 and these pinned files are not in the cache $cache:
 $(printf '  %s\n' "${missing[@]}")
   Pre-stage them: on a machine that reaches a Debian mirror run
-    make -C third_party fetch
+    $([ "$kind" = deb ] && echo 'make vm-kernel' || echo 'make -C third_party fetch')
   and copy third_party/cache/ here (or point TP_CACHE=DIR at a copy). Every file is checked
-  against sources.lock, so it does not matter where the files come from."
+  against ${lock##*/}, so it does not matter where the files come from."
 	fi
-	apt_setup
-	for pkg in "${want[@]}"; do fetch_pinned "$pkg"; done
+	if [ "$kind" = deb ]; then
+		apt_setup deb
+		for pkg in "${want[@]}"; do fetch_pinned_deb "$pkg"; done
+	else
+		apt_setup
+		for pkg in "${want[@]}"; do fetch_pinned "$pkg"; done
+	fi
+}
+
+# cmd_unpack_deb PKG DIR: PKG's one .deb verified again, then unpacked (dpkg-deb -x, no scripts
+# run) into DIR, built aside and moved into place.
+cmd_unpack_deb() {
+	local pkg=${1:?usage: fetch.sh unpack-deb PKG DIR} dest=${2:?usage: fetch.sh unpack-deb PKG DIR}
+	local _p _v f sha deb='' n=0
+	check_lock
+	[ -n "$(pin_of "$pkg")" ] || die "$pkg is not in $lock"
+	while read -r _p _v f sha; do
+		case $f in *.deb) ;; *) die "$f: a binary package's lock line names its .deb" ;; esac
+		[ -f "$cache/$f" ] || die "not in the cache: $cache/$f (make vm-kernel fetches it)"
+		verify "$cache/$f" "$sha"
+		deb=$cache/$f n=$((n + 1))
+	done < <(lock_lines "$pkg")
+	[ "$n" = 1 ] || die "$pkg: $lock must pin exactly one .deb for it (it pins $n)"
+	rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
+	dpkg-deb -x "$deb" "$dest.tmp" || die "dpkg-deb -x $deb failed"
+	rm -rf "$dest" && mv "$dest.tmp" "$dest"
 }
 
 cmd_unpack() {
@@ -268,5 +349,7 @@ case ${1:-} in
 get) cmd_get ;;
 unpack) shift && cmd_unpack "$@" ;;
 bump) cmd_bump ;;
-*) die "usage: fetch.sh get | unpack PKG DIR | bump" ;;
+get-deb) cmd_get deb ;;
+unpack-deb) shift && cmd_unpack_deb "$@" ;;
+*) die "usage: fetch.sh get | unpack PKG DIR | bump | get-deb | unpack-deb PKG DIR" ;;
 esac
