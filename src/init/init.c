@@ -15,6 +15,7 @@
 
 #include "base/base.h"
 #include "init/env.h"
+#include "init/guest.h"
 #include "init/init.h"
 #include "init/priv.h"
 
@@ -36,6 +37,10 @@ const char init_help[] =
 	"carries the workload's connections to 127.0.0.1:3128 to agenticd's egress proxy.\n"
 	"SIGTERM, SIGINT or SIGQUIT, or a shutdown from agenticd: SIGTERM to each command,\n"
 	"its whole tree killed 1.5 s later, their ends reported; then it exits 0.\n"
+	"As PID 1 of a VM (AGENT_RUNTIME=vm on the kernel command line) it first does the\n"
+	"container runtime's part: mounts, modules, sysctls, the workspace disk, the control\n"
+	"port (a virtio serial port named agentic.control) and the same privileges; a clean\n"
+	"stop then powers the VM off, anything else ends it in a kernel panic.\n"
 	"Exit status: 0 stopped cleanly, 1 setup failed, 2 refused its environment or arguments.\n";
 
 
@@ -175,7 +180,7 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 	return 0;
 }
 
-int init_main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
 	static struct init_env env;
 	static struct init_sysinfo si;
@@ -272,4 +277,15 @@ int init_main(int argc, char **argv)
 	log_info("setup complete", "pid=%d budget_bytes=%zu", (int)getpid(),
 		 bytes + LIMIT_INIT_EXEC_BYTES);
 	return serve(epfd, sfd, &agent, cmds, egress);
+}
+
+int init_main(int argc, char **argv)
+{
+	int r;
+
+	if (!init_guest_is_vm())
+		return run(argc, argv);
+	/* PID 1 of a VM: what the container runtime did is ours to do first */
+	r = init_guest_prelude();
+	return init_guest_exit(r ? r : run(argc, argv));
 }
