@@ -379,8 +379,9 @@ static int engine_connect(struct build *b)
 			     strncmp(b->sock, "unix://", 7) == 0 ? "" : "unix://",
 			     b->sock) >= sizeof(host))
 		return failf("--docker path too long");
+	/* the static build's allocator serves power-of-two blocks: twice the need holds it */
 	need = docker_client_footprint(&cfg);
-	if (need == 0 || (r = alloc_budget(need + 65536)) != 0 ||
+	if (need == 0 || (r = alloc_budget(2 * need + 65536)) != 0 ||
 	    (r = docker_client_init(&b->dc, &cfg)) != 0)
 		return failf("cannot set up the engine client for %s: %s", b->sock,
 			     need ? err_str(r) : "bad socket path");
