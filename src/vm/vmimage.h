@@ -17,7 +17,8 @@
 
 /* Longest path or link target an entry may have, in bytes with its NUL; a GNU long name, a
  * pax path or linkpath over it is refused (ERR_LIMIT), as is a pax record over
- * VM_TAR_RECORD_MAX or one of its keys over VM_TAR_KEY_MAX. */
+ * VM_TAR_RECORD_MAX. A pax record is read as it comes: only path, linkpath and size are kept,
+ * other keys (xattrs, times; a key over VM_TAR_KEY_MAX is no key we read) are read past. */
 #define VM_PATH_MAX 4096u
 #define VM_TAR_KEY_MAX 64u
 #define VM_TAR_RECORD_MAX (1024u * 1024u)
