@@ -203,6 +203,10 @@ int main(int argc, char **argv)
 	 * which takes no argument: `agentic-init probe ...` is the probe, as the verifier runs it. */
 	if (strcmp(base, "agentic-init") == 0 && argc > 1 && strcmp(argv[1], "probe") == 0)
 		return run_applet(find_applet("agentic-probe"), argc - 1, argv + 1);
+	/* A VM guest's initramfs holds this binary as /init, which the kernel runs as PID 1:
+	 * that is the init (runtime "vm"). */
+	if (strcmp(argv[0], "/init") == 0 && getpid() == 1)
+		return run_applet(find_applet("agentic-init"), argc, argv);
 	if (strcmp(base, "agentic") != 0) {
 		a = find_applet(base);
 		if (a && !a->internal && strcmp(base, a->name) == 0)

@@ -237,7 +237,8 @@ static void json_strs(struct json_writer *w, const char *key, const char *const 
 }
 
 static const char create_help[] =
-	"usage: agentic create [--profile ID] [--image I] [--name N] [--env K=V]...\n"
+	"usage: agentic create [--profile ID] [--runtime docker|vm] [--image I] [--name N]\n"
+	"                      [--env K=V]...\n"
 	"                      [--mount SRC:DST[:ro]]... [--network NET] [--label K=V]...\n"
 	"                      [--disk SIZE] [--memory SIZE] [--cpus N] [--pids N]\n"
 	"                      [--require-tier T1|T0] [-- CMD...]\n"
@@ -248,7 +249,8 @@ static const char create_help[] =
 	"--memory its memory limit, in bytes or with a binary suffix k, m, g, t (defaults:\n"
 	"default_disk_bytes, default_memory_bytes); --cpus a number of CPUs (0.5, 2); --pids\n"
 	"its process limit. --require-tier T1 refuses the create (422 tier_refused, with the\n"
-	"reasons) if the sandbox would be T0, before anything is made.\n";
+	"reasons) if the sandbox would be T0, before anything is made. --runtime vm makes it a\n"
+	"QEMU guest with its own kernel (no network, no --mount, no --network; docs/VM.md).\n";
 
 /* Bytes, or a number with a binary suffix k, m, g or t; 0 when malformed. */
 static uint64_t size_arg(const char *s)
@@ -274,7 +276,7 @@ static int verb_create(int argc, char **argv, struct opts *o)
 {
 	static char out[256 * 1024];
 	const char *image = NULL, *name = NULL, *network = NULL, *profile = NULL, *tier = NULL;
-	const char *env[MAX_ENV], *mounts[MAX_MOUNTS], *labels[16], *cpus = NULL;
+	const char *env[MAX_ENV], *mounts[MAX_MOUNTS], *labels[16], *cpus = NULL, *runtime = NULL;
 	uint64_t disk = 0, memory = 0, pids = 0;
 	char **cmd = NULL;
 	int nenv = 0, nmounts = 0, nlabels = 0, ncmd = 0, status, c;
@@ -295,6 +297,12 @@ static int verb_create(int argc, char **argv, struct opts *o)
 			image = argv[++i];
 		} else if (i + 1 < argc && strcmp(argv[i], "--name") == 0) {
 			name = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--runtime") == 0) {
+			runtime = argv[++i];
+			if (strcmp(runtime, "docker") != 0 && strcmp(runtime, "vm") != 0) {
+				fprintf(stderr, "agentic create: --runtime is docker or vm\n");
+				return 2;
+			}
 		} else if (i + 1 < argc && strcmp(argv[i], "--network") == 0) {
 			network = argv[++i];
 		} else if (i + 1 < argc && strcmp(argv[i], "--env") == 0 && nenv < MAX_ENV) {
@@ -352,6 +360,10 @@ static int verb_create(int argc, char **argv, struct opts *o)
 	if (image) {
 		json_key(&w, "image");
 		json_str_write(&w, image);
+	}
+	if (runtime) {
+		json_key(&w, "runtime");
+		json_str_write(&w, runtime);
 	}
 	if (network) {
 		json_key(&w, "network");

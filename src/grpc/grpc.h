@@ -223,6 +223,14 @@ int grpc_server_add_listener(struct grpc_server *s, int fd, const struct grpc_me
  * one) or the connection pool is full; -errno from fcntl or getsockopt. */
 int grpc_server_add_conn(struct grpc_server *s, int fd, const struct grpc_method *methods,
 			 size_t n);
+/* A connection whose peer the caller knows by other means than SO_PEERCRED (a VM's control
+ * socket: which socket it is says whose it is), into reserved slot `slot` as admit would
+ * put it there, with peer as its peer (its slot is set to slot). A connection in the slot
+ * goes. fd is the server's from here, also on failure. 0, ERR_LIMIT or -errno. */
+int grpc_server_add_reserved(struct grpc_server *s, int fd, const struct grpc_method *methods,
+			     size_t n, uint32_t slot, const struct grpc_peer *peer);
+/* Whether reserved slot `slot` holds a connection now. */
+bool grpc_server_reserved_busy(const struct grpc_server *s, uint32_t slot);
 /* Creates a Unix socket at path (replacing a stale one) with mode, and adds it. */
 int grpc_server_listen_unix(struct grpc_server *s, const char *path, mode_t mode,
 			    const struct grpc_method *methods, size_t n);

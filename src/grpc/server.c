@@ -593,6 +593,52 @@ int grpc_server_add_conn(struct grpc_server *s, int fd, const struct grpc_method
 	return 0;
 }
 
+int grpc_server_add_reserved(struct grpc_server *s, int fd, const struct grpc_method *methods,
+			     size_t n, uint32_t slot, const struct grpc_peer *peer)
+{
+	struct grpc_listener *l = NULL;
+	struct grpc_peer p = *peer;
+	struct grpc_conn *c;
+	int flags = fcntl(fd, F_GETFL);
+
+	if (slot >= s->cfg.reserved_connections) {
+		close(fd);
+		return ERR_LIMIT;
+	}
+	for (uint32_t i = 0; i < s->nlisteners && !l; i++)
+		if (s->listeners[i].fd < 0 && s->listeners[i].methods == methods)
+			l = &s->listeners[i];
+	if (!l) {
+		if (s->nlisteners == GRPC_MAX_LISTENERS) {
+			close(fd);
+			return ERR_LIMIT;
+		}
+		l = &s->listeners[s->nlisteners++];
+		l->fd = -1;
+		l->methods = methods;
+		l->n = n;
+	}
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	c = &s->slots[s->cfg.max_connections + slot];
+	if (c->env)
+		conn_release(s, c, GRPC_CANCELLED);
+	s->reserved_used++;
+	p.slot = (int32_t)slot;
+	conn_begin(s, c, l, fd, &p, 0);
+	return 0;
+}
+
+bool grpc_server_reserved_busy(const struct grpc_server *s, uint32_t slot)
+{
+	return slot < s->cfg.reserved_connections &&
+	       s->slots[s->cfg.max_connections + slot].env != NULL;
+}
+
 void grpc_server_drop_reserved(struct grpc_server *s, uint32_t slot)
 {
 	struct grpc_conn *c;

@@ -487,6 +487,8 @@ static int keep_request(struct sandbox *sb, const struct create_req *req)
 		sb->mount_id[i] = req->mount_id[i];
 	}
 	posture_from_request(&sb->posture, req);
+	if (req->vm && strcmp(A.ac.cfg->vm_accel, "kvm") == 0)
+		sb->posture.isolation = POSTURE_VM_HARDWARE;
 	memcpy(sb->egress_json, req->egress_json, sizeof(sb->egress_json));
 	/* report mode lets out what enforce would not: T0 from the first connection on */
 	if (req->egress_json[0] && req->egress_report)
@@ -532,7 +534,8 @@ static bool claim_fits(const struct create_req *req, const struct config *cfg)
 	for (uint32_t i = 0; i < req->nenv; i++)
 		env_bytes += (uint32_t)strlen(req->env[i]) + 1;
 	return cfg->warm_sandboxes && (!req->image || strcmp(req->image, cfg->default_image) == 0) &&
-	       !req->network && !req->nmounts && !req->writable_root && !req->egress_json[0] &&
+	       !req->vm && !req->network && !req->nmounts && !req->writable_root &&
+	       !req->egress_json[0] &&
 	       !req->nprobes && env_bytes <= LIMIT_SANDBOX_CLAIM_ENV_BYTES &&
 	       (!req->disk_bytes || req->disk_bytes == cfg->default_disk_bytes) &&
 	       (!req->memory_bytes || req->memory_bytes == cfg->default_memory_bytes) &&
@@ -615,6 +618,11 @@ void admin_create_start(struct admin_conn *c)
 
 	if (tier_refused(c, req) != 0)
 		return;
+	if (req->vm && A.ac.vm && runtime_vm_unavailable(A.ac.vm)) {
+		log_info("create refused", "reason=runtime_unavailable runtime=vm");
+		admin_respond_error(c, 422, "runtime_unavailable", runtime_vm_unavailable(A.ac.vm));
+		return;
+	}
 	if (req->name && sandbox_by_name(req->name)) {
 		admin_respond_error(c, 409, "name_taken", "a sandbox with that name exists");
 		return;

@@ -17,6 +17,7 @@
 #include "json/json.h"
 #include "mgmt/exec.h"
 #include "mgmt/request.h"
+#include "mgmt/runtime_vm.h"
 
 struct config;
 struct netpool;
@@ -95,6 +96,7 @@ struct admin_config {
 	const struct netpool *pool;   /* warm networks */
 	bool in_container;            /* agenticd runs in a container */
 	const char *engine_place;     /* "linux" or "docker-desktop-vm", set before the first call */
+	const struct runtime_vm *vm;  /* the VM runtime, set up before the first call */
 };
 /* Takes the table (every slot free) and what it needs; no connection yet. */
 void admin_init(const struct admin_config *ac);

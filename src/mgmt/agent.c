@@ -192,7 +192,9 @@ int agent_admit(void *ctx, int fd, struct grpc_peer *p)
 	if (p->uid == cfg->workload_uid)
 		return -1;
 	sb = sandbox_by_uid(p->uid);
-	if (!sb || sb->state == SB_CONFLICT || lifecycle_going(sb))
+	/* a VM's init is reached through its own socket alone (agent_vm_channel): a host
+	 * process with its control uid is nobody */
+	if (!sb || sb->state == SB_CONFLICT || lifecycle_going(sb) || sb->vm)
 		return -1;
 	pfd = peer_pidfd(fd, p->pid);
 	if (pfd < 0)
@@ -216,6 +218,44 @@ int agent_admit(void *ctx, int fd, struct grpc_peer *p)
 	}
 	p->tag = sb->gen;
 	return (int)sandbox_index(sb);
+}
+
+int agent_vm_channel(struct sandbox *sb, int fd)
+{
+	struct grpc_peer p = { .pid = 0, .uid = sb->uid, .gid = sb->uid, .tag = sb->gen };
+	int r;
+
+	if (!server || !sb->vm) {
+		close(fd);
+		return ERR_STATE;
+	}
+	peer_forget(sb);
+	/* the socket is the VM's own, in agenticd's 0700 directory: it is the init's */
+	sb->conn_verified = true;
+	r = grpc_server_add_reserved(server, fd, agent_methods, agent_nmethods, sandbox_index(sb),
+				     &p);
+	if (r == 0)
+		agent_pid_known(sb);
+	return r;
+}
+
+bool agent_vm_busy(const struct sandbox *sb)
+{
+	return server && grpc_server_reserved_busy(server, sandbox_index(sb));
+}
+
+bool agent_shutdown(struct sandbox *sb, int grace_s)
+{
+	Agentic__Sandbox__V1__ShutdownSignal sig = AGENTIC__SANDBOX__V1__SHUTDOWN_SIGNAL__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+
+	if (!sb->agent || !sb->agent_registered)
+		return false;
+	sig.reason = "removed";
+	sig.grace_period_seconds = grace_s;
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_SHUTDOWN;
+	m.shutdown = &sig;
+	return grpc_call_send(sb->agent, &m.base) >= 0;
 }
 
 void agent_forget(struct sandbox *sb)
@@ -296,7 +336,7 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 		 log_q(sb->instance_id), sb->uid);
 	/* a claimed warm sandbox's init learns its claim again after every registration (it
 	 * may have restarted with its container, whose env is the pool's), before any command */
-	if (sb->lc == LC_CLAIM_INIT || (sb->claimed && sb->nclaim_env))
+	if (sb->lc == LC_CLAIM_INIT || ((sb->claimed || sb->vm) && sb->nclaim_env))
 		agent_claim_send(sb);
 }
 

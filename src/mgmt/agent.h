@@ -3,6 +3,7 @@
 #ifndef AGENTIC_MGMT_AGENT_H
 #define AGENTIC_MGMT_AGENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,15 @@ int agent_admit(void *ctx, int fd, struct grpc_peer *peer);
 /* The container's pid is known (or changed): a connection that waited for it is the init's
  * (and its Connect goes on) or is closed. */
 void agent_pid_known(struct sandbox *sb);
+/* A VM's control connection (runtime_vm.h), connected by agenticd to the VM's own socket:
+ * taken as its init's connection, into the sandbox's slot (no SO_PEERCRED: the socket says
+ * whose it is). fd is the server's from here. 0 or an error. */
+int agent_vm_channel(struct sandbox *sb, int fd);
+/* Whether the sandbox's slot holds a connection now (a VM's is not dialled again then). */
+bool agent_vm_busy(const struct sandbox *sb);
+/* A ShutdownSignal to the sandbox's init (grace_s for its commands): false when it has no
+ * registered stream to take it. */
+bool agent_shutdown(struct sandbox *sb, int grace_s);
 /* The sandbox's slot is given up: its connection closed, the pinned peer let go. */
 void agent_forget(struct sandbox *sb);
 /* Refusal reasons, as fixed words for /metrics. */

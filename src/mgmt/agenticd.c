@@ -149,7 +149,8 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->egress = round64(egress_storage_bytes(cfg));
 	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc + b->egress;
 	/* libc's own start-up and directory reads, beyond the boot heap */
-	b->total_heap = b->docker + b->scratch + (1u << 20);
+	b->total_heap = b->docker + b->scratch + heap_block(runtime_vm_storage_bytes(cfg->max_sandboxes)) +
+			(1u << 20);
 	b->execs = round64(exec_table_bytes());
 	b->verify = round64(verify_table_bytes());
 	return 0;
@@ -273,7 +274,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 		.grpc = d->admin_grpc, .group_known = d->admin_group_known, .gid = d->admin_gid,
 		.budget = d->budget, .engine_version = d->engine_version,
 		.api_version = d->dc.version, .pool = &d->pool,
-		.in_container = d->in_container, .engine_place = d->engine_place,
+		.in_container = d->in_container, .engine_place = d->engine_place, .vm = &d->vm,
 	});
 	agent_init(cfg, d->grpc);
 	runlog_init(cfg);
@@ -433,7 +434,7 @@ static void hook_agent_ready(void *ctx, struct sandbox *sb)
 static void hook_network_read(void *ctx, struct sandbox *sb, bool ok, const char *why)
 {
 	(void)ctx;
-	if (sb->net_managed)
+	if (sb->net_managed || sb->vm)
 		posture_set_network(sb, ok, why);
 }
 
@@ -461,6 +462,63 @@ static bool checking(void)
 	return v && strcmp(v, "1") == 0;
 }
 
+/* ---- the VM runtime's hooks and settings ---- */
+
+static int hook_vm_channel(void *ctx, struct sandbox *sb, int fd)
+{
+	(void)ctx;
+	return agent_vm_channel(sb, fd);
+}
+
+static bool hook_vm_busy(void *ctx, struct sandbox *sb)
+{
+	(void)ctx;
+	return agent_vm_busy(sb);
+}
+
+static bool hook_vm_shutdown(void *ctx, struct sandbox *sb, int grace_s)
+{
+	(void)ctx;
+	return agent_shutdown(sb, grace_s);
+}
+
+/* vm_kernel_dir, else BINDIR/../lib/agentic/vm (an install), else build/vm beside the
+ * binary (a checkout): the first that holds a vmlinuz. */
+static void vm_kernel_find(struct daemon *d)
+{
+	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 64], *slash;
+	const char *tail[] = { "/../lib/agentic/vm", "/build/vm" };
+	struct stat st;
+
+	if (d->cfg.vm_kernel_dir[0]) {
+		snprintf(d->vm_kernel_dir, sizeof(d->vm_kernel_dir), "%s", d->cfg.vm_kernel_dir);
+		return;
+	}
+	d->vm_kernel_dir[0] = '\0';
+	if (!realpath(d->self_exe, dir) || !(slash = strrchr(dir, '/')))
+		return;
+	*slash = '\0';
+	for (size_t i = 0; i < ARRAY_LEN(tail); i++) {
+		snprintf(p, sizeof(p), "%s%s/vmlinuz", dir, tail[i]);
+		if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+			snprintf(p, sizeof(p), "%s%s", dir, tail[i]);
+			if (!realpath(p, d->vm_kernel_dir))
+				d->vm_kernel_dir[0] = '\0';
+			return;
+		}
+	}
+}
+
+/* The accelerator: vm_accel, where auto is tcg (the KVM probe is not run: on a host whose
+ * /dev/kvm opens but whose kernel hangs under it, tcg is what works). */
+static const char *vm_accel(struct daemon *d)
+{
+	if (strcmp(d->cfg.vm_accel, "kvm") == 0)
+		return "kvm";
+	snprintf(d->cfg.vm_accel, sizeof(d->cfg.vm_accel), "tcg");
+	return "tcg";
+}
+
 /* The Docker runtime on the loop, the warm pool on it, the lifecycle driving both. */
 static int start_lifecycle(struct daemon *d)
 {
@@ -486,7 +544,20 @@ static int start_lifecycle(struct daemon *d)
 				runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
 	if (r != 0)
 		return r;
-	d->rt = &d->docker.rt;
+	vm_kernel_find(d);
+	r = runtime_vm_init(&d->vm, &(struct runtime_vm_config){
+		.cfg = &d->cfg, .docker = &d->docker.rt, .self_exe = d->init_exe,
+		.kernel_dir = d->vm_kernel_dir, .accel = vm_accel(d), .epfd = d->epfd,
+		.tag = TAG_VM, .slots = d->nsb, .channel = hook_vm_channel,
+		.channel_busy = hook_vm_busy, .shutdown = hook_vm_shutdown });
+	if (r != 0)
+		return r;
+	if (runtime_vm_unavailable(&d->vm))
+		log_info("vm runtime unavailable", "why=%s", log_q(runtime_vm_unavailable(&d->vm)));
+	else
+		log_info("vm runtime", "kernel_dir=%s accel=%s", log_q(d->vm_kernel_dir),
+			 log_q(runtime_vm_accel(&d->vm)));
+	d->rt = &d->vm.rt;
 	netpool_init(&d->pool, d->rt, RT_SLOT_POOL(d->nsb), subnet_map());
 	lcfg.rt = d->rt;
 	lifecycle_start(&lcfg);
@@ -594,6 +665,9 @@ static int run_loop(struct daemon *d)
 				break;
 			case TAG_JOB:
 				d->rt->ops->ready(d->rt->self, idx);
+				break;
+			case TAG_VM:
+				runtime_vm_ready(&d->vm, idx);
 				break;
 			case TAG_VERIFY:
 				verify_ready(idx);

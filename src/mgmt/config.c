@@ -57,6 +57,10 @@ static const struct key keys[] = {
 	{ "egress_ca_file", K_PATH, F(egress_ca_file), 0, 0 },
 	{ "egress_io_timeout_ms", K_U32, F(egress_io_timeout_ms), 1000, 3600000 },
 	{ "egress_direct", K_U32, F(egress_direct), 0, 1 },
+	{ "vm_kernel_dir", K_PATH_OR_EMPTY, F(vm_kernel_dir), 0, 0 },
+	{ "vm_accel", K_STR, F(vm_accel), 0, 0 },
+	{ "vm_user_base", K_U32, F(vm_user_base), 1, 0x7fffffff },
+	{ "vm_ready_timeout_ms", K_U32, F(vm_ready_timeout_ms), 1000, 600000 },
 };
 
 const char *config_key_name(size_t i)
@@ -104,6 +108,10 @@ void config_defaults(struct config *cfg)
 	cfg->egress_uid = 199999;
 	set_str(cfg->egress_ca_file, "/etc/ssl/certs/ca-certificates.crt");
 	cfg->egress_io_timeout_ms = 300000;
+	/* vm_kernel_dir "": found beside the binary at start (agenticd.c) */
+	set_str(cfg->vm_accel, "auto");
+	cfg->vm_user_base = 1000000;
+	cfg->vm_ready_timeout_ms = 120000;
 }
 
 /* Decimal with an optional binary suffix (k, m, g, t; "KiB" spellings accepted). */
@@ -434,6 +442,21 @@ int config_validate(const struct config *cfg, char *err, size_t err_size)
 		  cfg->egress_uid - cfg->egress_max_connections + 1 <= cfg->control_uid_max))
 		why = "egress_uid - egress_max_connections + 1 .. egress_uid must hold neither a "
 		      "control uid nor the workload's uid or gid, nor 0";
+	else if (strcmp(cfg->vm_accel, "auto") != 0 && strcmp(cfg->vm_accel, "tcg") != 0 &&
+		 strcmp(cfg->vm_accel, "kvm") != 0)
+		why = "vm_accel is auto, tcg or kvm";
+	/* each VM's QEMU has a uid of its own: vm_user_base + (control uid - control_uid_min) */
+	else if ((uint64_t)cfg->vm_user_base + (cfg->control_uid_max - cfg->control_uid_min) >
+		 0x7fffffffu ||
+		 (cfg->vm_user_base <= cfg->control_uid_max &&
+		  cfg->vm_user_base + (cfg->control_uid_max - cfg->control_uid_min) >=
+		  cfg->control_uid_min) ||
+		 (cfg->workload_uid >= cfg->vm_user_base &&
+		  cfg->workload_uid - cfg->vm_user_base <= cfg->control_uid_max - cfg->control_uid_min) ||
+		 (cfg->egress_uid >= cfg->vm_user_base &&
+		  cfg->egress_uid - cfg->vm_user_base <= cfg->control_uid_max - cfg->control_uid_min))
+		why = "vm_user_base .. vm_user_base + (control_uid_max - control_uid_min) must hold "
+		      "no control uid, the workload's uid or an egress uid";
 	else if (strncmp(cfg->docker_host, "unix:///", 8) != 0)
 		why = "docker_host must be unix:///PATH (only Unix sockets are supported)";
 	if (!why)

@@ -49,6 +49,11 @@ struct config {
 	char egress_ca_file[CONFIG_STR_BYTES];  /* trust anchors for credential routes */
 	uint32_t egress_io_timeout_ms;          /* a worker's idle limit either way */
 	bool min_tier_t1;                       /* min_tier = T1: a create that would be T0 is refused */
+	/* the VM runtime (docs/VM.md) */
+	char vm_kernel_dir[CONFIG_STR_BYTES];   /* vmlinuz and modules/; "": beside the binary */
+	char vm_accel[CONFIG_STR_BYTES];        /* auto, tcg or kvm */
+	uint32_t vm_user_base;                  /* QEMU's uids: base + control uid - min */
+	uint32_t vm_ready_timeout_ms;           /* a VM's boot and its init's registration */
 };
 
 /* Fills cfg with the built-in defaults (config/agenticd.conf documents each). */

@@ -31,6 +31,7 @@
 #include "mgmt/request.h"
 #include "mgmt/runlog.h"
 #include "mgmt/runtime_docker.h"
+#include "mgmt/runtime_vm.h"
 #include "mgmt/sandbox.h"
 #include "mgmt/seccomp.h"
 #include "mgmt/share.h"
@@ -39,7 +40,7 @@
 /* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
 enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB,
 		TAG_ADMIN_GRPC, TAG_VERIFY, TAG_EGRESS_DATA, TAG_EGRESS_CTL,
-		TAG_EGRESS_LISTEN };
+		TAG_EGRESS_LISTEN, TAG_VM };
 
 /* ---- the daemon ---- */
 struct daemon {
@@ -51,8 +52,10 @@ struct daemon {
 	struct grpc_server *admin_grpc; /* gRPC on the admin socket: connections handed over */
 	uint32_t nsb;                 /* = max_sandboxes */
 	struct netpool pool;          /* warm networks */
-	struct runtime_docker docker; /* the runtime */
-	struct runtime *rt;           /* = &docker.rt */
+	struct runtime_docker docker; /* the Docker runtime */
+	struct runtime_vm vm;         /* the VM runtime, in front of it */
+	struct runtime *rt;           /* = &vm.rt: what the lifecycle drives */
+	char vm_kernel_dir[LIMIT_PATH_BYTES];
 	void *rt_storage;             /* the runtime's call slots, in the region */
 	bool stopping;
 	bool admin_group_known;

@@ -1367,8 +1367,11 @@ bool egress_listener_take(struct sandbox *sb)
 {
 	int fd;
 
+	/* a VM's init is in the guest: the number it names is a guest descriptor, and the pid
+	 * agenticd knows is QEMU's (whose descriptor of that number is anything but the
+	 * listener): its connections come over its agent connection */
 	if (!cfg->egress_direct || nslots == 0 || !sb->agent_egress || sb->agent_egress_fd < 0 ||
-	    sb->init_pidfd < 0 || sb->pid <= 0)
+	    sb->init_pidfd < 0 || sb->pid <= 0 || sb->vm)
 		return false;
 	if (sb->egress_lfd >= 0 && sb->egress_lfd_pid == sb->pid) {
 		/* the same init, registered again (agenticd's restart is a new table) */

@@ -519,7 +519,21 @@ static int on_create(struct sandbox *sb, struct create_req *req)
 	snprintf(sb->image, sizeof(sb->image), "%s", req->image ? req->image : cfg->default_image);
 	sb->disk_bytes = req->disk_bytes ? req->disk_bytes : cfg->default_disk_bytes;
 	sb->writable_root = req->writable_root;
-	if (req->network) {
+	sb->vm = req->vm;
+	if (sb->vm) {
+		/* no network at all (-nic none); its env reaches the init over the control
+		 * channel once it registers, as a claim's does (agent.c), never the command line */
+		sb->network[0] = '\0';
+		sb->net_managed = false;
+		for (uint32_t i = 0; i < req->nenv; i++)
+			if (strrun_add(sb->claim_env, &sb->claim_env_len, sizeof(sb->claim_env),
+				       req->env[i]) != 0) {
+				fail_create(sb, 422, "env_too_long", "a VM sandbox's env is at most %u "
+					    "bytes in all", LIMIT_SANDBOX_CLAIM_ENV_BYTES);
+				return 0;
+			}
+		sb->nclaim_env = (uint16_t)req->nenv;
+	} else if (req->network) {
 		snprintf(sb->network, sizeof(sb->network), "%s", req->network);
 	} else if (lc.pool && netpool_take(lc.pool, &w)) {
 		memcpy(sb->network, w.name, sizeof(sb->network));
@@ -733,8 +747,10 @@ static void create_step_done(struct sandbox *sb)
 		}
 		sb->running = true;
 		sb->t_start = mono();
-		/* ready_timeout_ms is the init's time: it starts with the container */
-		sb->deadline = mono() + lc.cfg->ready_timeout_ms;
+		/* ready_timeout_ms is the init's time: it starts with the container (a VM's
+		 * with its QEMU: the guest's boot is in it) */
+		sb->deadline = mono() + (sb->vm ? lc.cfg->vm_ready_timeout_ms
+					       : lc.cfg->ready_timeout_ms);
 		enter(sb, LC_CT_INSPECT);
 		break;
 	default: /* LC_CT_INSPECT */
@@ -940,8 +956,9 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 	case LC_EV_DEADLINE:
 		if (sb->lc == LC_WAIT_READY && sb->deadline && mono() >= sb->deadline)
 			fail_create(sb, 504, "not_ready", "the sandbox was not ready within %u ms "
-				    "(ready_timeout_ms): its init did not register and report READY",
-				    lc.cfg->ready_timeout_ms);
+				    "(%s): its init did not register and report READY",
+				    sb->vm ? lc.cfg->vm_ready_timeout_ms : lc.cfg->ready_timeout_ms,
+				    sb->vm ? "vm_ready_timeout_ms" : "ready_timeout_ms");
 		else if (sb->lc == LC_CLAIM_INIT && sb->deadline && mono() >= sb->deadline)
 			fail_create(sb, 504, "not_ready", "the warm sandbox's init did not take the "
 				    "claim within %u ms (ready_timeout_ms)", lc.cfg->ready_timeout_ms);

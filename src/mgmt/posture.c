@@ -25,6 +25,13 @@ static const char *const egress_names[] = {
 	[POSTURE_EGRESS_PROXY_ALLOWLIST] = "proxy-allowlist",
 	[POSTURE_EGRESS_OPERATOR_SUPPLIED] = "operator-supplied",
 	[POSTURE_EGRESS_UNRESTRICTED_COMPAT] = "unrestricted-platform-compatibility",
+	[POSTURE_EGRESS_NONE] = "none",
+};
+
+static const char *const isolation_names[] = {
+	[POSTURE_SHARED_KERNEL] = "shared-kernel",
+	[POSTURE_VM_EMULATED] = "emulated",
+	[POSTURE_VM_HARDWARE] = "hardware-virtualized",
 };
 
 _Static_assert(POSTURE_REASONS <= 16, "reasons are 16-bit masks");
@@ -51,7 +58,7 @@ const char *posture_egress_name(enum posture_egress e)
 
 const char *posture_isolation_name(enum posture_isolation i)
 {
-	return i == POSTURE_VM ? "vm" : "shared-kernel";
+	return (unsigned)i < ARRAY_LEN(isolation_names) ? isolation_names[i] : "shared-kernel";
 }
 
 uint16_t posture_reasons(const struct posture *p)
@@ -92,7 +99,9 @@ void posture_egress_policy(struct posture *p, bool has_policy)
 {
 	if (p->egress == POSTURE_EGRESS_OPERATOR_SUPPLIED)
 		return;
-	p->egress = has_policy ? POSTURE_EGRESS_PROXY_ALLOWLIST : POSTURE_EGRESS_DEFAULT_DENY;
+	p->egress = has_policy ? POSTURE_EGRESS_PROXY_ALLOWLIST
+		    : p->isolation != POSTURE_SHARED_KERNEL ? POSTURE_EGRESS_NONE
+		    : POSTURE_EGRESS_DEFAULT_DENY;
 }
 
 void posture_from_request(struct posture *p, const struct create_req *req)
@@ -101,8 +110,9 @@ void posture_from_request(struct posture *p, const struct create_req *req)
 	p->at_create = posture_request_reasons(req) &
 		       (uint16_t)~POSTURE_BIT(POSTURE_EGRESS_REPORT_ONLY);
 	p->egress = req->network ? POSTURE_EGRESS_OPERATOR_SUPPLIED : POSTURE_EGRESS_DEFAULT_DENY;
+	/* a VM's accelerator is the runtime's to say (posture_vm_accel); emulated until then */
+	p->isolation = req->vm ? POSTURE_VM_EMULATED : POSTURE_SHARED_KERNEL;
 	posture_egress_policy(p, req->egress_json[0] != '\0');
-	p->isolation = POSTURE_SHARED_KERNEL;
 }
 
 static void time_write(struct json_writer *w, int64_t ms)
@@ -156,7 +166,8 @@ void posture_json(struct json_writer *w, const struct posture *p)
 	json_key(w, "egress");
 	json_str_write(w, posture_egress_name(p->egress));
 	json_key(w, "identity");
-	json_str_write(w, "uds-peercred");
+	/* a VM is known by which socket its control port is, not by a peer credential */
+	json_str_write(w, p->isolation == POSTURE_SHARED_KERNEL ? "uds-peercred" : "vm-control-port");
 	json_key(w, "reasons");
 	reasons_write(w, posture_reasons(p));
 	json_key(w, "taints");
@@ -247,7 +258,9 @@ int posture_record_read(const struct json_doc *doc, int tok, struct posture *p)
 				q.egress = (uint8_t)v;
 	}
 	if (json_str(doc, json_obj_get(doc, tok, "isolation"), word, sizeof(word)) >= 0)
-		q.isolation = strcmp(word, "vm") == 0 ? POSTURE_VM : POSTURE_SHARED_KERNEL;
+		for (v = 0; v < (int)ARRAY_LEN(isolation_names); v++)
+			if (strcmp(word, isolation_names[v]) == 0)
+				q.isolation = (uint8_t)v;
 	*p = q;
 	return 0;
 }

@@ -43,11 +43,13 @@ enum posture_egress {
 	POSTURE_EGRESS_PROXY_ALLOWLIST,
 	POSTURE_EGRESS_OPERATOR_SUPPLIED,
 	POSTURE_EGRESS_UNRESTRICTED_COMPAT,
+	POSTURE_EGRESS_NONE,            /* a VM: no network interface at all, no policy */
 };
 
 enum posture_isolation {
 	POSTURE_SHARED_KERNEL = 0,
-	POSTURE_VM,
+	POSTURE_VM_EMULATED,            /* a VM under TCG: its own kernel, QEMU's emulation */
+	POSTURE_VM_HARDWARE,            /* a VM under KVM */
 };
 
 struct posture {
@@ -67,7 +69,8 @@ const char *posture_reason_name(enum posture_reason r);
 /* A word back to its reason: 0 and *r, or -1 when it is not one of the words. */
 int posture_reason_parse(const char *word, enum posture_reason *r);
 const char *posture_egress_name(enum posture_egress e);     /* "default-deny", ... */
-const char *posture_isolation_name(enum posture_isolation i); /* "shared-kernel", "vm" */
+/* "shared-kernel", "emulated", "hardware-virtualized" */
+const char *posture_isolation_name(enum posture_isolation i);
 
 /* Every reason bit in force now (at_create | taints | unverified network). */
 uint16_t posture_reasons(const struct posture *p);

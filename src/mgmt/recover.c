@@ -247,6 +247,7 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 	sb->ready_ms = rec->sb.ready_ms;
 	sb->disk_bytes = rec->sb.disk_bytes;
 	sb->writable_root = rec->sb.writable_root;
+	sb->vm = rec->sb.vm;     /* its runtime takes its QEMU back at start (runtime_vm.h) */
 	sb->posture = rec->sb.posture;   /* its reasons at create and its taints: sticky */
 	memcpy(sb->egress_json, rec->sb.egress_json, sizeof(sb->egress_json)); /* its policy */
 	memcpy(sb->container_id, ct.id, sizeof(sb->container_id));

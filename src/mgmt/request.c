@@ -348,16 +348,17 @@ static bool profile_id_valid(const char *id)
 		*id <= '9')) && strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
-/* Why this build cannot run a sandbox on runtime (NULL or "docker": it can). */
+/* runtime is a word this build knows: NULL or "docker" (the default), or "vm". */
 static int runtime_check(const char *runtime, const char *whose, struct request_error *e)
 {
-	if (!runtime || strcmp(runtime, "docker") == 0)
+	if (!runtime || strcmp(runtime, "docker") == 0 || strcmp(runtime, "vm") == 0)
 		return 0;
-	if (strcmp(runtime, "vm") == 0)
-		return bad(e, 422, "runtime_unavailable", "%sthe vm runtime is not in this build",
-			   whose);
-	return bad(e, 400, "bad_request", "%sruntime is \"docker\" (\"vm\" is not in this build)",
-		   whose);
+	return bad(e, 400, "bad_request", "%sruntime is \"docker\" or \"vm\"", whose);
+}
+
+static bool runtime_is_vm(const char *runtime)
+{
+	return runtime && strcmp(runtime, "vm") == 0;
 }
 
 int request_profile_check(const struct profile *p, struct request_error *e)
@@ -368,7 +369,8 @@ int request_profile_check(const struct profile *p, struct request_error *e)
 	snprintf(whose, sizeof(whose), "startup profile %s: ", p->id);
 	if (runtime_check(p->runtime, whose, e) != 0)
 		return -1;
-	if ((no = profile_shared_kernel_refusal(p, why, sizeof(why))))
+	/* a VM has its own kernel: its credentials are materialized in the guest alone */
+	if (!runtime_is_vm(p->runtime) && (no = profile_shared_kernel_refusal(p, why, sizeof(why))))
 		return bad(e, 422, "profile_refused", "%s%s", whose, no);
 	return 0;
 }
@@ -381,6 +383,7 @@ static int profile_apply(struct create_req *req, struct request_text *t,
 	int r = id ? 0 : -1;
 
 	req->profile_id = id;
+	req->vm = runtime_is_vm(p->runtime);
 	if (id)
 		req->labels[req->nlabels++] = (struct docker_kv){ REQUEST_PROFILE_LABEL, id };
 	if (r == 0 && p->image && !(req->image = copy_str(t, p->image)))
@@ -567,12 +570,14 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 		if (api == REQUEST_API_V1 && json_str_eq(doc, k, "startup_profile_id"))
 			goto unknown;
 		/* applied first, by profile_base */
-	} else if (api == REQUEST_API_V2 && json_str_eq(doc, k, "runtime")) {
+	} else if (json_str_eq(doc, k, "runtime")) {
 		const char *rt = take_str(t, doc, val);
 
 		if (!rt)
-			return bad(e, 400, "bad_request", "runtime is \"docker\"");
-		return runtime_check(rt, "", e);
+			return bad(e, 400, "bad_request", "runtime is \"docker\" or \"vm\"");
+		if (runtime_check(rt, "", e) != 0)
+			return -1;
+		req->vm = runtime_is_vm(rt);
 	} else if (json_str_eq(doc, k, "image")) {
 		if (!(req->image = take_str(t, doc, val)) || !*req->image ||
 		    strlen(req->image) >= CONFIG_STR_BYTES)
@@ -625,8 +630,8 @@ unknown:
 	json_str(doc, k, key, sizeof(key));
 	if (strlen(key) > 24 || strspn(key, "abcdefghijklmnopqrstuvwxyz_") != strlen(key))
 		key[0] = '\0';
-	return bad(e, 400, "bad_request", "unknown field%s%s (known: name image env mounts network "
-		   "cmd labels disk_bytes resources writable_root require_tier profile egress)",
+	return bad(e, 400, "bad_request", "unknown field%s%s (known: name runtime image env mounts "
+		   "network cmd labels disk_bytes resources writable_root require_tier profile egress)",
 		   key[0] ? " " : "", key);
 }
 
@@ -659,6 +664,12 @@ int request_create_parse(struct create_req *req, const struct config *cfg,
 		return bad(e, 400, "bad_name", "a sandbox name matches ^[a-z][a-z0-9-]{1,62}$");
 	if (req->egress_json[0] && proxy_env_set(req, e) != 0)
 		return -1;
+	if (req->vm && req->network)
+		return bad(e, 422, "runtime_vm", "a VM sandbox has no network (-nic none): network "
+			   "cannot be set with runtime \"vm\"");
+	if (req->vm && req->nmounts)
+		return bad(e, 422, "runtime_vm", "a VM sandbox takes no host mounts (its workspace "
+			   "is its own disk): mounts cannot be set with runtime \"vm\"");
 	return resources_check(req, e);
 }
 

@@ -67,6 +67,7 @@ struct create_req {
 	uint32_t pids;                /* 0: default_pids_limit */
 	uint64_t nano_cpus;           /* 0: default_nano_cpus */
 	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
+	bool vm;                      /* runtime "vm" (the body's, else its profile's) */
 	bool require_t1;              /* require_tier "T1": refused if it would be T0 */
 	const char *profile_id;       /* the startup profile it starts from, NULL: none */
 	struct request_probe probes[REQUEST_PROBES_MAX]; /* the profile's, run once it is ready */

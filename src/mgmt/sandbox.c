@@ -279,6 +279,8 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	json_str_write(w, sb->container_id);
 	json_key(w, "container_status");
 	json_str_write(w, !sb->ct_exists ? "absent" : sb->running ? "running" : "stopped");
+	json_key(w, "runtime");
+	json_str_write(w, sb->vm ? "vm" : "docker");
 	json_key(w, "image");
 	json_str_write(w, sb->image);
 	json_key(w, "control_uid");

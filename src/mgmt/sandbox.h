@@ -103,6 +103,7 @@ struct sandbox {
 	bool dir_made;
 	uint64_t disk_bytes;          /* the workspace image's size (its disk budget) */
 	bool writable_root;           /* its root layer is writable, up to disk_bytes */
+	bool vm;                      /* runtime "vm": a QEMU guest (runtime_vm.h) */
 	int64_t pid;                  /* State.Pid, 0 when not running */
 	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
 	int init_pidfd;               /* that process, pinned when pid was read; -1: none */

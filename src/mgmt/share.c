@@ -101,7 +101,8 @@ int share_make_workspace(const struct config *cfg, const struct sandbox *sb, cha
 		snprintf(err, err_size, "cannot make the sandbox's workspace %s: %s", ws, strerror(-r));
 		return r;
 	}
-	if ((r = make_image(img, sb->disk_bytes, cfg, err, err_size)) == 0 &&
+	/* a VM's image is its guest's disk: never mounted on the host as well */
+	if ((r = make_image(img, sb->disk_bytes, cfg, err, err_size)) == 0 && !sb->vm &&
 	    (r = workspace_mount(img, ws, err, err_size)) != 0)
 		unlink(img);
 	if (r != 0)
@@ -116,8 +117,9 @@ int share_mount_workspace(const struct config *cfg, const struct sandbox *sb, ch
 	struct stat st;
 	int r = workspace_paths(cfg, sb->instance_id, ws, img, sizeof(ws));
 
-	if (r != 0 || lstat(img, &st) != 0)
-		return 0; /* no image: a workspace made before images, a plain directory */
+	if (r != 0 || lstat(img, &st) != 0 || sb->vm)
+		return 0; /* no image: a workspace made before images, a plain directory; a VM's
+			   * is its guest's disk */
 	if ((r = workspace_mounted(ws)) != 0) {
 		if (r < 0)
 			snprintf(err, err_size, "cannot check the workspace mount %s: %s", ws,
@@ -216,6 +218,8 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 	json_int_write(&w, (int64_t)sb->disk_bytes);
 	json_key(&w, "writable_root");
 	json_bool_write(&w, sb->writable_root);
+	json_key(&w, "runtime");
+	json_str_write(&w, sb->vm ? "vm" : "docker");
 	write_strrun(&w, "cmd", sb->cmd, sb->cmd_len);
 	write_strrun(&w, "labels", sb->labels, sb->labels_len);
 	write_strrun(&w, "mounts", sb->mounts, sb->mounts_len);
@@ -321,6 +325,7 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		sb->keep_workspace = bv;
 	if (json_bool(&doc, json_obj_get(&doc, 0, "writable_root"), &bv) == 0)
 		sb->writable_root = bv;
+	sb->vm = json_str_eq(&doc, json_obj_get(&doc, 0, "runtime"), "vm");
 	if (json_int(&doc, json_obj_get(&doc, 0, "created_ms"), &v) == 0)
 		sb->created_ms = v;
 	if (json_int(&doc, json_obj_get(&doc, 0, "ready_ms"), &v) == 0)

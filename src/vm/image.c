@@ -243,6 +243,8 @@ static int hash_fd(br_sha256_context *h, int fd, const char *what)
 	return 0;
 }
 
+#define LAYOUT_VERSION "agentic-vm-initramfs-2" /* 2: /dev/console */
+
 static int make_key(struct build *b)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -251,6 +253,8 @@ static int make_key(struct build *b)
 	int r;
 
 	br_sha256_init(&h);
+	/* what add_ours writes changes with this: an older cache entry is not this layout */
+	br_sha256_update(&h, LAYOUT_VERSION, sizeof(LAYOUT_VERSION));
 	if ((r = hash_fd(&h, b->init_fd, b->init)) != 0)
 		return r;
 	for (uint32_t i = 0; i < b->nmods; i++) {
@@ -525,6 +529,17 @@ static int add_ours(struct build *b)
 		if ((r = vm_cpio_entry(&b->cpio, &e)) != 0)
 			return r;
 	}
+	/* the kernel opens /dev/console on the initramfs for /init's stdin, stdout and stderr
+	 * before devtmpfs is mounted: without it the init runs with no descriptor 0, 1 or 2 and
+	 * says nothing on the console */
+	memset(&e, 0, sizeof(e));
+	e.type = VM_CHR;
+	snprintf(e.path, sizeof(e.path), "dev/console");
+	e.mode = 0600;
+	e.rdev_major = 5;
+	e.rdev_minor = 1;
+	if ((r = vm_cpio_entry(&b->cpio, &e)) != 0)
+		return r;
 	if ((r = add_file(b, "init", 0755, b->init_fd, b->init_size)) != 0)
 		return r;
 	for (uint32_t i = 0; i < b->nmods; i++) {

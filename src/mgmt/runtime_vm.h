@@ -1,0 +1,73 @@
+/* runtime_vm.h: the VM runtime (runtime.h's second implementation), in front of the Docker
+ * one. A sandbox made with runtime "vm" is a QEMU microvm booting the pinned guest kernel
+ * (make vm-kernel) with an initramfs made from its image (agentic vm-image, a child of
+ * agenticd, cached per image id) whose /init is this binary. Every other call, and every
+ * network, goes to the Docker runtime behind it: the lifecycle sees one runtime.
+ *
+ * Per VM, under state_dir/vm/<instance>/ (root, 0700): rootfs.cpio (a link to the cached
+ * image), vm.json (QEMU's pid and start time, for the next agenticd), control.sock and
+ * console.sock. agenticd binds both sockets itself and hands QEMU the listening
+ * descriptors: QEMU serves them, agenticd connects. The control socket is the guest init's
+ * virtio-serial port (named agentic.control); which socket a connection came in on is the
+ * VM's identity, so the grpc connection is adopted into the sandbox's reserved slot by the
+ * channel hook, not by SO_PEERCRED. The console is read into a bounded ring (the init's last
+ * lines at a failed create); never written to disk.
+ *
+ * QEMU runs as a uid of its own per VM (vm_user_base + control uid - control_uid_min), in a
+ * session of its own, with -sandbox on, -nodefaults, -no-user-config, -nic none: it outlives
+ * an agenticd restart and is adopted again from vm.json (pid checked against its start
+ * time). It is a clone child with no exit signal, so agenticd's SIGCHLD reaping never takes
+ * it; its pidfd says when it exits (a guest panic ends QEMU too: panic=-1, -no-reboot). */
+#ifndef AGENTIC_MGMT_RUNTIME_VM_H
+#define AGENTIC_MGMT_RUNTIME_VM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mgmt/config.h"
+#include "mgmt/runtime.h"
+
+struct sandbox;
+struct vm_slot;
+
+struct runtime_vm_config {
+	const struct config *cfg;
+	struct runtime *docker;       /* networks, and every sandbox not of runtime "vm" */
+	const char *self_exe;         /* the binary: vm-image's program and the guest's /init */
+	const char *kernel_dir;       /* vmlinuz, modules/ (make vm-kernel); "": no VM runtime */
+	const char *accel;            /* "tcg" or "kvm" */
+	int epfd;
+	uint32_t tag;                 /* epoll tag kind for the VMs' descriptors */
+	uint32_t slots;               /* max_sandboxes */
+	/* the VM's control connection, connected: adopted as the sandbox's agent connection
+	 * (owned by the callee from here, also on failure); busy says whether the sandbox's
+	 * slot holds one now (no dial while it does) */
+	int (*channel)(void *ctx, struct sandbox *sb, int fd);
+	bool (*channel_busy)(void *ctx, struct sandbox *sb);
+	/* asks the sandbox's init to shut down (a ShutdownSignal): false when it has no
+	 * connection to ask on */
+	bool (*shutdown)(void *ctx, struct sandbox *sb, int grace_s);
+	void *ctx;
+};
+
+struct runtime_vm {
+	struct runtime_vm_config c;
+	struct vm_slot *slot;         /* c.slots of them */
+	bool available;               /* kernel_dir holds a kernel and its modules */
+	char why[256];                /* when not available: why (for a refused create) */
+	struct runtime rt;
+};
+
+/* The heap runtime_vm_init takes for `slots` VM slots (agenticd's budget counts it). */
+size_t runtime_vm_storage_bytes(uint32_t slots);
+/* Sets the runtime up (allocates its slots: before the loop starts). 0 or -errno. */
+int runtime_vm_init(struct runtime_vm *v, const struct runtime_vm_config *c);
+/* The loop's readiness for tag kind c.tag. */
+void runtime_vm_ready(struct runtime_vm *v, uint32_t id);
+/* Whether VM sandboxes can be made here: NULL when they can, else why not. */
+const char *runtime_vm_unavailable(const struct runtime_vm *v);
+/* The accelerator VMs start with: "tcg" or "kvm". */
+const char *runtime_vm_accel(const struct runtime_vm *v);
+
+#endif
