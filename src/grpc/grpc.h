@@ -257,7 +257,9 @@ void grpc_server_close(struct grpc_server *s);
 /* ---- client ---- */
 
 struct grpc_client_config {
-	const char *path;  /* the server's Unix socket */
+	/* the server's Unix socket, or a character device under /dev/ (a virtio serial port):
+	 * its bytes are carried through a socketpair, with 2 * 16 KiB more storage */
+	const char *path;
 	uint32_t max_message_bytes;
 	uint32_t small_buffers;
 	uint32_t large_buffers;
@@ -271,7 +273,9 @@ struct grpc_client;
 size_t grpc_client_storage_bytes(const struct grpc_client_config *cfg);
 int grpc_client_init(const struct grpc_client_config *cfg, void *storage, size_t len,
 		     struct grpc_client **out);
-/* Connects when not connected (the first call does it too). -errno from connect. */
+/* Connects when not connected (the first call does it too). -errno from connect or open;
+ * a device whose other end is not connected (it polls POLLHUP) is -ECONNREFUSED. A device
+ * that hangs up or reads 0 later is a lost connection, as a socket's EOF is. */
 int grpc_client_connect(struct grpc_client *c);
 /* 1 while connected. After the connection is lost every call ends with UNAVAILABLE and the
  * next grpc_client_start or grpc_client_connect dials again. */
