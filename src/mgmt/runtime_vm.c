@@ -37,6 +37,9 @@
 #define VM_DIAL_MS 1000              /* the control socket is dialled again at most this often */
 #define VM_KILL_AFTER_MS 3000        /* SIGTERM to QEMU, then this long to SIGKILL */
 #define VM_QEMU "/usr/bin/qemu-system-x86_64"
+/* the console's last bytes: a panic's register dump and trace (some 3 KiB) must not push the
+ * init's own last lines out */
+#define VM_RING_BYTES 16384
 
 /* the descriptors a slot has on the loop: id = slot * 4 + kind */
 enum { K_PIDFD = 0, K_IMAGE, K_OUT, K_CON };
@@ -78,7 +81,8 @@ struct vm_slot {
 	int out_fd;                   /* the image child's stderr, then QEMU's */
 	int con_fd;
 	int64_t con_at, dial_at;
-	char ring[LIMIT_CREATE_LOG_BYTES];
+	bool was_busy;                /* the control connection was up at the last look */
+	char ring[VM_RING_BYTES];
 	size_t ring_len;
 };
 
@@ -149,10 +153,10 @@ static uint64_t proc_start(pid_t pid)
 		return 0;
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
-	if (!p)
+	if (!p || p[1] != ' ')
 		return 0;
 	/* after ") " comes field 3 */
-	for (field = 3, p++; *p && field < 22; p++)
+	for (field = 3, p += 2; *p && field < 22; p++)
 		if (*p == ' ')
 			field++;
 	if (sscanf(p, "%llu", &v) != 1)
@@ -225,21 +229,22 @@ static int pid_check(pid_t pid, uint64_t start)
 	return fd;
 }
 
-/* Removes the VM's directory and what is in it (nothing below it is a directory). */
+/* What a VM's directory may hold: removed by name (no directory read: agenticd allocates
+ * nothing once it serves). */
+static const char *const vm_files[] = { "rootfs.cpio", "vm.rec", "vm.rec.tmp", "control.sock",
+					"console.sock" };
+
+/* Removes the VM's directory and what is in it. */
 static void dir_remove(const struct runtime_vm *v, const char *instance)
 {
-	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 300];
-	struct dirent *de;
-	DIR *d;
+	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 32];
 
-	if (vm_dir(v, instance, dir, sizeof(dir)) != 0 || !(d = opendir(dir)))
+	if (vm_dir(v, instance, dir, sizeof(dir)) != 0)
 		return;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
-			snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-			unlink(p);
-		}
-	closedir(d);
+	for (size_t i = 0; i < ARRAY_LEN(vm_files); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, vm_files[i]);
+		unlink(p);
+	}
 	if (rmdir(dir) != 0 && errno != ENOENT)
 		log_warn("vm directory not removed", "dir=%s errno=%d", log_q(dir), errno);
 }
@@ -553,8 +558,19 @@ static void try_dial(struct runtime_vm *v, struct vm_slot *s, int64_t now)
 		if ((s->con_fd = dial(v, s, "console.sock")) >= 0)
 			watch(s, s->con_fd, K_CON);
 	}
-	if (!sb || !sb->vm || sb->state == SB_FREE || sb->state == SB_REMOVING ||
-	    now < s->dial_at || !v->c.channel || v->c.channel_busy(v->c.ctx, sb))
+	if (!sb || !sb->vm || sb->state == SB_FREE || sb->state == SB_REMOVING || !v->c.channel)
+		return;
+	if (v->c.channel_busy(v->c.ctx, sb)) {
+		s->was_busy = true;
+		return;
+	}
+	/* a connection just lost: the guest must see the hangup before the next one comes,
+	 * or it goes on writing its old HTTP/2 connection into the new */
+	if (s->was_busy) {
+		s->was_busy = false;
+		s->dial_at = now + VM_DIAL_MS;
+	}
+	if (now < s->dial_at)
 		return;
 	s->dial_at = now + VM_DIAL_MS;
 	fd = dial(v, s, "control.sock");
@@ -618,11 +634,12 @@ static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 	snprintf(append, sizeof(append), "console=ttyS0 quiet panic=-1 AGENT_RUNTIME=vm "
 		 "AGENT_ID=%s AGENT_INSTANCE_ID=%s AGENT_CONTROL_UID=%u AGENT_CONTROL_GID=%u "
 		 "AGENT_CONTROL_UID_RANGE=%u-%u AGENT_WORKLOAD_UID=%u AGENT_WORKLOAD_GID=%u "
-		 "AGENT_SETUP_SENTINEL=/run/agentic/setup-complete%s",
+		 "AGENT_SETUP_SENTINEL=/run/agentic/setup-complete%s%s",
 		 sb->agent_id, sb->instance_id, sb->uid,
 		 sb->uid + (runtime_docker_fault_init_env() ? 1u : 0u), cfg->control_uid_min,
 		 cfg->control_uid_max, cfg->workload_uid, cfg->workload_gid,
-		 s->writable_root ? " AGENT_VM_WRITABLE_ROOT=1" : "");
+		 s->writable_root ? " AGENT_VM_WRITABLE_ROOT=1" : "",
+		 strcmp(accel, "tcg") == 0 ? v->tsc_arg : "");
 #define A(x) argv[n++] = (char *)(x)
 	A(VM_QEMU);
 	A("-name"); A(sb->name);
@@ -717,18 +734,40 @@ static void inspect_answer(struct vm_slot *s, struct rt_call *c)
 	answer(s, RT_OK, NULL);
 }
 
+/* The init's last lines for a failed create: the console without the kernel's own lines
+ * (a line "[ secs] ...") but the panic's, printable text only (the console is the guest's). */
 static void logs_answer(struct vm_slot *s, struct rt_call *c)
 {
 	struct sandbox *sb = c->sb;
-	size_t n = s->ring_len < sizeof(sb->init_log) - 1 ? s->ring_len : sizeof(sb->init_log) - 1;
+	size_t cap = sizeof(sb->init_log) - 1, n = 0, end = s->ring_len;
 
 	drain_fd(s, &s->con_fd);
 	drain_fd(s, &s->out_fd);
-	/* printable text only: the console is the guest's */
-	for (size_t i = 0; i < n; i++) {
-		char ch = s->ring[s->ring_len - n + i];
+	end = s->ring_len;
+	/* lines from the last one back, each kept whole while it fits */
+	while (end > 0) {
+		size_t b = end - 1, len;
+		const char *line;
+		bool keep;
 
-		sb->init_log[i] = (ch >= 0x20 && ch < 0x7f) || ch == '\n' ? ch : '?';
+		while (b > 0 && s->ring[b - 1] != '\n')
+			b--;
+		line = s->ring + b;
+		len = end - b;
+		keep = len > 1 && (line[0] != '[' || memmem(line, len, "Kernel panic", 12));
+		if (keep && n + len > cap)
+			break;
+		if (keep) {
+			memmove(sb->init_log + len, sb->init_log, n);
+			for (size_t i = 0; i < len; i++) {
+				char ch = line[i];
+
+				sb->init_log[i] = (ch >= 0x20 && ch < 0x7f) || ch == '\n' ? ch
+						  : ch == '\r' ? ' ' : '?';
+			}
+			n += len;
+		}
+		end = b;
 	}
 	sb->init_log[n] = '\0';
 	sb->log_len = (uint32_t)n;
@@ -1179,6 +1218,29 @@ static const struct runtime_ops vm_ops = {
 	.workspace_retire = vm_workspace_retire,
 };
 
+/* Under TCG the guest kernel calibrates its TSC against emulated timers, which on a loaded
+ * host fails now and then and leaves the boot hung before the init: the host's clock rate
+ * (cpu MHz of /proc/cpuinfo, read once) is handed over as tsc_early_khz instead. */
+static void tsc_read(struct runtime_vm *v)
+{
+	char buf[4096], *p;
+	double mhz = 0;
+	ssize_t n;
+	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+
+	v->tsc_arg[0] = '\0';
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if ((p = strstr(buf, "\ncpu MHz")) && (p = strchr(p, ':')) && sscanf(p + 1, "%lf", &mhz) == 1 &&
+	    mhz >= 100 && mhz < 100000)
+		snprintf(v->tsc_arg, sizeof(v->tsc_arg), " tsc_early_khz=%u", (unsigned)(mhz * 1000));
+}
+
 size_t runtime_vm_storage_bytes(uint32_t slots)
 {
 	return (slots ? slots : 1) * sizeof(struct vm_slot);
@@ -1201,6 +1263,7 @@ int runtime_vm_init(struct runtime_vm *v, const struct runtime_vm_config *c)
 		s->index = i;
 		s->pidfd = s->img_pidfd = s->out_fd = s->con_fd = -1;
 	}
+	tsc_read(v);
 	v->available = true;
 	if (!c->kernel_dir || !c->kernel_dir[0]) {
 		v->available = false;

@@ -56,6 +56,7 @@ struct runtime_vm {
 	struct vm_slot *slot;         /* c.slots of them */
 	bool available;               /* kernel_dir holds a kernel and its modules */
 	char why[256];                /* when not available: why (for a refused create) */
+	char tsc_arg[40];             /* " tsc_early_khz=N" for a TCG guest, "" when unknown */
 	struct runtime rt;
 };
 
