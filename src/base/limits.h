@@ -142,6 +142,13 @@ _Static_assert(GRPC_ARENA_SLACK_BYTES >= 4096 && GRPC_PREFACE_TIMEOUT_MS >= 1000
  * with the sandbox and in the init; a create whose env does not fit is a cold create. At most
  * LIMIT_WARM_SANDBOXES sandboxes kept ready (warm_sandboxes). */
 #define LIMIT_SANDBOX_CLAIM_ENV_BYTES 8192u
+/* A VM sandbox's credentials (a profile's credential_refs): each secret file at most this
+ * big, and the guest's tmpfs for the file targets this big. */
+#define LIMIT_VM_SECRET_BYTES 4096u
+#define LIMIT_VM_CREDENTIAL_FS_BYTES (256u << 10)
+/* A VM's claim (its env and credentials) is one message on a reserved connection's small
+ * buffers: this much of it, with room for its framing. */
+#define LIMIT_VM_CLAIM_BYTES (12u * 1024u)
 #define LIMIT_WARM_SANDBOXES 32
 /* Managed networks created ahead of demand (a create then skips network create). */
 #define LIMIT_WARM_NETWORKS 4

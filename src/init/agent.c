@@ -344,13 +344,14 @@ static void on_claim(struct init_agent *a, const Agentic__Sandbox__V1__SandboxCl
 	const char *why = NULL;
 	size_t n = m->n_env;
 
-	if (init_cmds_claim(a->cmds, m, &why) != 0) {
+	if (init_cmds_claim(a->cmds, m, &why) != 0 ||
+	    init_claim_files(m, a->env->workload_uid, a->env->workload_gid, &why) != 0) {
 		log_warn("claim refused", "reason=%s", log_q(why));
 		n = 0;
 	} else {
 		why = NULL;
-		log_info("claimed", "name=%s env=%u", log_q(m->name),
-			 (unsigned)n);
+		log_info("claimed", "name=%s env=%u files=%u", log_q(m->name),
+			 (unsigned)n, (unsigned)m->n_files);
 	}
 	a->claim_count = (uint32_t)n;
 	a->claim_error = why;

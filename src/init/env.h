@@ -3,6 +3,10 @@
 #ifndef AGENTIC_INIT_ENV_H
 #define AGENTIC_INIT_ENV_H
 
+/* A VM guest's tmpfs for the workload's credential files (0700, the workload's), mounted by
+ * the guest's prelude: a claim's files are written there, nowhere else (init_claim_files). */
+#define INIT_CREDENTIAL_DIR "/run/credentials"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -319,7 +319,14 @@ static int mount_storage(const struct init_env *env)
 		return say("cannot make the control tmpfs's directory", dir, r);
 	snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u,size=64k", env->control_uid,
 		 env->control_gid);
-	return mount_at("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts);
+	if (mount_at("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts))
+		return 1;
+	/* the workload's credential files (a profile's credential_refs with target "file"):
+	 * in the guest's memory alone, in a directory only the workload user can enter */
+	snprintf(opts, sizeof(opts), "mode=0700,uid=%u,gid=%u,size=%u", env->workload_uid,
+		 env->workload_gid, LIMIT_VM_CREDENTIAL_FS_BYTES);
+	return mount_at("tmpfs", INIT_CREDENTIAL_DIR, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			opts);
 }
 
 /* lo up: the kernel gives it 127.0.0.1, where the egress proxy listens. */

@@ -18,6 +18,7 @@
 /* Where the workload's files live: writable by the workload uid. */
 #define INIT_WORKSPACE "/workspace"
 
+
 /* ---- setup (setup.c) ---- */
 
 /* Checks what the init starts with: uid and gid 0, bounding set exactly
@@ -217,6 +218,12 @@ void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk
  * environment. 0, or ERR_PARSE / ERR_LIMIT with *why (fixed words), and nothing changed. */
 int init_cmds_claim(struct init_cmds *c, const Agentic__Sandbox__V1__SandboxClaim *m,
 		    const char **why);
+/* A claim's files (a VM's credential files): each written as uid:gid, 0600, below
+ * INIT_CREDENTIAL_DIR, which must be a tmpfs; any other path, or more than
+ * INIT_CLAIM_FILES_MAX, refuses the claim. 0, or an error with *why (fixed words). */
+#define INIT_CLAIM_FILES_MAX 8
+int init_claim_files(const Agentic__Sandbox__V1__SandboxClaim *m, uint32_t uid, uint32_t gid,
+		     const char **why);
 /* Sends the signal to the command's process group. */
 void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyControl *pc);
 /* An event on a command fd (tag >= INIT_TAG_CMD_FIRST). */

@@ -610,6 +610,52 @@ static bool claim_start(struct admin_conn *c, struct sandbox *sb, const struct c
 	return true;
 }
 
+/* A VM's credentials can be sent: each secret file readable as egress_secret_read wants it,
+ * in a directory of root's no one else may write, and the claim with them all within one
+ * message to the init. Refused with 422 naming the credential's id (never a byte of it). */
+static int vm_creds_refused(struct admin_conn *c, const struct create_req *req)
+{
+	static uint8_t buf[EGRESS_SECRET_BYTES + 1];
+	const struct config *cfg = A.ac.cfg;
+	char path[LIMIT_PATH_BYTES], m[LIMIT_PATH_BYTES + 256];
+	size_t total = 0;
+	struct stat st;
+
+	for (uint32_t i = 0; i < req->nenv; i++)
+		total += strlen(req->env[i]) + 8;
+	if (lstat(cfg->vm_credentials_dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022)) {
+		snprintf(m, sizeof(m), "vm_credentials_dir %s is missing, or not a directory of root's "
+			 "that only root may write", cfg->vm_credentials_dir);
+		admin_respond_error(c, 422, "credential_unavailable", m);
+		return -1;
+	}
+	for (uint32_t i = 0; i < req->ncreds; i++) {
+		long n;
+
+		snprintf(path, sizeof(path), "%s/%s", cfg->vm_credentials_dir, req->creds[i].id);
+		n = egress_secret_read(path, buf);
+		memset(buf, 0, sizeof(buf));
+		if (n < 0) {
+			snprintf(m, sizeof(m), "credential %s: its secret file %s is missing, or not a "
+				 "regular file of root's with mode 0600 or 0400 of at most %u bytes",
+				 req->creds[i].id, path, EGRESS_SECRET_BYTES);
+			log_info("create refused", "reason=credential_unavailable credential=%s",
+				 log_q(req->creds[i].id));
+			admin_respond_error(c, 422, "credential_unavailable", m);
+			return -1;
+		}
+		total += (size_t)n + strlen(req->creds[i].name) + 16;
+	}
+	if (total > LIMIT_VM_CLAIM_BYTES) {
+		snprintf(m, sizeof(m), "the VM's env and credentials together are %zu bytes; at most "
+			 "%u go to its init in one message", total, LIMIT_VM_CLAIM_BYTES);
+		admin_respond_error(c, 422, "credentials_too_large", m);
+		return -1;
+	}
+	return 0;
+}
+
 void admin_create_start(struct admin_conn *c)
 {
 	const struct config *cfg = A.ac.cfg;
@@ -623,6 +669,8 @@ void admin_create_start(struct admin_conn *c)
 		admin_respond_error(c, 422, "runtime_unavailable", runtime_vm_unavailable(A.ac.vm));
 		return;
 	}
+	if (req->ncreds && vm_creds_refused(c, req) != 0)
+		return;
 	if (req->name && sandbox_by_name(req->name)) {
 		admin_respond_error(c, 409, "name_taken", "a sandbox with that name exists");
 		return;

@@ -336,8 +336,54 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 		 log_q(sb->instance_id), sb->uid);
 	/* a claimed warm sandbox's init learns its claim again after every registration (it
 	 * may have restarted with its container, whose env is the pool's), before any command */
-	if (sb->lc == LC_CLAIM_INIT || ((sb->claimed || sb->vm) && sb->nclaim_env))
+	if (sb->lc == LC_CLAIM_INIT || ((sb->claimed || sb->vm) && (sb->nclaim_env || sb->ncreds)))
 		agent_claim_send(sb);
+}
+
+/* The secrets of a VM's credentials while a claim is built (wiped after). */
+static uint8_t secrets[PROFILE_CREDS_MAX][EGRESS_SECRET_BYTES + 1];
+static Agentic__Sandbox__V1__SandboxClaim__FilesEntry file_entries[PROFILE_CREDS_MAX];
+static Agentic__Sandbox__V1__SandboxClaim__FilesEntry *file_list[PROFILE_CREDS_MAX];
+
+/* The credentials into c: an env target after the claim's env (it wins: the init takes the
+ * last of a name), a file target as a file. 0, or -1 when a secret cannot be read. */
+static int vm_creds_add(struct sandbox *sb, Agentic__Sandbox__V1__SandboxClaim *c,
+			Agentic__Sandbox__V1__SandboxClaim__EnvEntry *entries,
+			Agentic__Sandbox__V1__SandboxClaim__EnvEntry **env, size_t *n)
+{
+	char path[LIMIT_PATH_BYTES];
+
+	c->files = file_list;
+	c->n_files = 0;
+	for (uint32_t i = 0; i < sb->ncreds && i < PROFILE_CREDS_MAX; i++) {
+		long len;
+
+		snprintf(path, sizeof(path), "%s/%s", cfg->vm_credentials_dir, sb->creds[i].id);
+		len = egress_secret_read(path, secrets[i]);
+		if (len < 0) {
+			log_warn("credential not sent: its secret file cannot be read", "name=%s "
+				 "credential=%s", log_q(sb->name), log_q(sb->creds[i].id));
+			return -1;
+		}
+		secrets[i][len] = '\0';
+		if (sb->creds[i].file) {
+			file_entries[c->n_files] = (Agentic__Sandbox__V1__SandboxClaim__FilesEntry)
+				AGENTIC__SANDBOX__V1__SANDBOX_CLAIM__FILES_ENTRY__INIT;
+			file_entries[c->n_files].key = sb->creds[i].name;
+			file_entries[c->n_files].value.data = secrets[i];
+			file_entries[c->n_files].value.len = (size_t)len;
+			file_list[c->n_files] = &file_entries[c->n_files];
+			c->n_files++;
+		} else if (*n < LIMIT_SANDBOX_ENV) {
+			entries[*n] = (Agentic__Sandbox__V1__SandboxClaim__EnvEntry)
+				AGENTIC__SANDBOX__V1__SANDBOX_CLAIM__ENV_ENTRY__INIT;
+			entries[*n].key = sb->creds[i].name;
+			entries[*n].value = (char *)secrets[i];
+			env[*n] = &entries[*n];
+			(*n)++;
+		}
+	}
+	return 0;
 }
 
 void agent_claim_send(struct sandbox *sb)
@@ -349,6 +395,7 @@ void agent_claim_send(struct sandbox *sb)
 	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
 	const char *e = NULL;
 	size_t n = 0;
+	int r;
 
 	if (!sb->agent || !sb->agent_registered)
 		return; /* sent when it registers */
@@ -369,14 +416,26 @@ void agent_claim_send(struct sandbox *sb)
 	c.name = sb->name;
 	c.env = env;
 	c.n_env = n;
+	/* a VM's credentials, read now from their files (admin.c checked them at the create):
+	 * in this message alone, wiped once it is queued */
+	if (sb->ncreds && vm_creds_add(sb, &c, entries, env, &n) != 0) {
+		memset(secrets, 0, sizeof(secrets));
+		agent_drop(sb, "a credential's secret file cannot be read");
+		return;
+	}
+	c.n_env = n;
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_CLAIM;
 	m.claim = &c;
-	if (grpc_call_send(sb->agent, &m.base) < 0) {
+	r = grpc_call_send(sb->agent, &m.base);
+	memset(secrets, 0, sizeof(secrets));
+	if (r < 0) {
 		agent_drop(sb, "cannot send the claim");
 		return;
 	}
-	log_info("claim sent", "name=%s pool_name=%s env=%u", log_q(sb->name), log_q(sb->agent_id),
-		 (unsigned)n);
+	if (sb->vm && sb->lc == LC_WAIT_READY)
+		sb->vm_claim_owed = true;
+	log_info("claim sent", "name=%s pool_name=%s env=%u files=%u", log_q(sb->name),
+		 log_q(sb->agent_id), (unsigned)n, (unsigned)c.n_files);
 }
 
 /* ---- output acks ---- */
@@ -761,6 +820,17 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 		struct lc_event ev = { .kind = LC_EV_CLAIM_REFUSED };
 		char why[128];
 
+		if (sb->agent_authed && sb->vm && sb->lc == LC_WAIT_READY && sb->vm_claim_owed) {
+			/* a VM's env and credentials: taken, or the create fails */
+			snprintf(why, sizeof(why), "%s", ca->error);
+			ev.kind = why[0] ? LC_EV_CLAIM_REFUSED : LC_EV_CLAIMED;
+			ev.why = why;
+			if (why[0])
+				log_warn("claim refused by the init", "name=%s reason=%s",
+					 log_q(sb->name), log_q(why));
+			lifecycle_on(sb, &ev);
+			return;
+		}
 		if (!sb->agent_authed || sb->lc != LC_CLAIM_INIT)
 			return; /* an answer to a claim sent again after a registration */
 		if (ca->error[0]) {

@@ -61,6 +61,7 @@ static const struct key keys[] = {
 	{ "vm_accel", K_STR, F(vm_accel), 0, 0 },
 	{ "vm_user_base", K_U32, F(vm_user_base), 1, 0x7fffffff },
 	{ "vm_ready_timeout_ms", K_U32, F(vm_ready_timeout_ms), 1000, 600000 },
+	{ "vm_credentials_dir", K_PATH, F(vm_credentials_dir), 0, 0 },
 };
 
 const char *config_key_name(size_t i)
@@ -112,6 +113,7 @@ void config_defaults(struct config *cfg)
 	set_str(cfg->vm_accel, "auto");
 	cfg->vm_user_base = 1000000;
 	cfg->vm_ready_timeout_ms = 120000;
+	set_str(cfg->vm_credentials_dir, "/etc/agentic/credentials");
 }
 
 /* Decimal with an optional binary suffix (k, m, g, t; "KiB" spellings accepted). */

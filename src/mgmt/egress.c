@@ -1635,7 +1635,7 @@ static int secret_path(const struct eslot *s, int64_t i, char *path, size_t cap)
 
 /* Reads the secret: regular, root's, no group or other bits, at most EGRESS_SECRET_BYTES,
  * one trailing newline dropped. Its length, or -1. */
-static long secret_read(const char *path, uint8_t *out)
+long egress_secret_read(const char *path, uint8_t *out)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -1676,7 +1676,7 @@ static void ctl_secret(struct eslot *s, int64_t route)
 	size_t len;
 
 	if (secret_path(s, route, path, sizeof(path)) == 0)
-		n = secret_read(path, secret);
+		n = egress_secret_read(path, secret);
 	if (n < 0) {
 		len = (size_t)snprintf(pkt, sizeof(pkt), "{\"error\":\"secret_unavailable\"}");
 		log_warn("egress secret unavailable", "name=%s conn=%llu route=%lld",

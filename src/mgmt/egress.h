@@ -65,6 +65,10 @@ void egress_call_done(struct grpc_call *call, int status, const char *message);
  * stop accepting on it (the registration's answer says egress=direct), false when it goes
  * on carrying its connections over Egress calls. */
 bool egress_listener_take(struct sandbox *sb);
+/* Reads a host-side secret file into out (EGRESS_SECRET_BYTES): a regular file of root's
+ * with no group or other bits, at most that big, not a symbolic link; one trailing newline
+ * dropped. Its length, or -1. (A credential route's secret, and a VM's credentials.) */
+long egress_secret_read(const char *path, uint8_t *out);
 /* Not watched any more (the init is gone or going); kept. */
 void egress_listener_stop(struct sandbox *sb);
 /* Closed: only once no process of the sandbox can hold it (its slot given up, or another

@@ -369,7 +369,26 @@ int request_profile_check(const struct profile *p, struct request_error *e)
 	snprintf(whose, sizeof(whose), "startup profile %s: ", p->id);
 	if (runtime_check(p->runtime, whose, e) != 0)
 		return -1;
-	/* a VM has its own kernel: its credentials are materialized in the guest alone */
+	/* a VM has its own kernel: its credentials are materialized in the guest alone, an env
+	 * variable of its workloads or a file on the guest's credential tmpfs */
+	for (uint32_t i = 0; runtime_is_vm(p->runtime) && i < p->ncreds; i++) {
+		const struct profile_cred_ref *c = &p->creds[i];
+		size_t n = strlen(VM_CREDENTIAL_DIR);
+
+		if (strcmp(c->target_type, "file") == 0 &&
+		    (strncmp(c->target_name, VM_CREDENTIAL_DIR "/", n + 1) != 0 ||
+		     strstr(c->target_name, "/../") || strstr(c->target_name, "//") ||
+		     strlen(c->target_name) >= REQUEST_CRED_NAME_BYTES))
+			return bad(e, 422, "profile_refused", "%scredential_refs[%u].target.name: a VM's "
+				   "credential file is below " VM_CREDENTIAL_DIR "/ (the guest's tmpfs "
+				   "for them)", whose, i);
+		if (strcmp(c->target_type, "env") == 0 &&
+		    (!c->target_name[0] || strchr(c->target_name, '=') ||
+		     strncmp(c->target_name, "AGENT_", 6) == 0 ||
+		     strlen(c->target_name) >= REQUEST_CRED_NAME_BYTES))
+			return bad(e, 422, "profile_refused", "%scredential_refs[%u].target.name: an env "
+				   "name, not AGENT_*", whose, i);
+	}
 	if (!runtime_is_vm(p->runtime) && (no = profile_shared_kernel_refusal(p, why, sizeof(why))))
 		return bad(e, 422, "profile_refused", "%s%s", whose, no);
 	return 0;
@@ -418,6 +437,15 @@ static int profile_apply(struct create_req *req, struct request_text *t,
 			r = -1;
 		else if (mount_add(req, t, cfg, src, dst, p->mounts[i].read_only, e) != 0)
 			return -1;
+	}
+	/* a VM's credentials (request_profile_check refused them for docker) */
+	for (uint32_t i = 0; r == 0 && req->vm && i < p->ncreds; i++) {
+		struct request_cred *c = &req->creds[req->ncreds++];
+
+		c->file = strcmp(p->creds[i].target_type, "file") == 0;
+		if (!(c->id = copy_str(t, p->creds[i].id)) ||
+		    !(c->name = copy_str(t, p->creds[i].target_name)))
+			r = -1;
 	}
 	for (uint32_t i = 0; r == 0 && i < p->nprobes; i++) {
 		struct request_probe *rp = &req->probes[req->nprobes++];
@@ -664,6 +692,10 @@ int request_create_parse(struct create_req *req, const struct config *cfg,
 		return bad(e, 400, "bad_name", "a sandbox name matches ^[a-z][a-z0-9-]{1,62}$");
 	if (req->egress_json[0] && proxy_env_set(req, e) != 0)
 		return -1;
+	if (req->ncreds && !req->vm)
+		return bad(e, 422, "profile_refused", "the docker runtime refuses startup profiles "
+			   "that materialize raw credentials in a shared-kernel sandbox (credential_refs); "
+			   "use the credential proxy or a VM runtime");
 	if (req->vm && req->network)
 		return bad(e, 422, "runtime_vm", "a VM sandbox has no network (-nic none): network "
 			   "cannot be set with runtime \"vm\"");

@@ -13,6 +13,7 @@
 #include "egress/policy.h"
 #include "mgmt/config.h"
 #include "mgmt/policy.h"
+#include "profile/profile.h"
 
 /* Why a request was refused: an HTTP status (400 malformed, 422 refused by policy), the API's
  * error code (bad_json, bad_request, bad_name, refused) and a message for the user. */
@@ -49,6 +50,16 @@ struct request_probe {
 	int32_t timeout_s;
 };
 
+/* A VM's credential (its profile's credential_refs): the host-side secret's id (a file of
+ * vm_credentials_dir) and where the guest puts it. */
+#define VM_CREDENTIAL_DIR "/run/credentials"   /* the guest's tmpfs for file targets */
+#define REQUEST_CRED_NAME_BYTES 256
+struct request_cred {
+	const char *id;
+	const char *name;             /* an env name, or a path below VM_CREDENTIAL_DIR */
+	bool file;
+};
+
 struct create_req {
 	const char *name;             /* NULL: sbx-<8 hex> */
 	const char *image;            /* NULL: default_image */
@@ -68,6 +79,8 @@ struct create_req {
 	uint64_t nano_cpus;           /* 0: default_nano_cpus */
 	bool writable_root;           /* a writable root layer, bounded by StorageOpt size */
 	bool vm;                      /* runtime "vm" (the body's, else its profile's) */
+	struct request_cred creds[PROFILE_CREDS_MAX]; /* a VM's, from its profile */
+	uint32_t ncreds;
 	bool require_t1;              /* require_tier "T1": refused if it would be T0 */
 	const char *profile_id;       /* the startup profile it starts from, NULL: none */
 	struct request_probe probes[REQUEST_PROBES_MAX]; /* the profile's, run once it is ready */
