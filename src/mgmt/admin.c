@@ -487,7 +487,7 @@ static int keep_request(struct sandbox *sb, const struct create_req *req)
 		sb->mount_id[i] = req->mount_id[i];
 	}
 	posture_from_request(&sb->posture, req);
-	if (req->vm && strcmp(A.ac.cfg->vm_accel, "kvm") == 0)
+	if (req->vm && A.ac.vm && strcmp(runtime_vm_accel(A.ac.vm), "kvm") == 0)
 		sb->posture.isolation = POSTURE_VM_HARDWARE;
 	memcpy(sb->egress_json, req->egress_json, sizeof(sb->egress_json));
 	/* report mode lets out what enforce would not: T0 from the first connection on */

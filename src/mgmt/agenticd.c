@@ -509,16 +509,6 @@ static void vm_kernel_find(struct daemon *d)
 	}
 }
 
-/* The accelerator: vm_accel, where auto is tcg (the KVM probe is not run: on a host whose
- * /dev/kvm opens but whose kernel hangs under it, tcg is what works). */
-static const char *vm_accel(struct daemon *d)
-{
-	if (strcmp(d->cfg.vm_accel, "kvm") == 0)
-		return "kvm";
-	snprintf(d->cfg.vm_accel, sizeof(d->cfg.vm_accel), "tcg");
-	return "tcg";
-}
-
 /* The Docker runtime on the loop, the warm pool on it, the lifecycle driving both. */
 static int start_lifecycle(struct daemon *d)
 {
@@ -547,7 +537,7 @@ static int start_lifecycle(struct daemon *d)
 	vm_kernel_find(d);
 	r = runtime_vm_init(&d->vm, &(struct runtime_vm_config){
 		.cfg = &d->cfg, .docker = &d->docker.rt, .self_exe = d->init_exe,
-		.kernel_dir = d->vm_kernel_dir, .accel = vm_accel(d), .epfd = d->epfd,
+		.kernel_dir = d->vm_kernel_dir, .accel = d->cfg.vm_accel, .epfd = d->epfd,
 		.tag = TAG_VM, .slots = d->nsb, .channel = hook_vm_channel,
 		.channel_busy = hook_vm_busy, .shutdown = hook_vm_shutdown });
 	if (r != 0)

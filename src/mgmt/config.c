@@ -447,17 +447,18 @@ int config_validate(const struct config *cfg, char *err, size_t err_size)
 	else if (strcmp(cfg->vm_accel, "auto") != 0 && strcmp(cfg->vm_accel, "tcg") != 0 &&
 		 strcmp(cfg->vm_accel, "kvm") != 0)
 		why = "vm_accel is auto, tcg or kvm";
-	/* each VM's QEMU has a uid of its own: vm_user_base + (control uid - control_uid_min) */
-	else if ((uint64_t)cfg->vm_user_base + (cfg->control_uid_max - cfg->control_uid_min) >
+	/* each VM's QEMU has a uid of its own: vm_user_base + (control uid - control_uid_min),
+	 * and the KVM probe the one after the last */
+	else if ((uint64_t)cfg->vm_user_base + (cfg->control_uid_max - cfg->control_uid_min) + 1 >
 		 0x7fffffffu ||
 		 (cfg->vm_user_base <= cfg->control_uid_max &&
 		  cfg->vm_user_base + (cfg->control_uid_max - cfg->control_uid_min) >=
 		  cfg->control_uid_min) ||
 		 (cfg->workload_uid >= cfg->vm_user_base &&
-		  cfg->workload_uid - cfg->vm_user_base <= cfg->control_uid_max - cfg->control_uid_min) ||
+		  cfg->workload_uid - cfg->vm_user_base <= cfg->control_uid_max - cfg->control_uid_min + 1) ||
 		 (cfg->egress_uid >= cfg->vm_user_base &&
-		  cfg->egress_uid - cfg->vm_user_base <= cfg->control_uid_max - cfg->control_uid_min))
-		why = "vm_user_base .. vm_user_base + (control_uid_max - control_uid_min) must hold "
+		  cfg->egress_uid - cfg->vm_user_base <= cfg->control_uid_max - cfg->control_uid_min + 1))
+		why = "vm_user_base .. vm_user_base + (control_uid_max - control_uid_min) + 1 must hold "
 		      "no control uid, the workload's uid or an egress uid";
 	else if (strncmp(cfg->docker_host, "unix:///", 8) != 0)
 		why = "docker_host must be unix:///PATH (only Unix sockets are supported)";

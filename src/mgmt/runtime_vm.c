@@ -86,6 +86,8 @@ struct vm_slot {
 	size_t ring_len;
 };
 
+static void probe_tick(struct runtime_vm *v, int64_t now);
+
 static int64_t now_ms(void)
 {
 	return clock_mono_ms();
@@ -162,6 +164,21 @@ static uint64_t proc_start(pid_t pid)
 	if (sscanf(p, "%llu", &v) != 1)
 		return 0;
 	return v;
+}
+
+static int write_all_fd(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -EIO;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
 }
 
 static int record_write(const struct runtime_vm *v, const struct vm_slot *s)
@@ -319,7 +336,7 @@ struct clone_args_v0 {
  * and waitid(P_PIDFD, __WALL) do) running path argv as uid:gid (0: as root) with fds[i] as
  * descriptor 3 + i, out as stdout and stderr, /dev/null as stdin. pid, or -errno. */
 static pid_t spawn(const char *path, char *const argv[], const int *fds, int nfds, int out,
-		   uid_t uid, gid_t gid, int *pidfd)
+		   uid_t uid, gid_t gid, gid_t extra, int *pidfd)
 {
 	static char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	struct clone_args_v0 a = { .flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)pidfd };
@@ -350,7 +367,7 @@ static pid_t spawn(const char *path, char *const argv[], const int *fds, int nfd
 				_exit(126);
 		syscall(SYS_close_range, 3u + (unsigned)nfds, ~0u, 0u);
 		if (uid || gid) {
-			if (setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0 ||
+			if (setgroups(extra ? 1 : 0, &extra) != 0 || setresgid(gid, gid, gid) != 0 ||
 			    setresuid(uid, uid, uid) != 0)
 				_exit(126);
 		}
@@ -458,7 +475,7 @@ static void image_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 		answer(s, RT_ENGINE, "cannot start the VM image builder: pipe: %s", strerror(errno));
 		return;
 	}
-	pid = spawn(v->c.self_exe, argv, NULL, 0, pipefd[1], 0, 0, &s->img_pidfd);
+	pid = spawn(v->c.self_exe, argv, NULL, 0, pipefd[1], 0, 0, 0, &s->img_pidfd);
 	close(pipefd[1]);
 	if (pid < 0) {
 		close(pipefd[0]);
@@ -628,7 +645,7 @@ static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 	}
 	snprintf(mem, sizeof(mem), "%llum", (unsigned long long)(s->memory >> 20));
 	snprintf(smp, sizeof(smp), "%u", s->cpus);
-	snprintf(accel, sizeof(accel), "%s", v->c.accel);
+	snprintf(accel, sizeof(accel), "%s", v->accel);
 	/* what the init's environment would be in a container; never a secret (the request's
 	 * env and credentials go over the control channel once it registers) */
 	snprintf(append, sizeof(append), "console=ttyS0 quiet panic=-1 AGENT_RUNTIME=vm "
@@ -667,7 +684,8 @@ static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 	A("-device"); A("virtio-blk-device,drive=ws");
 	A(NULL);
 #undef A
-	pid = spawn(VM_QEMU, argv, fds, 6, pipefd[1], qu, qu, &s->pidfd);
+	pid = spawn(VM_QEMU, argv, fds, 6, pipefd[1], qu, qu,
+		    strcmp(accel, "kvm") == 0 ? v->kvm_gid : 0, &s->pidfd);
 	if (pid < 0) {
 		s->pidfd = -1;
 		answer(s, RT_ENGINE, "cannot start QEMU (%s): %s", VM_QEMU, strerror((int)-pid));
@@ -914,6 +932,8 @@ static void vm_tick(void *self, int64_t now)
 
 	v->c.docker->sink = v->rt.sink;
 	v->c.docker->ops->tick(v->c.docker->self, now);
+	if (v->probing)
+		probe_tick(v, now);
 	for (uint32_t i = 0; i < v->c.slots; i++) {
 		struct vm_slot *s = &v->slot[i];
 
@@ -964,6 +984,9 @@ static int64_t vm_next_deadline(void *self, int64_t now)
 {
 	struct runtime_vm *v = self;
 	int64_t next = v->c.docker->ops->next_deadline(v->c.docker->self, now);
+
+	if (v->probing && now + 100 < next)
+		next = now + 100;
 
 	for (uint32_t i = 0; i < v->c.slots; i++) {
 		const struct vm_slot *s = &v->slot[i];
@@ -1241,6 +1264,8 @@ static void tsc_read(struct runtime_vm *v)
 		snprintf(v->tsc_arg, sizeof(v->tsc_arg), " tsc_early_khz=%u", (unsigned)(mhz * 1000));
 }
 
+static void accel_decide(struct runtime_vm *v);
+
 size_t runtime_vm_storage_bytes(uint32_t slots)
 {
 	return (slots ? slots : 1) * sizeof(struct vm_slot);
@@ -1285,6 +1310,7 @@ int runtime_vm_init(struct runtime_vm *v, const struct runtime_vm_config *c)
 	if (mkdir(p, 0700) != 0 && errno != EEXIST)
 		return -errno;
 	v->rt = (struct runtime){ .ops = &vm_ops, .self = v, .name = "docker" };
+	accel_decide(v);
 	return 0;
 }
 
@@ -1295,5 +1321,152 @@ const char *runtime_vm_unavailable(const struct runtime_vm *v)
 
 const char *runtime_vm_accel(const struct runtime_vm *v)
 {
-	return v->c.accel;
+	return v->accel;
+}
+
+/* ---- the accelerator: vm_accel auto probes KVM once per host boot ---- */
+
+#define PROBE_TIMEOUT_MS 10000
+
+static void probe_cache(const struct runtime_vm *v, bool write, char *accel, size_t size)
+{
+	char path[LIMIT_PATH_BYTES], boot[64] = "", text[128];
+	ssize_t n;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, boot, sizeof(boot) - 1);
+		boot[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "%s/vm/accel", v->c.cfg->state_dir);
+	if (write) {
+		n = snprintf(text, sizeof(text), "%s %s\n", accel, boot);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0) {
+			if (write_all_fd(fd, text, (size_t)n) != 0)
+				unlink(path);
+			close(fd);
+		}
+		return;
+	}
+	accel[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	/* "kvm BOOT" or "tcg BOOT": this boot's reading */
+	if (boot[0] && (strncmp(text, "kvm ", 4) == 0 || strncmp(text, "tcg ", 4) == 0) &&
+	    strcmp(text + 4, boot) == 0)
+		snprintf(accel, size, "%.3s", text);
+}
+
+static void probe_done(struct runtime_vm *v, bool works, const char *why)
+{
+	snprintf(v->accel, sizeof(v->accel), "%s", works ? "kvm" : "tcg");
+	log_info("vm accelerator", "accel=%s probe=%s", log_q(v->accel), log_q(why));
+	probe_cache(v, true, v->accel, sizeof(v->accel));
+	if (v->probe_pidfd >= 0) {
+		syscall(SYS_pidfd_send_signal, v->probe_pidfd, SIGKILL, NULL, 0);
+		reap(v->probe_pidfd);
+		close(v->probe_pidfd);
+	}
+	if (v->probe_out >= 0)
+		close(v->probe_out);
+	v->probe_pidfd = v->probe_out = -1;
+	v->probing = false;
+}
+
+/* Boots the guest kernel under KVM with no initramfs: it gets as far as "Kernel panic" (no
+ * root) and QEMU ends (-no-reboot) in about a second where KVM works; where it hangs or QEMU
+ * aborts, TCG it is. A child on its own clock: the daemon never waits for it. */
+static void probe_start(struct runtime_vm *v)
+{
+	char kernel[LIMIT_PATH_BYTES + 16];
+	char *argv[] = { VM_QEMU, "-M", "microvm", "-accel", "kvm", "-cpu", "host", "-m", "128",
+			 "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+			 "-nic", "none", "-sandbox", "on,obsolete=deny,elevateprivileges=deny,"
+			 "spawn=deny,resourcecontrol=deny", "-serial", "stdio", "-kernel", kernel,
+			 "-append", "console=ttyS0 panic=-1", NULL };
+	uint32_t uid = v->c.cfg->vm_user_base + (v->c.cfg->control_uid_max -
+						 v->c.cfg->control_uid_min) + 1;
+	int pipefd[2];
+	pid_t pid;
+
+	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", v->c.kernel_dir);
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
+		probe_done(v, false, "cannot make a pipe for the probe");
+		return;
+	}
+	v->probe_len = 0;
+	pid = spawn(VM_QEMU, argv, NULL, 0, pipefd[1], uid, uid, v->kvm_gid, &v->probe_pidfd);
+	close(pipefd[1]);
+	v->probe_out = pipefd[0];
+	if (pid < 0) {
+		v->probe_pidfd = -1;
+		probe_done(v, false, "QEMU could not be started for the probe");
+		return;
+	}
+	v->probing = true;
+	v->probe_deadline = now_ms() + PROBE_TIMEOUT_MS;
+	log_info("vm accelerator probe started", "accel=kvm timeout_ms=%d", PROBE_TIMEOUT_MS);
+}
+
+static void probe_tick(struct runtime_vm *v, int64_t now)
+{
+	char buf[4096];
+	ssize_t n;
+
+	while (v->probe_out >= 0 && (n = read(v->probe_out, buf, sizeof(buf))) > 0) {
+		/* the last bytes are enough to find the words in */
+		if (memmem(buf, (size_t)n, "Kernel panic", 12)) {
+			probe_done(v, true, "the guest kernel ran under kvm");
+			return;
+		}
+		v->probe_len += (size_t)n;
+	}
+	if (reap(v->probe_pidfd) >= 0)
+		probe_done(v, false, "QEMU ended under kvm before the guest kernel ran");
+	else if (now >= v->probe_deadline)
+		probe_done(v, false, "the guest kernel did not run under kvm within the probe's time");
+}
+
+static void accel_decide(struct runtime_vm *v)
+{
+	char cached[8];
+	struct stat st;
+
+	v->probe_pidfd = v->probe_out = -1;
+	v->kvm_gid = 0;
+	/* QEMU runs unprivileged: it opens /dev/kvm through a group that may */
+	if (stat("/dev/kvm", &st) == 0 && S_ISCHR(st.st_mode) && (st.st_mode & 060) == 060 &&
+	    st.st_gid != 0)
+		v->kvm_gid = st.st_gid;
+	if (strcmp(v->c.accel, "auto") != 0) {
+		snprintf(v->accel, sizeof(v->accel), "%s", v->c.accel);
+		return;
+	}
+	snprintf(v->accel, sizeof(v->accel), "tcg");
+	if (!v->available)
+		return;
+	if (stat("/dev/kvm", &st) != 0) {
+		log_info("vm accelerator", "accel=tcg probe=%s", log_q("no /dev/kvm"));
+		return;
+	}
+	if (!v->kvm_gid) {
+		log_info("vm accelerator", "accel=tcg probe=%s",
+			 log_q("/dev/kvm is root's alone (QEMU runs unprivileged: give it a group, "
+			       "mode 0660)"));
+		return;
+	}
+	probe_cache(v, false, cached, sizeof(cached));
+	if (cached[0]) {
+		snprintf(v->accel, sizeof(v->accel), "%s", cached);
+		log_info("vm accelerator", "accel=%s probe=%s", log_q(v->accel),
+			 log_q("this boot's probe, kept"));
+		return;
+	}
+	probe_start(v);
 }

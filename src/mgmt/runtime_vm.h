@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mgmt/config.h"
 #include "mgmt/runtime.h"
@@ -36,7 +37,7 @@ struct runtime_vm_config {
 	struct runtime *docker;       /* networks, and every sandbox not of runtime "vm" */
 	const char *self_exe;         /* the binary: vm-image's program and the guest's /init */
 	const char *kernel_dir;       /* vmlinuz, modules/ (make vm-kernel); "": no VM runtime */
-	const char *accel;            /* "tcg" or "kvm" */
+	const char *accel;            /* vm_accel: "auto", "tcg" or "kvm" */
 	int epfd;
 	uint32_t tag;                 /* epoll tag kind for the VMs' descriptors */
 	uint32_t slots;               /* max_sandboxes */
@@ -57,6 +58,13 @@ struct runtime_vm {
 	bool available;               /* kernel_dir holds a kernel and its modules */
 	char why[256];                /* when not available: why (for a refused create) */
 	char tsc_arg[40];             /* " tsc_early_khz=N" for a TCG guest, "" when unknown */
+	char accel[8];                /* what VMs start with now: "tcg" or "kvm" */
+	gid_t kvm_gid;                /* /dev/kvm's group, given to QEMU under kvm (0: none) */
+	/* vm_accel auto: the KVM probe, a QEMU child of its own */
+	bool probing;
+	int probe_pidfd, probe_out;
+	int64_t probe_deadline;
+	size_t probe_len;
 	struct runtime rt;
 };
 
