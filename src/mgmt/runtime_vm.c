@@ -1107,7 +1107,7 @@ static int vm_containers(void *self, int (*fn)(void *ctx, const char *id), void 
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || strlen(de->d_name) >= SB_ID_BYTES)
 			continue;
-		snprintf(id, sizeof(id), VM_PREFIX "%s", de->d_name);
+		snprintf(id, sizeof(id), VM_PREFIX "%.36s", de->d_name);
 		if (fn(ctx, id) != 0)
 			break;
 	}
