@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -334,7 +335,8 @@ struct clone_args_v0 {
 
 /* A child with no exit signal (SIGCHLD reaping with waitpid(-1) does not take it; its pidfd
  * and waitid(P_PIDFD, __WALL) do) running path argv as uid:gid (0: as root) with fds[i] as
- * descriptor 3 + i, out as stdout and stderr, /dev/null as stdin. pid, or -errno. */
+ * descriptor 3 + i, out as stdout and stderr, /dev/null as stdin. One that runs as a uid of
+ * its own (QEMU) gets network and IPC namespaces of its own too. pid, or -errno. */
 static pid_t spawn(const char *path, char *const argv[], const int *fds, int nfds, int out,
 		   uid_t uid, gid_t gid, gid_t extra, int *pidfd)
 {
@@ -366,6 +368,11 @@ static pid_t spawn(const char *path, char *const argv[], const int *fds, int nfd
 			if (dup2(hi[i], 3 + i) < 0)
 				_exit(126);
 		syscall(SYS_close_range, 3u + (unsigned)nfds, ~0u, 0u);
+		/* QEMU needs no network and no IPC of the host's (its sockets are descriptors
+		 * it was handed): a guest that escaped into it finds a namespace with a down lo
+		 * alone, not the host's loopback listeners or the outside */
+		if (uid && unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0)
+			_exit(125);
 		if (uid || gid) {
 			if (setgroups(extra ? 1 : 0, &extra) != 0 || setresgid(gid, gid, gid) != 0 ||
 			    setresuid(uid, uid, uid) != 0)
