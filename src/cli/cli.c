@@ -518,8 +518,13 @@ static void posture_print(const struct json_doc *doc, int p)
 	printf("%-10s %s\n", "isolation", field(doc, p, "isolation", v, sizeof(v)));
 	printf("%-10s %s\n", "egress", field(doc, p, "egress", v, sizeof(v)));
 	printf("%-10s %s\n", "identity", field(doc, p, "identity", v, sizeof(v)));
-	printf("%-10s %s\n", "network", strcmp(field(doc, p, "network_verified", v, sizeof(v)),
-						 "true") == 0 ? "verified on the engine" : "not verified");
+	/* a VM's: no interface at all (QEMU -nic none), nothing on the engine to read */
+	if (strcmp(field(doc, p, "isolation", v, sizeof(v)), "shared-kernel") != 0)
+		printf("%-10s %s\n", "network", "none (a VM: no interface but lo)");
+	else
+		printf("%-10s %s\n", "network", strcmp(field(doc, p, "network_verified", v,
+							     sizeof(v)), "true") == 0 ?
+		       "verified on the engine" : "not verified");
 	printf("reasons:%s\n", json_first(doc, arr) < 0 ? " none (T1)" : "");
 	for (int i = json_first(doc, arr); i >= 0; i = json_next(doc, arr, i)) {
 		json_str(doc, i, v, sizeof(v));

@@ -1805,6 +1805,14 @@ int verify_start(struct sandbox *sb, const char *container, bool require_dedicat
 {
 	struct vrun *v = NULL;
 
+	/* every check here reads a container (the engine's inspect, the host's view of its PID
+	 * 1, its network): a VM's guarantees are tests/integration/test_vm_runtime's */
+	if (sb && sb->vm) {
+		*code = "runtime_vm";
+		*message = "the verifier checks containers; this sandbox is a VM (runtime vm), whose "
+			   "guarantees docs/VM.md lists with the tests that prove them";
+		return 422;
+	}
 	if (sb && (sb->state != SB_READY || !sb->agent_ready || !sb->container_id[0])) {
 		*code = "not_ready";
 		*message = "the sandbox is not ready, or its agent is not connected";
