@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,37 +119,73 @@ static int module_name_ok(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
-/* Loads the modules named in load-order, one a line; no list: the kernel has what it needs. */
+/* openat2: what the init opens as root from the image's tree is looked up on the root
+ * filesystem alone (RESOLVE_NO_XDEV, RESOLVE_NO_MAGICLINKS), so an image's symbolic link
+ * cannot point it at a tree the kernel's unpacking of the initramfs never wrote into (a
+ * link through /proc/self/root to a directory of the image's: the kernel could not follow it
+ * when it unpacked our modules, the init could once /proc is mounted, and would have loaded
+ * the image's modules into the guest's kernel). */
+static int open_on_root(int dirfd, const char *path, int flags, uint64_t resolve)
+{
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC),
+				.resolve = resolve | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd >= 0 ? fd : -errno;
+}
+
+/* Loads the modules named in load-order, one a line; no list: the kernel has what it needs.
+ * The directory is found through the image's links (lib may be one: usr/lib) but never off
+ * the root filesystem; its files are the directory's own entries, no link followed. */
 static int modules_load(void)
 {
+	const uint64_t own = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
 	char list[1024], path[128], *save = NULL;
 	ssize_t n;
-	int fd = open(GUEST_MODULES "/load-order", O_RDONLY | O_CLOEXEC);
+	int dfd = open_on_root(AT_FDCWD, GUEST_MODULES, O_RDONLY | O_DIRECTORY, 0), fd;
 
-	if (fd < 0)
-		return errno == ENOENT ? 0 : say("cannot read", GUEST_MODULES "/load-order", -errno);
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd < 0)
+		return say("cannot open the modules' directory (a link in its path leaves the "
+			   "root filesystem?)", GUEST_MODULES, dfd);
+	fd = open_on_root(dfd, "load-order", O_RDONLY, own);
+	if (fd < 0) {
+		close(dfd);
+		return fd == -ENOENT ? 0 : say("cannot read", GUEST_MODULES "/load-order", fd);
+	}
 	n = read(fd, list, sizeof(list) - 1);
 	close(fd);
-	if (n < 0 || n == (ssize_t)sizeof(list) - 1)
+	if (n < 0 || n == (ssize_t)sizeof(list) - 1) {
+		close(dfd);
 		return say("cannot read", GUEST_MODULES "/load-order", n < 0 ? -errno : -EFBIG);
+	}
 	list[n] = '\0';
 	for (char *name = strtok_r(list, " \t\r\n", &save); name;
 	     name = strtok_r(NULL, " \t\r\n", &save)) {
 		int mfd, r;
 
-		if (!module_name_ok(name))
+		if (!module_name_ok(name)) {
+			close(dfd);
 			return say("cannot load the modules", "a name in load-order is not a module "
 				   "name", -EINVAL);
+		}
+		snprintf(path, sizeof(path), "%s.ko", name);
+		mfd = open_on_root(dfd, path, O_RDONLY, own);
 		snprintf(path, sizeof(path), "%s/%s.ko", GUEST_MODULES, name);
-		mfd = open(path, O_RDONLY | O_CLOEXEC);
-		if (mfd < 0)
-			return say("cannot open the module", path, -errno);
+		if (mfd < 0) {
+			close(dfd);
+			return say("cannot open the module", path, mfd);
+		}
 		r = (int)syscall(SYS_finit_module, mfd, "", 0);
 		r = r == 0 || errno == EEXIST ? 0 : -errno;
 		close(mfd);
-		if (r)
+		if (r) {
+			close(dfd);
 			return say("cannot load the module", path, r);
+		}
 	}
+	close(dfd);
 	return 0;
 }
 

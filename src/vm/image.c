@@ -8,7 +8,8 @@
  * - A hard link of the image is written as a symbolic link to "/" + its target: the reader
  *   keeps no table of earlier files, and the target's bytes are gone by then.
  * - Character and block devices are left out (the guest mounts devtmpfs); so is the image's
- *   own /init and anything under lib/modules/agentic, which are ours.
+ *   own /init, its lib/modules/agentic (a link there would send our modules elsewhere) and
+ *   anything under it, which are ours.
  * - The container is created from the image's id (not its name), so what is exported is the
  *   image the key names even when the tag moves meanwhile. */
 #include <errno.h>
@@ -446,7 +447,8 @@ static int on_entry(void *ctx, const struct vm_entry *e)
 	if (stop_signal)
 		return -EINTR;
 	if (strcmp(e->path, "init") == 0 || strncmp(e->path, "init/", 5) == 0 ||
-	    strncmp(e->path, MODDIR "/", sizeof(MODDIR)) == 0 || e->type == VM_CHR ||
+	    strcmp(e->path, MODDIR) == 0 || strncmp(e->path, MODDIR "/", sizeof(MODDIR)) == 0 ||
+	    e->type == VM_CHR ||
 	    e->type == VM_BLK)
 		return VM_TAR_SKIP;
 	for (size_t i = 0; i < ARRAY_LEN(guest_dirs); i++)
