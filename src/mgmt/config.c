@@ -59,7 +59,7 @@ static const struct key keys[] = {
 	{ "egress_direct", K_U32, F(egress_direct), 0, 1 },
 	{ "vm_kernel_dir", K_PATH_OR_EMPTY, F(vm_kernel_dir), 0, 0 },
 	{ "vm_accel", K_STR, F(vm_accel), 0, 0 },
-	{ "vm_user_base", K_U32, F(vm_user_base), 1, 0x7fffffff },
+	{ "vm_uid_offset", K_U32, F(vm_uid_offset), 1, 0x7fffffff },
 	{ "vm_ready_timeout_ms", K_U32, F(vm_ready_timeout_ms), 1000, 600000 },
 	{ "vm_credentials_dir", K_PATH, F(vm_credentials_dir), 0, 0 },
 };
@@ -111,7 +111,7 @@ void config_defaults(struct config *cfg)
 	cfg->egress_io_timeout_ms = 300000;
 	/* vm_kernel_dir "": found beside the binary at start (agenticd.c) */
 	set_str(cfg->vm_accel, "auto");
-	cfg->vm_user_base = 1000000;
+	cfg->vm_uid_offset = 800000;
 	cfg->vm_ready_timeout_ms = 120000;
 	set_str(cfg->vm_credentials_dir, "/etc/agentic/credentials");
 }
@@ -447,19 +447,19 @@ int config_validate(const struct config *cfg, char *err, size_t err_size)
 	else if (strcmp(cfg->vm_accel, "auto") != 0 && strcmp(cfg->vm_accel, "tcg") != 0 &&
 		 strcmp(cfg->vm_accel, "kvm") != 0)
 		why = "vm_accel is auto, tcg or kvm";
-	/* each VM's QEMU has a uid of its own: vm_user_base + (control uid - control_uid_min),
-	 * and the KVM probe the one after the last */
-	else if ((uint64_t)cfg->vm_user_base + (cfg->control_uid_max - cfg->control_uid_min) + 1 >
-		 0x7fffffffu ||
-		 (cfg->vm_user_base <= cfg->control_uid_max &&
-		  cfg->vm_user_base + (cfg->control_uid_max - cfg->control_uid_min) >=
-		  cfg->control_uid_min) ||
-		 (cfg->workload_uid >= cfg->vm_user_base &&
-		  cfg->workload_uid - cfg->vm_user_base <= cfg->control_uid_max - cfg->control_uid_min + 1) ||
-		 (cfg->egress_uid >= cfg->vm_user_base &&
-		  cfg->egress_uid - cfg->vm_user_base <= cfg->control_uid_max - cfg->control_uid_min + 1))
-		why = "vm_user_base .. vm_user_base + (control_uid_max - control_uid_min) + 1 must hold "
-		      "no control uid, the workload's uid or an egress uid";
+	/* each VM's QEMU has a uid of its own: its control uid + vm_uid_offset (so daemons with
+	 * disjoint control ranges have disjoint VM uids), and the KVM probe the one after the
+	 * last */
+	else if ((uint64_t)cfg->control_uid_max + cfg->vm_uid_offset + 1 > 0x7fffffffu ||
+		 cfg->vm_uid_offset <= cfg->control_uid_max - cfg->control_uid_min ||
+		 (cfg->workload_uid >= cfg->control_uid_min + cfg->vm_uid_offset &&
+		  cfg->workload_uid <= cfg->control_uid_max + cfg->vm_uid_offset + 1) ||
+		 (cfg->workload_gid >= cfg->control_uid_min + cfg->vm_uid_offset &&
+		  cfg->workload_gid <= cfg->control_uid_max + cfg->vm_uid_offset + 1) ||
+		 (cfg->egress_uid + 0ull + cfg->egress_max_connections > cfg->control_uid_min + 0ull +
+		  cfg->vm_uid_offset && cfg->egress_uid <= cfg->control_uid_max + cfg->vm_uid_offset + 1))
+		why = "control_uid_min + vm_uid_offset .. control_uid_max + vm_uid_offset + 1 (QEMU's "
+		      "uids) must hold no control uid, the workload's uid or gid or an egress uid";
 	else if (strncmp(cfg->docker_host, "unix:///", 8) != 0)
 		why = "docker_host must be unix:///PATH (only Unix sockets are supported)";
 	if (!why)

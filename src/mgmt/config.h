@@ -52,7 +52,7 @@ struct config {
 	/* the VM runtime (docs/VM.md) */
 	char vm_kernel_dir[CONFIG_STR_BYTES];   /* vmlinuz and modules/; "": beside the binary */
 	char vm_accel[CONFIG_STR_BYTES];        /* auto, tcg or kvm */
-	uint32_t vm_user_base;                  /* QEMU's uids: base + control uid - min */
+	uint32_t vm_uid_offset;                 /* QEMU's uid: the control uid + this */
 	uint32_t vm_ready_timeout_ms;           /* a VM's boot and its init's registration */
 	char vm_credentials_dir[CONFIG_STR_BYTES]; /* a VM's credential_refs: ID's secret is ID */
 };

@@ -224,7 +224,8 @@ static int record_read(const struct runtime_vm *v, const char *instance, pid_t *
 	if (n <= 0)
 		return -EIO;
 	text[n] = '\0';
-	if (sscanf(text, "pid %d\nstart %llu\ncontrol_uid %u", &p, &st, &u) != 3 || p <= 0)
+	/* pid 0: written before QEMU's start, which did not get as far as its own record */
+	if (sscanf(text, "pid %d\nstart %llu\ncontrol_uid %u", &p, &st, &u) != 3 || p < 0)
 		return -EINVAL;
 	*pid = p;
 	*start = st;
@@ -265,6 +266,108 @@ static void dir_remove(const struct runtime_vm *v, const char *instance)
 	}
 	if (rmdir(dir) != 0 && errno != ENOENT)
 		log_warn("vm directory not removed", "dir=%s errno=%d", log_q(dir), errno);
+}
+
+/* ---- QEMU's uid: never one anyone else holds or may take ---- */
+
+/* Whether id lies in a range of /etc/subuid or /etc/subgid: a local user who holds that
+ * range maps it into a user namespace of theirs (newuidmap), and a process of QEMU's uid owns
+ * the VM (it may ptrace QEMU and read the guest's memory). */
+static bool range_subordinate(uint64_t lo, uint64_t hi)
+{
+	static char text[65536];
+	static const char *const files[] = { "/etc/subuid", "/etc/subgid" };
+
+	for (size_t f = 0; f < ARRAY_LEN(files); f++) {
+		int fd = open(files[f], O_RDONLY | O_CLOEXEC);
+		ssize_t n;
+
+		if (fd < 0)
+			continue;
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+		text[n > 0 ? n : 0] = '\0';
+		for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+			unsigned long long start, count;
+			char *c1 = strchr(line, ':'), *nl = strchr(line, '\n');
+
+			if (!c1 || (nl && c1 > nl) || sscanf(c1 + 1, "%llu:%llu", &start, &count) != 2)
+				continue;
+			if (count && start <= hi && start + count - 1 >= lo)
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool id_subordinate(uint32_t id)
+{
+	return range_subordinate(id, id);
+}
+
+/* The first process whose real, effective, saved or filesystem uid or gid is id (read with
+ * getdents64 into static memory: nothing is allocated), else 0. */
+static pid_t id_holder(uint32_t id)
+{
+	static char dents[16384], st[2048];
+	char path[64];
+	int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	if (dfd < 0)
+		return 0;
+	while ((n = syscall(SYS_getdents64, dfd, dents, sizeof(dents))) > 0) {
+		for (long off = 0; off < n;) {
+			/* struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name */
+			unsigned short reclen;
+			const char *name = dents + off + 19;
+			unsigned u[4], g[4];
+			char *p;
+			ssize_t k;
+			int fd;
+
+			memcpy(&reclen, dents + off + 16, sizeof(reclen));
+			off += reclen;
+			if (name[0] < '1' || name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/status", name);
+			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+				continue;
+			k = read(fd, st, sizeof(st) - 1);
+			close(fd);
+			st[k > 0 ? k : 0] = '\0';
+			if ((p = strstr(st, "\nUid:")) && sscanf(p + 5, "%u %u %u %u", &u[0], &u[1], &u[2],
+								    &u[3]) == 4 &&
+			    (p = strstr(st, "\nGid:")) && sscanf(p + 5, "%u %u %u %u", &g[0], &g[1], &g[2],
+								    &g[3]) == 4)
+				for (int i = 0; i < 4; i++)
+					if (u[i] == id || g[i] == id) {
+						close(dfd);
+						return (pid_t)strtol(name, NULL, 10);
+					}
+		}
+	}
+	close(dfd);
+	return 0;
+}
+
+/* Kills every process holding id: what is left of a VM whose record did not say its pid (an
+ * agenticd killed between QEMU's start and its record). Its uid is that VM's alone. */
+static void id_kill_all(uint32_t id)
+{
+	for (int round = 0; round < 50; round++) {
+		pid_t pid = id_holder(id);
+		int fd;
+
+		if (!pid)
+			return;
+		fd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (fd >= 0) {
+			syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+			close(fd);
+		}
+		usleep(20000);
+	}
 }
 
 /* ---- the loop's descriptors ---- */
@@ -604,7 +707,7 @@ static void try_dial(struct runtime_vm *v, struct vm_slot *s, int64_t now)
 
 static uint32_t vm_uid(const struct runtime_vm *v, uint32_t control_uid)
 {
-	return v->c.cfg->vm_user_base + (control_uid - v->c.cfg->control_uid_min);
+	return control_uid + v->c.cfg->vm_uid_offset;
 }
 
 static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call *c)
@@ -644,6 +747,23 @@ static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 	}
 	if (r != 0) {
 		answer(s, RT_ENGINE, "cannot make the VM's sockets in %s: %s", dir, strerror(-r));
+		goto out;
+	}
+	if (id_subordinate(qu)) {
+		answer(s, RT_ENGINE, "the VM's QEMU uid %u is in a subordinate range of /etc/subuid "
+		       "or /etc/subgid, which a local user may map: change vm_uid_offset", qu);
+		goto out;
+	}
+	if ((pid = id_holder(qu)) != 0) {
+		answer(s, RT_ENGINE, "the VM's QEMU uid %u is held by process %d already (no process "
+		       "but its QEMU may have it: see vm_uid_offset)", qu, (int)pid);
+		goto out;
+	}
+	/* recorded before QEMU starts: an agenticd killed in between still knows its uid */
+	s->pid = 0;
+	s->start = 0;
+	if ((r = record_write(v, s)) != 0) {
+		answer(s, RT_ENGINE, "cannot write the VM's record in %s: %s", dir, strerror(-r));
 		goto out;
 	}
 	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -846,10 +966,13 @@ static void remove_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call
 			uint32_t u;
 			int fd;
 
-			if (record_read(v, c->id + strlen(VM_PREFIX), &pid, &st, &u) == 0 &&
-			    (fd = pid_check(pid, st)) >= 0) {
-				syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
-				close(fd);
+			if (record_read(v, c->id + strlen(VM_PREFIX), &pid, &st, &u) == 0) {
+				if (pid > 0 && (fd = pid_check(pid, st)) >= 0) {
+					syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+					close(fd);
+				}
+				if (u >= v->c.cfg->control_uid_min && u <= v->c.cfg->control_uid_max)
+					id_kill_all(vm_uid(v, u));
 			}
 			dir_remove(v, c->id + strlen(VM_PREFIX));
 		}
@@ -1189,13 +1312,19 @@ static int vm_remove_now(void *self, bool network, const char *id, char *err, si
 
 	if (network || !is_vm_id(id))
 		return v->c.docker->ops->remove_now(v->c.docker->self, network, id, err, err_size);
-	if (record_read(v, id + strlen(VM_PREFIX), &pid, &st, &u) == 0 &&
-	    (fd = pid_check(pid, st)) >= 0) {
-		syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
-		/* gone before its directory is: nothing of it may run on */
-		for (int i = 0; i < 100 && syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0; i++)
-			usleep(20000);
-		close(fd);
+	if (record_read(v, id + strlen(VM_PREFIX), &pid, &st, &u) == 0) {
+		if (pid > 0 && (fd = pid_check(pid, st)) >= 0) {
+			syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+			/* gone before its directory is: nothing of it may run on */
+			for (int i = 0; i < 100 && syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0;
+			     i++)
+				usleep(20000);
+			close(fd);
+		}
+		/* and whatever runs under its QEMU's uid (a start cut short before its pid was
+		 * recorded) */
+		if (u >= v->c.cfg->control_uid_min && u <= v->c.cfg->control_uid_max)
+			id_kill_all(vm_uid(v, u));
 	}
 	dir_remove(v, id + strlen(VM_PREFIX));
 	return 0;
@@ -1318,6 +1447,14 @@ int runtime_vm_init(struct runtime_vm *v, const struct runtime_vm_config *c)
 		return -errno;
 	v->rt = (struct runtime){ .ops = &vm_ops, .self = v, .name = "docker" };
 	accel_decide(v);
+	if (v->available &&
+	    range_subordinate((uint64_t)c->cfg->control_uid_min + c->cfg->vm_uid_offset,
+			      (uint64_t)c->cfg->control_uid_max + c->cfg->vm_uid_offset + 1))
+		log_warn("vm uid range overlaps /etc/subuid or /etc/subgid", "range=%u-%u note=%s",
+			 c->cfg->control_uid_min + c->cfg->vm_uid_offset,
+			 c->cfg->control_uid_max + c->cfg->vm_uid_offset + 1,
+			 "\"a VM whose QEMU uid a local user may map is refused at its start: move "
+			 "vm_uid_offset\"");
 	return 0;
 }
 
@@ -1397,8 +1534,7 @@ static void probe_start(struct runtime_vm *v)
 			 "-nic", "none", "-sandbox", "on,obsolete=deny,elevateprivileges=deny,"
 			 "spawn=deny,resourcecontrol=deny", "-serial", "stdio", "-kernel", kernel,
 			 "-append", "console=ttyS0 panic=-1", NULL };
-	uint32_t uid = v->c.cfg->vm_user_base + (v->c.cfg->control_uid_max -
-						 v->c.cfg->control_uid_min) + 1;
+	uint32_t uid = v->c.cfg->control_uid_max + v->c.cfg->vm_uid_offset + 1;
 	int pipefd[2];
 	pid_t pid;
 

@@ -13,7 +13,7 @@
  * channel hook, not by SO_PEERCRED. The console is read into a bounded ring (the init's last
  * lines at a failed create); never written to disk.
  *
- * QEMU runs as a uid of its own per VM (vm_user_base + control uid - control_uid_min), in a
+ * QEMU runs as a uid of its own per VM (its control uid + vm_uid_offset), in a
  * session of its own, with -sandbox on, -nodefaults, -no-user-config, -nic none: it outlives
  * an agenticd restart and is adopted again from vm.json (pid checked against its start
  * time). It is a clone child with no exit signal, so agenticd's SIGCHLD reaping never takes

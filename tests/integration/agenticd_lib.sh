@@ -63,8 +63,17 @@ ad_setup() {
 }
 
 ad_cleanup() {
-	local ids n share
+	local ids n share rec
 	[ -z "$DPID" ] || kill -9 "$DPID" 2>/dev/null
+	# a VM's QEMU outlives its agenticd by design: this daemon's, by their records
+	for rec in "$T"/state/vm/*/vm.rec; do
+		[ -f "$rec" ] || continue
+		n=$(awk '$1 == "pid" { print $2 }' "$rec")
+		# that pid still the QEMU that started then (its start time, field 22 of stat)
+		[ "${n:-0}" -gt 1 ] 2>/dev/null &&
+			[ "$(awk '{ print $22 }' /proc/"$n"/stat 2>/dev/null)" = "$(awk '$1 == "start" { print $2 }' "$rec")" ] &&
+			kill -9 "$n" 2>/dev/null
+	done
 	ids=$(docker ps -aq --filter "label=test-run=$RUN_ID")
 	[ -z "$ids" ] || docker rm -f $ids >/dev/null 2>&1
 	# only this daemon's networks (by its owner label): a pool's octet may be another run's too
