@@ -68,11 +68,44 @@ static void nap_ms(long ms)
 		;
 }
 
+/* No component of the absolute path dir is a symbolic link: an image's links never choose
+ * where a mount lands (a /run linked into the workspace would put the control tmpfs below a
+ * directory the workload owns and may rename). */
+static int no_link_on(const char *dir)
+{
+	char p[LIMIT_PATH_BYTES];
+	size_t n = strlen(dir);
+	struct stat st;
+
+	if (n >= sizeof(p) || dir[0] != '/')
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	for (char *s = p + 1;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+
+			*s = '\0';
+			if (lstat(p, &st) != 0)
+				return -errno;
+			if (!S_ISDIR(st.st_mode))
+				return -ENOTDIR;
+			*s = c;
+			if (!c)
+				return 0;
+		}
+	}
+}
+
 static int mount_at(const char *src, const char *dir, const char *type, unsigned long flags,
 		    const char *data)
 {
+	int r;
+
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 		return say("cannot make a mount point", dir, -errno);
+	if ((r = no_link_on(dir)) != 0)
+		return say("a mount point is not a directory of the image's own (a symbolic link on "
+			   "its path?)", dir, r);
 	if (mount(src, dir, type, flags, data) != 0)
 		return say("cannot mount", dir, -errno);
 	return 0;
