@@ -138,23 +138,31 @@ static int vm_path(const struct runtime_vm *v, const char *instance, const char 
 	return r;
 }
 
+/* A small file's first cap - 1 bytes into buf, NUL-terminated; its length, or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
 /* Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot. */
 static uint64_t proc_start(pid_t pid)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long v = 0;
-	ssize_t n;
-	int fd, field;
+	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_small(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return 0;
@@ -211,19 +219,12 @@ static int record_read(const struct runtime_vm *v, const char *instance, pid_t *
 	char path[LIMIT_PATH_BYTES], text[256];
 	unsigned long long st;
 	unsigned int u;
-	int p, fd;
-	ssize_t n;
+	int p;
 
 	if (vm_path(v, instance, "vm.rec", path, sizeof(path)) != 0)
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	text[n] = '\0';
+	if (read_small(path, text, sizeof(text)) <= 0)
+		return errno == ENOENT ? -ENOENT : -EIO;
 	/* pid 0: written before QEMU's start, which did not get as far as its own record */
 	if (sscanf(text, "pid %d\nstart %llu\ncontrol_uid %u", &p, &st, &u) != 3 || p < 0)
 		return -EINVAL;
@@ -279,14 +280,8 @@ static bool range_subordinate(uint64_t lo, uint64_t hi)
 	static const char *const files[] = { "/etc/subuid", "/etc/subgid" };
 
 	for (size_t f = 0; f < ARRAY_LEN(files); f++) {
-		int fd = open(files[f], O_RDONLY | O_CLOEXEC);
-		ssize_t n;
-
-		if (fd < 0)
+		if (read_small(files[f], text, sizeof(text)) <= 0)
 			continue;
-		n = read(fd, text, sizeof(text) - 1);
-		close(fd);
-		text[n > 0 ? n : 0] = '\0';
 		for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 			unsigned long long start, count;
 			char *c1 = strchr(line, ':'), *nl = strchr(line, '\n');
@@ -323,19 +318,14 @@ static pid_t id_holder(uint32_t id)
 			const char *name = dents + off + 19;
 			unsigned u[4], g[4];
 			char *p;
-			ssize_t k;
-			int fd;
 
 			memcpy(&reclen, dents + off + 16, sizeof(reclen));
 			off += reclen;
 			if (name[0] < '1' || name[0] > '9')
 				continue;
 			snprintf(path, sizeof(path), "/proc/%s/status", name);
-			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			if (read_small(path, st, sizeof(st)) <= 0)
 				continue;
-			k = read(fd, st, sizeof(st) - 1);
-			close(fd);
-			st[k > 0 ? k : 0] = '\0';
 			if ((p = strstr(st, "\nUid:")) && sscanf(p + 5, "%u %u %u %u", &u[0], &u[1], &u[2],
 								    &u[3]) == 4 &&
 			    (p = strstr(st, "\nGid:")) && sscanf(p + 5, "%u %u %u %u", &g[0], &g[1], &g[2],
@@ -617,12 +607,23 @@ static void image_done(struct vm_slot *s, int64_t status)
 		answer(s, RT_OK, NULL);
 		return;
 	}
-	/* its one-line error, without the trailing newline */
+	/* its one-line error: the last line it wrote, printable text only */
 	n = s->ring_len < sizeof(msg) - 1 ? s->ring_len : sizeof(msg) - 1;
 	memcpy(msg, s->ring + s->ring_len - n, n);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		n--;
 	msg[n] = '\0';
+	{
+		char *nl = strrchr(msg, '\n');
+
+		if (nl) {
+			n = strlen(nl + 1);
+			memmove(msg, nl + 1, n + 1);
+		}
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
+				msg[i] = '?';
+	}
 	s->ring_len = 0;
 	answer(s, strstr(msg, "is not on the engine") ? RT_IMAGE_MISSING : RT_ENGINE,
 	       "the VM's root filesystem was not made (status %lld): %s", (long long)status,
@@ -1384,17 +1385,10 @@ static void tsc_read(struct runtime_vm *v)
 {
 	char buf[4096], *p;
 	double mhz = 0;
-	ssize_t n;
-	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
 
 	v->tsc_arg[0] = '\0';
-	if (fd < 0)
+	if (read_small("/proc/cpuinfo", buf, sizeof(buf)) <= 0)
 		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
 	if ((p = strstr(buf, "\ncpu MHz")) && (p = strchr(p, ':')) && sscanf(p + 1, "%lf", &mhz) == 1 &&
 	    mhz >= 100 && mhz < 100000)
 		snprintf(v->tsc_arg, sizeof(v->tsc_arg), " tsc_early_khz=%u", (unsigned)(mhz * 1000));
@@ -1476,13 +1470,9 @@ static void probe_cache(const struct runtime_vm *v, bool write, char *accel, siz
 {
 	char path[LIMIT_PATH_BYTES], boot[64] = "", text[128];
 	ssize_t n;
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	int fd;
 
-	if (fd >= 0) {
-		n = read(fd, boot, sizeof(boot) - 1);
-		boot[n > 0 ? n : 0] = '\0';
-		close(fd);
-	}
+	read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
 	snprintf(path, sizeof(path), "%s/vm/accel", v->c.cfg->state_dir);
 	if (write) {
 		n = snprintf(text, sizeof(text), "%s %s\n", accel, boot);
@@ -1495,12 +1485,8 @@ static void probe_cache(const struct runtime_vm *v, bool write, char *accel, siz
 		return;
 	}
 	accel[0] = '\0';
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	if (read_small(path, text, sizeof(text)) <= 0)
 		return;
-	n = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	text[n > 0 ? n : 0] = '\0';
 	/* "kvm BOOT" or "tcg BOOT": this boot's reading */
 	if (boot[0] && (strncmp(text, "kvm ", 4) == 0 || strncmp(text, "tcg ", 4) == 0) &&
 	    strcmp(text + 4, boot) == 0)

@@ -91,19 +91,14 @@ def shutdown(s, rest, deadline):
     return False
 
 
-t0 = time.time()
-s = dial(t0 + 90)
-ok, _ = preface(s, t0 + 90) if s else (False, b"")
-if step("first", ok, t0):
+# the first dial waits for the boot; each later one follows a hangup a second before it
+for name, wait in (("first", 90), ("redial", 10), ("shutdown", 10)):
+    t0 = time.time()
+    s = dial(t0 + wait)
+    ok, rest = preface(s, t0 + wait) if s else (False, b"")
+    if name == "shutdown":
+        ok = ok and shutdown(s, rest, t0 + 60)
+    if not step(name, ok, t0) or name == "shutdown":
+        break
     s.close()
     time.sleep(1)
-    t0 = time.time()
-    s = dial(t0 + 10)
-    ok, _ = preface(s, t0 + 10) if s else (False, b"")
-    if step("redial", ok, t0):
-        s.close()
-        time.sleep(1)
-        t0 = time.time()
-        s = dial(t0 + 10)
-        ok, rest = preface(s, t0 + 10) if s else (False, b"")
-        step("shutdown", ok and shutdown(s, rest, t0 + 60), t0)
