@@ -216,7 +216,9 @@ bench: all $(BENCH_PROGS) $(GRPCTEST) vm-kernel
 	tools/bench/run
 
 # ---- the VM runtime's guest kernel: Debian's cloud kernel, pinned in third_party/kernel.lock ----
-# build/vm/ holds only what this rule makes (it is replaced whole): vmlinuz, kernel.release and
+# build/vm/ holds only what this rule makes (it is replaced whole): vmlinuz, vmlinux (the same
+# kernel uncompressed, which QEMU boots through its PVH entry: under TCG the bzImage's own
+# decompressor is emulated, some 0.7 s of every boot; tools/vm-extract-vmlinux), kernel.release and
 # modules/ with the virtio modules as plain .ko files and load-order, the order to insmod them in
 # (the package has no modules.dep). Never installed on the host: dpkg-deb -x into build/vm-fetch,
 # the files below copied out, the rest (~100 MB) deleted. Its own apt state (build/vm-fetch/apt):
@@ -230,7 +232,7 @@ VM_CACHE := $(abspath $(or $(TP_CACHE),third_party/cache))
 VM_MODULE_PATHS := drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko \
 	drivers/virtio/virtio_mmio.ko drivers/char/virtio_console.ko drivers/block/virtio_blk.ko
 VM_MODULES := $(basename $(notdir $(VM_MODULE_PATHS)))
-VM_OUT   := $(VM)/vmlinuz $(VM)/kernel.release $(VM)/modules/load-order \
+VM_OUT   := $(VM)/vmlinuz $(VM)/vmlinux $(VM)/kernel.release $(VM)/modules/load-order \
 	    $(VM_MODULES:%=$(VM)/modules/%.ko)
 VM_FETCH := TP_LOCK=$(CURDIR)/$(VM_LOCK) TP_CACHE=$(VM_CACHE) TP_STATE=$(VM_TMP)/apt \
 	    $(CURDIR)/third_party/fetch.sh
@@ -238,7 +240,7 @@ VM_FETCH := TP_LOCK=$(CURDIR)/$(VM_LOCK) TP_CACHE=$(VM_CACHE) TP_STATE=$(VM_TMP)
 vm-kernel: $(VM_OUT)
 
 # One run makes every file (a grouped target): the release is the package name's tail.
-$(VM_OUT) &: $(VM_LOCK) third_party/fetch.sh Makefile
+$(VM_OUT) &: $(VM_LOCK) third_party/fetch.sh tools/vm-extract-vmlinux Makefile
 	$(VM_FETCH) get-deb
 	@set -e; \
 	pkg=$$(awk '!/^[[:space:]]*(#|$$)/ { print $$1 }' $(VM_LOCK)); \
@@ -255,6 +257,7 @@ $(VM_OUT) &: $(VM_LOCK) third_party/fetch.sh Makefile
 		[ -f "$$u/$$f" ] || { echo "vm-kernel: $$pkg has no $$f (see VM_MODULE_PATHS)" >&2; exit 1; }; \
 	done; \
 	install -m 0644 "$$u/boot/vmlinuz-$$rel" "$$s/vmlinuz"; \
+	tools/vm-extract-vmlinux "$$s/vmlinuz" "$$s/vmlinux"; \
 	for p in $(VM_MODULE_PATHS); do install -m 0644 "$$u/lib/modules/$$rel/kernel/$$p" "$$s/modules/"; done; \
 	printf '%s\n' $(VM_MODULES) >"$$s/modules/load-order"; \
 	printf '%s\n' "$$rel" >"$$s/kernel.release"; \
@@ -278,7 +281,7 @@ install: agentic
 	@vm='$(DESTDIR)$(PREFIX)/lib/agentic/vm'; \
 	if [ -f $(VM)/vmlinuz ]; then \
 		set -e; rm -rf "$$vm"; install -d "$$vm/modules"; \
-		install -m 0644 $(VM)/vmlinuz $(VM)/kernel.release "$$vm/"; \
+		install -m 0644 $(VM)/vmlinuz $(VM)/vmlinux $(VM)/kernel.release "$$vm/"; \
 		install -m 0644 $(VM)/modules/* "$$vm/modules/"; \
 		echo "installed $(VM)/ as $$vm"; \
 	else echo "install: no $(VM)/vmlinuz (make vm-kernel): the VM kernel is not installed"; fi

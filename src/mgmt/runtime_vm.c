@@ -729,8 +729,14 @@ static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 	vm_dir(v, s->instance, dir, sizeof(dir));
 	host_instance_dir(cfg, s->instance, ws, sizeof(ws) - 16);
 	strcat(ws, "/workspace.img");
-	snprintf(p, sizeof(p), "%s/vmlinuz", v->c.kernel_dir);
+	/* the uncompressed kernel when make vm-kernel made it (booted through its PVH entry:
+	 * no emulated decompressor), else the bzImage */
+	snprintf(p, sizeof(p), "%s/vmlinux", v->c.kernel_dir);
 	fds[0] = open(p, O_RDONLY | O_CLOEXEC);
+	if (fds[0] < 0) {
+		snprintf(p, sizeof(p), "%s/vmlinuz", v->c.kernel_dir);
+		fds[0] = open(p, O_RDONLY | O_CLOEXEC);
+	}
 	snprintf(p, sizeof(p), "%s/rootfs.cpio", dir);
 	fds[1] = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	fds[4] = open(ws, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -1524,7 +1530,9 @@ static void probe_start(struct runtime_vm *v)
 	int pipefd[2];
 	pid_t pid;
 
-	snprintf(kernel, sizeof(kernel), "%s/vmlinuz", v->c.kernel_dir);
+	snprintf(kernel, sizeof(kernel), "%s/vmlinux", v->c.kernel_dir);
+	if (access(kernel, R_OK) != 0)
+		snprintf(kernel, sizeof(kernel), "%s/vmlinuz", v->c.kernel_dir);
 	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
 		probe_done(v, false, "cannot make a pipe for the probe");
 		return;
