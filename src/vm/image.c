@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bearssl.h>
@@ -700,6 +701,35 @@ static int publish(struct build *b)
 	return 0;
 }
 
+/* Temp files a build killed midway left (".KEY.tmp-PID" whose PID is gone): removed, read
+ * with getdents64 into static memory (nothing allocated after the seal). */
+static void cache_sweep(const char *dir)
+{
+	static char dents[8192];
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	if (dfd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, dfd, dents, sizeof(dents))) > 0) {
+		for (long off = 0; off < n;) {
+			unsigned short reclen;
+			const char *name = dents + off + 19, *t;
+			long pid;
+
+			memcpy(&reclen, dents + off + 16, sizeof(reclen));
+			off += reclen;
+			if (name[0] != '.' || !(t = strstr(name, ".tmp-")))
+				continue;
+			pid = strtol(t + 5, NULL, 10);
+			if (pid > 0 && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 &&
+			    errno == ESRCH)
+				unlinkat(dfd, name, 0);
+		}
+	}
+	close(dfd);
+}
+
 static int cache_open(struct build *b)
 {
 	struct stat st;
@@ -709,6 +739,7 @@ static int cache_open(struct build *b)
 			     errno == ENOENT ? " (make its parent first)" : "");
 	if (stat(b->cache, &st) != 0 || !S_ISDIR(st.st_mode))
 		return failf("the cache %s is not a directory", b->cache);
+	cache_sweep(b->cache);
 	if ((size_t)snprintf(b->cache_file, sizeof(b->cache_file), "%s/%s.cpio", b->cache,
 			     b->key) >= sizeof(b->cache_file))
 		return failf("--cache path too long");
