@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -422,6 +423,74 @@ static void drain_fd(struct vm_slot *s, int *fd)
 
 /* ---- children ---- */
 
+/* In QEMU's child, as root, before its uid: a mount namespace whose root is an empty tmpfs
+ * (over the VM's directory, in this namespace alone) with the host's /usr read-only, its
+ * /bin /sbin /lib /lib64 as they are (links into usr, or read-only binds), /etc/ld.so.cache,
+ * /proc, and /dev/null, zero, random, urandom (and kvm): a guest that escaped into QEMU sees
+ * no other file of the host's. 0, or -1 (the child then exits 124). */
+static int confine(const char *root)
+{
+	static const char *const tops[] = { "bin", "sbin", "lib", "lib64" };
+	static const char *const devs[] = { "null", "zero", "random", "urandom", "kvm" };
+	char p[LIMIT_PATH_BYTES + 32], q[LIMIT_PATH_BYTES + 32], link[256];
+	const unsigned long ro = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") != 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/usr", root);
+	if (mkdir(p, 0755) != 0 || mount("/usr", p, NULL, MS_BIND | MS_REC, NULL) != 0 ||
+	    mount(NULL, p, NULL, ro, NULL) != 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_LEN(tops); i++) {
+		snprintf(q, sizeof(q), "/%s", tops[i]);
+		snprintf(p, sizeof(p), "%s/%s", root, tops[i]);
+		if ((n = readlink(q, link, sizeof(link) - 1)) > 0) {
+			link[n] = '\0';
+			if (symlink(link, p) != 0)
+				return -1;
+		} else if (stat(q, &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (mkdir(p, 0755) != 0 || mount(q, p, NULL, MS_BIND | MS_REC, NULL) != 0 ||
+			    mount(NULL, p, NULL, ro, NULL) != 0)
+				return -1;
+		}
+	}
+	snprintf(p, sizeof(p), "%s/etc", root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/etc/ld.so.cache", root);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0) {
+		close(fd);
+		if (mount("/etc/ld.so.cache", p, NULL, MS_BIND, NULL) == 0)
+			mount(NULL, p, NULL, ro, NULL);
+	}
+	snprintf(p, sizeof(p), "%s/proc", root);
+	if (mkdir(p, 0555) != 0 || mount("/proc", p, NULL, MS_BIND | MS_REC, NULL) != 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/dev", root);
+	if (mkdir(p, 0755) != 0)
+		return -1;
+	for (size_t i = 0; i < ARRAY_LEN(devs); i++) {
+		snprintf(q, sizeof(q), "/dev/%s", devs[i]);
+		snprintf(p, sizeof(p), "%s/dev/%s", root, devs[i]);
+		if (stat(q, &st) != 0)
+			continue;
+		if ((fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0)
+			return -1;
+		close(fd);
+		if (mount(q, p, NULL, MS_BIND, NULL) != 0)
+			return -1;
+	}
+	snprintf(p, sizeof(p), "%s/.old", root);
+	if (mkdir(p, 0700) != 0 || syscall(SYS_pivot_root, root, p) != 0 || chdir("/") != 0 ||
+	    umount2("/.old", MNT_DETACH) != 0 || rmdir("/.old") != 0)
+		return -1;
+	/* the new root itself: nothing more is made in it */
+	return mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+}
+
 struct clone_args_v0 {
 	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
 };
@@ -431,7 +500,7 @@ struct clone_args_v0 {
  * descriptor 3 + i, out as stdout and stderr, /dev/null as stdin. One that runs as a uid of
  * its own (QEMU) gets network and IPC namespaces of its own too. pid, or -errno. */
 static pid_t spawn(const char *path, char *const argv[], const int *fds, int nfds, int out,
-		   uid_t uid, gid_t gid, gid_t extra, int *pidfd)
+		   uid_t uid, gid_t gid, gid_t extra, const char *root, int *pidfd)
 {
 	static char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	struct clone_args_v0 a = { .flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)pidfd };
@@ -466,6 +535,8 @@ static pid_t spawn(const char *path, char *const argv[], const int *fds, int nfd
 		 * alone, not the host's loopback listeners or the outside */
 		if (uid && unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0)
 			_exit(125);
+		if (root && confine(root) != 0)
+			_exit(124);
 		if (uid || gid) {
 			if (setgroups(extra ? 1 : 0, &extra) != 0 || setresgid(gid, gid, gid) != 0 ||
 			    setresuid(uid, uid, uid) != 0)
@@ -575,7 +646,7 @@ static void image_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 		answer(s, RT_ENGINE, "cannot start the VM image builder: pipe: %s", strerror(errno));
 		return;
 	}
-	pid = spawn(v->c.self_exe, argv, NULL, 0, pipefd[1], 0, 0, 0, &s->img_pidfd);
+	pid = spawn(v->c.self_exe, argv, NULL, 0, pipefd[1], 0, 0, 0, NULL, &s->img_pidfd);
 	close(pipefd[1]);
 	if (pid < 0) {
 		close(pipefd[0]);
@@ -819,7 +890,7 @@ static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 	A(NULL);
 #undef A
 	pid = spawn(VM_QEMU, argv, fds, 6, pipefd[1], qu, qu,
-		    strcmp(accel, "kvm") == 0 ? v->kvm_gid : 0, &s->pidfd);
+		    strcmp(accel, "kvm") == 0 ? v->kvm_gid : 0, dir, &s->pidfd);
 	if (pid < 0) {
 		s->pidfd = -1;
 		answer(s, RT_ENGINE, "cannot start QEMU (%s): %s", VM_QEMU, strerror((int)-pid));
@@ -1538,7 +1609,7 @@ static void probe_start(struct runtime_vm *v)
 		return;
 	}
 	v->probe_len = 0;
-	pid = spawn(VM_QEMU, argv, NULL, 0, pipefd[1], uid, uid, v->kvm_gid, &v->probe_pidfd);
+	pid = spawn(VM_QEMU, argv, NULL, 0, pipefd[1], uid, uid, v->kvm_gid, NULL, &v->probe_pidfd);
 	close(pipefd[1]);
 	v->probe_out = pipefd[0];
 	if (pid < 0) {
