@@ -87,11 +87,15 @@ static int write_one(const char *path, const uint8_t *data, size_t len)
 int init_claim_files(const Agentic__Sandbox__V1__SandboxClaim *m, uint32_t uid, uint32_t gid,
 		     const char **why)
 {
+	static bool taken;
 	struct statfs fs;
 	int status;
 	pid_t pid;
 
-	if (m->n_files == 0)
+	/* written once, at the first claim, before any workload runs: a claim sent again after a
+	 * reconnect carries the same files, and a writer of the workload's uid could then be
+	 * stopped by a workload (SIGSTOP), leaving the init waiting for it */
+	if (m->n_files == 0 || taken)
 		return 0;
 	*why = "the claim has more files than a VM may take";
 	if (m->n_files > INIT_CLAIM_FILES_MAX)
@@ -134,5 +138,8 @@ int init_claim_files(const Agentic__Sandbox__V1__SandboxClaim *m, uint32_t uid, 
 		if (errno != EINTR)
 			return -errno;
 	*why = "a credential file could not be written as the workload user";
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -EIO;
+	taken = true;
+	return 0;
 }

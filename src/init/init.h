@@ -220,7 +220,8 @@ int init_cmds_claim(struct init_cmds *c, const Agentic__Sandbox__V1__SandboxClai
 		    const char **why);
 /* A claim's files (a VM's credential files): each written as uid:gid, 0600, below
  * INIT_CREDENTIAL_DIR, which must be a tmpfs; any other path, or more than
- * INIT_CLAIM_FILES_MAX, refuses the claim. 0, or an error with *why (fixed words). */
+ * INIT_CLAIM_FILES_MAX, refuses the claim. Once written, a later claim's files are not
+ * written again. 0, or an error with *why (fixed words). */
 #define INIT_CLAIM_FILES_MAX 8
 int init_claim_files(const Agentic__Sandbox__V1__SandboxClaim *m, uint32_t uid, uint32_t gid,
 		     const char **why);

@@ -361,6 +361,21 @@ static bool runtime_is_vm(const char *runtime)
 	return runtime && strcmp(runtime, "vm") == 0;
 }
 
+/* path's components (split at '/') are all non-empty and none is "." or "..": the same rule
+ * the guest's init holds a credential file's path to. */
+static bool plain_components(const char *path)
+{
+	for (const char *c = path;;) {
+		size_t k = strcspn(c, "/");
+
+		if (k == 0 || (k == 1 && c[0] == '.') || (k == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!c[k])
+			return true;
+		c += k + 1;
+	}
+}
+
 int request_profile_check(const struct profile *p, struct request_error *e)
 {
 	char whose[PROFILE_ID_BYTES + 24], why[400];
@@ -377,7 +392,7 @@ int request_profile_check(const struct profile *p, struct request_error *e)
 
 		if (strcmp(c->target_type, "file") == 0 &&
 		    (strncmp(c->target_name, VM_CREDENTIAL_DIR "/", n + 1) != 0 ||
-		     strstr(c->target_name, "/../") || strstr(c->target_name, "//") ||
+		     !plain_components(c->target_name + n + 1) ||
 		     strlen(c->target_name) >= REQUEST_CRED_NAME_BYTES))
 			return bad(e, 422, "profile_refused", "%scredential_refs[%u].target.name: a VM's "
 				   "credential file is below " VM_CREDENTIAL_DIR "/ (the guest's tmpfs "

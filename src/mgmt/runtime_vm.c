@@ -139,19 +139,20 @@ static int vm_path(const struct runtime_vm *v, const char *instance, const char 
 	return r;
 }
 
-/* A small file's first cap - 1 bytes into buf, NUL-terminated; its length, or -1. */
+/* A small file's first cap - 1 bytes into buf, NUL-terminated (a longer one, /proc/cpuinfo,
+ * is cut there); its length, or -1. */
 static ssize_t read_small(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	size_t n = 0;
 
 	buf[0] = '\0';
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, cap - 1);
+	r = fd_read_all(fd, buf, cap - 1, &n);
 	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return n;
+	buf[n] = '\0';
+	return r < 0 ? -1 : (ssize_t)n;
 }
 
 /* Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot. */
@@ -1205,10 +1206,14 @@ static int64_t vm_next_deadline(void *self, int64_t now)
 		    s->deadline < next)
 			next = s->deadline;
 		if (s->live && s->pid > 0 && !s->exited) {
+			/* a dial already due waits for the next look a second on (the connection
+			 * may well be up: try_dial looks) */
 			int64_t d = s->con_fd < 0 ? s->con_at : s->dial_at;
 
+			if (d < now)
+				d = now + VM_DIAL_MS;
 			if (d < next)
-				next = d < now ? now + VM_DIAL_MS : d;
+				next = d;
 		}
 	}
 	return next;
