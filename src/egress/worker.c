@@ -662,20 +662,62 @@ static int connect_one(const struct addrinfo *a)
 	return fd;
 }
 
-/* Resolves host, checks every address against the policy, connects to the first that
- * answers. The connected fd, or -1 with the refusal answered. */
+/* Which address families this host can use, as AI_ADDRCONFIG asks it (musl: a UDP socket
+ * of the family connected to its loopback), probed once: an armed worker does it before its
+ * connection comes, so the four system calls a family are off the connection's path. */
+static int families = -1; /* bit 0: IPv4, bit 1: IPv6 */
+
+static bool family_usable(int family)
+{
+	const struct sockaddr_in lo4 = { .sin_family = AF_INET, .sin_port = htons(65535),
+					 .sin_addr = { .s_addr = htonl(INADDR_LOOPBACK) } };
+	const struct sockaddr_in6 lo6 = { .sin6_family = AF_INET6, .sin6_port = htons(65535),
+					  .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = family == AF_INET ? connect(fd, (const struct sockaddr *)&lo4, sizeof(lo4)) == 0
+			       : connect(fd, (const struct sockaddr *)&lo6, sizeof(lo6)) == 0;
+	close(fd);
+	return ok;
+}
+
+static void families_probe(void)
+{
+	if (families < 0)
+		families = (family_usable(AF_INET) ? 1 : 0) | (family_usable(AF_INET6) ? 2 : 0);
+}
+
+static bool family_ok(const struct addrinfo *a)
+{
+	return (a->ai_family == AF_INET && (families & 1)) ||
+	       (a->ai_family == AF_INET6 && (families & 2));
+}
+
+/* Resolves host, checks every address of a usable family against the policy, connects to
+ * the first that answers. The connected fd, or -1 with the refusal answered. */
 static int dial(struct worker *w, const char *host, uint16_t port)
 {
 	struct ifaddrs *ifa;
-	bool allowed = true;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG };
+	bool allowed = true, any = false;
+	/* no AI_ADDRCONFIG: musl would probe the families on every call; families_probe did */
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL, *a;
 	char ports[8];
 	int fd = -1;
 
+	families_probe();
 	snprintf(ports, sizeof(ports), "%u", port);
 	if (getaddrinfo(host, ports, &hints, &res) != 0 || !res) {
+		refuse(w, 502, ER_DNS_FAILED);
+		return -1;
+	}
+	for (a = res; a; a = a->ai_next)
+		any = any || family_ok(a);
+	if (!any) {
+		freeaddrinfo(res);
 		refuse(w, 502, ER_DNS_FAILED);
 		return -1;
 	}
@@ -687,7 +729,8 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		ask_own(w);
 	if (w->own >= 0) {
 		for (a = res; a && allowed; a = a->ai_next)
-			allowed = addr_allowed_rec(&w->policy, a->ai_addr, w->own_rec, w->own);
+			allowed = !family_ok(a) ||
+				  addr_allowed_rec(&w->policy, a->ai_addr, w->own_rec, w->own);
 	} else if (getifaddrs(&ifa) != 0) {
 		/* without them an own address would pass for a public one: refuse */
 		log_warn("egress host addresses unknown", "sandbox=%s conn=%lld err=%s",
@@ -697,7 +740,7 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		return -1;
 	} else {
 		for (a = res; a && allowed; a = a->ai_next)
-			allowed = addr_allowed(&w->policy, a->ai_addr, ifa);
+			allowed = !family_ok(a) || addr_allowed(&w->policy, a->ai_addr, ifa);
 		freeifaddrs(ifa);
 	}
 	if (!allowed) {
@@ -706,7 +749,8 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		return -1;
 	}
 	for (a = res; a && fd < 0; a = a->ai_next)
-		fd = connect_one(a);
+		if (family_ok(a))
+			fd = connect_one(a);
 	freeaddrinfo(res);
 	if (fd < 0)
 		refuse(w, 502, ER_CONNECT_FAILED);
@@ -737,8 +781,10 @@ static void relay(struct worker *w, int up, bool status_sniff)
 	 * something is (else poll would report the hangup at once, forever: a busy loop) */
 	bool hung[2] = { false, false };
 
-	memset(&a2u, 0, sizeof(a2u));
-	memset(&u2a, 0, sizeof(u2a));
+	/* the state only: clearing the buffers too would touch their 512 KiB, a page fault a
+	 * page in a worker just started, on the handshake's path */
+	a2u.off = a2u.len = u2a.off = u2a.len = 0;
+	a2u.eof = a2u.shut = u2a.eof = u2a.shut = false;
 	for (;;) {
 		uint64_t used = w->bytes_up + w->bytes_down;
 		bool capped = used >= cap;
@@ -1145,8 +1191,11 @@ int egress_worker_main(int argc, char **argv)
 		log_error("egress worker start packet refused", "field=%s", log_q(what));
 		return 1;
 	}
-	if (w.listen && !accept_one(&w))
-		return 0;
+	if (w.listen) {
+		families_probe();
+		if (!accept_one(&w))
+			return 0;
+	}
 	if (!read_head(&w))
 		goto done;
 	w.kind = egress_head_is_connect(&w.head) ? "tunnel" : "route";
