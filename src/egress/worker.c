@@ -690,34 +690,24 @@ static void families_probe(void)
 		families = (family_usable(AF_INET) ? 1 : 0) | (family_usable(AF_INET6) ? 2 : 0);
 }
 
-static bool family_ok(const struct addrinfo *a)
-{
-	return (a->ai_family == AF_INET && (families & 1)) ||
-	       (a->ai_family == AF_INET6 && (families & 2));
-}
-
-/* Resolves host, checks every address of a usable family against the policy, connects to
- * the first that answers. The connected fd, or -1 with the refusal answered. */
+/* Resolves host, checks every address against the policy, connects to the first that
+ * answers. The connected fd, or -1 with the refusal answered. */
 static int dial(struct worker *w, const char *host, uint16_t port)
 {
 	struct ifaddrs *ifa;
-	bool allowed = true, any = false;
-	/* no AI_ADDRCONFIG: musl would probe the families on every call; families_probe did */
+	bool allowed = true;
+	/* AI_ADDRCONFIG's effect without its cost: musl would probe the families on every call
+	 * and then ask for the usable one only (a resolver that fails AAAA fails the lookup);
+	 * families_probe did the probing */
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL, *a;
 	char ports[8];
 	int fd = -1;
 
 	families_probe();
+	hints.ai_family = families == 1 ? AF_INET : families == 2 ? AF_INET6 : AF_UNSPEC;
 	snprintf(ports, sizeof(ports), "%u", port);
-	if (getaddrinfo(host, ports, &hints, &res) != 0 || !res) {
-		refuse(w, 502, ER_DNS_FAILED);
-		return -1;
-	}
-	for (a = res; a; a = a->ai_next)
-		any = any || family_ok(a);
-	if (!any) {
-		freeaddrinfo(res);
+	if (families == 0 || getaddrinfo(host, ports, &hints, &res) != 0 || !res) {
 		refuse(w, 502, ER_DNS_FAILED);
 		return -1;
 	}
@@ -729,8 +719,7 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		ask_own(w);
 	if (w->own >= 0) {
 		for (a = res; a && allowed; a = a->ai_next)
-			allowed = !family_ok(a) ||
-				  addr_allowed_rec(&w->policy, a->ai_addr, w->own_rec, w->own);
+			allowed = addr_allowed_rec(&w->policy, a->ai_addr, w->own_rec, w->own);
 	} else if (getifaddrs(&ifa) != 0) {
 		/* without them an own address would pass for a public one: refuse */
 		log_warn("egress host addresses unknown", "sandbox=%s conn=%lld err=%s",
@@ -740,7 +729,7 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		return -1;
 	} else {
 		for (a = res; a && allowed; a = a->ai_next)
-			allowed = !family_ok(a) || addr_allowed(&w->policy, a->ai_addr, ifa);
+			allowed = addr_allowed(&w->policy, a->ai_addr, ifa);
 		freeifaddrs(ifa);
 	}
 	if (!allowed) {
@@ -749,8 +738,7 @@ static int dial(struct worker *w, const char *host, uint16_t port)
 		return -1;
 	}
 	for (a = res; a && fd < 0; a = a->ai_next)
-		if (family_ok(a))
-			fd = connect_one(a);
+		fd = connect_one(a);
 	freeaddrinfo(res);
 	if (fd < 0)
 		refuse(w, 502, ER_CONNECT_FAILED);
