@@ -96,6 +96,7 @@ struct worker {
 	bool ctl_lost;
 	bool audit_later;             /* fd 5 comes with the start packet */
 	bool listen;                  /* FD_DATA is the sandbox's listener: accept one first */
+	bool reuse;                   /* after the record, agenticd's next start packet or eof */
 	bool own_ask;                 /* agenticd answers {"own": true} with this host's addresses */
 	/* this host's addresses as agenticd sent them at dial time (own >= 0; 0: none), or -1:
 	 * getifaddrs here; one byte more than the records, for ctl_recv's terminator */
@@ -320,6 +321,9 @@ static int read_start(struct worker *w, const char **what)
 	}
 	*what = "listen";
 	if ((i = json_obj_get(&d, 0, "listen")) >= 0 && json_bool(&d, i, &w->listen) != 0)
+		return ERR_PARSE;
+	*what = "reuse";
+	if ((i = json_obj_get(&d, 0, "reuse")) >= 0 && json_bool(&d, i, &w->reuse) != 0)
 		return ERR_PARSE;
 	*what = "policy";
 	if ((i = json_obj_get(&d, 0, "policy")) < 0 ||
@@ -1151,12 +1155,81 @@ static bool accept_one(struct worker *w)
 	}
 }
 
+/* One connection, from its request head to its audit line. */
+static void serve(struct worker *w)
+{
+	uint32_t ri = 0;
+	int up = -1;
+
+	if (!read_head(w))
+		goto done;
+	w->kind = egress_head_is_connect(&w->head) ? "tunnel" : "route";
+	if (w->rate_limited) {
+		refuse(w, 429, ER_RATE_LIMITED);
+		goto done;
+	}
+	if (egress_head_is_connect(&w->head))
+		w->reason = egress_match_connect(&w->policy, w->head.host, w->head.port);
+	else
+		w->reason = egress_match_route(&w->policy, w->head.host, w->head.port, w->head.method,
+					       w->head.path, &ri);
+	if (w->reason == ER_ALLOWLISTED || w->reason == ER_ROUTE) {
+		w->decision = D_ALLOW;
+	} else if (w->policy.mode == EGRESS_REPORT) {
+		w->decision = D_WOULD_DENY;
+	} else {
+		refuse(w, 403, w->reason);
+		goto done;
+	}
+	if (w->reason == ER_ROUTE) {
+		if (ri >= w->policy.nroutes) {
+			refuse(w, 502, ER_WORKER_FAILED);
+			goto done;
+		}
+		up = dial(w, w->policy.routes[ri].up_host, w->policy.routes[ri].up_port);
+		if (up >= 0)
+			route(w, ri, up);
+	} else {
+		up = dial(w, w->head.host, w->head.port);
+		if (up >= 0 && egress_head_is_connect(&w->head))
+			tunnel(w, up);
+		else if (up >= 0)
+			forward_plain(w, up);
+	}
+	settle_end(w);
+done:
+	audit(w);
+	if (up >= 0)
+		close(up);
+}
+
+/* Between two connections of a reused worker (docs/EGRESS.md "Reuse"): the last one's socket
+ * closed (/dev/null holds FD_DATA's place, so that the next start packet's descriptors do not
+ * land on it), everything of it forgotten, the address families probed again at the next
+ * arming. The audit descriptor stays until the next packet's replaces it. */
+static bool forget(struct worker *w)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (null < 0 || dup2(null, FD_DATA) != FD_DATA) {
+		if (null >= 0)
+			close(null);
+		return false;
+	}
+	close(null);
+	explicit_bzero(w, sizeof(*w));
+	families = -1;
+	w->audit_later = true;
+	w->start_ms = clock_mono_ms();
+	w->kind = "unknown";
+	w->end = EE_CLOSED;
+	return true;
+}
+
 int egress_worker_main(int argc, char **argv)
 {
 	static struct worker w;
 	const char *what = "";
-	uint32_t ri = 0;
-	int up = -1;
 
 	if (argc > 1) {
 		fprintf(stderr, "agentic-egress-worker: unknown argument '%s' (see --help)\n",
@@ -1179,50 +1252,26 @@ int egress_worker_main(int argc, char **argv)
 		log_error("egress worker start packet refused", "field=%s", log_q(what));
 		return 1;
 	}
-	if (w.listen) {
-		families_probe();
-		if (!accept_one(&w))
-			return 0;
-	}
-	if (!read_head(&w))
-		goto done;
-	w.kind = egress_head_is_connect(&w.head) ? "tunnel" : "route";
-	if (w.rate_limited) {
-		refuse(&w, 429, ER_RATE_LIMITED);
-		goto done;
-	}
-	if (egress_head_is_connect(&w.head))
-		w.reason = egress_match_connect(&w.policy, w.head.host, w.head.port);
-	else
-		w.reason = egress_match_route(&w.policy, w.head.host, w.head.port, w.head.method,
-					      w.head.path, &ri);
-	if (w.reason == ER_ALLOWLISTED || w.reason == ER_ROUTE) {
-		w.decision = D_ALLOW;
-	} else if (w.policy.mode == EGRESS_REPORT) {
-		w.decision = D_WOULD_DENY;
-	} else {
-		refuse(&w, 403, w.reason);
-		goto done;
-	}
-	if (w.reason == ER_ROUTE) {
-		if (ri >= w.policy.nroutes) {
-			refuse(&w, 502, ER_WORKER_FAILED);
-			goto done;
+	for (;;) {
+		if (w.listen) {
+			families_probe();
+			if (!accept_one(&w))
+				return 0;
 		}
-		up = dial(&w, w.policy.routes[ri].up_host, w.policy.routes[ri].up_port);
-		if (up >= 0)
-			route(&w, ri, up);
-	} else {
-		up = dial(&w, w.head.host, w.head.port);
-		if (up >= 0 && egress_head_is_connect(&w.head))
-			tunnel(&w, up);
-		else if (up >= 0)
-			forward_plain(&w, up);
+		serve(&w);
+		/* reused: armed again on the same sandbox's listener by agenticd's next packet,
+		 * or its eof (agenticd has no use for this worker now) */
+		if (!w.reuse || w.ctl_lost || !forget(&w))
+			return 0;
+		if (read_start(&w, &what) != 0) {
+			if (w.ctl_lost)
+				return 0;
+			log_error("egress worker start packet refused", "field=%s", log_q(what));
+			return 1;
+		}
+		if (!w.listen) {
+			log_error("egress worker start packet refused", "field=%s", log_q("listen"));
+			return 1;
+		}
 	}
-	settle_end(&w);
-done:
-	audit(&w);
-	if (up >= 0)
-		close(up);
-	return 0;
 }

@@ -47,6 +47,7 @@
 #define ARMED_MAX 4                    /* workers waiting in accept on a sandbox's listener */
 #define SPARE_DEFER_MS 100             /* a spare taken: the next is started at a connection's
 					* end, or this long after, whichever comes first */
+#define REUSE_MAX 256                  /* connections of one worker, in turn, at most */
 
 /* ---- credit (pure) ---- */
 
@@ -102,7 +103,8 @@ struct eslot {
 	bool direct;                   /* the worker has the workload's socket: no call, ever */
 	bool armed;                    /* the worker waits in accept on its sandbox's listener */
 	bool quiet;                    /* ended without a connection: no worker_failed line */
-	bool own_asked;                /* one request for this host's addresses a worker */
+	bool own_asked;                /* one request for this host's addresses a connection */
+	uint32_t served;               /* connections its worker had before this one (reuse) */
 	int64_t started_ms, linger_until;
 	struct egress_credit cr;
 	bool up_eof_in;                /* the init's eof arrived */
@@ -883,6 +885,12 @@ static int ctl_hello(struct eslot *s, bool rate_limited, int audit, int data)
 		json_key(&w, "listen");
 		json_bool_write(&w, true);
 	}
+	if (data >= 0) {
+		/* a direct connection's worker waits after its record: armed again (rearm) or
+		 * this socket's eof */
+		json_key(&w, "reuse");
+		json_bool_write(&w, true);
+	}
 	if (nl_fd >= 0) {
 		json_key(&w, "own");
 		json_bool_write(&w, true);
@@ -1031,14 +1039,16 @@ static void refuse(struct grpc_call *call, int status, const char *why)
 	grpc_call_finish(call, status, why, NULL, 0);
 }
 
-/* Slot s (free, or a spare's, which keeps its worker and sockets) is sb's next connection's
- * now: its name, instance and policy as they are, a connection number. */
-static void slot_claim(struct eslot *s, struct sandbox *sb)
+/* Slot s (free, or a spare's, which keeps its worker and sockets, or, reuse, the slot of sb's
+ * worker whose connection ended, which keeps them too) is sb's next connection's now: its
+ * name, instance and policy as they are, a connection number. */
+static void slot_claim(struct eslot *s, struct sandbox *sb, bool reuse)
 {
 	uint8_t *up = s->up, *down = s->down;
-	bool spare = s->used && s->spare;
+	bool spare = s->used && (s->spare || reuse);
 	pid_t pid = spare ? s->pid : 0;
 	int pidfd = spare ? s->pidfd : -1, d = spare ? s->data : -1, ctl = spare ? s->ctl : -1;
+	uint32_t served = reuse ? s->served + 1 : 0;
 
 	memset(s, 0, sizeof(*s));
 	s->up = up;
@@ -1055,6 +1065,7 @@ static void slot_claim(struct eslot *s, struct sandbox *sb)
 	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
 	s->conn = next_conn++;
 	s->started_ms = clock_mono_ms();
+	s->served = served;
 }
 
 /* The slot for sb's next connection: a live spare (its worker started ahead) before a free
@@ -1120,7 +1131,7 @@ static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
 		metrics_egress(1, 0, 0);
 		return TAKE_AUDIT;
 	}
-	slot_claim(s, sb);
+	slot_claim(s, sb, false);
 	egress_used = true;
 	r = worker_start(s, audit, data, false);
 	if (r != 0) {
@@ -1499,7 +1510,7 @@ static void arm(struct sandbox *sb)
 		close(audit);
 		return;
 	}
-	slot_claim(s, sb);
+	slot_claim(s, sb, false);
 	s->armed = true;
 	r = worker_start(s, audit, sb->egress_lfd, false);
 	if (r != 0) {
@@ -1543,6 +1554,13 @@ static void disarm_all(void)
 	arm_wanted = true;
 }
 
+/* sb may have a worker armed on its listener now (one it has aside). */
+static bool armable(const struct sandbox *sb)
+{
+	return sb->state == SB_READY && sb->egress_armable && sb->egress_lfd >= 0 &&
+	       sb->egress_lfd_ok && sb->egress_json[0] && sb->run.open && !lifecycle_going(sb);
+}
+
 static void arm_all(void)
 {
 	if (stopping || !cfg->egress_direct)
@@ -1550,11 +1568,50 @@ static void arm_all(void)
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		struct sandbox *sb = sandbox_slot(i);
 
-		if (sb->state == SB_READY && sb->egress_armable && sb->egress_lfd >= 0 &&
-		    sb->egress_lfd_ok && sb->egress_json[0] && sb->run.open && !lifecycle_going(sb) &&
-		    !armed_of(sb))
+		if (armable(sb) && !armed_of(sb))
 			arm(sb);
 	}
+}
+
+/* Reuse (docs/EGRESS.md "Reuse"): the record of a direct connection came, and its worker waits
+ * for agenticd's word. When its sandbox would get a worker armed now and has none, this one
+ * is armed again: a token of the rate, the current policy, the run's audit and the listener,
+ * as arm gives a spare, so the sandbox's next connection costs no fork, exec or exit and
+ * takes no spare. Only ever on the sandbox it served (the same slot, sandbox and generation),
+ * at most REUSE_MAX connections a worker. false: not armed again (the caller's eof ends it). */
+static bool rearm(struct eslot *s)
+{
+	struct sandbox *sb = s->sb;
+	uint32_t armed = 0;
+	int audit, r;
+
+	if (stopping || !cfg->egress_direct || s->pid <= 0 || s->ctl < 0 ||
+	    s->served + 1 >= REUSE_MAX || !sb || sb->gen != s->sb_gen || !armable(sb) ||
+	    armed_of(sb))
+		return false;
+	for (uint32_t i = 0; i < nslots; i++)
+		if (slots[i].used && slots[i].armed)
+			armed++;
+	if (armed >= ARMED_MAX || (audit = audit_open(sb)) < 0)
+		return false;
+	if (!rate_take(sb)) {
+		close(audit);
+		return false;
+	}
+	slot_claim(s, sb, true);
+	s->armed = true;
+	r = ctl_hello(s, false, audit, sb->egress_lfd);
+	close(audit);
+	if (r != 0) {
+		log_warn("egress worker not armed again", "name=%s error=%s", log_q(s->name),
+			 log_q(err_str(r)));
+		/* no connection was this one's: no line for it */
+		s->armed = false;
+		s->quiet = true;
+		return false;
+	}
+	listen_watch(sb, false);
+	return true;
 }
 
 void egress_policy_changed(struct sandbox *sb)
@@ -1816,9 +1873,14 @@ static void ctl_readable(struct eslot *s)
 				bad = "accepted_unarmed";
 			else
 				armed_accepted(s);
-		} else if (json_obj_get(&d, 0, "decision") >= 0)
+		} else if (json_obj_get(&d, 0, "decision") >= 0) {
 			ctl_record(s, &d);
-		else
+			/* a direct connection's worker waits: armed again, or this eof ends it */
+			if (s->direct && !s->call && !rearm(s)) {
+				ctl_over(s);
+				return;
+			}
+		} else
 			bad = "unknown_packet";
 		if (bad) {
 			log_warn("egress worker broke the control protocol, killed",
