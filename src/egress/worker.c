@@ -1,11 +1,12 @@
-/* worker.c: `agentic egress-worker`, one process per proxied connection (docs/EGRESS.md
- * "agenticd ↔ worker" and "What a worker does"). agenticd starts it unprivileged with fd 3 the
+/* worker.c: `agentic egress-worker`, one process per proxied connection at a time
+ * (docs/EGRESS.md "agenticd ↔ worker", "What a worker does" and "Reuse"). agenticd starts it unprivileged with fd 3 the
  * workload's raw bytes, fd 4 a SEQPACKET control socket carrying JSON packets, fd 5 the run's
  * egress.jsonl opened O_APPEND (or, when fd 5 is not open at start, sent with the start packet:
  * agenticd keeps a worker started ahead, before it knows the sandbox). It reads the request
  * head, judges it against the sandbox's
  * policy, connects upstream, relays, then writes one audit line itself (so the line exists
- * when agenticd is gone) and sends the same record to agenticd, and exits. Blocking code with
+ * when agenticd is gone) and sends the same record to agenticd, and exits, or, a direct
+ * connection's, waits for agenticd to arm it again on the same sandbox's listener. Blocking code with
  * poll(): the process holds one connection and nothing else.
  *
  * Decisions this file takes where the design leaves room:
@@ -49,10 +50,11 @@
 const char egress_worker_help[] =
 	"usage: agentic egress-worker\n"
 	"\n"
-	"One proxied connection of a sandbox's egress (docs/EGRESS.md), started by agenticd as an\n"
-	"unprivileged user with fd 3 the workload's bytes, fd 4 agenticd's control socket and fd 5\n"
-	"the run's egress.jsonl (or that one with the start packet). It takes no argument and is\n"
-	"never an applet link.\n";
+	"One proxied connection of a sandbox's egress at a time (docs/EGRESS.md), started by\n"
+	"agenticd as an unprivileged user with fd 3 the workload's bytes, fd 4 agenticd's control\n"
+	"socket and fd 5 the run's egress.jsonl (or that one with the start packet). A direct\n"
+	"connection's worker is armed again by agenticd for its sandbox's next connection. It\n"
+	"takes no argument and is never an applet link.\n";
 
 #define FD_DATA 3
 #define FD_CTL 4

@@ -1468,7 +1468,8 @@ static void direct_start(struct sandbox *sb, int fd)
  * with its socket. While one waits agenticd does not watch the listener (the two would race
  * for each connection); from its accept until the next is armed, agenticd accepts as above.
  * A worker is armed at a connection's end or SPARE_DEFER_MS after the last take, from a
- * spare, for at most ARMED_MAX sandboxes; a policy change, the sandbox's stop or going kill
+ * spare, or, at a connection's end, the worker that served it (rearm), for at most
+ * ARMED_MAX sandboxes; a policy change, the sandbox's stop or going kill
  * it (its token of the rate is spent). */
 
 static struct eslot *armed_of(const struct sandbox *sb)
