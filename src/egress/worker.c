@@ -1,13 +1,13 @@
 /* worker.c: `agentic egress-worker`, one process per proxied connection at a time
- * (docs/EGRESS.md "agenticd ↔ worker", "What a worker does" and "Reuse"). agenticd starts it unprivileged with fd 3 the
- * workload's raw bytes, fd 4 a SEQPACKET control socket carrying JSON packets, fd 5 the run's
- * egress.jsonl opened O_APPEND (or, when fd 5 is not open at start, sent with the start packet:
- * agenticd keeps a worker started ahead, before it knows the sandbox). It reads the request
- * head, judges it against the sandbox's
- * policy, connects upstream, relays, then writes one audit line itself (so the line exists
- * when agenticd is gone) and sends the same record to agenticd, and exits, or, a direct
- * connection's, waits for agenticd to arm it again on the same sandbox's listener. Blocking code with
- * poll(): the process holds one connection and nothing else.
+ * (docs/EGRESS.md "agenticd ↔ worker", "What a worker does" and "Reuse"). agenticd starts it
+ * unprivileged with fd 3 the workload's raw bytes, fd 4 a SEQPACKET control socket carrying
+ * JSON packets, fd 5 the run's egress.jsonl opened O_APPEND (or, when fd 5 is not open at
+ * start, sent with the start packet: agenticd keeps a worker started ahead, before it knows
+ * the sandbox). It reads the request head, judges it against the sandbox's policy, connects
+ * upstream, relays, then writes one audit line itself (so the line exists when agenticd is
+ * gone) and sends the same record to agenticd, and exits, or, a direct connection's, waits
+ * for agenticd to arm it again on the same sandbox's listener. Blocking code with poll(): the
+ * process holds one connection and nothing else.
  *
  * Decisions this file takes where the design leaves room:
  * - Report mode turns policy refusals (host, method, path, SNI) into would_deny and goes on.
