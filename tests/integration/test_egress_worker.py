@@ -712,6 +712,74 @@ def main():
     check("a bad policy in the start packet: exit 1, no line", w.rc == 1 and w.audit_raw == b"",
           f"rc={w.rc} {w.audit_raw!r}")
 
+    # 14b. Reuse: a direct connection's worker ("reuse": true) waits after its record with
+    # /dev/null in fd 3's place, takes the next start packet (the listener, "listen": true, a
+    # new audit file, conn and instance) and serves a connection accepted on it; its control
+    # socket's eof then ends it (exit 0). Nothing of the first connection is in the second's.
+    w = Worker("reuse", {"allow": [f"localhost:{echo_up.port}"], "allow_ranges": loop},
+               extra={"reuse": True})
+    resp = connect_head(w, f"localhost:{echo_up.port}")
+    w.data.sendall(b"\x00not a hello")
+    w.read_until_closed()
+    for _ in range(100):
+        if w.packets:
+            break
+        time.sleep(0.05)
+    fd3 = ""
+    for _ in range(50):
+        try:
+            fd3 = os.readlink(f"/proc/{w.proc.pid}/fd/3")
+        except OSError:
+            fd3 = "gone"
+        if fd3 == "/dev/null":
+            break
+        time.sleep(0.05)
+    check("reuse: after its record the worker waits, fd 3 on /dev/null",
+          resp.startswith(b"HTTP/1.1 200") and len(w.packets) == 1 and w.proc.poll() is None
+          and fd3 == "/dev/null", f"{resp!r} packets={w.packets} fd3={fd3} rc={w.proc.poll()}")
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(4)
+    audit2 = f"{TMP}/reuse2.jsonl"
+    a2 = os.open(audit2, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    start2 = {"sandbox": "s1", "instance": "inst-reuse-second", "conn": 8, "rate_limited": False,
+              "policy": {"allow": [f"localhost:{tls_up.port}"], "allow_ranges": loop},
+              "io_timeout_ms": 5000, "listen": True, "reuse": True}
+    socket.send_fds(w.ctl, [json.dumps(start2).encode()], [a2, lst.fileno()])
+    os.close(a2)
+    c = socket.create_connection(lst.getsockname(), timeout=10)
+    lst.close()
+    c.sendall(f"CONNECT localhost:{echo_up.port} HTTP/1.1\r\n\r\n".encode())
+    r2 = b""
+    while b"\r\n\r\n" not in r2:
+        d = c.recv(4096)
+        if not d:
+            break
+        r2 += d
+    c.close()
+    for _ in range(100):
+        if len(w.packets) >= 3:
+            break
+        time.sleep(0.05)
+    check("reuse: armed again, it accepts on the listener it was given and says so",
+          len(w.packets) >= 2 and json.loads(w.packets[1]) == {"accepted": True},
+          f"packets={w.packets}")
+    # the second packet's policy allows only the TLS upstream: the echo one is refused now
+    check("reuse: the second connection is judged by the second packet's policy (403)",
+          r2.startswith(b"HTTP/1.1 403"), repr(r2))
+    w.ctl.shutdown(socket.SHUT_RDWR)
+    w.finish()
+    with open(audit2, "rb") as f:
+        second = [json.loads(x) for x in f.read().split(b"\n") if x]
+    first = [json.loads(x) for x in w.audit_raw.split(b"\n") if x]
+    check("reuse: one line each, in its own audit file, with its own conn and instance",
+          len(first) == 1 and len(second) == 1 and first[0]["conn"] == 7
+          and first[0]["reason"] == "no_sni" and second[0]["conn"] == 8
+          and second[0]["instance"] == "inst-reuse-second"
+          and second[0]["reason"] == "host_not_allowed" and second[0]["bytes_up"] == 0,
+          f"first={first} second={second}")
+    check("reuse: its control socket's eof ends it (exit 0)", w.rc == 0, f"rc={w.rc} {w.err}")
+
     # 15. The applet: reached by name, never listed, never linked.
     r = subprocess.run([BIN, "--list"], capture_output=True, text=True)
     check("--list does not name the internal applet",
