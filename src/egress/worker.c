@@ -463,9 +463,21 @@ static long ask_secret(struct worker *w, uint32_t i, uint8_t *secret, size_t cap
 
 /* ---- the audit ---- */
 
-static void audit(struct worker *w)
+/* The longest line: the request line is printable ASCII, so a string field's JSON is at most
+ * twice its bytes (a '"' or '\\' escaped); 1 KiB more for the keys, numbers, ts and words. A
+ * request head's path of 2047 '"' once made a line longer than the 4 KiB buffer there was: no
+ * line, no record, and a reused worker waited for a word that came for no record. The record
+ * goes to agenticd in one control packet: it must fit one. */
+#define AUDIT_LINE_MAX                                                                        \
+	(2 * (sizeof(((struct egress_head *)0)->path) + EGRESS_HOST_BYTES + EGRESS_METHOD_BYTES + \
+	      SB_NAME_BYTES + sizeof(((struct worker *)0)->instance)) + 1024)
+_Static_assert(AUDIT_LINE_MAX < CTL_MAX, "an audit record fits one control packet");
+
+/* Writes the line and sends the record: true when agenticd got it (a reused worker waits for
+ * agenticd's word only then). */
+static bool audit(struct worker *w)
 {
-	static char line[4096];
+	static char line[AUDIT_LINE_MAX + 1];
 	char ts[96], path[sizeof(w->head.path)];
 	struct buf b;
 	struct json_writer jw;
@@ -521,14 +533,13 @@ static void audit(struct worker *w)
 	if (json_writer_finish(&jw) != 0) {
 		log_error("egress audit line not written", "sandbox=%s conn=%lld",
 			  log_q(w->sandbox), (long long)w->conn);
-		return;
+		return false;
 	}
 	line[b.len] = '\n';
 	if (write(FD_AUDIT, line, b.len + 1) != (ssize_t)(b.len + 1))
 		log_error("egress audit write failed", "sandbox=%s conn=%lld err=%s",
 			  log_q(w->sandbox), (long long)w->conn, log_q(strerror(errno)));
-	if (!w->ctl_lost)
-		(void)send(FD_CTL, line, b.len, MSG_NOSIGNAL);
+	return !w->ctl_lost && send(FD_CTL, line, b.len, MSG_NOSIGNAL) == (ssize_t)b.len;
 }
 
 /* ---- the request head ---- */
@@ -1157,11 +1168,13 @@ static bool accept_one(struct worker *w)
 	}
 }
 
-/* One connection, from its request head to its audit line. */
-static void serve(struct worker *w)
+/* One connection, from its request head to its audit line: true when agenticd got the
+ * record. */
+static bool serve(struct worker *w)
 {
 	uint32_t ri = 0;
 	int up = -1;
+	bool sent;
 
 	if (!read_head(w))
 		goto done;
@@ -1200,9 +1213,10 @@ static void serve(struct worker *w)
 	}
 	settle_end(w);
 done:
-	audit(w);
+	sent = audit(w);
 	if (up >= 0)
 		close(up);
+	return sent;
 }
 
 /* Between two connections of a reused worker (docs/EGRESS.md "Reuse"): the last one's socket
@@ -1260,10 +1274,10 @@ int egress_worker_main(int argc, char **argv)
 			if (!accept_one(&w))
 				return 0;
 		}
-		serve(&w);
 		/* reused: armed again on the same sandbox's listener by agenticd's next packet,
-		 * or its eof (agenticd has no use for this worker now) */
-		if (!w.reuse || w.ctl_lost || !forget(&w))
+		 * or its eof (agenticd has no use for this worker now); agenticd answers a
+		 * record, so without one there is nothing to wait for */
+		if (!serve(&w) || !w.reuse || w.ctl_lost || !forget(&w))
 			return 0;
 		if (read_start(&w, &what) != 0) {
 			if (w.ctl_lost)

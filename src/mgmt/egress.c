@@ -1586,7 +1586,9 @@ static bool rearm(struct eslot *s)
 	uint32_t armed = 0;
 	int audit, r;
 
-	if (stopping || !cfg->egress_direct || s->pid <= 0 || s->ctl < 0 ||
+	/* one that asked for a route's secret is not: a worker holds one secret in its life,
+	 * so one a crafted request took over has that one */
+	if (stopping || !cfg->egress_direct || s->pid <= 0 || s->ctl < 0 || s->secret_asked ||
 	    s->served + 1 >= REUSE_MAX || !sb || sb->gen != s->sb_gen || !armable(sb) ||
 	    armed_of(sb))
 		return false;
@@ -1809,7 +1811,11 @@ static void ctl_over(struct eslot *s)
 		 * earliest, so that a worker that cannot wait is not armed as fast as it dies */
 		s->armed = false;
 		s->quiet = true;
-		spare_backoff_until = clock_mono_ms() + 1000;
+		/* not for one armed again after a connection (served): that one started, and
+		 * the workload's bytes it read may have made it break the protocol, which must not
+		 * hold back every sandbox's spares and arming */
+		if (!s->served)
+			spare_backoff_until = clock_mono_ms() + 1000;
 		if (s->sb->gen == s->sb_gen && s->sb->egress_lfd >= 0 && s->sb->egress_lfd_ok)
 			listen_watch(s->sb, true);
 	}
