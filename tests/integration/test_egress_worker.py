@@ -148,12 +148,7 @@ def tls_greeter(c, up):
 def http_recorder(c, up):
     """HTTP/1.1: reads one request head (and a Content-Length body), answers 200 with a body
     that repeats the request's x-api-key value (so a route's masking shows)."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        d = c.recv(4096)
-        if not d:
-            break
-        buf += d
+    buf = recv_head(c)
     up.note(buf)
     key = b""
     for line in buf.split(b"\r\n"):
@@ -316,15 +311,20 @@ def tls_close(t):
     t.close()
 
 
-def connect_head(w, host_port):
-    w.data.sendall(f"CONNECT {host_port} HTTP/1.1\r\nHost: {host_port}\r\n\r\n".encode())
+def recv_head(sock):
+    """What sock sends until the end of a head (CRLFCRLF), or its eof."""
     resp = b""
     while b"\r\n\r\n" not in resp:
-        d = w.data.recv(4096)
+        d = sock.recv(4096)
         if not d:
             break
         resp += d
     return resp
+
+
+def connect_head(w, host_port):
+    w.data.sendall(f"CONNECT {host_port} HTTP/1.1\r\nHost: {host_port}\r\n\r\n".encode())
+    return recv_head(w.data)
 
 
 AUDIT_KEYS = ["ts", "sandbox", "instance", "conn", "kind", "method", "host", "port", "path",
@@ -750,12 +750,7 @@ def main():
     c = socket.create_connection(lst.getsockname(), timeout=10)
     lst.close()
     c.sendall(f"CONNECT localhost:{echo_up.port} HTTP/1.1\r\n\r\n".encode())
-    r2 = b""
-    while b"\r\n\r\n" not in r2:
-        d = c.recv(4096)
-        if not d:
-            break
-        r2 += d
+    r2 = recv_head(c)
     c.close()
     for _ in range(100):
         if len(w.packets) >= 3:
