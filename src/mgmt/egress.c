@@ -1045,9 +1045,9 @@ static void refuse(struct grpc_call *call, int status, const char *why)
 static void slot_claim(struct eslot *s, struct sandbox *sb, bool reuse)
 {
 	uint8_t *up = s->up, *down = s->down;
-	bool spare = s->used && (s->spare || reuse);
-	pid_t pid = spare ? s->pid : 0;
-	int pidfd = spare ? s->pidfd : -1, d = spare ? s->data : -1, ctl = spare ? s->ctl : -1;
+	bool keep = s->used && (s->spare || reuse);
+	pid_t pid = keep ? s->pid : 0;
+	int pidfd = keep ? s->pidfd : -1, d = keep ? s->data : -1, ctl = keep ? s->ctl : -1;
 	uint32_t served = reuse ? s->served + 1 : 0;
 
 	memset(s, 0, sizeof(*s));
@@ -1073,14 +1073,12 @@ static void slot_claim(struct eslot *s, struct sandbox *sb, bool reuse)
  * until its worker is reaped, after the call too: a worker still resolving or connecting does
  * not see its connection go, and one that a workload resets at once frees the init's slot and
  * stream for the next. Counted per sandbox (its armed worker too), so that one sandbox's
- * churn never holds more than egress_per_sandbox of them. armed: the armed workers of all. */
-static struct eslot *slot_pick(const struct sandbox *sb, uint32_t *armed)
+ * churn never holds more than egress_per_sandbox of them. */
+static struct eslot *slot_pick(const struct sandbox *sb)
 {
 	struct eslot *s = NULL;
 	uint32_t held = 0;
 
-	if (armed)
-		*armed = 0;
 	for (uint32_t i = 0; i < nslots; i++) {
 		/* a spare is taken while it lives (ctl_over and the reaper unmark a dead one) */
 		if (slots[i].used && slots[i].spare && slots[i].ctl >= 0 && slots[i].pid > 0 &&
@@ -1091,8 +1089,6 @@ static struct eslot *slot_pick(const struct sandbox *sb, uint32_t *armed)
 		else if (slots[i].used && !slots[i].spare && slots[i].sb == sb &&
 			 slots[i].sb_gen == sb->gen)
 			held++;
-		if (armed && slots[i].used && slots[i].armed)
-			(*armed)++;
 	}
 	return held < cfg->egress_per_sandbox ? s : NULL;
 }
@@ -1109,7 +1105,7 @@ static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
 	struct eslot *s = NULL;
 	int r, audit;
 
-	s = slot_pick(sb, NULL);
+	s = slot_pick(sb);
 	if (!s) {
 		metrics_egress(1, 0, 0);
 		audit_refusal(sb, "busy", 0);
@@ -1497,36 +1493,61 @@ static void disarm(struct sandbox *sb, bool rewatch)
 		listen_watch(sb, true);
 }
 
-static void arm(struct sandbox *sb)
+/* The armed workers of all sandboxes. */
+static uint32_t armed_count(void)
 {
-	uint32_t armed;
-	struct eslot *s = slot_pick(sb, &armed);
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < nslots; i++)
+		if (slots[i].used && slots[i].armed)
+			n++;
+	return n;
+}
+
+/* Arms the worker of s (a spare's, or, reuse, the one whose connection of sb just ended) on
+ * sb's listener: its start packet with a token of the rate, the current policy, the run's
+ * audit and the listener. 1: armed; 0: not (no audit file or no token; s untouched); -errno:
+ * the packet not given (s is sb's, claimed, and quiet: no line for what never came). */
+static int arm_slot(struct eslot *s, struct sandbox *sb, bool reuse)
+{
 	int audit, r;
 
-	/* a spare only: arming never forks on anyone's path */
-	if (!s || !s->spare || armed >= ARMED_MAX || (audit = audit_open(sb)) < 0)
-		return;
+	if ((audit = audit_open(sb)) < 0)
+		return 0;
 	/* a token now, or agenticd answers the next connection (429) */
 	if (!rate_take(sb)) {
 		close(audit);
-		return;
+		return 0;
 	}
-	slot_claim(s, sb, false);
+	slot_claim(s, sb, reuse);
 	s->armed = true;
 	r = worker_start(s, audit, sb->egress_lfd, false);
 	if (r != 0) {
-		/* as a worker that died armed (ctl_over): the next is armed a second later */
 		s->armed = false;
 		s->quiet = true;
+		return r;
+	}
+	listen_watch(sb, false);
+	return 1;
+}
+
+static void arm(struct sandbox *sb)
+{
+	struct eslot *s = slot_pick(sb);
+	int r;
+
+	/* a spare only: arming never forks on anyone's path */
+	if (!s || !s->spare || armed_count() >= ARMED_MAX || (r = arm_slot(s, sb, false)) == 0)
+		return;
+	/* the worker has its dup of the listener (queued or received), or none; agenticd's data
+	 * end of the spare is done with */
+	close_data(s);
+	if (r < 0) {
+		/* as a worker that died armed (ctl_over): the next is armed a second later */
 		spare_backoff_until = clock_mono_ms() + 1000;
-		close_data(s);
 		close_ctl(s);
 		return;
 	}
-	/* the worker has its dup of the listener (queued or received); agenticd's data end of
-	 * the spare is done with */
-	close_data(s);
-	listen_watch(sb, false);
 	spare_wanted = true;
 	if (spare_defer_until < clock_mono_ms())
 		spare_defer_until = clock_mono_ms() + SPARE_DEFER_MS;
@@ -1583,38 +1604,14 @@ static void arm_all(void)
 static bool rearm(struct eslot *s)
 {
 	struct sandbox *sb = s->sb;
-	uint32_t armed = 0;
-	int audit, r;
 
 	/* one that asked for a route's secret is not: a worker holds one secret in its life,
 	 * so one a crafted request took over has that one */
 	if (stopping || !cfg->egress_direct || s->pid <= 0 || s->ctl < 0 || s->secret_asked ||
 	    s->served + 1 >= REUSE_MAX || !sb || sb->gen != s->sb_gen || !armable(sb) ||
-	    armed_of(sb))
+	    armed_of(sb) || armed_count() >= ARMED_MAX)
 		return false;
-	for (uint32_t i = 0; i < nslots; i++)
-		if (slots[i].used && slots[i].armed)
-			armed++;
-	if (armed >= ARMED_MAX || (audit = audit_open(sb)) < 0)
-		return false;
-	if (!rate_take(sb)) {
-		close(audit);
-		return false;
-	}
-	slot_claim(s, sb, true);
-	s->armed = true;
-	r = ctl_hello(s, false, audit, sb->egress_lfd);
-	close(audit);
-	if (r != 0) {
-		log_warn("egress worker not armed again", "name=%s error=%s", log_q(s->name),
-			 log_q(err_str(r)));
-		/* no connection was this one's: no line for it */
-		s->armed = false;
-		s->quiet = true;
-		return false;
-	}
-	listen_watch(sb, false);
-	return true;
+	return arm_slot(s, sb, true) > 0;
 }
 
 void egress_policy_changed(struct sandbox *sb)
