@@ -40,6 +40,7 @@
 #define WORKER_AS_BYTES (256ull << 20)
 #define WORKER_NOFILE 16
 #define LINGER_GRACE_MS 10000          /* beyond io_timeout_ms, for a worker whose call ended */
+#define RECORD_EXIT_MS 1000            /* for a direct worker not armed again after its record */
 #define POLICY_TOKENS 2048
 #define OWN_RECORD 17u                 /* an own address for the worker: family (4|6), 16 bytes */
 #define OWN_MAX (CTL_BYTES / OWN_RECORD)
@@ -48,6 +49,7 @@
 #define SPARE_DEFER_MS 100             /* a spare taken: the next is started at a connection's
 					* end, or this long after, whichever comes first */
 #define REUSE_MAX 256                  /* connections of one worker, in turn, at most */
+#define LISTEN_TIMEOUT_US 1000         /* SO_RCVTIMEO of a sandbox's listener: see listener_sound */
 
 /* ---- credit (pure) ---- */
 
@@ -757,21 +759,35 @@ static char worker_stack[32 * 1024] __attribute__((aligned(16)));
  * way in agenticd's own thread, on the way out of recv: a TCP socket with SO_LINGER set and
  * unacknowledged data in its queue would hold agenticd's loop there for the linger time.
  * SO_PASSRIGHTS 0 on agenticd's ends says the same where the kernel has it (6.16). The worker
- * itself sends with send(2) only. x32 system calls and any other arch: refused too. */
+ * itself sends with send(2) only. No SO_RCVTIMEO either: an armed worker holds the sandbox's
+ * listener, whose O_NONBLOCK it shares with agenticd (one open file), and a worker taken over
+ * may clear it; the receive timeout agenticd sets on the listener (LISTEN_TIMEOUT_US) is
+ * what bounds agenticd's accept then, and the worker never needs one. x32 system calls and
+ * any other arch: refused too. */
+#define SF_ERRNO 16 /* the index of the filter's RET ERRNO, and of its RET ALLOW after it */
 static const struct sock_filter worker_filter[] = {
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 5, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmsg, 4, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmmsg, 3, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 2, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_enter, 1, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_register, 0, 1),
+	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, SF_ERRNO - 5, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmsg, SF_ERRNO - 6, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmmsg, SF_ERRNO - 7, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, SF_ERRNO - 8, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_enter, SF_ERRNO - 9, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_register, SF_ERRNO - 10, 0),
+	/* 10: setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO_OLD or _NEW, ...) */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 0, SF_ERRNO + 1 - 11),
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 0, SF_ERRNO + 1 - 13),
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 20 /* SO_RCVTIMEO_OLD */, SF_ERRNO - 15, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 66 /* SO_RCVTIMEO_NEW */, 0, 1),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
+_Static_assert(sizeof(worker_filter) / sizeof(worker_filter[0]) == SF_ERRNO + 2,
+	       "the jumps of worker_filter count on its RET ERRNO at SF_ERRNO");
 static const struct sock_fprog worker_fprog = {
 	.len = sizeof(worker_filter) / sizeof(worker_filter[0]),
 	.filter = (struct sock_filter *)worker_filter,
@@ -979,15 +995,24 @@ fail:
  * caller's, which it closes; data, the workload's socket of a direct connection, stays the
  * caller's): 0, or -errno (a worker that was started is left with its
  * sockets, for the caller to close and the reaper to collect). */
+static void worker_kill(struct eslot *s);
+
 static int worker_start(struct eslot *s, int audit, int data, bool rate_limited)
 {
 	int r = 0;
 
 	if (s->pid <= 0)
 		r = worker_spawn(s);
-	if (r == 0 && (r = ctl_hello(s, rate_limited, audit, data)) != 0)
+	if (r == 0 && (r = ctl_hello(s, rate_limited, audit, data)) != 0) {
 		log_warn("egress worker not told its connection", "name=%s error=%s",
 			 log_q(s->name), log_q(err_str(r)));
+		/* killed, not left to the eof of its control socket: the packet may have gone
+		 * in part (its descriptors, the listener among them), and a worker armed again
+		 * after a connection may be one a crafted request took over, which would not
+		 * end at the eof and, neither armed nor with a connection, would never be
+		 * killed (egress_tick) and hold its slot for good */
+		worker_kill(s);
+	}
 	close(audit);
 	return r;
 }
@@ -1325,7 +1350,6 @@ static void listen_watch(struct sandbox *sb, bool on)
 
 static void disarm(struct sandbox *sb, bool rewatch);
 static struct eslot *armed_of(const struct sandbox *sb);
-static void worker_kill(struct eslot *s);
 
 void egress_listener_drop(struct sandbox *sb)
 {
@@ -1397,7 +1421,9 @@ bool egress_listener_take(struct sandbox *sb)
 	sb->egress_lfd = fd;
 	sb->egress_lfd_pid = sb->pid;
 	if (!egress_listener_ok(fd, EGRESS_PROXY_PORT) ||
-	    fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) != 0) {
+	    fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) != 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO,
+		       &(struct timeval){ 0, LISTEN_TIMEOUT_US }, sizeof(struct timeval)) != 0) {
 		/* kept, unwatched, until it can be closed safely (above) */
 		log_warn("egress listener of the init is no 127.0.0.1:3128 listener, not used",
 			 "name=%s fd=%d", log_q(sb->name), sb->agent_egress_fd);
@@ -1595,6 +1621,14 @@ static void arm_all(void)
 	}
 }
 
+/* Whether a packet waits on s's control socket (its eof is left to the read that finds it). */
+static bool ctl_queued(const struct eslot *s)
+{
+	char c;
+
+	return recv(s->ctl, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 /* Reuse (docs/EGRESS.md "Reuse"): the record of a direct connection came, and its worker waits
  * for agenticd's word. When its sandbox would get a worker armed now and has none, this one
  * is armed again: a token of the rate, the current policy, the run's audit and the listener,
@@ -1623,6 +1657,28 @@ void egress_policy_changed(struct sandbox *sb)
 	}
 }
 
+/* The listener's O_NONBLOCK belongs to its open file, which agenticd shares with every worker
+ * armed on it, and a worker that served a connection is armed again ("Reuse"): one a crafted
+ * request took over could clear the flag, and agenticd's accept of a connection that the queue
+ * no longer held would block its loop (every sandbox's API, agent channel and egress) until
+ * the workload connected again. So the listener has a receive timeout (LISTEN_TIMEOUT_US,
+ * which bounds a blocking accept; the worker's filter refuses it SO_RCVTIMEO), and a flag
+ * found cleared, before an accept or after one that found nothing, ends the sandbox's direct
+ * egress: the listener is not watched any more and its armed worker is killed. false then. */
+static bool listener_sound(struct sandbox *sb)
+{
+	int fl = fcntl(sb->egress_lfd, F_GETFL);
+
+	if (fl >= 0 && (fl & O_NONBLOCK))
+		return true;
+	log_warn("egress listener made blocking by a worker, not watched any more",
+		 "name=%s", log_q(sb->name));
+	listen_watch(sb, false);
+	sb->egress_lfd_ok = false;
+	disarm(sb, false);
+	return false;
+}
+
 void egress_listen_event(uint32_t idx)
 {
 	struct sandbox *sb = sandbox_slot(idx);
@@ -1631,12 +1687,17 @@ void egress_listen_event(uint32_t idx)
 		return;
 	/* a few a turn: a sandbox that floods connections shares the loop with the rest */
 	for (int i = 0; i < 8; i++) {
-		/* blocking, as the data socket a worker is used to (it asks MSG_DONTWAIT itself) */
-		int fd = accept4(sb->egress_lfd, NULL, NULL, SOCK_CLOEXEC);
+		int fd;
 
+		if (!listener_sound(sb))
+			return;
+		/* blocking, as the data socket a worker is used to (it asks MSG_DONTWAIT itself) */
+		fd = accept4(sb->egress_lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) {
+				listener_sound(sb);
 				return;
+			}
 			/* no listener any more (the init changed it): the sandbox's egress stops
 			 * here, and the listener is kept unwatched until it can be closed */
 			log_warn("egress listener failed, not watched any more", "name=%s error=%s",
@@ -1784,8 +1845,6 @@ static void ctl_record(struct eslot *s, const struct json_doc *d)
 		 log_q(host), (long long)port, log_q(decisions[dec]), log_q(reason), (long long)status);
 }
 
-static void worker_kill(struct eslot *s);
-
 /* The control socket is done with: read to its end, or closed on a worker that broke the
  * protocol. */
 static void ctl_over(struct eslot *s)
@@ -1879,8 +1938,17 @@ static void ctl_readable(struct eslot *s)
 				armed_accepted(s);
 		} else if (json_obj_get(&d, 0, "decision") >= 0) {
 			ctl_record(s, &d);
-			/* a direct connection's worker waits: armed again, or this eof ends it */
-			if (s->direct && !s->call && !rearm(s)) {
+			/* a direct connection's worker waits: armed again, or this eof ends it. It
+			 * sends nothing before its next start packet: a packet already queued
+			 * behind the record would be read as the next connection's, so a worker
+			 * could play a connection after another without any, each a token, an
+			 * audit file and a start packet of agenticd's (REUSE_MAX in one turn) */
+			if (s->direct && !s->call && ctl_queued(s))
+				bad = "packet_after_record";
+			else if (s->direct && !s->call && !rearm(s)) {
+				/* its connection is over: one that does not end at the eof (one a
+				 * crafted request took over) is killed, not left holding its slot */
+				s->linger_until = clock_mono_ms() + RECORD_EXIT_MS;
 				ctl_over(s);
 				return;
 			}
