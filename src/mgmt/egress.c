@@ -991,12 +991,12 @@ fail:
 	return r;
 }
 
-/* Gives the worker of s (a spare's, or one started now) its connection and audit (the
- * caller's, which it closes; data, the workload's socket of a direct connection, stays the
- * caller's): 0, or -errno (a worker that was started is left with its
- * sockets, for the caller to close and the reaper to collect). */
 static void worker_kill(struct eslot *s);
 
+/* Gives the worker of s (a spare's, or one started now) its connection and audit (the
+ * caller's, which it closes; data, the workload's socket of a direct connection, stays the
+ * caller's): 0, or -errno (a worker that was started is killed and left with its sockets,
+ * for the caller to close and the reaper to collect). */
 static int worker_start(struct eslot *s, int audit, int data, bool rate_limited)
 {
 	int r = 0;
