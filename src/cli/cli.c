@@ -442,7 +442,7 @@ static int name_target(const char *name, char *out, size_t size)
 	return 0;
 }
 
-/* ---- posture (README: "Posture") ---- */
+/* ---- posture (docs/POSTURE.md) ---- */
 
 /* Every reason word agenticd may show, with what it means; taint: an operator may declare it
  * (agentic posture --taint). The CLI is not linked with agenticd's posture code: the API's
@@ -709,7 +709,7 @@ static int verb_rm(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* ---- exec: the upgraded stream (README: "the exec stream") ---- */
+/* ---- exec: the upgraded stream (docs/API.md: "The exec stream") ---- */
 
 static const char exec_help[] =
 	"usage: agentic exec NAME [--env K=V]... [--workdir D] [--timeout S] -- CMD [ARGS...]\n"
@@ -1106,7 +1106,7 @@ struct verb {
 	const char *help;
 };
 
-/* ---- egress (docs/EGRESS.md; README: "Egress") ---- */
+/* ---- egress (docs/EGRESS.md) ---- */
 
 static void strs_line(const struct json_doc *doc, int arr, char *out, size_t size)
 {

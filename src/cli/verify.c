@@ -1,5 +1,5 @@
 /* verify.c: agentic-verify (also `agentic verify`): asks agenticd to verify sandboxes or a
- * container and prints the verdicts as lines, JSON or JUnit (README: Verifier). */
+ * container and prints the verdicts as lines, JSON or JUnit (docs/VERIFY.md). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>

@@ -34,7 +34,7 @@
 #define DOCKER_ERR_REPLY (ERR_RANGE_DOCKER - 4)   /* the answer is not what the API documents */
 #define DOCKER_ERR_TOO_BIG (ERR_RANGE_DOCKER - 5) /* the answer is over response_limit */
 
-/* The API versions we speak (README: Docker engine): 1.MIN to 1.MAX. */
+/* The API versions we speak (docs/AGENTICD.md: Docker engine): 1.MIN to 1.MAX. */
 #define DOCKER_API_MINOR_MIN 41
 #define DOCKER_API_MINOR_MAX 47
 

@@ -1,4 +1,4 @@
-/* frame.h: the frames of the upgraded exec stream (README: "the exec stream"), shared by
+/* frame.h: the frames of the upgraded exec stream (docs/API.md: "The exec stream"), shared by
  * agenticd and the CLI: an 8-byte head (the type in byte 0, three zero bytes, the payload's
  * length big-endian in bytes 4..7), then the payload. Pure: no I/O, no allocation.
  *

@@ -1,4 +1,4 @@
-/* env.h: what agenticd tells a sandbox's init through its environment (README: agentic-init), parsed
+/* env.h: what agenticd tells a sandbox's init through its environment (docs/INIT.md), parsed
  * and checked before anything else happens. */
 #ifndef AGENTIC_INIT_ENV_H
 #define AGENTIC_INIT_ENV_H

@@ -1,5 +1,5 @@
 /* init.h: agentic-init below its applet file: the one-time setup checks and the agent
- * channel to agenticd (proto/agent.proto; README: the agent socket, protocol notes).
+ * channel to agenticd (proto/agent.proto; docs/AGENTICD.md: the agent socket; docs/TRANSCRIPTS.md: protocol notes).
  *
  * Single-threaded. The applet owns the event loop; these parts own no fds of their own but the
  * gRPC client's, and allocate nothing after setup: the channel runs over storage the caller

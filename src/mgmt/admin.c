@@ -1,5 +1,5 @@
 /* admin.c: the admin API on the admin socket: HTTP/1.1 + JSON, peers checked at accept, routed
- * by the table `routes` below (README: admin API):
+ * by the table `routes` below (docs/API.md):
  *
  *   GET    /api/v1/containers          list
  *   POST   /api/v1/containers          create (answers when ready: 201 + the sandbox)
@@ -7,7 +7,7 @@
  *   DELETE /api/v1/containers/NAME     remove (?force=1, ?keep_workspace=1)
  *   POST   /api/v1/containers/NAME/exec  run a command: chunked NDJSON, or with
  *                                        `Connection: Upgrade` + `Upgrade: tcp` the framed
- *                                        bidirectional stream (README)
+ *                                        bidirectional stream (docs/API.md)
  *   GET    /api/v1/containers/NAME/logs  a run's transcript (?run=, ?stream=stdout|stderr)
  *   GET    /api/v1/containers/NAME/posture          its tier and why
  *   POST   /api/v1/containers/NAME/posture/taints   an operator's taint {"reason": WORD}
@@ -762,7 +762,7 @@ void admin_remove_start(struct admin_conn *c, struct sandbox *sb, const char *qu
 
 /* ---- posture: the tier and its reasons; an operator's taint ---- */
 
-/* The taints: what can happen to a sandbox after its create (README: Posture, kind "taint").
+/* The taints: what can happen to a sandbox after its create (docs/POSTURE.md, kind "taint").
  * An operator may declare any of them: a manual login inside it, or an exec or network change
  * made where the engine's event stream could not show it. The reasons known at create
  * (env_credential, operator_network, platform_compatibility) are facts of the create request
@@ -1344,7 +1344,7 @@ static void dispatch(struct admin_conn *c)
 		respond_405(c, allow);
 		return;
 	default:
-		snprintf(m, sizeof(m), "no route %.16s %.200s (see README: admin API)", method,
+		snprintf(m, sizeof(m), "no route %.16s %.200s (see docs/API.md)", method,
 			 credscan_value(target) ? "(a path shaped like a credential)" : target);
 		admin_respond_error(c, 404, "not_found", m);
 		return;

@@ -168,7 +168,7 @@ void admin_list_start(struct admin_conn *c, const char *head, size_t head_len,
 /* The i-th slot of the sandbox table as a list item (false: a free slot). */
 bool admin_sandbox_item(struct json_writer *w, uint32_t i);
 
-/* ---- admin_v2.c: the /api/v2/admin routes (README: admin API, v2) ---- */
+/* ---- admin_v2.c: the /api/v2/admin routes (docs/API.md: admin-v2) ---- */
 void admin_v2_instances_list(struct admin_conn *c, struct sandbox *sb, const char *query);
 void admin_v2_instances_create(struct admin_conn *c, struct sandbox *sb, const char *query);
 void admin_v2_instance_get(struct admin_conn *c, struct sandbox *sb, const char *query);

@@ -1,6 +1,6 @@
 /* admin_exec.c: the admin API's exec route (POST /api/v1/containers/NAME/exec) and the client
- * side of its sessions: the two sinks, the upgraded stream (8-byte frames both ways, README:
- * "the exec stream") and the chunked NDJSON answer, and the output queue they and the gRPC
+ * side of its sessions: the two sinks, the upgraded stream (8-byte frames both ways, docs/API.md:
+ * "The exec stream") and the chunked NDJSON answer, and the output queue they and the gRPC
  * sink share: `out`, then a bounded spill file, so a slow client costs disk, never memory,
  * and never blocks the sandbox. */
 #include <errno.h>
@@ -134,7 +134,7 @@ void admin_exec_refill(struct admin_conn *c)
 	}
 }
 
-/* ---- exec sinks: the upgraded stream and NDJSON (README: "the exec stream") ---- */
+/* ---- exec sinks: the upgraded stream and NDJSON (docs/API.md: "The exec stream") ---- */
 
 static char line[LIMIT_ADMIN_OUT_BYTES]; /* one NDJSON line or exit object being built */
 static char wire[LIMIT_ADMIN_OUT_BYTES + 32]; /* ... as the chunk that carries it */

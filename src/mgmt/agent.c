@@ -1,4 +1,4 @@
-/* agent.c: the agent socket's resolver (README: the agent socket) and the Connect stream up to READY.
+/* agent.c: the agent socket's resolver (docs/AGENTICD.md: the agent socket) and the Connect stream up to READY.
  * Identity is the kernel's word only, settled when the connection is accepted: SO_PEERCRED's
  * uid must be a sandbox's control uid and the peer must be that sandbox's init itself (the
  * process that called connect(), as a pidfd, is the container's State.Pid, pinned as a pidfd);

@@ -203,8 +203,8 @@ static int engine_checks(struct daemon *d)
 		return fail("refusing to start", "the engine is Docker Desktop and agenticd runs "
 			    "outside its VM: peer credentials do not cross the VM, so the agent "
 			    "socket cannot authenticate sandboxes. Run agenticd as a container of "
-			    "that engine (tools/agenticd-container --run; README \"Running agenticd "
-			    "as a container\"), where it shares the VM's kernel with its sandboxes");
+			    "that engine (tools/agenticd-container --run; docs/CONTAINER.md), where "
+			    "it shares the VM's kernel with its sandboxes");
 	snprintf(d->engine_place, sizeof(d->engine_place), "%s",
 		 place == ENGINE_DESKTOP_VM ? "docker-desktop-vm" : "linux");
 	log_info("engine", "version=%s api=%s os=%s kernel=%s place=%s",

@@ -4,7 +4,7 @@
  * (read back from the engine, not assumed), its identity is the separated UDS peer-credential
  * one, its request carried no raw credential, no credential reaches it except through the
  * credential proxy, and nothing has tainted it since. Anything else is T0, with the reasons
- * (fixed words, README: "Posture"). Reasons known at create are kept as they were; taints
+ * (fixed words, docs/POSTURE.md). Reasons known at create are kept as they were; taints
  * seen later (an out-of-band `docker exec`, a network connected to it, its container
  * changed, an operator's declaration) are sticky for the rest of the container's life and
  * are kept in sandbox.json, so a restarted agenticd reports the same.

@@ -1,6 +1,6 @@
 /* recover.c: start-up: rebuilds the sandbox table, the uid map and the subnet map from the
  * runtime (labels, IPAM) and the agentshare records, then settles what a crash left half done
- * (README: agenticd, at start): ready sandboxes are kept, creates are rolled back, removes finished,
+ * (docs/AGENTICD.md: At start): ready sandboxes are kept, creates are rolled back, removes finished,
  * unrecorded containers rolled back. The runtime's synchronous calls: it runs before the loop
  * serves anyone. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* runlog.c: a sandbox's run transcripts (README: Transcripts). agenticd writes them on the host from
+/* runlog.c: a sandbox's run transcripts (docs/TRANSCRIPTS.md). agenticd writes them on the host from
  * the streamed output, so a workload cannot edit its own transcript. A run is one lifetime of
  * the sandbox's init; its key is the init's pid namespace, written in the run's first event,
  * so a reconnect (or an agenticd restart) continues the run and a container restart begins a

@@ -1,4 +1,4 @@
-/* runlog.h: a sandbox's transcript, written by runlog.c (README: Transcripts). */
+/* runlog.h: a sandbox's transcript, written by runlog.c (docs/TRANSCRIPTS.md). */
 #ifndef AGENTIC_MGMT_RUNLOG_H
 #define AGENTIC_MGMT_RUNLOG_H
 

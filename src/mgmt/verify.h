@@ -1,4 +1,4 @@
-/* verify.h: the verifier (README: Verifier): live evidence, from the engine, the host's /proc
+/* verify.h: the verifier (docs/VERIFY.md): live evidence, from the engine, the host's /proc
  * and a probe run as the workload, that a sandbox (or any container on the engine) is what
  * agentic says it is. Pass/fail only: every reason is fixed text with numbers or ids agentic
  * owns, never an env value, token, transcript byte or host inventory.
@@ -195,7 +195,7 @@ struct verify_meta {
 	int64_t started_ms;           /* wall */
 	int64_t duration_ms;
 };
-/* The result object (README: Verifier). */
+/* The result object (docs/VERIFY.md). */
 void verify_result_json(struct json_writer *w, const struct verify_result *r,
 			const struct verify_meta *m);
 

@@ -2,7 +2,7 @@
  * field or a wrong type is refused, naming the file and the field), and the set of them as
  * agenticd holds it (loaded at start and on SIGHUP; a bad file is kept as invalid with its
  * reason and cannot be used, and never stops the daemon). The CLI checks a file offline with
- * the same parser (`agentic profiles check FILE`). README: "Startup profiles" is the format.
+ * the same parser (`agentic profiles check FILE`). docs/PROFILES.md is the format.
  * All storage is the caller's or static: nothing is allocated after start. */
 #ifndef AGENTIC_PROFILE_PROFILE_H
 #define AGENTIC_PROFILE_PROFILE_H
@@ -85,7 +85,7 @@ struct profile {
 	uint32_t text_len;
 };
 
-/* Reads one profile's JSON (README "Startup profiles"). 0, or ERR_PARSE with err = "FIELD:
+/* Reads one profile's JSON (docs/PROFILES.md). 0, or ERR_PARSE with err = "FIELD:
  * what is wrong" (the caller adds the file name); p is then unusable, except p->id: the id
  * when it was read before the error, else "". Uses a static token array: one caller at a
  * time. */
