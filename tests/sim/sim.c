@@ -1,4 +1,4 @@
-/* sim.c: the driver of the deterministic simulation (README: Tests, "the simulator").
+/* sim.c: the driver of the deterministic simulation (docs/DEVELOPMENT.md: Tests, the simulator).
  *
  * Per seed: an agenticd (the real lifecycle, netpool, recover, sandbox, share, agent, exec and
  * runlog code, its sandbox table sized small) runs against the fake runtime and fake inits, in

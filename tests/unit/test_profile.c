@@ -467,7 +467,7 @@ static void test_profile_shared_kernel_refusal_names_the_field_never_the_value(v
 			    "credential proxy or a VM runtime");
 }
 
-/* The examples README points at stay valid (tests run from the tree's top). */
+/* The examples docs/PROFILES.md points at stay valid (tests run from the tree's top). */
 static void test_profile_examples_in_config_are_valid(void **state)
 {
 	static const char *const files[] = { "config/profiles/base.json",
