@@ -509,6 +509,79 @@ static void vm_kernel_find(struct daemon *d)
 	}
 }
 
+/* The engine binds agent_socket_dir, the init's copy in state_dir and the workspaces under
+ * agentshare_root by path when it starts a container, resolving each on its own host: only
+ * root may be able to swap anything on those paths there, as for a mount source. In a
+ * container, agenticd's own directories are its image's: each path is walked from the host's
+ * root (/proc/1/root). Checked before agenticd chowns or chmods anything on them. */
+static int host_paths_above(struct daemon *d, char *err, size_t err_size)
+{
+	static const char *const keys[] = { "state_dir", "agentshare_root", "agent_socket_dir" };
+	const char *paths[] = { d->cfg.state_dir, d->cfg.agentshare_root, d->cfg.agent_socket_dir };
+	char above[LIMIT_PATH_BYTES], real[PATH_MAX], why[768], *slash;
+	const char *root = host_engine_root(d->in_container);
+	struct policy_mount_id id;
+	int r = 0;
+
+	if (!root) {
+		snprintf(err, err_size, "agenticd runs in a container without the host's pid "
+			 "namespace (docker run --pid host): the paths the engine binds cannot be "
+			 "checked on the host");
+		return -ENOENT;
+	}
+	policy_root_set(root);
+	log_info("bound paths checked from", "root=%s", log_q(root));
+	/* state_dir's and agentshare_root's parent, agent_socket_dir's parent's parent (the
+	 * parent is made root's 0700 or 0710) */
+	for (size_t i = 0; i < ARRAY_LEN(keys) && r == 0; i++) {
+		snprintf(above, sizeof(above), "%s", paths[i]);
+		for (int up = i == 2 ? 2 : 1; up > 0; up--) {
+			slash = strrchr(above, '/');
+			if (slash)
+				slash[slash == above] = '\0';
+		}
+		if (host_mkdirs(above, 0755) != 0 || !realpath(above, real)) {
+			snprintf(err, err_size, "cannot make %.400s: %s", above, strerror(errno));
+			return -ENOENT;
+		}
+		if ((r = policy_dir_fixed(real, &id, why, sizeof(why))) != 0)
+			snprintf(err, err_size, "%s %.200s is not safe to bind from: %s", keys[i],
+				 paths[i], why);
+	}
+	return r;
+}
+
+/* After they are made: agentshare_root itself, agent_socket_dir and the init's copy are what
+ * agenticd sees at those paths (in a container: bound at themselves), each walked on the
+ * engine's host; the copy's device and inode are kept for the checks at each create. */
+static int bound_paths_check(struct daemon *d, char *err, size_t err_size)
+{
+	static const char *const keys[] = { "agentshare_root", "agent_socket_dir",
+					    "state_dir's init copy" };
+	const char *paths[] = { d->cfg.agentshare_root, d->cfg.agent_socket_dir, d->init_exe };
+	char real[PATH_MAX], why[768];
+	struct policy_mount_id id;
+	int r = 0;
+
+	for (size_t i = 0; i < ARRAY_LEN(keys) && r == 0; i++) {
+		struct policy_mount_id *to = i == 2 ? &d->init_id : &id;
+
+		if (!realpath(paths[i], real)) {
+			r = -errno;
+			snprintf(why, sizeof(why), "%s", strerror(-r));
+		} else if ((r = i == 0 ? policy_dir_fixed(real, to, why, sizeof(why))
+				       : policy_mount_source(real, to, why, sizeof(why))) == 0) {
+			r = policy_same_file(real, to, why, sizeof(why));
+		}
+		if (r != 0)
+			snprintf(err, err_size, "%s %.200s is not safe to bind from: %s", keys[i],
+				 paths[i], why);
+	}
+	if (r == 0)
+		snprintf(d->init_exe, sizeof(d->init_exe), "%s", real);
+	return r;
+}
+
 /* The Docker runtime on the loop, the warm pool on it, the lifecycle driving both. */
 static int start_lifecycle(struct daemon *d)
 {
@@ -523,7 +596,7 @@ static int start_lifecycle(struct daemon *d)
 	};
 	struct lifecycle_config lcfg = {
 		.cfg = &d->cfg, .sb = sandbox_slot(0), .nsb = d->nsb, .pool = &d->pool, .hooks = &agenticd_hooks,
-		.check = checking(),
+		.check = checking(), .init_path = d->init_exe, .init_id = &d->init_id,
 	};
 	int r;
 
@@ -756,6 +829,8 @@ int agenticd_main(int argc, char **argv)
 		log_warn("admin group absent: the admin API is root only", "group=%s",
 			 log_q(d->cfg.admin_group));
 
+	if ((r = host_paths_above(d, err, sizeof(err))) != 0)
+		return fail("refusing to start", err);
 	if (budget_compute(&d->cfg, &b) != 0)
 		return fail("configuration out of range", "max_sandboxes, max_streams_per_connection "
 			    "or max_message_bytes is outside what the gRPC server takes");
@@ -785,43 +860,11 @@ int agenticd_main(int argc, char **argv)
 	if (host_prepare_dirs(&d->cfg, d->admin_group_known, d->admin_gid, err, sizeof(err)) != 0 ||
 	    host_lock(&d->cfg, &d->lock_fd, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
-	/* The engine binds the init's copy by its path when it starts a container: only root
-	 * may be able to swap anything on that path, as for a mount source. state_dir's parent
-	 * is checked before agenticd changes anything in it (it chowns and chmods state_dir). */
-	{
-		char real[PATH_MAX], parent[sizeof(d->cfg.state_dir)], *slash;
-		struct policy_mount_id id;
-
-		struct stat st;
-
-		memcpy(parent, d->cfg.state_dir, sizeof(parent));
-		slash = strrchr(parent, '/');
-		if (slash && slash != parent) {
-			*slash = '\0';
-			if (host_mkdirs(parent, 0755) != 0 || !realpath(parent, real))
-				return fail("cannot make state_dir's parent", strerror(errno));
-			if (strcmp(real, "/") != 0 &&
-			    policy_mount_source(real, &id, err, sizeof(err)) != 0)
-				return fail("refusing to start: state_dir is not safe to bind from",
-					    err);
-			/* and in the parent itself only root may make or swap entries */
-			if (lstat(real, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022)) {
-				snprintf(err, sizeof(err), "%.900s, state_dir's parent, belongs to "
-					 "uid %u with mode %04o: it must be root's and writable by root "
-					 "alone", real, (unsigned)st.st_uid, (unsigned)st.st_mode & 07777);
-				return fail("refusing to start: state_dir is not safe to bind from",
-					    err);
-			}
-		}
-		if ((r = host_init_copy(&d->cfg, d->self_exe, d->init_exe, sizeof(d->init_exe), sha,
-					err, sizeof(err))) < 0)
-			return fail("refusing to start", err);
-		if (!realpath(d->init_exe, real))
-			return fail("cannot resolve the init binary's copy", strerror(errno));
-		if (policy_mount_source(real, &id, err, sizeof(err)) != 0)
-			return fail("refusing to start: state_dir is not safe to bind from", err);
-		snprintf(d->init_exe, sizeof(d->init_exe), "%s", real);
-	}
+	if ((r = host_init_copy(&d->cfg, d->self_exe, d->init_exe, sizeof(d->init_exe), sha,
+				err, sizeof(err))) < 0)
+		return fail("refusing to start", err);
+	if (bound_paths_check(d, err, sizeof(err)) != 0)
+		return fail("refusing to start", err);
 	log_info("init binary", "path=%s sha256=%s copy=%s", log_q(d->init_exe), log_q(sha),
 		 r == 1 ? "unchanged" : "written");
 	if ((r = host_owner(&d->cfg, d->owner, sizeof(d->owner))) != 0)

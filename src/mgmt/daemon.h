@@ -62,6 +62,7 @@ struct daemon {
 	gid_t admin_gid;
 	char self_exe[LIMIT_PATH_BYTES];
 	char init_exe[LIMIT_PATH_BYTES]; /* state_dir/agentic-init: bound into sandboxes */
+	struct policy_mount_id init_id; /* what init_exe is on the engine's host */
 	bool in_container;            /* agenticd itself runs in a container */
 	char engine_place[24];        /* "linux" or "docker-desktop-vm" */
 	/* Whose sandboxes are whose when several agenticd share one engine: every container and

@@ -431,6 +431,16 @@ bool host_in_container(void)
 	return self && init && self != init;
 }
 
+const char *host_engine_root(bool in_container)
+{
+	unsigned long self = mnt_ns("self"), init = mnt_ns("1");
+
+	if (!in_container)
+		return "/";
+	/* pid 1 must be the host's init, in a mount namespace other than ours */
+	return self && init && self != init ? "/proc/1/root" : NULL;
+}
+
 enum engine_place host_engine_place(const struct docker_info *info, const char *kernel,
 				    bool in_container)
 {

@@ -747,6 +747,12 @@ static void create_step_done(struct sandbox *sb)
 		sb->t_ct = mono();
 		sb->req = NULL;
 		share_write_record(lc.cfg, sb);
+		/* the engine binds the init's copy by its path at start: still agenticd's file */
+		if (lc.init_id && !sb->vm &&
+		    policy_init_check(lc.init_path, lc.init_id, text, sizeof(text)) != 0) {
+			fail_create(sb, 500, "init_changed", "%s; the create was rolled back", text);
+			break;
+		}
 		enter(sb, LC_CT_START);
 		break;
 	case LC_CT_START:
@@ -774,7 +780,8 @@ static void create_step_done(struct sandbox *sb)
 			break;
 		}
 		/* before the agent is authed, so before READY and the workload's first command */
-		if ((r = sandbox_check_binds(sb, text, sizeof(text))) != 0) {
+		if ((r = sandbox_check_binds(sb, sb->vm ? NULL : lc.init_id, text,
+					     sizeof(text))) != 0) {
 			fail_create(sb, r == -EPERM ? 422 : 500, r == -EPERM ? "refused" : "mount_check",
 				    "%s; the create was rolled back", text);
 			break;

@@ -179,6 +179,10 @@ struct lifecycle_config {
 	struct netpool *pool;         /* the warm networks (netpool.h), NULL: none */
 	const struct lifecycle_hooks *hooks;
 	bool check;                   /* abort on a broken invariant */
+	/* the init binary's copy the engine binds at /sbin/agentic-init (a container's) and what
+	 * it is on the engine's host; NULL: not checked (a simulator) */
+	const char *init_path;
+	const struct policy_mount_id *init_id;
 };
 
 /* Takes the config (copied) and the runtime's sink; resets the lifecycle's own state. */

@@ -170,21 +170,31 @@ static int entry_fixed(const char *src, const char *c, size_t n, const struct st
 	return -EPERM;
 }
 
-int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *why,
-			size_t why_size)
+/* Where mount sources are walked from: the engine's root (policy_root_set). */
+static const char *walk_root = "/";
+
+void policy_root_set(const char *root)
+{
+	walk_root = root;
+}
+
+/* Walks src_real from walk_root without following symlinks, each entry checked by
+ * entry_fixed; st gets the last one. 0, -EPERM or -errno with why. */
+static int walk_fixed(const char *src_real, struct stat *st, char *why, size_t why_size)
 {
 	const char *c = src_real + 1;
-	struct stat dir, st;
+	struct stat dir;
 	int dfd, fd, r = 0;
 
 	if (!path_clean(src_real) || !*c) {
 		snprintf(why, why_size, "mount source %s is not a plain path below /", src_real);
 		return -EPERM;
 	}
-	dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	dfd = open(walk_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fstat(dfd, &dir) != 0) {
 		r = -errno;
-		snprintf(why, why_size, "mount source %s: /: %s", src_real, strerror(-r));
+		snprintf(why, why_size, "mount source %s: the host's root %s: %s", src_real,
+			 walk_root, strerror(-r));
 		if (dfd >= 0)
 			close(dfd);
 		return r;
@@ -194,33 +204,104 @@ int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *
 		bool last = c[n] == '\0';
 		int plen = (int)(c + n - src_real);
 
-		fd = open_step(dfd, c, n, &st);
+		fd = open_step(dfd, c, n, st);
 		if (fd < 0) {
 			r = fd;
 			snprintf(why, why_size, "mount source %s: %.*s: %s", src_real, plen, src_real,
 				 strerror(-r));
 			break;
 		}
-		if (S_ISLNK(st.st_mode) || (!last && !S_ISDIR(st.st_mode))) {
+		if (S_ISLNK(st->st_mode) || (!last && !S_ISDIR(st->st_mode))) {
 			r = -EPERM;
 			snprintf(why, why_size, "mount source %s changed while it was checked: %.*s is "
 				 "now %s", src_real, plen, src_real,
-				 S_ISLNK(st.st_mode) ? "a symlink" : "not a directory");
+				 S_ISLNK(st->st_mode) ? "a symlink" : "not a directory");
 		} else {
-			r = entry_fixed(src_real, c, n, &dir, &st, why, why_size);
+			r = entry_fixed(src_real, c, n, &dir, st, why, why_size);
 		}
 		close(dfd);
 		dfd = fd;
-		dir = st;
+		dir = *st;
 		if (r != 0 || last)
 			break;
 		c += n + 1;
 	}
 	close(dfd);
+	return r;
+}
+
+int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *why,
+			size_t why_size)
+{
+	struct stat st;
+	int r = walk_fixed(src_real, &st, why, why_size);
+
 	if (r == 0) {
 		id->dev = (uint64_t)st.st_dev;
 		id->ino = (uint64_t)st.st_ino;
 	}
+	return r;
+}
+
+int policy_dir_fixed(const char *dir_real, struct policy_mount_id *id, char *why,
+		     size_t why_size)
+{
+	struct stat st;
+	int r = strcmp(dir_real, "/") == 0 ? 0 : walk_fixed(dir_real, &st, why, why_size);
+
+	if (r == 0 && strcmp(dir_real, "/") == 0 && stat(walk_root, &st) != 0) {
+		r = -errno;
+		snprintf(why, why_size, "the host's root %s: %s", walk_root, strerror(-r));
+	}
+	if (r == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))) {
+		snprintf(why, why_size, "%s belongs to uid %u with mode %04o%s: it must be a "
+			 "directory root owns and root alone may write", dir_real,
+			 (unsigned)st.st_uid, (unsigned)st.st_mode & 07777,
+			 S_ISDIR(st.st_mode) ? "" : " (not a directory)");
+		r = -EPERM;
+	}
+	if (r == 0) {
+		id->dev = (uint64_t)st.st_dev;
+		id->ino = (uint64_t)st.st_ino;
+	}
+	return r;
+}
+
+int policy_same_file(const char *path, const struct policy_mount_id *id, char *why,
+		     size_t why_size)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0) {
+		snprintf(why, why_size, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if ((uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino)
+		return 0;
+	snprintf(why, why_size, "%s is not, in agenticd's view, what the engine's host has at that "
+		 "path (device:inode %llu:%llu, the host's %llu:%llu): bind it at itself", path,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (unsigned long long)id->dev, (unsigned long long)id->ino);
+	return -EPERM;
+}
+
+int policy_init_check(const char *path, const struct policy_mount_id *id, char *why,
+		      size_t why_size)
+{
+	struct policy_mount_id now;
+	char what[512];
+	int r = policy_mount_source(path, &now, what, sizeof(what));
+
+	if (r == 0 && (now.dev != id->dev || now.ino != id->ino)) {
+		snprintf(what, sizeof(what), "device:inode %llu:%llu, agenticd wrote %llu:%llu",
+			 (unsigned long long)now.dev, (unsigned long long)now.ino,
+			 (unsigned long long)id->dev, (unsigned long long)id->ino);
+		r = -EPERM;
+	}
+	if (r != 0)
+		snprintf(why, why_size, "the init binary's copy %s is not the file agenticd wrote "
+			 "(%s): no sandbox starts on it; restart agenticd to write it again", path,
+			 what);
 	return r;
 }
 

@@ -30,14 +30,35 @@ struct policy_mount_id {
 
 /* The engine resolves a mount source again when it starts the container, following symlinks;
  * so src_real (a realpath) is accepted only when nobody but root can change what it names
- * until then. Walks it from / without following symlinks: every directory on the way, down to
- * the source's parent, must be root's and writable by root alone, or sticky with the entry
- * below it root's (no one else may rename or replace that entry). The source's own owner and
+ * until then. Walks it from the engine's root (policy_root_set) without following symlinks:
+ * every directory on the way, down to the source's parent, must be root's and writable by
+ * root alone, or sticky with the entry below it root's (no one else may rename or replace that entry). The source's own owner and
  * mode do not matter: its contents may change, it cannot be swapped. Records what it is in
  * id. 0; -EPERM when refused (a component others could change, or a symlink met: the path
  * changed since its realpath) or -errno when a component cannot be opened, the reason in why. */
 int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *why,
 			size_t why_size);
+
+/* Mount sources, and the paths below, are walked from root: "/" (the default) for a host
+ * agenticd, "/proc/1/root" (the host's init's root, with the host's pid namespace) for one
+ * in a container, whose own directories are its image's, not those the engine resolves. */
+void policy_root_set(const char *root);
+
+/* dir_real (a realpath) as policy_mount_source walks it, and the directory itself root's and
+ * writable by root alone: nobody else may rename, make or replace an entry in it. id gets
+ * what it is. 0, -EPERM or -errno with why. */
+int policy_dir_fixed(const char *dir_real, struct policy_mount_id *id, char *why,
+		     size_t why_size);
+
+/* 0 when path, in agenticd's own view, is id (what the engine's host has there); -EPERM or
+ * -errno with why. */
+int policy_same_file(const char *path, const struct policy_mount_id *id, char *why,
+		     size_t why_size);
+
+/* Before a sandbox starts: the init binary's copy at path is still the file agenticd wrote
+ * (id), reached as policy_mount_source walks it. 0, -EPERM or -errno with why. */
+int policy_init_check(const char *path, const struct policy_mount_id *id, char *why,
+		      size_t why_size);
 
 /* After the container started: what is at dst in the mount namespace of process pid, whose
  * /proc/PID/ns/pid must still read pid_ns, must be id. dst (a clean absolute path) is walked

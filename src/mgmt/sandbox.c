@@ -406,11 +406,18 @@ void sandbox_read_pid_ns(struct sandbox *sb)
 	sb->init_pidfd = fd;
 }
 
-int sandbox_check_binds(const struct sandbox *sb, char *why, size_t why_size)
+int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *init_id,
+			char *why, size_t why_size)
 {
 	const char *src, *dst = NULL;
 	char what[512];
 	int r;
+
+	if (init_id && (r = policy_mount_verify(sb->pid, sb->pid_ns, "/sbin/agentic-init", init_id,
+						what, sizeof(what))) != 0) {
+		snprintf(why, why_size, "the sandbox's init is not the copy agenticd wrote: %s", what);
+		return r;
+	}
 
 	for (uint32_t i = 0; i < sb->nmounts; i++) {
 		src = strrun_next(sb->mounts, sb->mounts_len, dst);

@@ -232,9 +232,11 @@ void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms);
 void sandbox_read_pid_ns(struct sandbox *sb);
 /* The request's binds, seen in the running container (sb->pid, sb->pid_ns), are the sources
  * that were checked (sb->mount_id): the engine resolved each path again when it started the
- * container. 0; -EPERM when one is something else, or -errno when it cannot be checked, with
+ * container; so is /sbin/agentic-init, init_id (the init's copy; NULL: not checked). 0;
+ * -EPERM when one is something else, or -errno when it cannot be checked, with
  * the reason in why. */
-int sandbox_check_binds(const struct sandbox *sb, char *why, size_t why_size);
+int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *init_id,
+			char *why, size_t why_size);
 /* The pid (in agenticd's namespace) of the process a pidfd names, 0 when it has exited, or -1
  * when that cannot be read. */
 pid_t sandbox_pidfd_pid(int pidfd);
