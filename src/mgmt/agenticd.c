@@ -519,18 +519,13 @@ static int host_paths_above(struct daemon *d, char *err, size_t err_size)
 	static const char *const keys[] = { "state_dir", "agentshare_root", "agent_socket_dir" };
 	const char *paths[] = { d->cfg.state_dir, d->cfg.agentshare_root, d->cfg.agent_socket_dir };
 	char above[LIMIT_PATH_BYTES], real[PATH_MAX], why[768], *slash;
-	const char *root = host_engine_root(d->in_container);
+	int root = host_engine_root(&d->cfg, d->in_container, err, err_size);
 	struct policy_mount_id id;
 	int r = 0;
 
-	if (!root) {
-		snprintf(err, err_size, "agenticd runs in a container without the host's pid "
-			 "namespace (docker run --pid host): the paths the engine binds cannot be "
-			 "checked on the host");
-		return -ENOENT;
-	}
+	if (root < 0)
+		return root;
 	policy_root_set(root);
-	log_info("bound paths checked from", "root=%s", log_q(root));
 	/* state_dir's and agentshare_root's parent, agent_socket_dir's parent's parent (the
 	 * parent is made root's 0700 or 0710) */
 	for (size_t i = 0; i < ARRAY_LEN(keys) && r == 0; i++) {

@@ -431,14 +431,57 @@ bool host_in_container(void)
 	return self && init && self != init;
 }
 
-const char *host_engine_root(bool in_container)
+/* The pid (ours) of the process that listens on the engine's socket path, or -errno. */
+static pid_t engine_pid(const char *sock, char *err, size_t err_size)
 {
-	unsigned long self = mnt_ns("self"), init = mnt_ns("1");
+	struct sockaddr_un sa;
+	struct ucred cred = { 0 };
+	socklen_t len = sizeof(cred);
+	int fd, r = unix_addr(sock, &sa);
 
-	if (!in_container)
-		return "/";
-	/* pid 1 must be the host's init, in a mount namespace other than ours */
-	return self && init && self != init ? "/proc/1/root" : NULL;
+	fd = r == 0 ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		r = r ? r : -errno;
+	if (fd >= 0)
+		close(fd);
+	if (r == 0 && cred.pid <= 0)
+		r = -ESRCH;
+	if (r != 0)
+		snprintf(err, err_size, "the engine's process behind %s cannot be found (%s): in a "
+			 "container agenticd needs the host's pid namespace (docker run --pid host) "
+			 "to check the paths the engine binds on the engine's host", sock,
+			 strerror(-r));
+	return r ? r : cred.pid;
+}
+
+int host_engine_root(const struct config *cfg, bool in_container, char *err, size_t err_size)
+{
+	const char *sock = cfg->docker_host + strlen("unix://");
+	char path[48];
+	pid_t pid;
+	int fd;
+
+	if (!in_container || strncmp(cfg->docker_host, "unix://", 7) != 0)
+		fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else if ((pid = engine_pid(sock, err, err_size)) < 0)
+		return pid;
+	else {
+		snprintf(path, sizeof(path), "/proc/%ld/root", (long)pid);
+		fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%ld", (long)pid);
+		/* the engine's mount namespace is not ours: else the peer is no engine of the host */
+		if (fd >= 0 && mnt_ns(path) == mnt_ns("self")) {
+			close(fd);
+			snprintf(err, err_size, "the process behind %s (pid %ld) shares agenticd's "
+				 "mount namespace: it is not the engine on the host", sock, (long)pid);
+			return -EPERM;
+		}
+	}
+	if (fd < 0)
+		snprintf(err, err_size, "cannot open the engine's root directory: %s",
+			 strerror(errno));
+	return fd < 0 ? -errno : fd;
 }
 
 enum engine_place host_engine_place(const struct docker_info *info, const char *kernel,

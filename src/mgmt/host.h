@@ -45,10 +45,11 @@ int host_init_copy(const struct config *cfg, const char *self, char *out, size_t
 /* Whether agenticd runs in a container (the engine's /.dockerenv, or a mount namespace other
  * than pid 1's). */
 bool host_in_container(void);
-/* Where the paths the engine binds are walked from (policy_root_set): "/" on the host;
- * "/proc/1/root" in a container, the host's init's root (--pid host); NULL in a container
- * whose pid 1 shares its mount namespace (no --pid host: the host cannot be looked at). */
-const char *host_engine_root(bool in_container);
+/* The root directory the paths the engine binds are walked from (policy_root_set), an O_PATH
+ * fd: "/" on the host; in a container, that of the process behind the engine's socket (its
+ * SO_PEERCRED pid, visible with --pid host; dockerd, or the host's init when systemd holds
+ * the socket), whose mount namespace must not be agenticd's. -errno with err. */
+int host_engine_root(const struct config *cfg, bool in_container, char *err, size_t err_size);
 /* Where agenticd stands against the engine: on a Linux host's engine; in a container of a
  * Docker Desktop engine (its VM's kernel, the Linux posture); or outside Desktop's VM, where
  * peer credentials do not cross (refused). kernel: our uname release. */

@@ -170,12 +170,21 @@ static int entry_fixed(const char *src, const char *c, size_t n, const struct st
 	return -EPERM;
 }
 
-/* Where mount sources are walked from: the engine's root (policy_root_set). */
-static const char *walk_root = "/";
+/* Where mount sources are walked from: the engine's root (policy_root_set), -1: "/". */
+static int walk_root = -1;
 
-void policy_root_set(const char *root)
+void policy_root_set(int root)
 {
 	walk_root = root;
+}
+
+/* A new O_PATH fd of walk_root, or -errno. */
+static int root_open(void)
+{
+	int fd = walk_root >= 0 ? fcntl(walk_root, F_DUPFD_CLOEXEC, 0)
+				: open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
 }
 
 /* Walks src_real from walk_root without following symlinks, each entry checked by
@@ -190,11 +199,11 @@ static int walk_fixed(const char *src_real, struct stat *st, char *why, size_t w
 		snprintf(why, why_size, "mount source %s is not a plain path below /", src_real);
 		return -EPERM;
 	}
-	dfd = open(walk_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	dfd = root_open();
 	if (dfd < 0 || fstat(dfd, &dir) != 0) {
-		r = -errno;
-		snprintf(why, why_size, "mount source %s: the host's root %s: %s", src_real,
-			 walk_root, strerror(-r));
+		r = dfd < 0 ? dfd : -errno;
+		snprintf(why, why_size, "mount source %s: the engine's root: %s", src_real,
+			 strerror(-r));
 		if (dfd >= 0)
 			close(dfd);
 		return r;
@@ -243,16 +252,27 @@ int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *
 	return r;
 }
 
+/* stat of walk_root into st: 0 or -errno with why. */
+static int root_stat(struct stat *st, char *why, size_t why_size)
+{
+	int fd = root_open(), r = fd;
+
+	if (fd >= 0) {
+		r = fstat(fd, st) == 0 ? 0 : -errno;
+		close(fd);
+	}
+	if (r != 0)
+		snprintf(why, why_size, "the engine's root: %s", strerror(-r));
+	return r;
+}
+
 int policy_dir_fixed(const char *dir_real, struct policy_mount_id *id, char *why,
 		     size_t why_size)
 {
 	struct stat st;
-	int r = strcmp(dir_real, "/") == 0 ? 0 : walk_fixed(dir_real, &st, why, why_size);
+	int r = strcmp(dir_real, "/") == 0 ? root_stat(&st, why, why_size)
+					   : walk_fixed(dir_real, &st, why, why_size);
 
-	if (r == 0 && strcmp(dir_real, "/") == 0 && stat(walk_root, &st) != 0) {
-		r = -errno;
-		snprintf(why, why_size, "the host's root %s: %s", walk_root, strerror(-r));
-	}
 	if (r == 0 && (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))) {
 		snprintf(why, why_size, "%s belongs to uid %u with mode %04o%s: it must be a "
 			 "directory root owns and root alone may write", dir_real,

@@ -39,10 +39,11 @@ struct policy_mount_id {
 int policy_mount_source(const char *src_real, struct policy_mount_id *id, char *why,
 			size_t why_size);
 
-/* Mount sources, and the paths below, are walked from root: "/" (the default) for a host
- * agenticd, "/proc/1/root" (the host's init's root, with the host's pid namespace) for one
- * in a container, whose own directories are its image's, not those the engine resolves. */
-void policy_root_set(const char *root);
+/* Mount sources, and the paths below, are walked from root (an O_PATH directory fd, kept):
+ * the engine's root directory (host_engine_root), whose mounts the walk follows. -1, the
+ * default: "/". In a container agenticd's own directories are its image's, not those the
+ * engine resolves. */
+void policy_root_set(int root);
 
 /* dir_real (a realpath) as policy_mount_source walks it, and the directory itself root's and
  * writable by root alone: nobody else may rename, make or replace an entry in it. id gets
