@@ -558,6 +558,11 @@ static int bound_paths_check(struct daemon *d, char *err, size_t err_size)
 	struct policy_mount_id id;
 	int r = 0;
 
+	if (host_mkdirs(d->cfg.agentshare_root, 0755) != 0) {
+		snprintf(err, err_size, "cannot make agentshare_root %.400s: %s",
+			 d->cfg.agentshare_root, strerror(errno));
+		return -errno;
+	}
 	for (size_t i = 0; i < ARRAY_LEN(keys) && r == 0; i++) {
 		struct policy_mount_id *to = i == 2 ? &d->init_id : &id;
 

@@ -48,7 +48,7 @@ bool host_in_container(void);
 /* The root directory the paths the engine binds are walked from (policy_root_set), an O_PATH
  * fd: "/" on the host; in a container, that of the process behind the engine's socket (its
  * SO_PEERCRED pid, visible with --pid host; dockerd, or the host's init when systemd holds
- * the socket), whose mount namespace must not be agenticd's. -errno with err. */
+ * the socket): its mounts are those the engine resolves bind sources in. -errno with err. */
 int host_engine_root(const struct config *cfg, bool in_container, char *err, size_t err_size);
 /* Where agenticd stands against the engine: on a Linux host's engine; in a container of a
  * Docker Desktop engine (its VM's kernel, the Linux posture); or outside Desktop's VM, where
