@@ -514,32 +514,43 @@ static void vm_kernel_find(struct daemon *d)
  * root may be able to swap anything on those paths there, as for a mount source. In a
  * container, agenticd's own directories are its image's: each path is walked from the host's
  * root (/proc/1/root). Checked before agenticd chowns or chmods anything on them. */
+/* Nobody but root can swap path (absolute) on the engine's host: walked as a mount source
+ * when it exists, else its parent (made) must be root's and writable by root alone. */
+static int path_fixed(const char *path, char *why, size_t why_size)
+{
+	char parent[LIMIT_PATH_BYTES], real[PATH_MAX], *slash;
+	struct policy_mount_id id;
+
+	if (realpath(path, real))
+		return policy_mount_source(real, &id, why, why_size);
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (slash)
+		slash[slash == parent] = '\0';
+	if (host_mkdirs(parent, 0755) != 0 || !realpath(parent, real)) {
+		snprintf(why, why_size, "cannot make %.400s: %s", parent, strerror(errno));
+		return -ENOENT;
+	}
+	return policy_dir_fixed(real, &id, why, why_size);
+}
+
 static int host_paths_above(struct daemon *d, char *err, size_t err_size)
 {
 	static const char *const keys[] = { "state_dir", "agentshare_root", "agent_socket_dir" };
 	const char *paths[] = { d->cfg.state_dir, d->cfg.agentshare_root, d->cfg.agent_socket_dir };
-	char above[LIMIT_PATH_BYTES], real[PATH_MAX], why[768], *slash;
+	char path[LIMIT_PATH_BYTES], why[768], *slash;
 	int root = host_engine_root(&d->cfg, d->in_container, err, err_size);
-	struct policy_mount_id id;
 	int r = 0;
 
 	if (root < 0)
 		return root;
 	policy_root_set(root);
-	/* state_dir's and agentshare_root's parent, agent_socket_dir's parent's parent (the
-	 * parent is made root's 0700 or 0710) */
+	/* agent_socket_dir's parent: agenticd makes it root's 0700 or 0710 */
 	for (size_t i = 0; i < ARRAY_LEN(keys) && r == 0; i++) {
-		snprintf(above, sizeof(above), "%s", paths[i]);
-		for (int up = i == 2 ? 2 : 1; up > 0; up--) {
-			slash = strrchr(above, '/');
-			if (slash)
-				slash[slash == above] = '\0';
-		}
-		if (host_mkdirs(above, 0755) != 0 || !realpath(above, real)) {
-			snprintf(err, err_size, "cannot make %.400s: %s", above, strerror(errno));
-			return -ENOENT;
-		}
-		if ((r = policy_dir_fixed(real, &id, why, sizeof(why))) != 0)
+		snprintf(path, sizeof(path), "%s", paths[i]);
+		if (i == 2 && (slash = strrchr(path, '/')))
+			slash[slash == path] = '\0';
+		if ((r = path_fixed(path, why, sizeof(why))) != 0)
 			snprintf(err, err_size, "%s %.200s is not safe to bind from: %s", keys[i],
 				 paths[i], why);
 	}
