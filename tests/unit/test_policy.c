@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -182,6 +183,54 @@ static void test_policy_mount_verify_sees_what_the_process_sees(void **state)
 	assert_int_equal(policy_mount_verify(getpid(), "pid:[1]", p, &id, why, sizeof(why)), -ESRCH);
 }
 
+static void test_policy_dir_fixed_and_init_check(void **state)
+{
+	struct policy_mount_id id = { 0 }, init = { 0 };
+	char why[512], p[160], q[160];
+	int fd;
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(p, sizeof(p), "%s/ok", base);
+	assert_int_equal(policy_dir_fixed(p, &id, why, sizeof(why)), 0);
+	/* the directory itself must be root's alone: the source rule lets its owner be anyone */
+	snprintf(p, sizeof(p), "%s/ok/src", base);
+	assert_int_equal(policy_dir_fixed(p, &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/ok/src belongs to uid 10001 with mode 0700"));
+	snprintf(p, sizeof(p), "%s/world", base);
+	assert_int_equal(policy_dir_fixed(p, &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/world belongs to uid 0 with mode 0777"));
+	assert_int_equal(policy_dir_fixed("/", &id, why, sizeof(why)), 0);
+
+	/* the init's copy: the same file passes; another one renamed over it is refused */
+	snprintf(p, sizeof(p), "%s/ok/agentic-init", base);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0555);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(policy_mount_source(p, &init, why, sizeof(why)), 0);
+	assert_int_equal(policy_same_file(p, &init, why, sizeof(why)), 0);
+	assert_int_equal(policy_init_check(p, &init, why, sizeof(why)), 0);
+	snprintf(q, sizeof(q), "%s/ok/planted", base);
+	fd = open(q, O_WRONLY | O_CREAT | O_EXCL, 0555);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(rename(q, p), 0);
+	assert_int_equal(policy_init_check(p, &init, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "is not the file agenticd wrote"));
+	assert_int_equal(policy_same_file(p, &init, why, sizeof(why)), -EPERM);
+
+	/* walked from another root: the paths are that root's (an engine's /proc/PID/root) */
+	fd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	policy_root_set(fd);
+	assert_int_equal(policy_mount_source("/ok/src", &id, why, sizeof(why)), 0);
+	assert_int_equal(policy_mount_source("/world/src", &id, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/world is world-writable"));
+	policy_root_set(-1);
+	close(fd);
+	assert_int_equal(policy_mount_source("/ok/src", &id, why, sizeof(why)), -ENOENT);
+}
+
 static void test_policy_redact_scrubs_secret_shapes(void **state)
 {
 	static const struct {
@@ -220,6 +269,8 @@ int main(void)
 						setup_tree, remove_tree),
 		cmocka_unit_test_setup_teardown(test_policy_mount_verify_sees_what_the_process_sees,
 						setup_tree, remove_tree),
+		cmocka_unit_test_setup_teardown(test_policy_dir_fixed_and_init_check, setup_tree,
+						remove_tree),
 		cmocka_unit_test(test_policy_redact_scrubs_secret_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
