@@ -1040,6 +1040,31 @@ int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 	return 0;
 }
 
+/* Server, at the deadline: what is not on the wire yet is dropped, and the call ends with
+ * DEADLINE_EXCEEDED trailers (HEADERS take no flow-control window) when the wire ends on a
+ * message boundary. A message cut by the peer's window, or trailers with no room to go, end it
+ * with RST_STREAM CANCEL instead, its buffers freed now: waiting to finish the message would
+ * wait for window the peer may never grant, and trailers after a cut message would read as a
+ * broken stream. A status the handler decided is replaced: its answer did not get through. */
+static void server_expire(struct grpc_call *call)
+{
+	struct h2_stream *s = call->stream;
+	static const char why[] = "deadline exceeded";
+
+	tx_drop_unsent(call);
+	call->status = GRPC_DEADLINE_EXCEEDED;
+	call->have_status = 1;
+	call->finishing = 1;
+	call->want_writable = 0;
+	meta_drop(call, META_MESSAGE);
+	meta_add(call, META_MESSAGE, "", 0, why, sizeof(why) - 1);
+	if (!call->txb && !call->end_sent)
+		send_end(call);
+	if (call->stream == s && !call->end_sent)
+		h2_stream_reset(&call->conn->h2, s, H2_CANCEL);
+	grpc_conn_kick(call->conn);
+}
+
 int grpc_conn_expire(struct grpc_conn *c, int64_t now)
 {
 	int64_t next = INT64_MAX;
@@ -1051,7 +1076,10 @@ int grpc_conn_expire(struct grpc_conn *c, int64_t now)
 			continue;
 		if (call->deadline <= now) {
 			call->deadline = 0;
-			grpc_call_fail(call, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+			if (is_server(call))
+				server_expire(call);
+			else
+				grpc_call_fail(call, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
 		} else if (call->deadline < next) {
 			next = call->deadline;
 		}
