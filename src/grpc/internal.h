@@ -97,7 +97,9 @@ void grpc_conn_kick(struct grpc_conn *c);
 int grpc_conn_io(struct grpc_conn *c, uint32_t events);
 /* Ends every call (status) and closes the fd. */
 void grpc_conn_teardown(struct grpc_conn *c, int status);
-/* Expires calls whose deadline passed; returns 1 when the connection was torn down. */
+/* Expires calls whose deadline passed (server: DEADLINE_EXCEEDED trailers, or RST_STREAM
+ * CANCEL when a message is cut on the wire or the trailers find no room; client: RST_STREAM
+ * CANCEL); returns 1 when the connection was torn down. */
 int grpc_conn_expire(struct grpc_conn *c, int64_t now);
 /* Server: a new stream's request headers. */
 void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const struct h2_field *f,
