@@ -1041,16 +1041,22 @@ int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 }
 
 /* Server, at the deadline: what is not on the wire yet is dropped, and the call ends with
- * DEADLINE_EXCEEDED trailers (HEADERS take no flow-control window) when the wire ends on a
- * message boundary. A message cut by the peer's window, or trailers with no room to go, end it
- * with RST_STREAM CANCEL instead, its buffers freed now: waiting to finish the message would
- * wait for window the peer may never grant, and trailers after a cut message would read as a
- * broken stream. A status the handler decided is replaced: its answer did not get through. */
-static void server_expire(struct grpc_call *call)
+ * DEADLINE_EXCEEDED trailers (HEADERS take no flow-control window), after the rest of a message
+ * cut on the wire if that goes out within GRPC_DEADLINE_GRACE_MS; if not, or if the trailers
+ * find no room, with RST_STREAM CANCEL, its buffers freed then. Waiting longer would wait for
+ * window a peer may never grant, and trailers after a cut message read as a broken stream. A
+ * status the handler decided is replaced: its answer did not get through. */
+static void server_expire(struct grpc_call *call, int64_t now)
 {
 	struct h2_stream *s = call->stream;
 	static const char why[] = "deadline exceeded";
 
+	if (call->expired) {
+		h2_stream_reset(&call->conn->h2, s, H2_CANCEL);
+		grpc_conn_kick(call->conn);
+		return;
+	}
+	call->expired = 1;
 	tx_drop_unsent(call);
 	call->status = GRPC_DEADLINE_EXCEEDED;
 	call->have_status = 1;
@@ -1058,10 +1064,9 @@ static void server_expire(struct grpc_call *call)
 	call->want_writable = 0;
 	meta_drop(call, META_MESSAGE);
 	meta_add(call, META_MESSAGE, "", 0, why, sizeof(why) - 1);
-	if (!call->txb && !call->end_sent)
-		send_end(call);
+	pump(call, 0);
 	if (call->stream == s && !call->end_sent)
-		h2_stream_reset(&call->conn->h2, s, H2_CANCEL);
+		grpc_call_note_deadline(call, now + GRPC_DEADLINE_GRACE_MS);
 	grpc_conn_kick(call->conn);
 }
 
@@ -1077,7 +1082,7 @@ int grpc_conn_expire(struct grpc_conn *c, int64_t now)
 		if (call->deadline <= now) {
 			call->deadline = 0;
 			if (is_server(call))
-				server_expire(call);
+				server_expire(call, now);
 			else
 				grpc_call_fail(call, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
 		} else if (call->deadline < next) {
