@@ -5,8 +5,8 @@
 A peer that grants a server-streaming call a small flow-control window (SETTINGS_INITIAL_WINDOW_
 SIZE) and never more must still see the call end at its deadline: RST_STREAM(CANCEL) when a
 message is cut on the wire (trailers after a cut message would read as a broken stream), trailers
-with grpc-status 4 (DEADLINE_EXCEEDED) when what arrived ends on a message boundary; never DATA
-beyond the window. Used as:
+with grpc-status 4 (DEADLINE_EXCEEDED) when what arrived ends on a message boundary (a cut
+message gets the server's 500 ms grace to finish, then the reset); never DATA beyond the window. Used as:
 
   h2_deadline_peer.py grpctest SOCKET   against agentic-grpctest serve --large-buffers 2
   h2_deadline_peer.py admin SOCKET NAME against agenticd's admin socket, sandbox NAME
