@@ -110,6 +110,10 @@ _Static_assert(HPACK_MAX_FIELD_BYTES >= HPACK_TABLE_BYTES,
 #define GRPC_APP_BYTES 32                /* a call's room for its application's state */
 #define GRPC_ARENA_SLACK_BYTES 65536     /* an unpack arena beyond twice the largest message */
 #define GRPC_PREFACE_TIMEOUT_MS 10000    /* a connection's preface, unless the config sets one */
+/* A server call past its deadline with a message cut on the wire may finish that message (then
+ * DEADLINE_EXCEEDED trailers) this long before RST_STREAM CANCEL ends it: a client that returns
+ * window reads whole messages and its status, one that grants none holds the call no longer. */
+#define GRPC_DEADLINE_GRACE_MS 500
 _Static_assert(H2_MAX_STREAMS >= LIMIT_GRPC_STREAMS, "a connection holds the streams allowed");
 _Static_assert(GRPC_SMALL_MESSAGE >= 1024u && GRPC_SMALL_MESSAGE <= LIMIT_GRPC_MESSAGE_BYTES,
 	       "a small buffer holds a control message and is no larger than the largest");
@@ -120,6 +124,8 @@ _Static_assert(GRPC_APP_BYTES % 8 == 0 && GRPC_MAX_MD >= 4 && GRPC_MAX_LISTENERS
 	       "app state is whole words; a few metadata entries and a listener fit");
 _Static_assert(GRPC_ARENA_SLACK_BYTES >= 4096 && GRPC_PREFACE_TIMEOUT_MS >= 1000,
 	       "an unpack has room beyond its message's bytes; a slow peer gets a second");
+_Static_assert(GRPC_DEADLINE_GRACE_MS >= 100 && GRPC_DEADLINE_GRACE_MS <= 1000,
+	       "a window update's round trip fits the grace; a starving peer is cut within a second");
 
 /* ---- agenticd (src/mgmt) ---- */
 /* One admin API request body (create: env, mounts, cmd, labels), its read buffer, and the

@@ -1040,6 +1040,36 @@ int grpc_conn_io(struct grpc_conn *c, uint32_t events)
 	return 0;
 }
 
+/* Server, at the deadline: what is not on the wire yet is dropped, and the call ends with
+ * DEADLINE_EXCEEDED trailers (HEADERS take no flow-control window), after the rest of a message
+ * cut on the wire if that goes out within GRPC_DEADLINE_GRACE_MS; if not, or if the trailers
+ * find no room, with RST_STREAM CANCEL, its buffers freed then. Waiting longer would wait for
+ * window a peer may never grant, and trailers after a cut message read as a broken stream. A
+ * status the handler decided is replaced: its answer did not get through. */
+static void server_expire(struct grpc_call *call, int64_t now)
+{
+	struct h2_stream *s = call->stream;
+	static const char why[] = "deadline exceeded";
+
+	if (call->expired) {
+		h2_stream_reset(&call->conn->h2, s, H2_CANCEL);
+		grpc_conn_kick(call->conn);
+		return;
+	}
+	call->expired = 1;
+	tx_drop_unsent(call);
+	call->status = GRPC_DEADLINE_EXCEEDED;
+	call->have_status = 1;
+	call->finishing = 1;
+	call->want_writable = 0;
+	meta_drop(call, META_MESSAGE);
+	meta_add(call, META_MESSAGE, "", 0, why, sizeof(why) - 1);
+	pump(call, 0);
+	if (call->stream == s && !call->end_sent)
+		grpc_call_note_deadline(call, now + GRPC_DEADLINE_GRACE_MS);
+	grpc_conn_kick(call->conn);
+}
+
 int grpc_conn_expire(struct grpc_conn *c, int64_t now)
 {
 	int64_t next = INT64_MAX;
@@ -1051,7 +1081,10 @@ int grpc_conn_expire(struct grpc_conn *c, int64_t now)
 			continue;
 		if (call->deadline <= now) {
 			call->deadline = 0;
-			grpc_call_fail(call, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+			if (is_server(call))
+				server_expire(call, now);
+			else
+				grpc_call_fail(call, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
 		} else if (call->deadline < next) {
 			next = call->deadline;
 		}

@@ -57,6 +57,7 @@ struct grpc_call {
 	uint8_t started, hdrs_sent, finishing, end_sent, remote_done, have_status, want_writable;
 	uint8_t extra_request;     /* a unary call got a second request message */
 	uint8_t own;               /* counted in conn->nown */
+	uint8_t expired;           /* server: its deadline passed, deadline is now the grace's */
 	const struct h2_field *md;  /* the peer's metadata, during callbacks only */
 	size_t nmd;
 	uint64_t app[GRPC_APP_BYTES / 8];
@@ -97,7 +98,9 @@ void grpc_conn_kick(struct grpc_conn *c);
 int grpc_conn_io(struct grpc_conn *c, uint32_t events);
 /* Ends every call (status) and closes the fd. */
 void grpc_conn_teardown(struct grpc_conn *c, int status);
-/* Expires calls whose deadline passed; returns 1 when the connection was torn down. */
+/* Expires calls whose deadline passed (server: DEADLINE_EXCEEDED trailers, or RST_STREAM
+ * CANCEL when they cannot go out within GRPC_DEADLINE_GRACE_MS; client: RST_STREAM CANCEL);
+ * returns 1 when the connection was torn down. */
 int grpc_conn_expire(struct grpc_conn *c, int64_t now);
 /* Server: a new stream's request headers. */
 void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const struct h2_field *f,

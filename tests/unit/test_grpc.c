@@ -651,6 +651,7 @@ struct kept {
 	size_t len;
 	char status[8];
 	int trailers, closed;
+	uint32_t code;  /* the stream's close: RST_STREAM's error code, or 0 */
 };
 
 static void kept_headers(void *ctx, struct h2_conn *c, struct h2_stream *s,
@@ -679,6 +680,7 @@ static void kept_close(void *ctx, struct h2_conn *c, struct h2_stream *s, uint32
 		       unsigned flags)
 {
 	((struct kept *)ctx)->closed = 1;
+	((struct kept *)ctx)->code = code;
 }
 
 static const struct h2_callbacks kept_cb = { kept_headers, kept_data, kept_close };
@@ -812,11 +814,10 @@ static void test_grpc_unary_with_two_request_messages_is_internal(void **state)
 	pair_down(&p);
 }
 
-/* A server stream whose deadline passes while a message is half on the wire (the client has
- * stopped returning window in its middle): the rest of that message goes out before the
- * trailers, so the client reads whole messages and then DEADLINE_EXCEEDED, never a cut
- * message followed by a status (which clients report as INTERNAL "unexpected EOF"). */
-static void test_grpc_deadline_mid_message_finishes_the_message_first(void **state)
+/* A server stream (grpc-timeout 300m) whose deadline passes while a message is half on the
+ * wire: the client stopped returning window in its middle and holds what arrives, unread, for
+ * hold_ms. Then it reads it and, through raw_run, returns window. */
+static void deadline_mid_message(struct kept *k, int hold_ms)
 {
 	static const struct h2_field req[] = {
 		{ ":method", "POST", 7, 4 }, { ":scheme", "http", 7, 4 },
@@ -829,8 +830,8 @@ static void test_grpc_deadline_mid_message_finishes_the_message_first(void **sta
 	static struct h2_conn h2;
 	static struct h2_scratch scratch;
 	static uint8_t held[2u << 20];
-	static struct kept k;
 	const size_t each = 5 + 3 + 4000;
+	struct grpc_server_stats before, after;
 	struct timespec t0, t;
 	struct h2_stream *s;
 	struct pair p;
@@ -839,12 +840,12 @@ static void test_grpc_deadline_mid_message_finishes_the_message_first(void **sta
 
 	pair_up(&p, 65536, 1);
 	memset(&streamer, 0, sizeof(streamer));
-	memset(&k, 0, sizeof(k));
+	memset(k, 0, sizeof(*k));
+	grpc_server_stats(p.s, &before);
 	fd = raw_dial(&p);
-	h2_conn_init(&h2, H2_CLIENT, 10, &kept_cb, &k, &scratch);
+	h2_conn_init(&h2, H2_CLIENT, 10, &kept_cb, k, &scratch);
 	assert_int_equal(h2_stream_open(&h2, req, ARRAY_LEN(req), 0, NULL, &s), 0);
 	assert_int_equal(h2_stream_send_data(&h2, s, ask, sizeof(ask), 1), (long)sizeof(ask));
-	/* hold what arrives, without feeding it, until well past the deadline */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		ssize_t n;
@@ -856,18 +857,47 @@ static void test_grpc_deadline_mid_message_finishes_the_message_first(void **sta
 		if (n > 0)
 			nheld += (size_t)n;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 1000);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < hold_ms);
 	assert_int_equal(h2_conn_feed(&h2, held, nheld), 0);
-	assert_true(k.len % each != 0);  /* the window ran out inside a message */
-	raw_run(&p, fd, &h2, &k.closed);
-	assert_true(k.trailers);
-	assert_string_equal(k.status, "4");
-	assert_int_equal(k.len % each, 0);
-	assert_true(k.len < 512 * each);
+	assert_true(k->len % each != 0);  /* the window ran out inside a message */
+	raw_run(&p, fd, &h2, &k->closed);
+	assert_true(k->closed);
 	assert_true(server_seen.done);
 	assert_int_equal(server_seen.status, GRPC_DEADLINE_EXCEEDED);
+	grpc_server_stats(p.s, &after);
+	assert_int_equal(after.small_free, before.small_free);  /* its send buffer came back */
+	assert_int_equal(after.calls, 0);
+	if (k->trailers)
+		assert_int_equal(k->len % each, 0);
 	close(fd);
 	pair_down(&p);
+}
+
+/* Window returned within GRPC_DEADLINE_GRACE_MS of the deadline: the rest of the cut message
+ * goes out, then DEADLINE_EXCEEDED trailers; the client reads whole messages and its status,
+ * never a cut message followed by a status (which clients report as INTERNAL "unexpected
+ * EOF"). */
+static void test_grpc_deadline_mid_message_finishes_it_within_the_grace(void **state)
+{
+	static struct kept k;
+
+	deadline_mid_message(&k, 300 + GRPC_DEADLINE_GRACE_MS / 5);
+	assert_true(k.trailers);
+	assert_string_equal(k.status, "4");
+	assert_true(k.len > H2_STREAM_WINDOW && k.len < 512 * (5 + 3 + 4000));
+}
+
+/* No window returned by the grace's end: RST_STREAM CANCEL, nothing beyond the window, no
+ * trailers after the cut message. Waiting longer would wait for window a peer may never grant,
+ * holding the stream and its buffers past the deadline. */
+static void test_grpc_deadline_mid_message_resets_a_starved_stream(void **state)
+{
+	static struct kept k;
+
+	deadline_mid_message(&k, 300 + GRPC_DEADLINE_GRACE_MS + 700);
+	assert_false(k.trailers);
+	assert_int_equal(k.code, H2_CANCEL);
+	assert_int_equal(k.len, H2_STREAM_WINDOW);
 }
 
 /* ---- admission ---- */
@@ -1213,7 +1243,8 @@ int main(void)
 		cmocka_unit_test(test_grpc_send_that_fits_after_eagain_keeps_on_writable_owed),
 		cmocka_unit_test(test_grpc_bad_preface_gets_goaway_protocol_error),
 		cmocka_unit_test(test_grpc_unary_with_two_request_messages_is_internal),
-		cmocka_unit_test(test_grpc_deadline_mid_message_finishes_the_message_first),
+		cmocka_unit_test(test_grpc_deadline_mid_message_finishes_it_within_the_grace),
+		cmocka_unit_test(test_grpc_deadline_mid_message_resets_a_starved_stream),
 		cmocka_unit_test(test_grpc_admitted_peer_keeps_its_slot_while_guests_flood),
 		cmocka_unit_test(test_grpc_admitted_peer_cannot_take_the_other_peers_buffers),
 		cmocka_unit_test(test_grpc_admitted_peer_cannot_hold_a_large_buffer),
