@@ -607,12 +607,20 @@ static void set(struct verify_result *r, unsigned i, enum verify_status s, const
 	va_list ap;
 
 	r->check[i].status = (uint8_t)s;
+	r->check[i].inapplicable = false;
 	r->check[i].reason[0] = '\0';
 	if (fmt) {
 		va_start(ap, fmt);
 		vsnprintf(r->check[i].reason, sizeof(r->check[i].reason), fmt, ap);
 		va_end(ap);
 	}
+}
+
+/* A SKIP of a check that cannot apply to this kind of target (not a check that could not run) */
+static void inapplicable(struct verify_result *r, unsigned i, const char *why)
+{
+	set(r, i, VERIFY_SKIP, "%s", why);
+	r->check[i].inapplicable = true;
 }
 
 static void pass(struct verify_result *r, unsigned i)
@@ -743,7 +751,7 @@ static void eval_inside(const struct verify_facts *f, struct verify_result *r)
 	if (!f->is_sandbox || !f->probe) {
 		for (size_t i = 0; i < ARRAY_LEN(inside); i++)
 			if (!f->is_sandbox)
-				set(r, AGV(inside[i]), VERIFY_SKIP, "not an agentic sandbox: needs its init");
+				inapplicable(r, AGV(inside[i]), "not an agentic sandbox: needs its init");
 			else
 				set(r, AGV(inside[i]), VERIFY_FAIL, "the probe did not run: %s",
 				    f->probe_error ? f->probe_error : "no answer");
@@ -1028,8 +1036,8 @@ static void eval_resources(const struct verify_facts *f, struct verify_result *r
 	else
 		set(r, AGV(38), VERIFY_FAIL, "Memory is not set");
 	if (!f->is_sandbox) {
-		set(r, AGV(39), VERIFY_SKIP, "not an agentic sandbox");
-		set(r, AGV(40), VERIFY_SKIP, "not an agentic sandbox");
+		inapplicable(r, AGV(39), "not an agentic sandbox");
+		inapplicable(r, AGV(40), "not an agentic sandbox");
 	} else {
 		if (f->writable_root ? ct->storage_size : f->disk_bytes > 0 &&
 		    f->workspace_img_bytes == (int64_t)f->disk_bytes)
@@ -1063,7 +1071,7 @@ static void eval_self_report(const struct verify_facts *f, struct verify_result 
 	char why[VERIFY_REASON_BYTES];
 
 	if (!f->is_sandbox)
-		set(r, AGV(45), VERIFY_SKIP, "not an agentic sandbox: no control channel");
+		inapplicable(r, AGV(45), "not an agentic sandbox: no control channel");
 	else if (!f->init_self.read)
 		set(r, AGV(45), VERIFY_FAIL, "the init sent no report of itself");
 	else if (!control_ok(&f->init_self, f->ct.control_uid, true, why, sizeof(why)))
@@ -1072,10 +1080,46 @@ static void eval_self_report(const struct verify_facts *f, struct verify_result 
 		pass(r, AGV(45));
 }
 
+/* check i applies to the target but could not run; AGV-044, which rests on the others, is
+ * not counted with them when they leave it unproven */
+static bool not_run(const struct verify_result *r, unsigned i)
+{
+	return i != AGV(44) && r->check[i].status == VERIFY_SKIP && !r->check[i].inapplicable;
+}
+
+/* AGV-043 and AGV-044: T1 rests on every other check, so it is supported only when each ran
+ * and none failed; one that could not run (a SKIP that applies) is no evidence, and the
+ * reason names which (as many ids as fit). */
+static void eval_posture(const struct verify_facts *f, struct verify_result *r)
+{
+	char ids[VERIFY_REASON_BYTES] = "";
+	uint32_t failed = 0, unrun = 0;
+	size_t len = 0;
+
+	if (!f->is_sandbox) {
+		inapplicable(r, AGV(43), "not an agentic sandbox: no posture");
+		inapplicable(r, AGV(44), "not an agentic sandbox: no posture");
+		return;
+	}
+	for (unsigned i = 0; i < VERIFY_CHECKS; i++) {
+		if (i == AGV(43) || i == AGV(44))
+			continue;
+		failed += r->check[i].status == VERIFY_FAIL;
+		if (not_run(r, i) && unrun++ < VERIFY_NOT_RUN_NAMED && len < sizeof(ids))
+			len += (size_t)snprintf(ids + len, sizeof(ids) - len, " %s", verify_check_id(i));
+	}
+	set(r, AGV(43), VERIFY_INFO, "%s", f->posture_text);
+	if (f->t1 && failed)
+		set(r, AGV(44), VERIFY_FAIL, "T1 claimed with %u failing checks", failed);
+	else if (f->t1 && unrun)
+		set(r, AGV(44), VERIFY_SKIP, "T1 claimed, not proven: %u checks did not run:%s%s",
+		    unrun, ids, unrun > VERIFY_NOT_RUN_NAMED ? " ..." : "");
+	else
+		set(r, AGV(44), VERIFY_PASS, f->t1 ? "T1 and every check passed" : "T0 claimed");
+}
+
 void verify_evaluate(const struct verify_facts *f, struct verify_result *r)
 {
-	uint32_t failed = 0;
-
 	memset(r, 0, sizeof(*r));
 	eval_identity(f, r);
 	eval_inside(f, r);
@@ -1084,19 +1128,7 @@ void verify_evaluate(const struct verify_facts *f, struct verify_result *r)
 	eval_network(f, r);
 	eval_resources(f, r);
 	eval_self_report(f, r);
-	for (unsigned i = 0; i < VERIFY_CHECKS; i++)
-		if (i != AGV(43) && i != AGV(44))
-			failed += r->check[i].status == VERIFY_FAIL;
-	if (!f->is_sandbox) {
-		set(r, AGV(43), VERIFY_SKIP, "not an agentic sandbox: no posture");
-		set(r, AGV(44), VERIFY_SKIP, "not an agentic sandbox: no posture");
-	} else {
-		set(r, AGV(43), VERIFY_INFO, "%s", f->posture_text);
-		if (f->t1 && failed)
-			set(r, AGV(44), VERIFY_FAIL, "T1 claimed with %u failing checks", failed);
-		else
-			set(r, AGV(44), VERIFY_PASS, f->t1 ? "T1 and every check passed" : "T0 claimed");
-	}
+	eval_posture(f, r);
 	for (unsigned i = 0; i < VERIFY_CHECKS; i++) {
 		switch (r->check[i].status) {
 		case VERIFY_PASS: r->passed++; break;
@@ -1104,7 +1136,13 @@ void verify_evaluate(const struct verify_facts *f, struct verify_result *r)
 		case VERIFY_INFO: r->info++; break;
 		default: r->skipped++; break;
 		}
+		r->not_run += not_run(r, i);
 	}
+}
+
+const char *verify_result_word(const struct verify_result *r)
+{
+	return r->failed ? "fail" : r->not_run ? "incomplete" : "pass";
 }
 
 /* ---- the result object ---- */
@@ -1141,7 +1179,7 @@ void verify_result_json(struct json_writer *w, const struct verify_result *r,
 	json_key(w, "duration_ms");
 	json_int_write(w, m->duration_ms);
 	json_key(w, "result");
-	json_str_write(w, r->failed ? "fail" : "pass");
+	json_str_write(w, verify_result_word(r));
 	json_key(w, "summary");
 	json_obj_begin(w);
 	json_key(w, "passed");
@@ -1152,7 +1190,15 @@ void verify_result_json(struct json_writer *w, const struct verify_result *r,
 	json_int_write(w, r->info);
 	json_key(w, "skipped");
 	json_int_write(w, r->skipped);
+	json_key(w, "not_run");
+	json_int_write(w, r->not_run);
 	json_obj_end(w);
+	json_key(w, "not_run");
+	json_arr_begin(w);
+	for (unsigned i = 0; i < VERIFY_CHECKS; i++)
+		if (not_run(r, i))
+			json_str_write(w, verify_check_id(i));
+	json_arr_end(w);
 	json_key(w, "checks");
 	json_arr_begin(w);
 	for (unsigned i = 0; i < VERIFY_CHECKS; i++) {
@@ -1782,10 +1828,11 @@ static void finish(struct vrun *v)
 				log_warn("verify result not kept", "name=%s error=%s",
 					 log_q(v->sb->name), log_q(strerror(errno)));
 		}
-		log_info("verified", "name=%s target=%s passed=%u failed=%u info=%u skipped=%u "
-			 "duration_ms=%lld", m.sb ? log_q(m.sb->name) : "-",
-			 m.is_sandbox ? "sandbox" : "container", v->result.passed, v->result.failed,
-			 v->result.info, v->result.skipped, (long long)m.duration_ms);
+		log_info("verified", "name=%s target=%s result=%s passed=%u failed=%u info=%u "
+			 "skipped=%u not_run=%u duration_ms=%lld", m.sb ? log_q(m.sb->name) : "-",
+			 m.is_sandbox ? "sandbox" : "container", verify_result_word(&v->result),
+			 v->result.passed, v->result.failed, v->result.info, v->result.skipped,
+			 v->result.not_run, (long long)m.duration_ms);
 	}
 	if (v->client.done) {
 		if (status == 200)

@@ -30,11 +30,19 @@ struct sandbox;
 #define VERIFY_NETS 4
 #define VERIFY_PATH_BYTES 256
 #define VERIFY_JSON_BYTES LIMIT_VERIFY_JSON_BYTES
+/* AGV-044's reason names this many of the checks that did not run (" AGV-NNN" each) */
+#define VERIFY_NOT_RUN_NAMED 8
+_Static_assert(48 + 8 * VERIFY_NOT_RUN_NAMED + 4 < VERIFY_REASON_BYTES,
+	       "AGV-044's reason holds the ids it names");
 
 enum verify_status { VERIFY_PASS = 0, VERIFY_FAIL, VERIFY_INFO, VERIFY_SKIP };
 
 struct verify_check {
 	uint8_t status;               /* enum verify_status */
+	/* a SKIP of a check that cannot apply to the target (an inside check of a container
+	 * agentic did not make); any other SKIP is a check that applies but could not run, and
+	 * leaves the evidence incomplete */
+	bool inapplicable;
 	char reason[VERIFY_REASON_BYTES];
 };
 
@@ -181,10 +189,14 @@ int verify_probe_status(const char *out, const char *prefix, struct verify_proc 
 struct verify_result {
 	struct verify_check check[VERIFY_CHECKS];
 	uint32_t passed, failed, info, skipped;
+	uint32_t not_run;             /* of the skipped: checks that applied but could not run */
 };
 
 /* Every check's verdict from the facts (pure). */
 void verify_evaluate(const struct verify_facts *f, struct verify_result *r);
+/* "fail" (a check failed), "incomplete" (none failed, but one that applies could not run:
+ * no evidence for what it checks), else "pass". */
+const char *verify_result_word(const struct verify_result *r);
 
 /* What the result says about its target, for the JSON. */
 struct verify_meta {

@@ -470,6 +470,64 @@ static void test_a_stopped_container_is_judged_by_the_engines_tmpfs_options(void
 	assert_int_equal(failures(&r, &first), 0);
 }
 
+/* A check that could not run is no evidence: a T1 claim resting on it is not proven (AGV-044
+ * SKIP, naming them), the result is "incomplete"; a SKIP that cannot apply to the target (a
+ * container's inside checks) is not counted. */
+static void test_a_check_that_could_not_run_leaves_t1_unproven(void **state)
+{
+	struct verify_facts f;
+	struct verify_result r;
+	unsigned first;
+
+	good_facts(&f);
+	f.t1 = true;
+	f.listener_errno = 1; /* EPERM: the listener's socket filter refused */
+	for (int t = 0; t < VERIFY_TARGETS; t++)
+		f.target_connect[t] = -1;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 0);
+	for (int id = 33; id <= 35; id++)
+		assert_int_equal(r.check[id - 1].status, VERIFY_SKIP);
+	assert_int_equal(r.check[43].status, VERIFY_SKIP); /* AGV-044 */
+	assert_string_equal(r.check[43].reason,
+			    "T1 claimed, not proven: 3 checks did not run: AGV-033 AGV-034 AGV-035");
+	assert_int_equal(r.not_run, 3);
+	assert_int_equal(r.skipped, 4);
+	assert_string_equal(verify_result_word(&r), "incomplete");
+	/* T0 claims less, but the run is still incomplete */
+	f.t1 = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.check[43].status, VERIFY_PASS);
+	assert_string_equal(verify_result_word(&r), "incomplete");
+	/* a failing check decides over one that did not run */
+	f.t1 = true;
+	f.ct.nnp = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.check[43].status, VERIFY_FAIL);
+	assert_string_equal(verify_result_word(&r), "fail");
+	/* docker0 alone missing: only AGV-034 */
+	good_facts(&f);
+	f.t1 = true;
+	f.target_connect[VERIFY_TO_DOCKER0] = -1;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.not_run, 1);
+	assert_string_equal(r.check[33].reason, "the host has no docker0");
+	assert_non_null(strstr(r.check[43].reason, ": AGV-034"));
+	/* a container's inside checks cannot apply: skipped, not unrun */
+	good_facts(&f);
+	f.is_sandbox = false;
+	f.probe = NULL;
+	verify_evaluate(&f, &r);
+	assert_true(r.skipped > 10);
+	assert_int_equal(r.not_run, 0);
+	assert_string_equal(verify_result_word(&r), "pass");
+	/* a stopped container's AGV-017 could not run */
+	f.ct.running = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.not_run, 1);
+	assert_string_equal(verify_result_word(&r), "incomplete");
+}
+
 static void test_result_json_has_every_check_in_order(void **state)
 {
 	static char out[VERIFY_JSON_BYTES];
@@ -492,6 +550,8 @@ static void test_result_json_has_every_check_in_order(void **state)
 	assert_int_equal(json_writer_finish(&w), 0);
 	assert_int_equal(json_parse(&d, (const char *)b.data, b.len, tok, 2048), 0);
 	assert_true(json_str_eq(&d, json_obj_get(&d, 0, "result"), "pass"));
+	assert_int_equal(d.tok[json_obj_get(&d, 0, "not_run")].type, JSON_ARRAY);
+	assert_int_equal(d.tok[json_obj_get(&d, 0, "not_run")].children, 0);
 	assert_int_equal(d.tok[json_obj_get(&d, 0, "sandbox")].type, JSON_NULL);
 	checks = json_obj_get(&d, 0, "checks");
 	for (int c = json_first(&d, checks); c >= 0; c = json_next(&d, checks, c)) {
@@ -553,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_a_control_tmpfs_chmodded_after_its_mount_fails),
 		cmocka_unit_test(test_a_container_skips_the_inside_checks_and_the_posture),
 		cmocka_unit_test(test_a_stopped_container_is_judged_by_the_engines_tmpfs_options),
+		cmocka_unit_test(test_a_check_that_could_not_run_leaves_t1_unproven),
 		cmocka_unit_test(test_result_json_has_every_check_in_order),
 		cmocka_unit_test(test_the_internal_sink_keeps_a_bounded_stdout_and_drops_stderr),
 	};
