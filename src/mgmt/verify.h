@@ -23,8 +23,9 @@
 
 struct sandbox;
 
-/* The checks, AGV-001 .. AGV-045, in order: ids are stable and never renumbered. */
-#define VERIFY_CHECKS 45
+/* The checks, AGV-001 .. AGV-051, in order: ids are stable and never renumbered. AGV-046..051
+ * are a VM's (its QEMU on the host, its guest's interfaces); the engine's are a container's. */
+#define VERIFY_CHECKS 51
 #define VERIFY_REASON_BYTES 128
 #define VERIFY_MOUNTS 24
 #define VERIFY_NETS 4
@@ -125,8 +126,25 @@ struct verify_proc {
 /* Which connect of the probe went where (-1: not tried). */
 enum verify_target { VERIFY_TO_GATEWAY = 0, VERIFY_TO_DOCKER0, VERIFY_TO_PRIMARY, VERIFY_TARGETS };
 
+/* A VM's QEMU as the host sees it (AGV-046..050). */
+struct verify_vm {
+	bool running;                 /* QEMU is there (its pid still the one that started) */
+	struct verify_proc qemu;      /* its /proc status */
+	uint32_t uid;                 /* the uid it must run as */
+	int64_t uid_other;            /* another process holding that uid or gid, 0 none */
+	bool uid_subordinate, kvm;
+	bool ns_read;                 /* its namespaces could be read */
+	bool own_net, own_ipc, own_mnt, own_root; /* not agenticd's (the host's) */
+	int ifaces;                   /* interfaces of its network namespace but lo, -1 unread */
+	bool sandbox_on;              /* its command line has -sandbox on with the denials */
+	bool dir_read;                /* the VM's directory (its control socket's) */
+	uint32_t dir_mode, dir_uid, dir_gid;
+};
+
 struct verify_facts {
 	bool is_sandbox;
+	bool is_vm;                   /* a VM sandbox: vm, not ct, is what the host shows */
+	struct verify_vm vm;
 	struct verify_ct ct;
 	uint32_t net_index;           /* which of ct.net_* is the sandbox's own network */
 	struct verify_net net[VERIFY_NETS];
@@ -213,8 +231,11 @@ void verify_result_json(struct json_writer *w, const struct verify_result *r,
 
 /* ---- a verification on the loop ---- */
 
+struct runtime_vm;
+
 struct verify_config {
 	const struct config *cfg;
+	struct runtime_vm *vm;        /* VM sandboxes' QEMU, or NULL */
 	struct docker_client *dc;
 	const char *self_exe;
 	int epfd;                     /* the loop's epoll, or -1 */
