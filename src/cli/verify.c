@@ -12,6 +12,11 @@
 
 #define DEFAULT_SOCKET "/run/agentic/admin.sock"
 #define MAX_TARGETS 4096
+/* exit status (of several targets the worst: rank) */
+#define EXIT_PASS 0
+#define EXIT_FAILED 1
+#define EXIT_ERROR 2
+#define EXIT_INCOMPLETE 3
 
 const char verify_help[] =
 	"usage: agentic-verify [--socket PATH] [--json] [--junit FILE]\n"
@@ -28,8 +33,12 @@ const char verify_help[] =
 	"AGENTIC_REQUIRE_DEDICATED_AGENTSHARE=1) makes AGV-041, the agentshare on a device of\n"
 	"its own, a check that can fail. The socket is --socket, else $AGENTIC_ADMIN_SOCKET,\n"
 	"else " DEFAULT_SOCKET ".\n"
-	"Exit status: 0 every check passed (INFO and SKIP included), 1 a check failed, 2 could\n"
-	"not run (usage, agenticd unreachable, no such sandbox or container).\n";
+	"A SKIP that applies to the target (a check that could not run, e.g. AGV-034 on a host\n"
+	"without docker0) is no evidence: the result is `incomplete` and the summary names it.\n"
+	"Exit status: 0 every check passed (INFO, and SKIP of a check that cannot apply to the\n"
+	"target), 1 a check failed, 2 could not run (usage, agenticd unreachable, no such sandbox\n"
+	"or container), 3 evidence incomplete (no check failed, but one that applies did not run).\n"
+	"Of several targets the worst counts: 2, then 1, then 3.\n";
 
 static struct http_conn conn;
 static char body[LIMIT_CLI_BODY_BYTES + 1];
@@ -158,106 +167,151 @@ static void api_error(const char *target, int status)
 		msg[0] ? msg : "request failed", status, code[0] ? ", " : "", code);
 }
 
-/* Prints one result object (in body); returns 0 all passed, 1 a check failed, 2 unreadable. */
+/* The result's not_run ids, "AGV-033,AGV-034" ("" none). */
+static void not_run_list(const struct json_doc *d, char *out, size_t size)
+{
+	int a = json_obj_get(d, 0, "not_run");
+	size_t len = 0;
+	char id[16];
+
+	out[0] = '\0';
+	if (a < 0 || d->tok[a].type != JSON_ARRAY)
+		return;
+	for (int c = json_first(d, a); c >= 0 && len < size; c = json_next(d, a, c))
+		if (json_str(d, c, id, sizeof(id)) >= 0)
+			len += (size_t)snprintf(out + len, size - len, "%s%s", len ? "," : "", id);
+}
+
+static void junit_suite(FILE *f, const struct json_doc *d, int checks, const char *name,
+			const char *result, const char *not_run)
+{
+	int s = json_obj_get(d, 0, "summary");
+
+	fprintf(f, "  <testsuite name=\"agentic-verify ");
+	xml_text(f, name);
+	fprintf(f, "\" tests=\"%u\" failures=\"%lld\" errors=\"0\" skipped=\"%lld\" "
+		"time=\"%.3f\">\n", d->tok[checks].children, (long long)num(d, s, "failed"),
+		(long long)num(d, s, "skipped"), (double)num(d, 0, "duration_ms") / 1000.0);
+	fputs("    <properties><property name=\"result\" value=\"", f);
+	xml_text(f, result);
+	fputs("\"/>", f);
+	if (not_run[0]) {
+		fputs("<property name=\"not_run\" value=\"", f);
+		xml_text(f, not_run);
+		fputs("\"/>", f);
+	}
+	fputs("</properties>\n", f);
+}
+
+static void junit_case(FILE *f, const char *name, const char *id, const char *title,
+		       const char *status, const char *reason)
+{
+	fputs("    <testcase classname=\"agentic-verify.", f);
+	xml_text(f, name);
+	fputs("\" name=\"", f);
+	xml_text(f, id);
+	fputc(' ', f);
+	xml_text(f, title);
+	fputs("\" time=\"0\">", f);
+	if (strcmp(status, "FAIL") == 0) {
+		fputs("<failure type=\"FAIL\" message=\"", f);
+		xml_text(f, reason);
+		fputs("\">", f);
+		xml_text(f, reason);
+		fputs("</failure>", f);
+	} else if (strcmp(status, "SKIP") == 0) {
+		fputs("<skipped message=\"", f);
+		xml_text(f, reason);
+		fputs("\"/>", f);
+	} else if (reason[0]) {
+		fputs("<system-out>", f);
+		xml_text(f, reason);
+		fputs("</system-out>", f);
+	}
+	fputs("</testcase>\n", f);
+}
+
+static void checks_show(const struct vopts *o, const struct json_doc *d, int checks,
+			const char *name)
+{
+	char id[16], status[8], title[160], reason[256];
+
+	for (int c = json_first(d, checks); c >= 0; c = json_next(d, checks, c)) {
+		str(d, c, "id", id, sizeof(id));
+		str(d, c, "status", status, sizeof(status));
+		str(d, c, "title", title, sizeof(title));
+		str(d, c, "reason", reason, sizeof(reason));
+		if (!o->json)
+			printf("%s %s %s%s%s\n", status, id, title, reason[0] ? ": " : "", reason);
+		if (o->junit)
+			junit_case(o->junit, name, id, title, status, reason);
+	}
+}
+
+/* Prints one result object (in body); returns EXIT_PASS, EXIT_FAILED, EXIT_INCOMPLETE, or
+ * EXIT_ERROR (unreadable). */
 static int show(struct vopts *o)
 {
 	struct json_doc d;
-	char name[64] = "-", tier[8] = "-", target[16], result[8], id[16], status[8];
-	char title[160], reason[256];
-	int sb, checks, failed;
-	int64_t dur;
+	char name[64] = "-", tier[8] = "-", target[16], result[16], not_run[512];
+	int sb, checks, s;
 
 	if (json_parse(&d, body, body_len, tok, ARRAY_LEN(tok)) != 0 ||
 	    d.tok[0].type != JSON_OBJECT || (checks = json_obj_get(&d, 0, "checks")) < 0) {
 		fprintf(stderr, "agentic-verify: agenticd's answer is not a verify result\n");
-		return 2;
+		return EXIT_ERROR;
 	}
 	sb = json_obj_get(&d, 0, "sandbox");
 	if (sb >= 0 && d.tok[sb].type == JSON_OBJECT) {
-		int p = json_obj_get(&d, sb, "posture");
-
 		str(&d, sb, "name", name, sizeof(name));
-		str(&d, p, "tier", tier, sizeof(tier));
+		str(&d, json_obj_get(&d, sb, "posture"), "tier", tier, sizeof(tier));
 	}
 	str(&d, 0, "target", target, sizeof(target));
 	str(&d, 0, "result", result, sizeof(result));
-	dur = num(&d, 0, "duration_ms");
-	{
-		int s = json_obj_get(&d, 0, "summary");
-
-		failed = (int)num(&d, s, "failed");
-		if (o->json) {
-			if (o->list)
-				fputs(o->done ? "," : "", stdout);
-			fwrite(body, 1, body_len && body[body_len - 1] == '\n' ? body_len - 1 : body_len,
-			       stdout);
-			if (!o->list)
-				putchar('\n');
-		}
-		if (o->junit) {
-			fprintf(o->junit, "  <testsuite name=\"agentic-verify ");
-			xml_text(o->junit, name);
-			fprintf(o->junit, "\" tests=\"%u\" failures=\"%lld\" errors=\"0\" skipped=\"%lld\" "
-				"time=\"%.3f\">\n", d.tok[checks].children, (long long)failed,
-				(long long)num(&d, s, "skipped"), (double)dur / 1000.0);
-		}
-		for (int c = json_first(&d, checks); c >= 0; c = json_next(&d, checks, c)) {
-			str(&d, c, "id", id, sizeof(id));
-			str(&d, c, "status", status, sizeof(status));
-			str(&d, c, "title", title, sizeof(title));
-			str(&d, c, "reason", reason, sizeof(reason));
-			if (!o->json)
-				printf("%s %s %s%s%s\n", status, id, title, reason[0] ? ": " : "", reason);
-			if (!o->junit)
-				continue;
-			fputs("    <testcase classname=\"agentic-verify.", o->junit);
-			xml_text(o->junit, name);
-			fputs("\" name=\"", o->junit);
-			xml_text(o->junit, id);
-			fputc(' ', o->junit);
-			xml_text(o->junit, title);
-			fputs("\" time=\"0\">", o->junit);
-			if (strcmp(status, "FAIL") == 0) {
-				fputs("<failure type=\"FAIL\" message=\"", o->junit);
-				xml_text(o->junit, reason);
-				fputs("\">", o->junit);
-				xml_text(o->junit, reason);
-				fputs("</failure>", o->junit);
-			} else if (strcmp(status, "SKIP") == 0) {
-				fputs("<skipped message=\"", o->junit);
-				xml_text(o->junit, reason);
-				fputs("\"/>", o->junit);
-			} else if (reason[0]) {
-				fputs("<system-out>", o->junit);
-				xml_text(o->junit, reason);
-				fputs("</system-out>", o->junit);
-			}
-			fputs("</testcase>\n", o->junit);
-		}
-		if (o->junit)
-			fputs("  </testsuite>\n", o->junit);
-		if (!o->json)
-			printf("summary name=%s target=%s passed=%lld failed=%lld info=%lld skipped=%lld "
-			       "tier=%s result=%s duration_ms=%lld\n", name, target,
-			       (long long)num(&d, s, "passed"), (long long)failed,
-			       (long long)num(&d, s, "info"), (long long)num(&d, s, "skipped"), tier,
-			       result, (long long)dur);
+	not_run_list(&d, not_run, sizeof(not_run));
+	s = json_obj_get(&d, 0, "summary");
+	if (o->json) {
+		if (o->list)
+			fputs(o->done ? "," : "", stdout);
+		fwrite(body, 1, body_len && body[body_len - 1] == '\n' ? body_len - 1 : body_len,
+		       stdout);
+		if (!o->list)
+			putchar('\n');
 	}
+	if (o->junit)
+		junit_suite(o->junit, &d, checks, name, result, not_run);
+	checks_show(o, &d, checks, name);
+	if (o->junit)
+		fputs("  </testsuite>\n", o->junit);
+	if (!o->json)
+		printf("summary name=%s target=%s passed=%lld failed=%lld info=%lld skipped=%lld "
+		       "tier=%s result=%s duration_ms=%lld%s%s\n", name, target,
+		       (long long)num(&d, s, "passed"), (long long)num(&d, s, "failed"),
+		       (long long)num(&d, s, "info"), (long long)num(&d, s, "skipped"), tier, result,
+		       (long long)num(&d, 0, "duration_ms"), not_run[0] ? " not_run=" : "", not_run);
 	o->done++;
-	return failed ? 1 : 0;
+	if (num(&d, s, "failed"))
+		return EXIT_FAILED;
+	return strcmp(result, "incomplete") == 0 ? EXIT_INCOMPLETE : EXIT_PASS;
 }
 
-/* One target: 0 passed, 1 failed, 2 could not run. */
+/* How bad an exit status is: could not run, then a check failed, then evidence incomplete. */
+static int rank(int status)
+{
+	return status == EXIT_ERROR ? 3 : status == EXIT_FAILED ? 2 : status == EXIT_INCOMPLETE;
+}
+
+/* One target: as show, or EXIT_ERROR (could not run). */
 static int verify_one(struct vopts *o, const char *label, const char *path)
 {
 	int status = request(o, "POST", path,
 			     o->dedicated ? "{\"require_dedicated_agentshare\":true}" : NULL);
 
 	if (status < 0)
-		return 2;
+		return EXIT_ERROR;
 	if (status != 200) {
 		api_error(label, status);
-		return 2;
+		return EXIT_ERROR;
 	}
 	return show(o);
 }
@@ -272,13 +326,13 @@ static uint32_t all_names(struct vopts *o, int *rc)
 	if (status != 200) {
 		if (status > 0)
 			api_error("--all", status);
-		*rc = 2;
+		*rc = EXIT_ERROR;
 		return 0;
 	}
 	if (json_parse(&d, body, body_len, tok, ARRAY_LEN(tok)) != 0 ||
 	    (list = json_obj_get(&d, 0, "containers")) < 0) {
 		fprintf(stderr, "agentic-verify: agenticd's list is not JSON\n");
-		*rc = 2;
+		*rc = EXIT_ERROR;
 		return 0;
 	}
 	for (int c = json_first(&d, list); c >= 0 && n < MAX_TARGETS; c = json_next(&d, list, c)) {
@@ -296,7 +350,7 @@ static int usage_error(const char *what, const char *arg)
 	fprintf(stderr, "agentic-verify: ");
 	fprintf(stderr, what, arg);
 	fprintf(stderr, "\n(see agentic-verify --help)\n");
-	return 2;
+	return EXIT_ERROR;
 }
 
 /* A sandbox name (max 63), or a container's id (64 hex digits) or name (max 127). */
@@ -364,7 +418,7 @@ int verify_main(int argc, char **argv)
 		if (!o.junit) {
 			fprintf(stderr, "agentic-verify: --junit: cannot write %s: %s\n", junit,
 				strerror(errno));
-			return 2;
+			return EXIT_ERROR;
 		}
 		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentic-verify\">\n",
 		      o.junit);
@@ -381,7 +435,7 @@ int verify_main(int argc, char **argv)
 
 		snprintf(path, sizeof(path), "/api/v1/containers/%s/verify", targets[i]);
 		r = verify_one(&o, targets[i], path);
-		if (r > worst)
+		if (rank(r) > rank(worst))
 			worst = r;
 	}
 	if (o.list)
@@ -390,7 +444,7 @@ int verify_main(int argc, char **argv)
 		fputs("</testsuites>\n", o.junit);
 		if (fclose(o.junit) != 0) {
 			fprintf(stderr, "agentic-verify: --junit: cannot write %s\n", junit);
-			return 2;
+			return EXIT_ERROR;
 		}
 	}
 	return worst;

@@ -635,7 +635,7 @@ static int start_lifecycle(struct daemon *d)
 	netpool_init(&d->pool, d->rt, RT_SLOT_POOL(d->nsb), subnet_map());
 	lcfg.rt = d->rt;
 	lifecycle_start(&lcfg);
-	verify_init(&(struct verify_config){ .cfg = &d->cfg, .dc = &d->dc,
+	verify_init(&(struct verify_config){ .cfg = &d->cfg, .dc = &d->dc, .vm = &d->vm,
 					     .self_exe = d->init_exe, .epfd = d->epfd,
 					     .tag = TAG_VERIFY });
 	return 0;

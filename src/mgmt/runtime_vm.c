@@ -302,9 +302,9 @@ static bool id_subordinate(uint32_t id)
 	return range_subordinate(id, id);
 }
 
-/* The first process whose real, effective, saved or filesystem uid or gid is id (read with
- * getdents64 into static memory: nothing is allocated), else 0. */
-static pid_t id_holder(uint32_t id)
+/* The first process but except whose real, effective, saved or filesystem uid or gid is id
+ * (read with getdents64 into static memory: nothing is allocated), else 0. */
+static pid_t id_holder(uint32_t id, pid_t except)
 {
 	static char dents[16384], st[2048];
 	char path[64];
@@ -323,7 +323,7 @@ static pid_t id_holder(uint32_t id)
 
 			memcpy(&reclen, dents + off + 16, sizeof(reclen));
 			off += reclen;
-			if (name[0] < '1' || name[0] > '9')
+			if (name[0] < '1' || name[0] > '9' || strtol(name, NULL, 10) == except)
 				continue;
 			snprintf(path, sizeof(path), "/proc/%s/status", name);
 			if (read_small(path, st, sizeof(st)) <= 0)
@@ -348,7 +348,7 @@ static pid_t id_holder(uint32_t id)
 static void id_kill_all(uint32_t id)
 {
 	for (int round = 0; round < 50; round++) {
-		pid_t pid = id_holder(id);
+		pid_t pid = id_holder(id, 0);
 		int fd;
 
 		if (!pid)
@@ -833,7 +833,7 @@ static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 		       "or /etc/subgid, which a local user may map: change vm_uid_offset", qu);
 		goto out;
 	}
-	if ((pid = id_holder(qu)) != 0) {
+	if ((pid = id_holder(qu, 0)) != 0) {
 		answer(s, RT_ENGINE, "the VM's QEMU uid %u is held by process %d already (no process "
 		       "but its QEMU may have it: see vm_uid_offset)", qu, (int)pid);
 		goto out;
@@ -875,7 +875,7 @@ static void start_begin(struct runtime_vm *v, struct vm_slot *s, struct rt_call 
 	A("-smp"); A(smp);
 	A("-nodefaults"); A("-no-user-config"); A("-display"); A("none"); A("-no-reboot");
 	A("-nic"); A("none");
-	A("-sandbox"); A("on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
+	A("-sandbox"); A(RUNTIME_VM_SANDBOX);
 	A("-kernel"); A("/proc/self/fd/3");
 	A("-initrd"); A("/proc/self/fd/4");
 	A("-append"); A(append);
@@ -1682,4 +1682,20 @@ static void accel_decide(struct runtime_vm *v)
 		return;
 	}
 	probe_start(v);
+}
+
+int runtime_vm_qemu_read(struct runtime_vm *v, const struct sandbox *sb, struct runtime_vm_qemu *q)
+{
+	const struct vm_slot *s = slot_of(v, sb);
+
+	memset(q, 0, sizeof(*q));
+	if (!s || !s->live || !sb->vm)
+		return -ENOENT;
+	q->uid = vm_uid(v, s->control_uid);
+	if (s->pid > 0 && !s->exited && s->start && proc_start(s->pid) == s->start)
+		q->pid = s->pid;
+	q->uid_other = id_holder(q->uid, q->pid);
+	q->uid_subordinate = id_subordinate(q->uid);
+	q->kvm = strcmp(v->accel, "kvm") == 0;
+	return vm_dir(v, s->instance, q->dir, sizeof(q->dir));
 }

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/limits.h"
 #include "mgmt/config.h"
 #include "mgmt/runtime.h"
 
@@ -78,5 +79,20 @@ void runtime_vm_ready(struct runtime_vm *v, uint32_t id);
 const char *runtime_vm_unavailable(const struct runtime_vm *v);
 /* The accelerator VMs start with: "tcg" or "kvm". */
 const char *runtime_vm_accel(const struct runtime_vm *v);
+
+/* QEMU's -sandbox value: its seccomp filter, with these denials */
+#define RUNTIME_VM_SANDBOX "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+
+/* A VM's QEMU as the verifier reads it. */
+struct runtime_vm_qemu {
+	pid_t pid;                    /* QEMU, still the process that started then; 0: none */
+	uint32_t uid;                 /* the uid it must run as: the control uid + vm_uid_offset */
+	pid_t uid_other;              /* a process other than QEMU holding that uid or gid, or 0 */
+	bool uid_subordinate;         /* a range of /etc/subuid or /etc/subgid holds it */
+	bool kvm;                     /* VMs start under KVM (QEMU then has /dev/kvm's group) */
+	char dir[LIMIT_PATH_BYTES];   /* the VM's directory, which holds its control socket */
+};
+/* Reads sb's QEMU (sb a VM of this runtime); 0, or -ENOENT. */
+int runtime_vm_qemu_read(struct runtime_vm *v, const struct sandbox *sb, struct runtime_vm_qemu *q);
 
 #endif

@@ -23,18 +23,27 @@
 
 struct sandbox;
 
-/* The checks, AGV-001 .. AGV-045, in order: ids are stable and never renumbered. */
-#define VERIFY_CHECKS 45
+/* The checks, AGV-001 .. AGV-051, in order: ids are stable and never renumbered. AGV-046..051
+ * are a VM's (its QEMU on the host, its guest's interfaces); the engine's are a container's. */
+#define VERIFY_CHECKS 51
 #define VERIFY_REASON_BYTES 128
 #define VERIFY_MOUNTS 24
 #define VERIFY_NETS 4
 #define VERIFY_PATH_BYTES 256
 #define VERIFY_JSON_BYTES LIMIT_VERIFY_JSON_BYTES
+/* AGV-044's reason names this many of the checks that did not run (" AGV-NNN" each) */
+#define VERIFY_NOT_RUN_NAMED 8
+_Static_assert(48 + 8 * VERIFY_NOT_RUN_NAMED + 4 < VERIFY_REASON_BYTES,
+	       "AGV-044's reason holds the ids it names");
 
 enum verify_status { VERIFY_PASS = 0, VERIFY_FAIL, VERIFY_INFO, VERIFY_SKIP };
 
 struct verify_check {
 	uint8_t status;               /* enum verify_status */
+	/* a SKIP of a check that cannot apply to the target (an inside check of a container
+	 * agentic did not make); any other SKIP is a check that applies but could not run, and
+	 * leaves the evidence incomplete */
+	bool inapplicable;
 	char reason[VERIFY_REASON_BYTES];
 };
 
@@ -117,8 +126,25 @@ struct verify_proc {
 /* Which connect of the probe went where (-1: not tried). */
 enum verify_target { VERIFY_TO_GATEWAY = 0, VERIFY_TO_DOCKER0, VERIFY_TO_PRIMARY, VERIFY_TARGETS };
 
+/* A VM's QEMU as the host sees it (AGV-046..050). */
+struct verify_vm {
+	bool running;                 /* QEMU is there (its pid still the one that started) */
+	struct verify_proc qemu;      /* its /proc status */
+	uint32_t uid;                 /* the uid it must run as */
+	int64_t uid_other;            /* another process holding that uid or gid, 0 none */
+	bool uid_subordinate, kvm;
+	bool ns_read;                 /* its namespaces could be read */
+	bool own_net, own_ipc, own_mnt, own_root; /* not agenticd's (the host's) */
+	int ifaces;                   /* interfaces of its network namespace but lo, -1 unread */
+	bool sandbox_on;              /* its command line has -sandbox on with the denials */
+	bool dir_read;                /* the VM's directory (its control socket's) */
+	uint32_t dir_mode, dir_uid, dir_gid;
+};
+
 struct verify_facts {
 	bool is_sandbox;
+	bool is_vm;                   /* a VM sandbox: vm, not ct, is what the host shows */
+	struct verify_vm vm;
 	struct verify_ct ct;
 	uint32_t net_index;           /* which of ct.net_* is the sandbox's own network */
 	struct verify_net net[VERIFY_NETS];
@@ -181,10 +207,14 @@ int verify_probe_status(const char *out, const char *prefix, struct verify_proc 
 struct verify_result {
 	struct verify_check check[VERIFY_CHECKS];
 	uint32_t passed, failed, info, skipped;
+	uint32_t not_run;             /* of the skipped: checks that applied but could not run */
 };
 
 /* Every check's verdict from the facts (pure). */
 void verify_evaluate(const struct verify_facts *f, struct verify_result *r);
+/* "fail" (a check failed), "incomplete" (none failed, but one that applies could not run:
+ * no evidence for what it checks), else "pass". */
+const char *verify_result_word(const struct verify_result *r);
 
 /* What the result says about its target, for the JSON. */
 struct verify_meta {
@@ -201,8 +231,11 @@ void verify_result_json(struct json_writer *w, const struct verify_result *r,
 
 /* ---- a verification on the loop ---- */
 
+struct runtime_vm;
+
 struct verify_config {
 	const struct config *cfg;
+	struct runtime_vm *vm;        /* VM sandboxes' QEMU, or NULL */
 	struct docker_client *dc;
 	const char *self_exe;
 	int epfd;                     /* the loop's epoll, or -1 */

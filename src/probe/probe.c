@@ -52,6 +52,7 @@ const char probe_help[] =
 	"                         connects run together, for at most 250 ms\n"
 	"  --ipv6                 ipv6.disable_ipv6=0|1|-1, ipv6.addrs=N (inet6 addresses but lo)\n"
 	"  --tools                tool.NAME=present|absent for curl, wget, grpcurl, python\n"
+	"  --nics                 nics=N (network interfaces but lo, /proc/net/dev), -1 unreadable\n"
 	"N counts the ACTIONs of its kind from 0.\n"
 	"Exit status: 0 printed, 1 the status could not be read, the socket not reached or the\n"
 	"probe is traced (it then prints tampered=traced only), 2 usage. Not dumpable: another\n"
@@ -339,6 +340,23 @@ static void ipv6_report(void)
 	printf("ipv6.disable_ipv6=%d\nipv6.addrs=%d\n", disabled, addrs);
 }
 
+/* The interfaces of the probe's network namespace other than lo (a VM guest has lo alone). */
+static void nics_report(void)
+{
+	char line[256];
+	int n = 0, at = 0;
+	FILE *f = fopen("/proc/net/dev", "re");
+
+	/* two header lines, then "  NAME: counters" */
+	while (f && fgets(line, sizeof(line), f))
+		if (at++ >= 2 && strchr(line, ':') &&
+		    strncmp(line + strspn(line, " "), "lo:", 3) != 0)
+			n++;
+	if (f)
+		fclose(f);
+	printf("nics=%d\n", f ? n : -1);
+}
+
 /* Defence in depth only: a tool is one way out among many, never the boundary. */
 static void tools_report(void)
 {
@@ -365,6 +383,13 @@ static void tools_report(void)
 	}
 }
 
+/* an ACTION that takes no value */
+static bool probe_flag(const char *a)
+{
+	return strcmp(a, "--self") == 0 || strcmp(a, "--ipv6") == 0 || strcmp(a, "--tools") == 0 ||
+	       strcmp(a, "--nics") == 0;
+}
+
 static int probe_verify(int argc, char **argv)
 {
 	struct probe_connect pc[PROBE_CONNECTS];
@@ -378,8 +403,7 @@ static int probe_verify(int argc, char **argv)
 		bool takes = false;
 		uint64_t pid;
 
-		if (strcmp(argv[i], "--self") == 0 || strcmp(argv[i], "--ipv6") == 0 ||
-		    strcmp(argv[i], "--tools") == 0)
+		if (probe_flag(argv[i]))
 			continue;
 		for (size_t k = 0; k < ARRAY_LEN(with_arg); k++)
 			takes |= strcmp(argv[i], with_arg[k]) == 0;
@@ -435,8 +459,10 @@ static int probe_verify(int argc, char **argv)
 			ipv6_report();
 		} else if (strcmp(a, "--tools") == 0) {
 			tools_report();
+		} else if (strcmp(a, "--nics") == 0) {
+			nics_report();
 		}
-		if (strcmp(a, "--self") != 0 && strcmp(a, "--ipv6") != 0 && strcmp(a, "--tools") != 0)
+		if (!probe_flag(a))
 			i++;
 	}
 	connects_finish(pc, nconn);

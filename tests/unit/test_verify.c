@@ -77,6 +77,8 @@ static const char probe_good[] =
 
 static char probe_buf[4096];
 
+#define VM_CHECKS 6 /* AGV-046..051 */
+
 /* The facts of a sandbox as agentic makes it, read through the readers. */
 static void good_facts(struct verify_facts *f)
 {
@@ -267,8 +269,9 @@ static void test_a_sandbox_as_agentic_makes_it_passes_every_check(void **state)
 	verify_evaluate(&f, &r);
 	if (failures(&r, &first))
 		fail_msg("AGV-%03u fails: %s", first + 1, r.check[first].reason);
-	assert_int_equal(r.skipped, 0);
-	assert_int_equal(r.passed + r.info, VERIFY_CHECKS);
+	assert_int_equal(r.skipped, VM_CHECKS); /* AGV-046..051: not a VM */
+	assert_int_equal(r.not_run, 0);
+	assert_int_equal(r.passed + r.info, VERIFY_CHECKS - VM_CHECKS);
 	assert_int_equal(r.check[6].status, VERIFY_INFO);  /* AGV-007 */
 	assert_int_equal(r.check[40].status, VERIFY_INFO); /* AGV-041 */
 	assert_int_equal(r.check[41].status, VERIFY_INFO); /* AGV-042 */
@@ -470,6 +473,127 @@ static void test_a_stopped_container_is_judged_by_the_engines_tmpfs_options(void
 	assert_int_equal(failures(&r, &first), 0);
 }
 
+/* A check that could not run is no evidence: a T1 claim resting on it is not proven (AGV-044
+ * SKIP, naming them), the result is "incomplete"; a SKIP that cannot apply to the target (a
+ * container's inside checks) is not counted. */
+static void test_a_check_that_could_not_run_leaves_t1_unproven(void **state)
+{
+	struct verify_facts f;
+	struct verify_result r;
+	unsigned first;
+
+	good_facts(&f);
+	f.t1 = true;
+	f.listener_errno = 1; /* EPERM: the listener's socket filter refused */
+	for (int t = 0; t < VERIFY_TARGETS; t++)
+		f.target_connect[t] = -1;
+	verify_evaluate(&f, &r);
+	assert_int_equal(failures(&r, &first), 0);
+	for (int id = 33; id <= 35; id++)
+		assert_int_equal(r.check[id - 1].status, VERIFY_SKIP);
+	assert_int_equal(r.check[43].status, VERIFY_SKIP); /* AGV-044 */
+	assert_string_equal(r.check[43].reason,
+			    "T1 claimed, not proven: 3 checks did not run: AGV-033 AGV-034 AGV-035");
+	assert_int_equal(r.not_run, 3);
+	assert_int_equal(r.skipped, 4 + VM_CHECKS);
+	assert_string_equal(verify_result_word(&r), "incomplete");
+	/* T0 claims less, but the run is still incomplete */
+	f.t1 = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.check[43].status, VERIFY_PASS);
+	assert_string_equal(verify_result_word(&r), "incomplete");
+	/* a failing check decides over one that did not run */
+	f.t1 = true;
+	f.ct.nnp = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.check[43].status, VERIFY_FAIL);
+	assert_string_equal(verify_result_word(&r), "fail");
+	/* docker0 alone missing: only AGV-034 */
+	good_facts(&f);
+	f.t1 = true;
+	f.target_connect[VERIFY_TO_DOCKER0] = -1;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.not_run, 1);
+	assert_string_equal(r.check[33].reason, "the host has no docker0");
+	assert_non_null(strstr(r.check[43].reason, ": AGV-034"));
+	/* a container's inside checks cannot apply: skipped, not unrun */
+	good_facts(&f);
+	f.is_sandbox = false;
+	f.probe = NULL;
+	verify_evaluate(&f, &r);
+	assert_true(r.skipped > 10);
+	assert_int_equal(r.not_run, 0);
+	assert_string_equal(verify_result_word(&r), "pass");
+	/* a stopped container's AGV-017 could not run */
+	f.ct.running = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.not_run, 1);
+	assert_string_equal(verify_result_word(&r), "incomplete");
+}
+
+/* A VM as agentic makes it: its QEMU's host side, the probe in its guest. */
+static void good_vm_facts(struct verify_facts *f)
+{
+	good_facts(f);
+	memset(&f->ct, 0, sizeof(f->ct));
+	f->ct.has_uid_label = true;
+	f->ct.control_uid = 200007;
+	f->is_vm = true;
+	f->t1 = true;
+	memset(&f->init_host, 0, sizeof(f->init_host));
+	f->init_self.seccomp = 0; /* the guest's init: no seccomp filter */
+	snprintf(probe_buf, sizeof(probe_buf), "%snics=0\nend=ok\n", probe_good);
+	f->vm.running = true;
+	f->vm.qemu.read = true;
+	for (int i = 0; i < 4; i++)
+		f->vm.qemu.uid[i] = f->vm.qemu.gid[i] = 1200007;
+	f->vm.qemu.no_new_privs = 1;
+	f->vm.qemu.seccomp = 2;
+	f->vm.uid = 1200007;
+	f->vm.ns_read = f->vm.own_net = f->vm.own_ipc = f->vm.own_mnt = f->vm.own_root = true;
+	f->vm.sandbox_on = true;
+	f->vm.dir_read = true;
+	f->vm.dir_mode = 0700;
+}
+
+static void test_a_vm_passes_its_checks_and_each_weakening_fails_exactly_one(void **state)
+{
+	struct verify_facts f;
+	struct verify_result r;
+	unsigned first;
+
+	good_vm_facts(&f);
+	verify_evaluate(&f, &r);
+	if (failures(&r, &first))
+		fail_msg("AGV-%03u fails: %s", first + 1, r.check[first].reason);
+	assert_string_equal(verify_result_word(&r), "pass");
+	assert_int_equal(r.check[43].status, VERIFY_PASS); /* T1 supported */
+	for (int id = 46; id <= 51; id++)
+		assert_int_equal(r.check[id - 1].status, VERIFY_PASS);
+	assert_int_equal(r.check[1].status, VERIFY_SKIP);  /* AGV-002: no engine container */
+	assert_true(r.check[1].inapplicable);
+	for (int id = 46; id <= 51; id++) {
+		good_vm_facts(&f);
+		switch (id) {
+		case 46: f.vm.uid_other = 4242; break;
+		case 47: f.vm.ifaces = 1; break;
+		case 48: f.vm.sandbox_on = false; break;
+		case 49: f.vm.own_mnt = false; break;
+		case 50: f.vm.dir_mode = 0755; break;
+		case 51: replace(probe_buf, "nics=0", "nics=1"); break;
+		}
+		verify_evaluate(&f, &r);
+		assert_int_equal(failures(&r, &first), 2); /* and AGV-044 */
+		assert_int_equal(first, 43);
+		assert_int_equal(r.check[id - 1].status, VERIFY_FAIL);
+	}
+	good_vm_facts(&f);
+	f.vm.running = false;
+	verify_evaluate(&f, &r);
+	assert_int_equal(r.check[45].status, VERIFY_FAIL);
+	assert_string_equal(r.check[45].reason, "QEMU is not running");
+}
+
 static void test_result_json_has_every_check_in_order(void **state)
 {
 	static char out[VERIFY_JSON_BYTES];
@@ -492,6 +616,8 @@ static void test_result_json_has_every_check_in_order(void **state)
 	assert_int_equal(json_writer_finish(&w), 0);
 	assert_int_equal(json_parse(&d, (const char *)b.data, b.len, tok, 2048), 0);
 	assert_true(json_str_eq(&d, json_obj_get(&d, 0, "result"), "pass"));
+	assert_int_equal(d.tok[json_obj_get(&d, 0, "not_run")].type, JSON_ARRAY);
+	assert_int_equal(d.tok[json_obj_get(&d, 0, "not_run")].children, 0);
 	assert_int_equal(d.tok[json_obj_get(&d, 0, "sandbox")].type, JSON_NULL);
 	checks = json_obj_get(&d, 0, "checks");
 	for (int c = json_first(&d, checks); c >= 0; c = json_next(&d, checks, c)) {
@@ -553,6 +679,8 @@ int main(void)
 		cmocka_unit_test(test_a_control_tmpfs_chmodded_after_its_mount_fails),
 		cmocka_unit_test(test_a_container_skips_the_inside_checks_and_the_posture),
 		cmocka_unit_test(test_a_stopped_container_is_judged_by_the_engines_tmpfs_options),
+		cmocka_unit_test(test_a_check_that_could_not_run_leaves_t1_unproven),
+		cmocka_unit_test(test_a_vm_passes_its_checks_and_each_weakening_fails_exactly_one),
 		cmocka_unit_test(test_result_json_has_every_check_in_order),
 		cmocka_unit_test(test_the_internal_sink_keeps_a_bounded_stdout_and_drops_stderr),
 	};
