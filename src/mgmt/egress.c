@@ -413,12 +413,13 @@ static void iso_ts(char *out, size_t cap)
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
+/* The run's egress.jsonl, O_APPEND; read and write, for the dropped line (audit_dropped). */
 static int audit_open(struct sandbox *sb)
 {
 	if (!sb->run.open || sb->run.dirfd < 0)
 		return ERR_STATE;
 	int fd = openat(sb->run.dirfd, "egress.jsonl",
-			O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+			O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 
 	return fd < 0 ? -errno : fd;
 }
