@@ -1,11 +1,11 @@
 /* worker.c: `agentic egress-worker`, one process per proxied connection at a time
  * (docs/EGRESS.md "agenticd ↔ worker", "What a worker does" and "Reuse"). agenticd starts it
- * unprivileged with fd 3 the workload's raw bytes, fd 4 a SEQPACKET control socket carrying
- * JSON packets, fd 5 the run's egress.jsonl opened O_APPEND (or, when fd 5 is not open at
- * start, sent with the start packet: agenticd keeps a worker started ahead, before it knows
- * the sandbox). It reads the request head, judges it against the sandbox's policy, connects
- * upstream, relays, then writes one audit line itself (so the line exists when agenticd is
- * gone) and sends the same record to agenticd, and exits, or, a direct connection's, waits
+ * unprivileged with fd 3 the workload's raw bytes and fd 4 a SEQPACKET control socket carrying
+ * JSON packets, before it knows the sandbox (agenticd keeps workers started ahead). It reads
+ * the request head, judges it against the sandbox's policy, connects upstream, relays, then
+ * sends its audit record to agenticd, which writes the run's egress.jsonl line (the worker
+ * holds no file: one a workload took over could not truncate, forge or fill the audit), and
+ * exits, or, a direct connection's, waits
  * for agenticd to arm it again on the same sandbox's listener. Blocking code with poll(): the
  * process holds one connection and nothing else.
  *
@@ -51,14 +51,13 @@ const char egress_worker_help[] =
 	"usage: agentic egress-worker\n"
 	"\n"
 	"One proxied connection of a sandbox's egress at a time (docs/EGRESS.md), started by\n"
-	"agenticd as an unprivileged user with fd 3 the workload's bytes, fd 4 agenticd's control\n"
-	"socket and fd 5 the run's egress.jsonl (or that one with the start packet). A direct\n"
+	"agenticd as an unprivileged user with fd 3 the workload's bytes and fd 4 agenticd's\n"
+	"control socket; its audit record goes to agenticd, which writes the line. A direct\n"
 	"connection's worker is armed again by agenticd for its sandbox's next connection. It\n"
 	"takes no argument and is never an applet link.\n";
 
 #define FD_DATA 3
 #define FD_CTL 4
-#define FD_AUDIT 5
 #define CTL_MAX 16384u                 /* a control packet, either way */
 #define CTL_TOKENS 4096u
 #define HEAD_TIMEOUT_MS 10000
@@ -96,7 +95,6 @@ struct worker {
 	enum egress_end end;
 	int64_t start_ms;
 	bool ctl_lost;
-	bool audit_later;             /* fd 5 comes with the start packet */
 	bool listen;                  /* FD_DATA is the sandbox's listener: accept one first */
 	bool reuse;                   /* after the record, agenticd's next start packet or eof */
 	bool own_ask;                 /* agenticd answers {"own": true} with this host's addresses */
@@ -204,21 +202,21 @@ static long ctl_recv(struct worker *w, char *buf, size_t cap, int ms)
 	return (long)n;
 }
 
-/* The start packet of a worker started ahead: waited for without a timeout (agenticd closes
- * the socket when it has no use for the worker), with the run's egress.jsonl as its first
- * descriptor, which goes to FD_AUDIT, and for a direct connection the workload's own socket
- * as its second, which replaces the data socket at FD_DATA. */
-static long ctl_recv_audit(struct worker *w, char *buf, size_t cap)
+/* The start packet: waited for without a timeout (agenticd starts workers ahead, and closes
+ * the socket when it has no use for one), with, for a direct connection, the workload's own
+ * socket or the sandbox's listener as its one descriptor, which replaces the data socket at
+ * FD_DATA. More than one descriptor: refused. */
+static long ctl_recv_start(struct worker *w, char *buf, size_t cap)
 {
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(3 * sizeof(int))];
+		char b[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
 	struct iovec iov = { buf, cap - 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 			     .msg_controllen = sizeof(cm.b) };
 	struct cmsghdr *c;
-	int fd = -1, data = -1, nfd = 0;
+	int data = -1, nfd = 0;
 	struct stat st;
 	ssize_t n;
 
@@ -237,28 +235,21 @@ static long ctl_recv_audit(struct worker *w, char *buf, size_t cap)
 
 			memcpy(&got, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
 			if (nfd == 0)
-				fd = got;
-			else if (nfd == 1)
 				data = got;
 			else
 				close(got);
 			nfd++;
 		}
 	}
-	if (n <= 0 || nfd < 1 || nfd > 2 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	if (n <= 0 || nfd > 1 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    (data >= 0 && (fstat(data, &st) != 0 || !S_ISSOCK(st.st_mode) ||
-			   dup2(data, FD_DATA) != FD_DATA)) ||
-	    dup2(fd, FD_AUDIT) != FD_AUDIT) {
-		if (nfd >= 1 && fd != FD_AUDIT)
-			close(fd);
+			   dup2(data, FD_DATA) != FD_DATA))) {
 		if (data >= 0 && data != FD_DATA)
 			close(data);
 		if (n == 0)
 			w->ctl_lost = true;
 		return -1;
 	}
-	if (fd != FD_AUDIT) /* received as 5 itself: the lowest free number */
-		close(fd);
 	if (data >= 0 && data != FD_DATA)
 		close(data);
 	buf[n] = '\0';
@@ -292,8 +283,7 @@ static int read_start(struct worker *w, const char **what)
 	int i;
 
 	*what = "packet";
-	n = w->audit_later ? ctl_recv_audit(w, pkt, sizeof(pkt))
-			   : ctl_recv(w, pkt, sizeof(pkt), CTL_TIMEOUT_MS);
+	n = ctl_recv_start(w, pkt, sizeof(pkt));
 	if (n < 0 || json_parse(&d, pkt, (size_t)n, tok, CTL_TOKENS) != 0 ||
 	    tok[0].type != JSON_OBJECT)
 		return ERR_PARSE;
@@ -473,8 +463,8 @@ static long ask_secret(struct worker *w, uint32_t i, uint8_t *secret, size_t cap
 	      SB_NAME_BYTES + sizeof(((struct worker *)0)->instance)) + 1024)
 _Static_assert(AUDIT_LINE_MAX < CTL_MAX, "an audit record fits one control packet");
 
-/* Writes the line and sends the record: true when agenticd got it (a reused worker waits for
- * agenticd's word only then). */
+/* Sends the record (agenticd writes the line): true when agenticd got it (a reused worker
+ * waits for agenticd's word only then). A connection cut by agenticd's end has no line. */
 static bool audit(struct worker *w)
 {
 	static char line[AUDIT_LINE_MAX + 1];
@@ -535,10 +525,6 @@ static bool audit(struct worker *w)
 			  log_q(w->sandbox), (long long)w->conn);
 		return false;
 	}
-	line[b.len] = '\n';
-	if (write(FD_AUDIT, line, b.len + 1) != (ssize_t)(b.len + 1))
-		log_error("egress audit write failed", "sandbox=%s conn=%lld err=%s",
-			  log_q(w->sandbox), (long long)w->conn, log_q(strerror(errno)));
 	return !w->ctl_lost && send(FD_CTL, line, b.len, MSG_NOSIGNAL) == (ssize_t)b.len;
 }
 
@@ -1235,7 +1221,6 @@ static bool forget(struct worker *w)
 	close(null);
 	explicit_bzero(w, sizeof(*w));
 	families = -1;
-	w->audit_later = true;
 	w->start_ms = clock_mono_ms();
 	w->kind = "unknown";
 	w->end = EE_CLOSED;
@@ -1257,7 +1242,6 @@ int egress_worker_main(int argc, char **argv)
 		log_error("egress worker without its descriptors", "want=%s", "3,4");
 		return 2;
 	}
-	w.audit_later = fcntl(FD_AUDIT, F_GETFD) < 0;
 	signal(SIGPIPE, SIG_IGN);
 	w.start_ms = clock_mono_ms();
 	w.kind = "unknown";

@@ -57,6 +57,7 @@ static const struct key keys[] = {
 	{ "egress_ca_file", K_PATH, F(egress_ca_file), 0, 0 },
 	{ "egress_io_timeout_ms", K_U32, F(egress_io_timeout_ms), 1000, 3600000 },
 	{ "egress_direct", K_U32, F(egress_direct), 0, 1 },
+	{ "egress_audit_max_bytes", K_BYTES, F(egress_audit_max_bytes), 64u << 10, 1ull << 40 },
 	{ "vm_kernel_dir", K_PATH_OR_EMPTY, F(vm_kernel_dir), 0, 0 },
 	{ "vm_accel", K_STR, F(vm_accel), 0, 0 },
 	{ "vm_uid_offset", K_U32, F(vm_uid_offset), 1, 0x7fffffff },
@@ -109,6 +110,7 @@ void config_defaults(struct config *cfg)
 	cfg->egress_uid = 199999;
 	set_str(cfg->egress_ca_file, "/etc/ssl/certs/ca-certificates.crt");
 	cfg->egress_io_timeout_ms = 300000;
+	cfg->egress_audit_max_bytes = 64u << 20;
 	/* vm_kernel_dir "": found beside the binary at start (agenticd.c) */
 	set_str(cfg->vm_accel, "auto");
 	cfg->vm_uid_offset = 800000;

@@ -48,6 +48,7 @@ struct config {
 	uint32_t egress_uid;                    /* the workers' uid and gid */
 	char egress_ca_file[CONFIG_STR_BYTES];  /* trust anchors for credential routes */
 	uint32_t egress_io_timeout_ms;          /* a worker's idle limit either way */
+	uint64_t egress_audit_max_bytes;        /* a run's egress.jsonl, at most */
 	bool min_tier_t1;                       /* min_tier = T1: a create that would be T0 is refused */
 	/* the VM runtime (docs/VM.md) */
 	char vm_kernel_dir[CONFIG_STR_BYTES];   /* vmlinuz and modules/; "": beside the binary */

@@ -32,6 +32,7 @@
 
 #include "agent.pb-c.h"
 #include "egress/policy.h"
+#include "egress/route.h"
 #include "json/json.h"
 #include "mgmt/daemon.h"
 #include "mgmt/egress.h"
@@ -106,6 +107,8 @@ struct eslot {
 	bool armed;                    /* the worker waits in accept on its sandbox's listener */
 	bool quiet;                    /* ended without a connection: no worker_failed line */
 	bool own_asked;                /* one request for this host's addresses a connection */
+	bool own_old;                  /* armed, and this host's addresses changed since in a way
+					* its policy sees: disarm_stale ends it */
 	uint32_t served;               /* connections its worker had before this one (reuse) */
 	int64_t started_ms, linger_until;
 	struct egress_credit cr;
@@ -138,7 +141,7 @@ static int epfd = -1;
 static struct eslot *slots;
 static struct bucket *buckets;
 static uint32_t nslots, nbuckets;
-static uint64_t next_conn = 1;
+static uint64_t next_conn;             /* see conn_next */
 static bool stopping;                  /* SIGTERM: no new worker */
 static bool egress_used;               /* a connection came: a spare worker is kept from now on */
 static bool spare_wanted;              /* one was claimed: egress_tick starts the next */
@@ -153,6 +156,8 @@ static bool own_stale = true;
 static long own_n = -1;
 static uint8_t own_rec[OWN_MAX * OWN_RECORD];
 static struct json_token toks[POLICY_TOKENS];
+
+static void conn_load(void);
 
 static size_t r64(size_t n)
 {
@@ -190,6 +195,7 @@ void egress_init(const struct config *c, const char *exe, int loop_fd, void *sto
 		slots[i].data = slots[i].ctl = slots[i].pidfd = -1;
 	}
 	buckets = (struct bucket *)p;
+	conn_load();
 	/* address changes, so that the list a worker gets is never older than the last change:
 	 * drained before every answer (own_fresh); without it each worker reads them itself */
 	nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
@@ -209,21 +215,91 @@ void egress_init(const struct config *c, const char *exe, int loop_fd, void *sto
 
 /* ---- this host's addresses ---- */
 
-/* Reads what the netlink socket holds: any message (or an overrun) is a change. */
+/* Whether sa, being this host's own or not, changes what the policy of s's armed worker
+ * allows: is_own is an exact match, so an address counts for itself only, and one the policy
+ * refuses (or allows) either way (a veth's IPv6 link-local address to a policy without
+ * "link_local" or "host") changes no decision of the worker's. */
+static bool own_change_matters(const struct eslot *s, const struct sockaddr_storage *sa)
+{
+	static struct egress_policy pol;
+	static struct egress_own_addrs one;
+	char err[8];
+
+	if (egress_policy_parse(s->policy, strlen(s->policy), &pol, err, sizeof(err)) != 0)
+		return true;
+	one.n = 1;
+	one.addr[0] = *sa;
+	return egress_addr_allowed(&pol, (const struct sockaddr *)sa, NULL) !=
+	       egress_addr_allowed(&pol, (const struct sockaddr *)sa, &one);
+}
+
+/* Marks the armed workers whose list of this host's addresses the message h (or, NULL, an
+ * overrun: changes were lost) makes wrong in a way their policy sees; disarm_stale ends
+ * them. Its address is its IFA_LOCAL and its IFA_ADDRESS, both judged. */
+static void own_event(const struct nlmsghdr *h)
+{
+	struct sockaddr_storage sa[2];
+	int na = 0;
+
+	if (h && (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) &&
+	    h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifaddrmsg))) {
+		const struct ifaddrmsg *ifa = NLMSG_DATA(h);
+		const struct rtattr *rta = IFA_RTA(ifa);
+		int len = (int)IFA_PAYLOAD(h);
+		size_t alen = ifa->ifa_family == AF_INET ? 4 : 16;
+
+		if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)
+			return; /* no address a worker judges */
+		for (; RTA_OK(rta, len) && na < 2; rta = RTA_NEXT(rta, len)) {
+			if (RTA_PAYLOAD(rta) != alen ||
+			    (rta->rta_type != IFA_LOCAL && rta->rta_type != IFA_ADDRESS))
+				continue;
+			memset(&sa[na], 0, sizeof(sa[na]));
+			sa[na].ss_family = ifa->ifa_family;
+			if (alen == 4)
+				memcpy(&((struct sockaddr_in *)&sa[na])->sin_addr, RTA_DATA(rta), 4);
+			else
+				memcpy(&((struct sockaddr_in6 *)&sa[na])->sin6_addr, RTA_DATA(rta), 16);
+			na++;
+		}
+	} else if (h && h->nlmsg_type == NLMSG_DONE) {
+		return;
+	} else {
+		h = NULL; /* anything else is read as a change of any address */
+	}
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct eslot *s = &slots[i];
+
+		if (!s->used || !s->armed || s->own_old)
+			continue;
+		s->own_old = !h;
+		for (int k = 0; k < na && !s->own_old; k++)
+			s->own_old = own_change_matters(s, &sa[k]);
+	}
+}
+
+/* Reads what the netlink socket holds: any message (or an overrun) is a change of the list
+ * (own_fresh reads it again), and each is judged for the armed workers (own_event). */
 static void own_drain(void)
 {
-	static char b[8192];
+	static char b[8192] __attribute__((aligned(4)));
 
 	for (;;) {
 		ssize_t n = recv(nl_fd, b, sizeof(b), MSG_DONTWAIT);
+		int left = (int)n;
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN)
+		if (n < 0 && errno != EAGAIN) {
 			own_stale = true; /* ENOBUFS: changes were lost */
+			own_event(NULL);
+		}
 		if (n <= 0)
 			return;
 		own_stale = true;
+		for (const struct nlmsghdr *h = (const void *)b; NLMSG_OK(h, left);
+		     h = NLMSG_NEXT(h, left))
+			own_event(h);
 	}
 }
 
@@ -337,23 +413,145 @@ static void iso_ts(char *out, size_t cap)
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
+/* The run's egress.jsonl, O_APPEND; read and write, for the dropped line (audit_dropped). */
 static int audit_open(struct sandbox *sb)
 {
 	if (!sb->run.open || sb->run.dirfd < 0)
 		return ERR_STATE;
 	int fd = openat(sb->run.dirfd, "egress.jsonl",
-			O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+			O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 
 	return fd < 0 ? -errno : fd;
 }
 
-/* One line, one write(2). mode: the policy's, for kind "policy" (else NULL); suppressed: the
- * refusals not written before this one (the field only when there were some). */
-static int audit_line(int fd, const char *name, const char *instance, uint64_t conn,
-		      const char *kind, const char *decision, const char *reason, const char *mode,
-		      int status, int64_t duration_ms, const char *end, uint64_t suppressed)
+/* Connection numbers, unique in every egress.jsonl across agenticd's restarts: the next one
+ * not handed out yet is kept in state_dir/egress-conn, written CONN_BLOCK ahead (a restart
+ * skips what the last start reserved and did not use, never reuses one). A file that cannot
+ * be read starts at this start's wall clock in microseconds, beyond any number a host makes
+ * at one a microsecond. */
+#define CONN_BLOCK 4096u
+static uint64_t conn_reserved;
+
+static void conn_path(char *out, size_t cap)
 {
-	char line[1024], ts[64];
+	snprintf(out, cap, "%s/egress-conn", cfg->state_dir);
+}
+
+static void conn_reserve(uint64_t upto)
+{
+	char path[LIMIT_PATH_BYTES], tmp[LIMIT_PATH_BYTES + 8], num[32];
+	int n = snprintf(num, sizeof(num), "%llu\n", (unsigned long long)upto), fd;
+
+	conn_path(path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || write(fd, num, (size_t)n) != n || fsync(fd) != 0 || rename(tmp, path) != 0)
+		log_warn("egress connection numbers not kept", "error=%s", log_q(err_str(-errno)));
+	if (fd >= 0)
+		close(fd);
+	conn_reserved = upto;
+}
+
+static void conn_load(void)
+{
+	char path[LIMIT_PATH_BYTES], num[32] = "";
+	int fd;
+	ssize_t n = -1;
+
+	conn_path(path, sizeof(path));
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+		n = read(fd, num, sizeof(num) - 1);
+		close(fd);
+	}
+	next_conn = n > 0 ? strtoull(num, NULL, 10) : 0;
+	if (next_conn == 0)
+		next_conn = (uint64_t)clock_wall_ms() * 1000;
+	conn_reserve(next_conn + CONN_BLOCK);
+}
+
+static uint64_t conn_next(void)
+{
+	if (next_conn + 1 >= conn_reserved)
+		conn_reserve(next_conn + 1 + CONN_BLOCK);
+	return next_conn++;
+}
+
+/* An audit line's fields besides ts, sandbox, instance and conn: what a worker's record said
+ * (checked: every word is one of the worker's), or what agenticd saw itself. */
+struct audit_fields {
+	const char *kind, *mode, *method, *host, *path, *decision, *reason, *end;
+	int64_t port, status, bytes_up, bytes_down, duration_ms;
+	uint64_t suppressed;           /* the refusals not written before this one: the field
+					* only when there were some */
+};
+
+/* The line that stands for those dropped past egress_audit_max_bytes: always AUDIT_DROPPED_BYTES
+ * long, the count padded, so that it is rewritten in place as drops go on (and found again
+ * after a restart: the file's last bytes). */
+#define AUDIT_DROPPED_HEAD "{\"kind\":\"audit_dropped\",\"ts\":\""
+#define AUDIT_DROPPED_BYTES 96
+_Static_assert(sizeof(AUDIT_DROPPED_HEAD) - 1 + 24 + 14 + 20 + 3 <= AUDIT_DROPPED_BYTES,
+	       "the dropped line fits its width");
+
+static int audit_dropped(int fd, off_t size)
+{
+	char line[AUDIT_DROPPED_BYTES + 1], ts[64];
+	unsigned long long dropped = 0;
+	off_t at = size;
+	int n;
+
+	if (size >= AUDIT_DROPPED_BYTES &&
+	    pread(fd, line, AUDIT_DROPPED_BYTES, size - AUDIT_DROPPED_BYTES) == AUDIT_DROPPED_BYTES &&
+	    memcmp(line, AUDIT_DROPPED_HEAD, sizeof(AUDIT_DROPPED_HEAD) - 1) == 0 &&
+	    line[AUDIT_DROPPED_BYTES - 1] == '\n') {
+		line[AUDIT_DROPPED_BYTES - 1] = '\0';
+		const char *d = strstr(line, "\"dropped\":");
+
+		if (d)
+			dropped = strtoull(d + 10, NULL, 10);
+		at = size - AUDIT_DROPPED_BYTES;
+	}
+	iso_ts(ts, sizeof(ts));
+	n = snprintf(line, sizeof(line), AUDIT_DROPPED_HEAD "%s\",\"dropped\":%-20llu", ts,
+		     dropped + 1);
+	if (n < 0 || n > AUDIT_DROPPED_BYTES - 2)
+		return ERR_LIMIT;
+	memset(line + n, ' ', (size_t)(AUDIT_DROPPED_BYTES - 2 - n));
+	line[AUDIT_DROPPED_BYTES - 2] = '}';
+	line[AUDIT_DROPPED_BYTES - 1] = '\n';
+	/* in place: O_APPEND off, or pwrite would append (Linux) */
+	if (fcntl(fd, F_SETFL, 0) != 0)
+		return -errno;
+	return pwrite(fd, line, AUDIT_DROPPED_BYTES, at) == AUDIT_DROPPED_BYTES ? 0 : -EIO;
+}
+
+/* Appends one line to sb's egress.jsonl with one write(2), while the file stays within
+ * egress_audit_max_bytes (room kept for the dropped line); past it the line is dropped and
+ * counted in the file's last line. agenticd is the file's only writer (docs/EGRESS.md
+ * "Audit"). */
+static int audit_put(struct sandbox *sb, const char *line, size_t len)
+{
+	struct stat st;
+	int fd = audit_open(sb), r;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) != 0)
+		r = -errno;
+	else if ((uint64_t)st.st_size + len + AUDIT_DROPPED_BYTES <= cfg->egress_audit_max_bytes)
+		r = write(fd, line, len) == (ssize_t)len ? 0 : -errno;
+	else
+		r = audit_dropped(fd, st.st_size);
+	close(fd);
+	return r;
+}
+
+/* One line of sb's run. */
+static int audit_line(struct sandbox *sb, const char *name, const char *instance, uint64_t conn,
+		      const struct audit_fields *f)
+{
+	static char line[CTL_BYTES];
+	char ts[64];
 	struct buf b;
 	struct json_writer w;
 
@@ -370,42 +568,54 @@ static int audit_line(int fd, const char *name, const char *instance, uint64_t c
 	json_key(&w, "conn");
 	json_int_write(&w, (int64_t)conn);
 	json_key(&w, "kind");
-	json_str_write(&w, kind);
-	if (mode) {
+	json_str_write(&w, f->kind);
+	if (f->mode) {
 		json_key(&w, "mode");
-		json_str_write(&w, mode);
+		json_str_write(&w, f->mode);
 	}
 	json_key(&w, "method");
-	json_str_write(&w, "");
+	json_str_write(&w, f->method ? f->method : "");
 	json_key(&w, "host");
-	json_str_write(&w, "");
+	json_str_write(&w, f->host ? f->host : "");
 	json_key(&w, "port");
-	json_int_write(&w, 0);
+	json_int_write(&w, f->port);
 	json_key(&w, "path");
-	json_str_write(&w, "");
+	json_str_write(&w, f->path ? f->path : "");
 	json_key(&w, "decision");
-	json_str_write(&w, decision);
+	json_str_write(&w, f->decision);
 	json_key(&w, "reason");
-	json_str_write(&w, reason);
+	json_str_write(&w, f->reason);
 	json_key(&w, "status");
-	json_int_write(&w, status);
+	json_int_write(&w, f->status);
 	json_key(&w, "bytes_up");
-	json_int_write(&w, 0);
+	json_int_write(&w, f->bytes_up);
 	json_key(&w, "bytes_down");
-	json_int_write(&w, 0);
+	json_int_write(&w, f->bytes_down);
 	json_key(&w, "duration_ms");
-	json_int_write(&w, duration_ms);
+	json_int_write(&w, f->duration_ms);
 	json_key(&w, "end");
-	json_str_write(&w, end);
-	if (suppressed) {
+	json_str_write(&w, f->end);
+	if (f->suppressed) {
 		json_key(&w, "suppressed");
-		json_int_write(&w, (int64_t)suppressed);
+		json_int_write(&w, (int64_t)f->suppressed);
 	}
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0)
 		return ERR_LIMIT;
 	line[b.len++] = '\n';
-	return write(fd, line, b.len) == (ssize_t)b.len ? 0 : -errno;
+	return audit_put(sb, line, b.len);
+}
+
+/* A refusal of agenticd's own: no worker, no request read. */
+static int audit_refused(struct sandbox *sb, const char *name, const char *instance,
+			 uint64_t conn, const char *reason, int status, int64_t duration_ms,
+			 const char *end, uint64_t suppressed)
+{
+	const struct audit_fields f = { .kind = "unknown", .decision = "deny", .reason = reason,
+					.end = end, .status = status, .duration_ms = duration_ms,
+					.suppressed = suppressed };
+
+	return audit_line(sb, name, instance, conn, &f);
 }
 
 /* ---- the rate limit: a token bucket per sandbox ---- */
@@ -479,7 +689,6 @@ static void audit_refusal(struct sandbox *sb, const char *reason, int status)
 {
 	struct bucket *b = bucket_of(sb);
 	int64_t sec = clock_mono_ms() / 1000;
-	int fd;
 
 	if (b->refused_sec != sec) {
 		b->refused_sec = sec;
@@ -491,14 +700,11 @@ static void audit_refusal(struct sandbox *sb, const char *reason, int status)
 		b->suppressed_status = status;
 		return;
 	}
-	if ((fd = audit_open(sb)) < 0)
-		return;
-	if (audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny", reason,
-		       NULL, status, 0, "closed", b->suppressed) == 0) {
+	if (audit_refused(sb, sb->name, sb->instance_id, conn_next(), reason, status, 0, "closed",
+			  b->suppressed) == 0) {
 		b->refused_lines++;
 		b->suppressed = 0;
 	}
-	close(fd);
 }
 
 /* ---- slots ---- */
@@ -553,7 +759,6 @@ static void slot_maybe_free(struct eslot *s)
 static void worker_failed_line(struct eslot *s)
 {
 	struct sandbox *sb = s->sb;
-	int fd;
 
 	if (s->record_seen || s->quiet)
 		return;
@@ -561,11 +766,10 @@ static void worker_failed_line(struct eslot *s)
 	metrics_egress(1, 0, 0);
 	log_warn("egress worker failed", "name=%s conn=%llu", log_q(s->name),
 		 (unsigned long long)s->conn);
-	if (!sb || sb->state == SB_FREE || sb->gen != s->sb_gen || (fd = audit_open(sb)) < 0)
+	if (!sb || sb->state == SB_FREE || sb->gen != s->sb_gen)
 		return;
-	audit_line(fd, s->name, s->instance, s->conn, "unknown", "deny", "worker_failed", NULL, 0,
-		   clock_mono_ms() - s->started_ms, "upstream_error", 0);
-	close(fd);
+	audit_refused(sb, s->name, s->instance, s->conn, "worker_failed", 0,
+		      clock_mono_ms() - s->started_ms, "upstream_error", 0);
 }
 
 static void call_end(struct eslot *s, int status, const char *why)
@@ -855,6 +1059,7 @@ static int own_send(struct eslot *s)
 	int n;
 
 	own_fresh();
+	s->own_old = false; /* it gets the list as it is now */
 	n = snprintf(pkt, sizeof(pkt), "{\"own\":%ld}", own_n);
 	if (send(s->ctl, pkt, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) != n ||
 	    (own_n > 0 && send(s->ctl, own_rec, (size_t)own_n * OWN_RECORD,
@@ -863,19 +1068,18 @@ static int own_send(struct eslot *s)
 	return 0;
 }
 
-/* The start packet, with the run's egress.jsonl as its first descriptor and, for a direct
- * connection, the workload's socket as its second; "own": true when the worker may ask for
- * this host's addresses (ctl_own). */
-static int ctl_hello(struct eslot *s, bool rate_limited, int audit, int data)
+/* The start packet, with, for a direct connection, the workload's socket (or the listener) as
+ * its one descriptor; "own": true when the worker may ask for this host's addresses
+ * (ctl_own). */
+static int ctl_hello(struct eslot *s, bool rate_limited, int data)
 {
 	static char pkt[CTL_BYTES];
 	struct buf b;
 	struct json_writer w;
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(2 * sizeof(int))];
+		char b[CMSG_SPACE(sizeof(int))];
 	} cm;
-	int fds[2] = { audit, data };
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 			     .msg_controllen = sizeof(cm.b) };
@@ -926,12 +1130,16 @@ static int ctl_hello(struct eslot *s, bool rate_limited, int audit, int data)
 	iov.iov_base = pkt;
 	iov.iov_len = b.len;
 	memset(&cm, 0, sizeof(cm));
-	mh.msg_controllen = CMSG_SPACE((data >= 0 ? 2 : 1) * sizeof(int));
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN((data >= 0 ? 2 : 1) * sizeof(int));
-	memcpy(CMSG_DATA(c), fds, (data >= 0 ? 2 : 1) * sizeof(int));
+	if (data >= 0) {
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &data, sizeof(int));
+	} else {
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+	}
 	if (sendmsg(s->ctl, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)b.len)
 		return -errno;
 	if (nl_fd >= 0 && own_send(s) != 0)
@@ -993,17 +1201,16 @@ fail:
 
 static void worker_kill(struct eslot *s);
 
-/* Gives the worker of s (a spare's, or one started now) its connection and audit (the
- * caller's, which it closes; data, the workload's socket of a direct connection, stays the
- * caller's): 0, or -errno (a worker that was started is killed and left with its sockets,
- * for the caller to close and the reaper to collect). */
-static int worker_start(struct eslot *s, int audit, int data, bool rate_limited)
+/* Gives the worker of s (a spare's, or one started now) its connection (data, the workload's
+ * socket of a direct connection, stays the caller's): 0, or -errno (a worker that was started
+ * is killed and left with its sockets, for the caller to close and the reaper to collect). */
+static int worker_start(struct eslot *s, int data, bool rate_limited)
 {
 	int r = 0;
 
 	if (s->pid <= 0)
 		r = worker_spawn(s);
-	if (r == 0 && (r = ctl_hello(s, rate_limited, audit, data)) != 0) {
+	if (r == 0 && (r = ctl_hello(s, rate_limited, data)) != 0) {
 		log_warn("egress worker not told its connection", "name=%s error=%s",
 			 log_q(s->name), log_q(err_str(r)));
 		/* killed, not left to the eof of its control socket: the packet may have gone
@@ -1013,7 +1220,6 @@ static int worker_start(struct eslot *s, int audit, int data, bool rate_limited)
 		 * killed (egress_tick) and hold its slot for good */
 		worker_kill(s);
 	}
-	close(audit);
 	return r;
 }
 
@@ -1088,7 +1294,7 @@ static void slot_claim(struct eslot *s, struct sandbox *sb, bool reuse)
 	snprintf(s->name, sizeof(s->name), "%s", sb->name);
 	snprintf(s->instance, sizeof(s->instance), "%s", sb->instance_id);
 	snprintf(s->policy, sizeof(s->policy), "%s", sb->egress_json);
-	s->conn = next_conn++;
+	s->conn = conn_next();
 	s->started_ms = clock_mono_ms();
 	s->served = served;
 }
@@ -1128,7 +1334,7 @@ enum take { TAKE_OK, TAKE_BUSY, TAKE_RATE, TAKE_AUDIT, TAKE_START };
 static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
 {
 	struct eslot *s = NULL;
-	int r, audit;
+	int r;
 
 	s = slot_pick(sb);
 	if (!s) {
@@ -1145,16 +1351,16 @@ static enum take conn_take(struct sandbox *sb, int data, struct eslot **out)
 		return TAKE_RATE;
 	}
 	/* before the slot is taken: a run that cannot be audited in costs no spare */
-	audit = audit_open(sb);
-	if (audit < 0) {
+	if ((r = audit_open(sb)) < 0) {
 		log_warn("egress connection not audited, refused", "name=%s error=%s",
-			 log_q(sb->name), log_q(err_str(audit)));
+			 log_q(sb->name), log_q(err_str(r)));
 		metrics_egress(1, 0, 0);
 		return TAKE_AUDIT;
 	}
+	close(r);
 	slot_claim(s, sb, false);
 	egress_used = true;
-	r = worker_start(s, audit, data, false);
+	r = worker_start(s, data, false);
 	if (r != 0) {
 		log_warn("egress worker not started", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(r)));
@@ -1536,18 +1742,16 @@ static uint32_t armed_count(void)
  * the packet not given (s is sb's, claimed, and quiet: no line for what never came). */
 static int arm_slot(struct eslot *s, struct sandbox *sb, bool reuse)
 {
-	int audit, r;
+	int r;
 
-	if ((audit = audit_open(sb)) < 0)
+	if (!sb->run.open || sb->run.dirfd < 0)
 		return 0;
 	/* a token now, or agenticd answers the next connection (429) */
-	if (!rate_take(sb)) {
-		close(audit);
+	if (!rate_take(sb))
 		return 0;
-	}
 	slot_claim(s, sb, reuse);
 	s->armed = true;
-	r = worker_start(s, audit, sb->egress_lfd, false);
+	r = worker_start(s, sb->egress_lfd, false);
 	if (r != 0) {
 		s->armed = false;
 		s->quiet = true;
@@ -1587,6 +1791,7 @@ static void armed_accepted(struct eslot *s)
 
 	s->armed = false;
 	s->direct = true;
+	s->started_ms = clock_mono_ms(); /* the connection's, not the arming's */
 	if (sb->gen == s->sb_gen && sb->egress_lfd >= 0 && sb->egress_lfd_ok)
 		listen_watch(sb, true);
 	arm_wanted = true;
@@ -1594,12 +1799,16 @@ static void armed_accepted(struct eslot *s)
 		spare_defer_until = clock_mono_ms() + SPARE_DEFER_MS;
 }
 
-static void disarm_all(void)
+/* Ends the armed workers whose list of this host's addresses is wrong for their policy now
+ * (own_event), whichever read of the netlink socket found the change, and arms others. */
+static void disarm_stale(void)
 {
 	for (uint32_t i = 0; i < nslots; i++)
-		if (slots[i].used && slots[i].armed && slots[i].sb->gen == slots[i].sb_gen)
+		if (slots[i].used && slots[i].armed && slots[i].own_old &&
+		    slots[i].sb->gen == slots[i].sb_gen) {
 			disarm(slots[i].sb, true);
-	arm_wanted = true;
+			arm_wanted = true;
+		}
 }
 
 /* sb may have a worker armed on its listener now (one it has aside). */
@@ -1820,29 +2029,88 @@ static void ctl_own(struct eslot *s)
 			 (unsigned long long)s->conn);
 }
 
-static void ctl_record(struct eslot *s, const struct json_doc *d)
+/* word if it is one of words[0..n), else "unknown": a record's words are the worker's, and
+ * one a workload took over may say anything; the line says only what a worker can say. */
+static const char *word_of(const char *word, const char *(*name)(int), int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(word, name(i)) == 0)
+			return name(i);
+	return "unknown";
+}
+
+static const char *kind_name(int i)
+{
+	static const char *const kinds[] = { "tunnel", "route", "unknown" };
+
+	return kinds[i];
+}
+
+static const char *decision_name(int i)
 {
 	static const char *const decisions[] = { "allow", "deny", "would_deny" };
-	char kind[16] = "", host[EGRESS_HOST_BYTES] = "", decision[16] = "", reason[32] = "";
-	int64_t port = 0, up = 0, down = 0, status = 0;
+
+	return decisions[i];
+}
+
+static const char *reason_name(int i)
+{
+	return egress_reason_word((enum egress_reason)i);
+}
+
+static const char *end_name(int i)
+{
+	return egress_end_word((enum egress_end)i);
+}
+
+/* The worker's record: the audit line agenticd writes for it (docs/EGRESS.md "Audit"). ts,
+ * sandbox, instance and conn are the slot's and duration_ms agenticd's own (from the
+ * connection's claim, or an armed worker's accept); the rest is what the worker says, in the
+ * words it can say. */
+static void ctl_record(struct eslot *s, const struct json_doc *d)
+{
+	static char host[EGRESS_HOST_BYTES], path[CTL_BYTES];
+	char kind[16] = "", method[32] = "", decision[16] = "", reason[32] = "", end[32] = "";
+	struct audit_fields f = { 0 };
 	int dec = 1;
 
+	host[0] = path[0] = '\0';
 	json_str(d, json_obj_get(d, 0, "kind"), kind, sizeof(kind));
+	json_str(d, json_obj_get(d, 0, "method"), method, sizeof(method));
 	json_str(d, json_obj_get(d, 0, "host"), host, sizeof(host));
+	json_str(d, json_obj_get(d, 0, "path"), path, sizeof(path));
 	json_str(d, json_obj_get(d, 0, "decision"), decision, sizeof(decision));
 	json_str(d, json_obj_get(d, 0, "reason"), reason, sizeof(reason));
-	json_int(d, json_obj_get(d, 0, "port"), &port);
-	json_int(d, json_obj_get(d, 0, "status"), &status);
-	json_int(d, json_obj_get(d, 0, "bytes_up"), &up);
-	json_int(d, json_obj_get(d, 0, "bytes_down"), &down);
+	json_str(d, json_obj_get(d, 0, "end"), end, sizeof(end));
+	json_int(d, json_obj_get(d, 0, "port"), &f.port);
+	json_int(d, json_obj_get(d, 0, "status"), &f.status);
+	json_int(d, json_obj_get(d, 0, "bytes_up"), &f.bytes_up);
+	json_int(d, json_obj_get(d, 0, "bytes_down"), &f.bytes_down);
+	path[strcspn(path, "?")] = '\0'; /* never the query */
 	for (int i = 0; i < 3; i++)
-		if (strcmp(decision, decisions[i]) == 0)
+		if (strcmp(decision, decision_name(i)) == 0)
 			dec = i;
+	f.kind = word_of(kind, kind_name, 3);
+	f.method = method;
+	f.host = host;
+	f.path = path;
+	f.decision = decision_name(dec);
+	f.reason = word_of(reason, reason_name, ER_COUNT);
+	f.end = word_of(end, end_name, EE_TIMEOUT + 1);
+	f.port = f.port < 0 || f.port > 65535 ? 0 : f.port;
+	f.bytes_up = f.bytes_up < 0 ? 0 : f.bytes_up;
+	f.bytes_down = f.bytes_down < 0 ? 0 : f.bytes_down;
+	f.duration_ms = clock_mono_ms() - s->started_ms;
 	s->record_seen = true;
-	metrics_egress(dec, up > 0 ? (uint64_t)up : 0, down > 0 ? (uint64_t)down : 0);
+	metrics_egress(dec, (uint64_t)f.bytes_up, (uint64_t)f.bytes_down);
+	if (s->sb && s->sb->gen == s->sb_gen && s->sb->state != SB_FREE &&
+	    audit_line(s->sb, s->name, s->instance, s->conn, &f) != 0)
+		log_warn("egress audit line not written", "name=%s conn=%llu", log_q(s->name),
+			 (unsigned long long)s->conn);
 	log_info("egress", "sandbox=%s conn=%llu kind=%s host=%s port=%lld decision=%s reason=%s "
-		 "status=%lld", log_q(s->name), (unsigned long long)s->conn, log_q(kind),
-		 log_q(host), (long long)port, log_q(decisions[dec]), log_q(reason), (long long)status);
+		 "status=%lld", log_q(s->name), (unsigned long long)s->conn, log_q(f.kind),
+		 log_q(host), (long long)f.port, log_q(f.decision), log_q(f.reason),
+		 (long long)f.status);
 }
 
 /* The control socket is done with: read to its end, or closed on a worker that broke the
@@ -1972,8 +2240,7 @@ void egress_event(uint32_t idx, bool ctl, uint32_t events)
 	if (ctl && idx == EGRESS_NETLINK_SLOT) {
 		own_drain();
 		/* an armed worker holds the list from its arming: armed again, with the new one */
-		if (own_stale)
-			disarm_all();
+		disarm_stale();
 		return;
 	}
 	if (idx >= nslots || !(s = &slots[idx])->used)
@@ -2039,6 +2306,8 @@ static int64_t spare_due(void)
 
 void egress_tick(int64_t now)
 {
+	/* a change own_fresh drained (a start packet's) ends the armed workers it concerns too */
+	disarm_stale();
 	if (spare_wanted && now >= spare_due()) {
 		spare_wanted = false;
 		spare_fill();
@@ -2053,19 +2322,16 @@ void egress_tick(int64_t now)
 	for (uint32_t i = 0; i < nbuckets; i++) {
 		struct bucket *b = &buckets[i];
 		struct sandbox *sb = sandbox_slot(i);
-		int fd;
 
 		if (!b->suppressed || b->refused_sec == now / 1000)
 			continue;
-		if (!sb || sb->gen != b->gen || sb->state == SB_FREE || (fd = audit_open(sb)) < 0) {
+		if (!sb || sb->gen != b->gen || sb->state == SB_FREE || !sb->run.open) {
 			b->suppressed = 0;
 			continue;
 		}
-		if (audit_line(fd, sb->name, sb->instance_id, next_conn++, "unknown", "deny",
-			       b->suppressed_reason, NULL, b->suppressed_status, 0, "closed",
-			       b->suppressed - 1) == 0)
+		if (audit_refused(sb, sb->name, sb->instance_id, conn_next(), b->suppressed_reason,
+				  b->suppressed_status, 0, "closed", b->suppressed - 1) == 0)
 			b->suppressed = 0;
-		close(fd);
 	}
 	for (uint32_t i = 0; i < nslots; i++) {
 		struct eslot *s = &slots[i];
