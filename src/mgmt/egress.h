@@ -53,6 +53,13 @@ size_t egress_storage_bytes(const struct config *cfg);
 void egress_init(const struct config *cfg, const char *self_exe, int epfd, void *storage,
 		 size_t len);
 
+/* At start, once agenticd holds its lock and before any worker: every process of the egress
+ * uids (egress_uid - egress_max_connections + 1 .. egress_uid) whose parent is no agenticd, a
+ * worker a killed agenticd left, is killed, and waited for until it has exited, so that no uid
+ * of a new worker is one a live old worker holds. 0, or -1 with err set (one would not die in
+ * STALE_KILL_MS: agenticd refuses to start). */
+int egress_stale_kill(const struct config *cfg, char *err, size_t cap);
+
 /* The Egress method's handlers (agent.c's method table names them). */
 void egress_call_start(struct grpc_call *call);
 void egress_call_message(struct grpc_call *call, const ProtobufCMessage *msg);
