@@ -11,6 +11,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/openat2.h>
 #include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -1869,12 +1870,72 @@ static int secret_path(const struct eslot *s, int64_t i, char *path, size_t cap)
 	return 0;
 }
 
-/* Reads the secret: regular, root's, no group or other bits, at most EGRESS_SECRET_BYTES,
- * one trailing newline dropped. Its length, or -1. */
-long egress_secret_read(const char *path, uint8_t *out)
+/* path's part below dir (no leading '/'), or NULL when path does not name something below
+ * it. */
+static const char *secret_rel(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (strncmp(path, dir, n) != 0 || (n > 1 && path[n] != '/'))
+		return NULL;
+	path += n;
+	while (*path == '/')
+		path++;
+	return *path ? path : NULL;
+}
+
+/* Opens a route's secret file: below dir (secret_dir), resolved from its descriptor
+ * with openat2 so that no "..", symbolic link (the last component's too), magic link or
+ * other mount leads out of it. The descriptor, or -errno (-EXDEV: not below secret_dir). */
+static int secret_open(const char *dir, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+	const char *rel = secret_rel(dir, path);
+	int dfd, fd;
+
+	if (!rel)
+		return -EXDEV;
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	fd = fd < 0 ? -errno : fd;
+	close(dfd);
+	return fd;
+}
+
+int egress_secret_check(const struct config *c, const struct egress_policy *pol, char *why,
+			size_t cap)
+{
+	for (uint32_t i = 0; i < pol->nroutes; i++) {
+		int fd = secret_open(c->secret_dir, pol->routes[i].secret_file);
+
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		/* one not there yet is read when it is asked for, by the same rule */
+		if (fd == -ENOENT && secret_rel(c->secret_dir, pol->routes[i].secret_file))
+			continue;
+		snprintf(why, cap, "egress.routes[%u].secret_file: must name a file in secret_dir "
+			 "(%s), reached without a symbolic link, \"..\" or another mount", i,
+			 c->secret_dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads the secret from fd (closed): regular, root's, no group or other bits, at most
+ * EGRESS_SECRET_BYTES, one trailing newline dropped. Its length, or -1. */
+static long secret_read_fd(int fd, uint8_t *out)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	long n = 0;
 
 	if (fd < 0)
@@ -1903,6 +1964,11 @@ long egress_secret_read(const char *path, uint8_t *out)
 	return n > 0 ? n : -1;
 }
 
+long egress_secret_read(const char *path, uint8_t *out)
+{
+	return secret_read_fd(open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), out);
+}
+
 static void ctl_secret(struct eslot *s, int64_t route)
 {
 	static uint8_t secret[EGRESS_SECRET_BYTES];
@@ -1912,7 +1978,7 @@ static void ctl_secret(struct eslot *s, int64_t route)
 	size_t len;
 
 	if (secret_path(s, route, path, sizeof(path)) == 0)
-		n = egress_secret_read(path, secret);
+		n = secret_read_fd(secret_open(cfg->secret_dir, path), secret);
 	if (n < 0) {
 		len = (size_t)snprintf(pkt, sizeof(pkt), "{\"error\":\"secret_unavailable\"}");
 		log_warn("egress secret unavailable", "name=%s conn=%llu route=%lld",
