@@ -1760,8 +1760,11 @@ static bool rearm(struct eslot *s)
 
 	/* one that asked for a route's secret is not: a worker holds one secret in its life,
 	 * so one a crafted request took over has that one */
+	/* nor one whose policy changed since: it bound itself to the ports of its first one
+	 * (egress_confine), and a bound is never loosened */
 	if (stopping || !cfg->egress_direct || s->pid <= 0 || s->ctl < 0 || s->secret_asked ||
-	    s->served + 1 >= REUSE_MAX || !sb || sb->gen != s->sb_gen || !armable(sb) ||
+	    s->served + 1 >= REUSE_MAX || !sb || sb->gen != s->sb_gen ||
+	    strcmp(s->policy, sb->egress_json) != 0 || !armable(sb) ||
 	    armed_of(sb) || armed_count() >= ARMED_MAX)
 		return false;
 	return arm_slot(s, sb, true) > 0;
