@@ -373,7 +373,8 @@ static bool header_reserved(const char *h)
 {
 	static const char *const reserved[] = { "host", "content-length", "transfer-encoding",
 						"connection", "upgrade", "te", "trailer",
-						"keep-alive", "proxy-connection" };
+						"keep-alive", "proxy-connection",
+						"accept-encoding" };
 
 	for (size_t i = 0; i < ARRAY_LEN(reserved); i++)
 		if (strcmp(h, reserved[i]) == 0)

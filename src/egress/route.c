@@ -136,10 +136,12 @@ static bool name_is(const char *name, size_t len, const char *want)
 }
 
 /* Headers never forwarded: the credentials a workload could send itself, the hop-by-hop ones
- * (the worker speaks for the connection: Connection: close), and Host (ours replaces it). */
+ * (the worker speaks for the connection: Connection: close), Host (ours replaces it), and
+ * Accept-Encoding: ours asks for identity, so that the response's bytes are the ones the mask
+ * reads (a gzip'd echo of the injected header would carry the secret past it). */
 static const char *const dropped[] = {
 	"authorization", "proxy-authorization", "x-api-key", "cookie", "proxy-connection",
-	"connection", "keep-alive", "te", "upgrade", "host",
+	"connection", "keep-alive", "te", "upgrade", "host", "accept-encoding",
 };
 
 static bool is_dropped(const char *name, size_t len, const struct egress_route *rt)
@@ -213,7 +215,8 @@ long egress_route_rewrite_framed(const struct egress_head *h, const struct egres
 	if (name_is(rt->header, strlen(rt->header), "content-length") ||
 	    name_is(rt->header, strlen(rt->header), "transfer-encoding") ||
 	    name_is(rt->header, strlen(rt->header), "host") ||
-	    name_is(rt->header, strlen(rt->header), "connection"))
+	    name_is(rt->header, strlen(rt->header), "connection") ||
+	    name_is(rt->header, strlen(rt->header), "accept-encoding"))
 		return ERR_PARSE;
 	for (size_t i = 0; i < secret_len; i++)
 		if (secret[i] == '\r' || secret[i] == '\n' || secret[i] == 0)
@@ -308,7 +311,7 @@ long egress_route_rewrite_framed(const struct egress_head *h, const struct egres
 		}
 		put(&w, "\r\n", 2);
 	}
-	puts_(&w, "Connection: close\r\n\r\n");
+	puts_(&w, "Accept-Encoding: identity\r\nConnection: close\r\n\r\n");
 	if (w.over)
 		return ERR_LIMIT;
 	if (w.len < cap)

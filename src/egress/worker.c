@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "egress/confine.h"
 #include "egress/head.h"
 #include "egress/policy.h"
 #include "egress/route.h"
@@ -1231,6 +1232,7 @@ int egress_worker_main(int argc, char **argv)
 {
 	static struct worker w;
 	const char *what = "";
+	int rc;
 
 	if (argc > 1) {
 		fprintf(stderr, "agentic-egress-worker: unknown argument '%s' (see --help)\n",
@@ -1250,6 +1252,12 @@ int egress_worker_main(int argc, char **argv)
 		/* No audit line: without the packet there is no sandbox to name; agenticd audits
 		 * the worker's failure (worker_failed). */
 		log_error("egress worker start packet refused", "field=%s", log_q(what));
+		return 1;
+	}
+	/* its policy known, before a byte of the workload's: for the rest of its life (agenticd
+	 * arms it again only for the same policy) */
+	if ((rc = egress_confine(&w.policy, w.ca_file)) < 0) {
+		log_error("egress worker cannot confine itself", "error=%s", log_q(strerror(-rc)));
 		return 1;
 	}
 	for (;;) {

@@ -656,6 +656,22 @@ static int vm_creds_refused(struct admin_conn *c, const struct create_req *req)
 	return 0;
 }
 
+/* A route's secret_file outside secret_dir (egress_secret_check): refused 422, as a PUT of
+ * the policy is. */
+static int egress_secrets_refused(struct admin_conn *c, const struct create_req *req)
+{
+	static struct egress_policy pol;
+	char why[LIMIT_PATH_BYTES + 256];
+
+	if (egress_policy_parse(req->egress_json, strlen(req->egress_json), &pol, why,
+				sizeof(why)) == 0 &&
+	    egress_secret_check(A.ac.cfg, &pol, why, sizeof(why)) == 0)
+		return 0;
+	log_info("create refused", "reason=egress_invalid");
+	admin_respond_error(c, 422, "egress_invalid", why);
+	return -1;
+}
+
 void admin_create_start(struct admin_conn *c)
 {
 	const struct config *cfg = A.ac.cfg;
@@ -670,6 +686,8 @@ void admin_create_start(struct admin_conn *c)
 		return;
 	}
 	if (req->ncreds && vm_creds_refused(c, req) != 0)
+		return;
+	if (req->egress_json[0] && egress_secrets_refused(c, req) != 0)
 		return;
 	if (req->name && sandbox_by_name(req->name)) {
 		admin_respond_error(c, 409, "name_taken", "a sandbox with that name exists");
@@ -944,7 +962,7 @@ static void route_egress_put(struct admin_conn *c, struct sandbox *sb, const cha
 	static struct egress_policy pol;
 	static struct json_token tok[4];
 	static char old_json[EGRESS_POLICY_BYTES];
-	char why[256], norm[EGRESS_POLICY_BYTES];
+	char why[512], norm[EGRESS_POLICY_BYTES];
 	struct json_doc doc;
 	int r;
 
@@ -960,7 +978,8 @@ static void route_egress_put(struct admin_conn *c, struct sandbox *sb, const cha
 				    "(docs/EGRESS.md \"Policy\")");
 		return;
 	}
-	if (egress_policy_parse((const char *)c->body, c->body_len, &pol, why, sizeof(why)) != 0) {
+	if (egress_policy_parse((const char *)c->body, c->body_len, &pol, why, sizeof(why)) != 0 ||
+	    egress_secret_check(A.ac.cfg, &pol, why, sizeof(why)) != 0) {
 		log_info("egress policy refused", "name=%s", log_q(sb->name));
 		admin_respond_error(c, 422, "egress_invalid", why);
 		return;

@@ -871,6 +871,10 @@ int agenticd_main(int argc, char **argv)
 	if (host_prepare_dirs(&d->cfg, d->admin_group_known, d->admin_gid, err, sizeof(err)) != 0 ||
 	    host_lock(&d->cfg, &d->lock_fd, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
+	/* under the lock (another agenticd of this config would be running otherwise): the
+	 * workers a killed one left, before any worker of this one takes their uids */
+	if (egress_stale_kill(&d->cfg, err, sizeof(err)) != 0)
+		return fail("refusing to start", err);
 	if ((r = host_init_copy(&d->cfg, d->self_exe, d->init_exe, sizeof(d->init_exe), sha,
 				err, sizeof(err))) < 0)
 		return fail("refusing to start", err);

@@ -55,6 +55,7 @@ static const struct key keys[] = {
 	{ "egress_per_sandbox", K_U32, F(egress_per_sandbox), 1, 64 },
 	{ "egress_uid", K_U32, F(egress_uid), 1, 0x7fffffff },
 	{ "egress_ca_file", K_PATH, F(egress_ca_file), 0, 0 },
+	{ "secret_dir", K_PATH, F(secret_dir), 0, 0 },
 	{ "egress_io_timeout_ms", K_U32, F(egress_io_timeout_ms), 1000, 3600000 },
 	{ "egress_direct", K_U32, F(egress_direct), 0, 1 },
 	{ "egress_audit_max_bytes", K_BYTES, F(egress_audit_max_bytes), 64u << 10, 1ull << 40 },
@@ -109,6 +110,7 @@ void config_defaults(struct config *cfg)
 	cfg->egress_direct = 1;
 	cfg->egress_uid = 199999;
 	set_str(cfg->egress_ca_file, "/etc/ssl/certs/ca-certificates.crt");
+	set_str(cfg->secret_dir, "/etc/agentic/secrets");
 	cfg->egress_io_timeout_ms = 300000;
 	cfg->egress_audit_max_bytes = 64u << 20;
 	/* vm_kernel_dir "": found beside the binary at start (agenticd.c) */

@@ -47,6 +47,7 @@ struct config {
 	uint32_t egress_direct;                 /* 1: the worker gets the workload's socket */
 	uint32_t egress_uid;                    /* the workers' uid and gid */
 	char egress_ca_file[CONFIG_STR_BYTES];  /* trust anchors for credential routes */
+	char secret_dir[CONFIG_STR_BYTES];      /* where a route's secret_file may be */
 	uint32_t egress_io_timeout_ms;          /* a worker's idle limit either way */
 	uint64_t egress_audit_max_bytes;        /* a run's egress.jsonl, at most */
 	bool min_tier_t1;                       /* min_tier = T1: a create that would be T0 is refused */

@@ -5,11 +5,13 @@
  * (its audit record counts in the metrics), and the call may outlive the worker until what it
  * wrote has reached the init. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/openat2.h>
 #include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -210,6 +212,123 @@ void egress_init(const struct config *c, const char *exe, int loop_fd, void *sto
 			close(nl_fd);
 			nl_fd = -1;
 		}
+	}
+}
+
+/* ---- workers an earlier agenticd left ---- */
+
+#define STALE_KILL_MS 5000             /* for every leftover worker to be gone, at start */
+
+/* The real and effective uid and the parent of process pid (its /proc status): 0, or -1. */
+static int proc_ids(long pid, unsigned long *ruid, unsigned long *euid, long *ppid, bool *zombie)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+	int fd;
+	const char *u, *pp, *st;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	u = strstr(buf, "\nUid:");
+	pp = strstr(buf, "\nPPid:");
+	st = strstr(buf, "\nState:");
+	if (!u || !pp || !st || sscanf(u, "\nUid: %lu %lu", ruid, euid) != 2 ||
+	    sscanf(pp, "\nPPid: %ld", ppid) != 1)
+		return -1;
+	*zombie = st[7 + strspn(st + 7, " \t")] == 'Z';
+	return 0;
+}
+
+/* Is pid a running agenticd (root's, `agentic agenticd`)? Its workers are its own. */
+static bool proc_is_agenticd(long pid)
+{
+	char path[64], buf[256];
+	unsigned long ruid, euid;
+	long ppid;
+	bool zombie;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 1 || proc_ids(pid, &ruid, &euid, &ppid, &zombie) != 0 || euid != 0 || zombie)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return (size_t)n > strlen(buf) + 1 && strcmp(buf + strlen(buf) + 1, "agenticd") == 0;
+}
+
+/* One pass over /proc: every live process of the egress uids whose parent is no agenticd (a
+ * worker of a killed one, reparented) is sent SIGKILL, through a pidfd opened before its ids
+ * are read again (so the pid cannot have been reused between). The number still there, the
+ * last one's pid in *left. logged: a pid killed before (its line written once). */
+static int stale_pass(uint32_t lo, uint32_t hi, long *left, long *logged)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10), ppid;
+		unsigned long ruid, euid;
+		bool zombie;
+		int pfd;
+
+		if (*end || pid <= 1 || proc_ids(pid, &ruid, &euid, &ppid, &zombie) != 0 || zombie ||
+		    ((ruid < lo || ruid > hi) && (euid < lo || euid > hi)) ||
+		    proc_is_agenticd(ppid) || (pfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+			continue;
+		if (proc_ids(pid, &ruid, &euid, &ppid, &zombie) == 0 && !zombie &&
+		    syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0) {
+			if (*logged != pid)
+				log_warn("egress worker of an earlier agenticd killed",
+					 "pid=%ld uid=%lu", pid, ruid);
+			*logged = pid;
+			*left = pid;
+			n++;
+		}
+		close(pfd);
+	}
+	closedir(d);
+	return n;
+}
+
+int egress_stale_kill(const struct config *c, char *err, size_t cap)
+{
+	uint32_t hi = c->egress_uid, lo = c->egress_uid - (c->egress_max_connections - 1);
+	int64_t deadline = clock_mono_ms() + STALE_KILL_MS;
+	long left = 0, logged = 0;
+
+	for (;;) {
+		int n = stale_pass(lo, hi, &left, &logged);
+
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			snprintf(err, cap, "cannot read /proc for workers of an earlier agenticd: %s",
+				 strerror(errno));
+			return -1;
+		}
+		if (clock_mono_ms() >= deadline) {
+			snprintf(err, cap, "process %ld of the egress uids (%u..%u) outlived SIGKILL "
+				 "for %d ms: its uid is not given to a worker", left, lo, hi,
+				 STALE_KILL_MS);
+			return -1;
+		}
+		nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
 	}
 }
 
@@ -1850,8 +1969,11 @@ static bool rearm(struct eslot *s)
 
 	/* one that asked for a route's secret is not: a worker holds one secret in its life,
 	 * so one a crafted request took over has that one */
+	/* nor one whose policy changed since: it bound itself to the ports of its first one
+	 * (egress_confine), and a bound is never loosened */
 	if (stopping || !cfg->egress_direct || s->pid <= 0 || s->ctl < 0 || s->secret_asked ||
-	    s->served + 1 >= REUSE_MAX || !sb || sb->gen != s->sb_gen || !armable(sb) ||
+	    s->served + 1 >= REUSE_MAX || !sb || sb->gen != s->sb_gen ||
+	    strcmp(s->policy, sb->egress_json) != 0 || !armable(sb) ||
 	    armed_of(sb) || armed_count() >= ARMED_MAX)
 		return false;
 	return arm_slot(s, sb, true) > 0;
@@ -1960,12 +2082,72 @@ static int secret_path(const struct eslot *s, int64_t i, char *path, size_t cap)
 	return 0;
 }
 
-/* Reads the secret: regular, root's, no group or other bits, at most EGRESS_SECRET_BYTES,
- * one trailing newline dropped. Its length, or -1. */
-long egress_secret_read(const char *path, uint8_t *out)
+/* path's part below dir (no leading '/'), or NULL when path does not name something below
+ * it. */
+static const char *secret_rel(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (strncmp(path, dir, n) != 0 || (n > 1 && path[n] != '/'))
+		return NULL;
+	path += n;
+	while (*path == '/')
+		path++;
+	return *path ? path : NULL;
+}
+
+/* Opens a route's secret file: below dir (secret_dir), resolved from its descriptor
+ * with openat2 so that no "..", symbolic link (the last component's too), magic link or
+ * other mount leads out of it. The descriptor, or -errno (-EXDEV: not below secret_dir). */
+static int secret_open(const char *dir, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			   RESOLVE_NO_XDEV,
+	};
+	const char *rel = secret_rel(dir, path);
+	int dfd, fd;
+
+	if (!rel)
+		return -EXDEV;
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	fd = fd < 0 ? -errno : fd;
+	close(dfd);
+	return fd;
+}
+
+int egress_secret_check(const struct config *c, const struct egress_policy *pol, char *why,
+			size_t cap)
+{
+	for (uint32_t i = 0; i < pol->nroutes; i++) {
+		int fd = secret_open(c->secret_dir, pol->routes[i].secret_file);
+
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		/* one not there yet is read when it is asked for, by the same rule */
+		if (fd == -ENOENT && secret_rel(c->secret_dir, pol->routes[i].secret_file))
+			continue;
+		snprintf(why, cap, "egress.routes[%u].secret_file: must name a file in secret_dir "
+			 "(%s), reached without a symbolic link, \"..\" or another mount", i,
+			 c->secret_dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads the secret from fd (closed): regular, root's, no group or other bits, at most
+ * EGRESS_SECRET_BYTES, one trailing newline dropped. Its length, or -1. */
+static long secret_read_fd(int fd, uint8_t *out)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	long n = 0;
 
 	if (fd < 0)
@@ -1994,6 +2176,11 @@ long egress_secret_read(const char *path, uint8_t *out)
 	return n > 0 ? n : -1;
 }
 
+long egress_secret_read(const char *path, uint8_t *out)
+{
+	return secret_read_fd(open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), out);
+}
+
 static void ctl_secret(struct eslot *s, int64_t route)
 {
 	static uint8_t secret[EGRESS_SECRET_BYTES];
@@ -2003,7 +2190,7 @@ static void ctl_secret(struct eslot *s, int64_t route)
 	size_t len;
 
 	if (secret_path(s, route, path, sizeof(path)) == 0)
-		n = egress_secret_read(path, secret);
+		n = secret_read_fd(secret_open(cfg->secret_dir, path), secret);
 	if (n < 0) {
 		len = (size_t)snprintf(pkt, sizeof(pkt), "{\"error\":\"secret_unavailable\"}");
 		log_warn("egress secret unavailable", "name=%s conn=%llu route=%lld",

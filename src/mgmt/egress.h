@@ -15,6 +15,7 @@
 #include "grpc/grpc.h"
 
 struct config;
+struct egress_policy;
 struct sandbox;
 
 /* The buffers a slot holds: what the worker has not taken yet (up), one chunk read from it
@@ -53,6 +54,13 @@ size_t egress_storage_bytes(const struct config *cfg);
 void egress_init(const struct config *cfg, const char *self_exe, int epfd, void *storage,
 		 size_t len);
 
+/* At start, once agenticd holds its lock and before any worker: every process of the egress
+ * uids (egress_uid - egress_max_connections + 1 .. egress_uid) whose parent is no agenticd, a
+ * worker a killed agenticd left, is killed, and waited for until it has exited, so that no uid
+ * of a new worker is one a live old worker holds. 0, or -1 with err set (one would not die in
+ * STALE_KILL_MS: agenticd refuses to start). */
+int egress_stale_kill(const struct config *cfg, char *err, size_t cap);
+
 /* The Egress method's handlers (agent.c's method table names them). */
 void egress_call_start(struct grpc_call *call);
 void egress_call_message(struct grpc_call *call, const ProtobufCMessage *msg);
@@ -67,8 +75,15 @@ void egress_call_done(struct grpc_call *call, int status, const char *message);
 bool egress_listener_take(struct sandbox *sb);
 /* Reads a host-side secret file into out (EGRESS_SECRET_BYTES): a regular file of root's
  * with no group or other bits, at most that big, not a symbolic link; one trailing newline
- * dropped. Its length, or -1. (A credential route's secret, and a VM's credentials.) */
+ * dropped. Its length, or -1. (A VM's credentials; a route's secret is read the same way, from
+ * secret_dir: egress_secret_check.) */
 long egress_secret_read(const char *path, uint8_t *out);
+/* Every route's secret_file of pol names a file below secret_dir, reached from it without a
+ * "..", a symbolic link (the file itself included) or another mount, or one not there yet (it
+ * is read by the same rule when asked for: openat2 with RESOLVE_BENEATH from the directory).
+ * 0, or -1 with why naming the route and the rule (never a byte of the file). */
+int egress_secret_check(const struct config *cfg, const struct egress_policy *pol, char *why,
+			size_t cap);
 /* Not watched any more (the init is gone or going); kept. */
 void egress_listener_stop(struct sandbox *sb);
 /* Closed: only once no process of the sandbox can hold it (its slot given up, or another

@@ -19,10 +19,12 @@ Paths (any method; a request body is read as framed by Content-Length or chunked
                           sum), with Content-Length unless chunked=1; kbps paces it
     /sse?n=N&ms=M         N server-sent events M ms apart (default 5, 400), flushed one by one
     /redirect             302 to https://elsewhere.invalid/landed
-    /reflect?h=NAME       the value of request header NAME (default x-api-key) inside the body,
-                          twice, written a few bytes at a time (so a secret spans reads)
+    /reflect?h=NAME[&gz=1]  the value of request header NAME (default x-api-key) inside the body,
+                          twice, written a few bytes at a time (so a secret spans reads); with
+                          gz=1, gzip'd when the request's Accept-Encoding names gzip
     /status?code=C        an empty answer with that status
 """
+import gzip
 import hashlib
 import http.server
 import json
@@ -131,7 +133,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send(302, b"moved\n", "text/plain",
                        [("Location", "https://elsewhere.invalid/landed")])
         elif route == "/reflect":
-            self._reflect(self.headers.get(q.get("h", "x-api-key"), ""))
+            self._reflect(self.headers.get(q.get("h", "x-api-key"), ""),
+                          q.get("gz") == "1" and "gzip" in self.headers.get("Accept-Encoding", ""))
         elif route == "/status":
             self._send(int(q.get("code", "204")), b"", "text/plain")
         else:
@@ -175,10 +178,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if i + 1 < n:
                 time.sleep(ms / 1000.0)
 
-    def _reflect(self, value):
+    def _reflect(self, value, gz=False):
         body = ("reflected[" + value + "] again[" + value + "]\n").encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
+        if gz:  # as a server that compresses when asked: the echo in a form the mask cannot read
+            body = gzip.compress(body)
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.flush()
