@@ -3,13 +3,13 @@
  * the sandbox's init; its key is the init's pid namespace, written in the run's first event,
  * so a reconnect (or an agenticd restart) continues the run and a container restart begins a
  * new one. Directories are made 0700 and files opened 0600: never chmod after the fact. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -484,34 +484,43 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 	return true;
 }
 
+/* getdents64's record (readdir would allocate, and the daemon allocates nothing after start) */
+struct dirent64_raw {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
 /* The bytes of the regular files under the directory fd (closed here), depth directories
  * down at most; links are not followed. */
 static uint64_t usage(int fd, int depth)
 {
-	DIR *d = fdopendir(fd);
+	char buf[4096];
 	uint64_t sum = 0;
-	struct dirent *de;
 	struct stat st;
+	long n;
 
-	if (!d) {
-		close(fd);
-		return 0;
-	}
-	while ((de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		if (S_ISREG(st.st_mode))
-			sum += (uint64_t)st.st_size;
-		else if (S_ISDIR(st.st_mode) && depth > 0) {
-			int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-					 O_NOFOLLOW);
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n;) {
+			struct dirent64_raw *de = (void *)(buf + off);
 
-			if (sub >= 0)
-				sum += usage(sub, depth - 1);
+			off += de->reclen;
+			if (strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0 ||
+			    fstatat(fd, de->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+				continue;
+			if (S_ISREG(st.st_mode))
+				sum += (uint64_t)st.st_size;
+			else if (S_ISDIR(st.st_mode) && depth > 0) {
+				int sub = openat(fd, de->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+						 O_NOFOLLOW);
+
+				if (sub >= 0)
+					sum += usage(sub, depth - 1);
+			}
 		}
-	}
-	closedir(d);
+	close(fd);
 	return sum;
 }
 
