@@ -291,6 +291,15 @@ _Static_assert(LIMIT_SANDBOX_MEMORY_MIN_BYTES >= LIMIT_SANDBOX_TMP_BYTES / 2 &&
 	       LIMIT_SANDBOX_MEMORY_MIN_BYTES < LIMIT_SANDBOX_MEMORY_MAX_BYTES,
 	       "the smallest memory limit holds the init and some of /tmp");
 
+/* ---- a sandbox's transcript budget (src/mgmt/runlog.c) ---- */
+/* transcript_budget_bytes, a request's transcript_bytes: what the files of all of a sandbox's
+ * runs may hold on the agentshare. stdout.log and stderr.log together may fill it up to its
+ * last 1/LIMIT_TRANSCRIPT_LINES_DIV, the room kept for the lines of later commands and events
+ * (and the cut's mark), so a sandbox whose output was cut still has its commands recorded. */
+#define LIMIT_TRANSCRIPT_MIN_BYTES (1ull << 20)
+#define LIMIT_TRANSCRIPT_MAX_BYTES (1ull << 40)
+#define LIMIT_TRANSCRIPT_LINES_DIV 16u
+
 /* ---- agenticd exec spill (src/mgmt/admin.c) ---- */
 /* Exec output a client has not taken waits in a spill file, at most exec_spill_max_bytes per
  * client; a spill never takes the last 1/LIMIT_EXEC_SPILL_FREE_DIV of its filesystem (the

@@ -935,7 +935,8 @@ static const char logs_help[] =
 	"usage: agentic logs NAME [--run RUN] [--stderr]\n"
 	"Prints a run's transcript: stdout.log (or stderr.log) of the current run, or of RUN\n"
 	"(a directory name under runs/, run-<UTC timestamp>-<n>). Every byte as the workload\n"
-	"wrote it.\n";
+	"wrote it, up to the sandbox's transcript budget; past it, a line\n"
+	"\"[agentic: transcript cut: ...]\" and nothing more (metrics.json counts the rest).\n";
 
 static int verb_logs(int argc, char **argv, struct opts *o)
 {

@@ -538,6 +538,7 @@ static bool claim_fits(const struct create_req *req, const struct config *cfg)
 	       !req->egress_json[0] &&
 	       !req->nprobes && env_bytes <= LIMIT_SANDBOX_CLAIM_ENV_BYTES &&
 	       (!req->disk_bytes || req->disk_bytes == cfg->default_disk_bytes) &&
+	       (!req->transcript_bytes || req->transcript_bytes == cfg->transcript_budget_bytes) &&
 	       (!req->memory_bytes || req->memory_bytes == cfg->default_memory_bytes) &&
 	       (!req->pids || req->pids == cfg->default_pids_limit) &&
 	       (!req->nano_cpus || req->nano_cpus == cfg->default_nano_cpus);

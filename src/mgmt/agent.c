@@ -540,15 +540,17 @@ static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChun
 	}
 	if (o->offset > next) {
 		/* Only a run begun while its init ran on (agenticd restarted and could not adopt
-		 * the run) lacks the bytes before, and then nothing of it is written yet. Any
-		 * other gap is a slip: the init is asked to send again rather than bytes skipped.
-		 * Logged once per stream, so an init cannot flood the log. */
+		 * the run) lacks the bytes before, and then nothing of it is written yet; or a
+		 * cut stream's adopted run, whose metrics.json missed the last bytes dropped
+		 * (acked before the restart): they count as dropped. Any other gap is a slip: the
+		 * init is asked to send again rather than bytes skipped. Logged once per stream,
+		 * so an init cannot flood the log. */
 		if (!sb->out_gap_logged)
 			log_warn("transcript gap", "name=%s stream=%s bytes=%llu accepted=%d", log_q(sb->name),
 				 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next),
 				 next == 0);
 		sb->out_gap_logged = true;
-		if (next != 0) {
+		if (next != 0 && !runlog_skip(sb, s, o->offset - next)) {
 			out_resume(sb);
 			return;
 		}

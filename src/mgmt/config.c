@@ -47,6 +47,8 @@ static const struct key keys[] = {
 	{ "default_nano_cpus", K_BYTES, F(default_nano_cpus), 10000000, 1024ull * 1000000000 },
 	{ "default_disk_bytes", K_BYTES, F(default_disk_bytes), LIMIT_DISK_MIN_BYTES,
 	  LIMIT_DISK_MAX_BYTES },
+	{ "transcript_budget_bytes", K_BYTES, F(transcript_budget_bytes), LIMIT_TRANSCRIPT_MIN_BYTES,
+	  LIMIT_TRANSCRIPT_MAX_BYTES },
 	{ "mount_allowlist", K_MOUNTS, 0, 0, 0 },
 	{ "seccomp_profile", K_PATH_OR_EMPTY, F(seccomp_profile), 0, 0 },
 	{ "log_level", K_LEVEL, F(log_level), 0, 0 },
@@ -104,6 +106,7 @@ void config_defaults(struct config *cfg)
 	cfg->default_pids_limit = 512;
 	cfg->default_nano_cpus = 1000000000;
 	cfg->default_disk_bytes = 1u << 30;
+	cfg->transcript_budget_bytes = 64u << 20;
 	cfg->log_level = LOG_INFO;
 	cfg->egress_max_connections = 32;
 	cfg->egress_per_sandbox = 8;

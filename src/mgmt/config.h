@@ -37,6 +37,8 @@ struct config {
 	uint32_t default_pids_limit;
 	uint64_t default_nano_cpus;
 	uint64_t default_disk_bytes;            /* a workspace's size, when a request names none */
+	uint64_t transcript_budget_bytes;       /* a sandbox's runs on the agentshare, when a
+						 * request names none */
 	uint32_t n_mount_allowlist;
 	char mount_allowlist[CONFIG_MAX_ALLOWED_MOUNTS][CONFIG_STR_BYTES];
 	char seccomp_profile[CONFIG_STR_BYTES]; /* a profile file; empty: the built-in profile */

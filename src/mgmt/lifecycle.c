@@ -518,6 +518,8 @@ static int on_create(struct sandbox *sb, struct create_req *req)
 	}
 	snprintf(sb->image, sizeof(sb->image), "%s", req->image ? req->image : cfg->default_image);
 	sb->disk_bytes = req->disk_bytes ? req->disk_bytes : cfg->default_disk_bytes;
+	sb->transcript_bytes = req->transcript_bytes ? req->transcript_bytes
+			       : cfg->transcript_budget_bytes;
 	sb->writable_root = req->writable_root;
 	sb->vm = req->vm;
 	if (sb->vm) {

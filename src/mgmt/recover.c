@@ -246,6 +246,7 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 	sb->created_ms = rec->sb.created_ms;
 	sb->ready_ms = rec->sb.ready_ms;
 	sb->disk_bytes = rec->sb.disk_bytes;
+	sb->transcript_bytes = rec->sb.transcript_bytes;
 	sb->writable_root = rec->sb.writable_root;
 	sb->vm = rec->sb.vm;     /* its runtime takes its QEMU back at start (runtime_vm.h) */
 	sb->posture = rec->sb.posture;   /* its reasons at create and its taints: sticky */

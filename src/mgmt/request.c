@@ -644,6 +644,15 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 				   "%llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
 				   (unsigned long long)LIMIT_DISK_MAX_BYTES);
 		req->disk_bytes = (uint64_t)n;
+	} else if (json_str_eq(doc, k, "transcript_bytes")) {
+		int64_t n;
+
+		if (json_int(doc, val, &n) != 0 || n < (int64_t)LIMIT_TRANSCRIPT_MIN_BYTES ||
+		    (uint64_t)n > LIMIT_TRANSCRIPT_MAX_BYTES)
+			return bad(e, 400, "bad_request", "transcript_bytes is a whole number of bytes "
+				   "from %llu to %llu", (unsigned long long)LIMIT_TRANSCRIPT_MIN_BYTES,
+				   (unsigned long long)LIMIT_TRANSCRIPT_MAX_BYTES);
+		req->transcript_bytes = (uint64_t)n;
 	} else if (json_str_eq(doc, k, "resources")) {
 		return parse_resources(req, doc, val, e);
 	} else if (json_str_eq(doc, k, "require_tier")) {
@@ -674,7 +683,7 @@ unknown:
 	if (strlen(key) > 24 || strspn(key, "abcdefghijklmnopqrstuvwxyz_") != strlen(key))
 		key[0] = '\0';
 	return bad(e, 400, "bad_request", "unknown field%s%s (known: name runtime image env mounts "
-		   "network cmd labels disk_bytes resources writable_root require_tier profile egress)",
+		   "network cmd labels disk_bytes transcript_bytes resources writable_root require_tier profile egress)",
 		   key[0] ? " " : "", key);
 }
 

@@ -74,6 +74,7 @@ struct create_req {
 	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS];
 	uint32_t nmounts;
 	uint64_t disk_bytes;          /* 0: default_disk_bytes */
+	uint64_t transcript_bytes;    /* 0: transcript_budget_bytes */
 	uint64_t memory_bytes;        /* 0: default_memory_bytes */
 	uint32_t pids;                /* 0: default_pids_limit */
 	uint64_t nano_cpus;           /* 0: default_nano_cpus */

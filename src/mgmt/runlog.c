@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,10 +84,12 @@ static size_t put(struct sandbox *sb, enum run_file f, const void *data, size_t 
 			continue;
 		if (n <= 0) {
 			write_error(sb, f, n < 0 ? errno : ENOSPC);
+			sb->transcript_used += done;
 			return done;
 		}
 		done += (size_t)n;
 	}
+	sb->transcript_used += done;
 	if (sb->run.error && (int)f == sb->run.error_file) {
 		log_info("transcript writes resumed", "name=%s run=%s file=%s", log_q(sb->name),
 			 log_q(sb->run.name), file_names[f]);
@@ -123,8 +126,22 @@ static void line_begin(struct json_writer *w, struct buf *b, char *store, size_t
 	json_str_write(w, event);
 }
 
-/* true when the whole line was written */
-static bool line_end(struct sandbox *sb, enum run_file f, struct json_writer *w, struct buf *b)
+/* A line past the sandbox's transcript budget is not written, and is counted as if it were:
+ * the command it tells of goes on. */
+static bool line_fits(struct sandbox *sb, size_t len)
+{
+	if (!sb->run.open || sb->transcript_used + len <= sandbox_transcript_budget(sb))
+		return true;
+	if (!sb->run.lines_dropped++)
+		log_warn("transcript lines cut", "name=%s run=%s budget=%llu", log_q(sb->name),
+			 log_q(sb->run.name), (unsigned long long)sandbox_transcript_budget(sb));
+	return false;
+}
+
+/* true when the whole line was written, or the budget dropped it; always: written past the
+ * budget (a run's first line, its key) */
+static bool line_end(struct sandbox *sb, enum run_file f, struct json_writer *w, struct buf *b,
+		     bool always)
 {
 	size_t n;
 	struct stat st;
@@ -132,19 +149,31 @@ static bool line_end(struct sandbox *sb, enum run_file f, struct json_writer *w,
 	json_obj_end(w);
 	if (json_writer_finish(w) != 0 || buf_append(b, "\n", 1) != 0)
 		return false;
+	if (!always && !line_fits(sb, b->len))
+		return true;
 	n = put(sb, f, b->data, b->len);
 	/* half a line would stay in front of the whole one written when it is tried again */
-	if (n && n < b->len && fstat(sb->run.fd[f], &st) == 0 && (uint64_t)st.st_size >= n)
-		(void)ftruncate(sb->run.fd[f], st.st_size - (off_t)n);
+	if (n && n < b->len && fstat(sb->run.fd[f], &st) == 0 && (uint64_t)st.st_size >= n &&
+	    ftruncate(sb->run.fd[f], st.st_size - (off_t)n) == 0)
+		sb->transcript_used -= n;
 	return n == b->len;
 }
 
+static void event_line(struct sandbox *sb, const char *event, const char *const *kv,
+		       bool always);
+
 void runlog_event(struct sandbox *sb, const char *event)
 {
-	runlog_event_fields(sb, event, NULL);
+	event_line(sb, event, NULL, false);
 }
 
 void runlog_event_fields(struct sandbox *sb, const char *event, const char *const *kv)
+{
+	event_line(sb, event, kv, false);
+}
+
+static void event_line(struct sandbox *sb, const char *event, const char *const *kv,
+		       bool always)
 {
 	char store[1024];
 	struct buf b;
@@ -165,7 +194,7 @@ void runlog_event_fields(struct sandbox *sb, const char *event, const char *cons
 	json_int_write(&w, sb->pid);
 	json_key(&w, "run_key");
 	json_str_write(&w, sb->run.key);
-	line_end(sb, RUN_EVENTS, &w, &b);
+	line_end(sb, RUN_EVENTS, &w, &b, always);
 }
 
 /* metrics.json is never rewritten inside an exec's round trip: its atomic replace (a temp
@@ -224,6 +253,18 @@ static void write_metrics(struct sandbox *sb, bool final)
 	json_int_write(&w, (int64_t)sb->run.bytes[0]);
 	json_key(&w, "stderr_bytes");
 	json_int_write(&w, (int64_t)sb->run.bytes[1]);
+	json_key(&w, "transcript_budget");
+	json_int_write(&w, (int64_t)sandbox_transcript_budget(sb));
+	json_key(&w, "transcript_used");
+	json_int_write(&w, (int64_t)sb->transcript_used);
+	for (int s = 0; s < 2; s++) {
+		json_key(&w, s ? "stderr_dropped" : "stdout_dropped");
+		json_int_write(&w, (int64_t)sb->run.dropped[s]);
+		json_key(&w, s ? "stderr_mark" : "stdout_mark");
+		json_int_write(&w, (int64_t)sb->run.mark[s]);
+	}
+	json_key(&w, "lines_dropped");
+	json_int_write(&w, (int64_t)sb->run.lines_dropped);
 	json_key(&w, "exit_codes");
 	json_obj_begin(&w);
 	for (uint32_t i = 0; i < sb->run.ncodes; i++) {
@@ -340,6 +381,47 @@ static uint64_t last_result_seq(int fd)
 	return 0;
 }
 
+static uint64_t metric(const struct json_doc *doc, const char *key)
+{
+	int64_t v;
+
+	return json_int(doc, json_obj_get(doc, 0, key), &v) == 0 && v > 0 ? (uint64_t)v : 0;
+}
+
+/* An adopted run's counters from its metrics.json: commands, exit codes, the cuts. */
+static void adopt_metrics(struct sandbox *sb, int rfd)
+{
+	char text[2048];
+	struct json_token tok[160];
+	struct json_doc doc;
+	int mf = openat(rfd, "metrics.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = mf < 0 ? -1 : read(mf, text, sizeof(text));
+
+	if (mf >= 0)
+		close(mf);
+	if (n <= 0 || json_parse(&doc, text, (size_t)n, tok, ARRAY_LEN(tok)) != 0)
+		return;
+	int codes = json_obj_get(&doc, 0, "exit_codes");
+
+	sb->run.commands = (uint32_t)metric(&doc, "commands");
+	for (int s = 0; s < 2; s++) {
+		sb->run.dropped[s] = metric(&doc, s ? "stderr_dropped" : "stdout_dropped");
+		sb->run.mark[s] = metric(&doc, s ? "stderr_mark" : "stdout_mark");
+		sb->run.cut[s] = sb->run.dropped[s] || sb->run.mark[s];
+	}
+	sb->run.lines_dropped = metric(&doc, "lines_dropped");
+	for (int k = codes >= 0 ? json_first(&doc, codes) : -1; k >= 0 && sb->run.ncodes < RUN_CODES;
+	     k = json_next(&doc, codes, json_next(&doc, codes, k))) {
+		char num[16];
+		int64_t count;
+
+		if (json_str(&doc, k, num, sizeof(num)) < 0 || json_int(&doc, k + 1, &count) != 0)
+			continue;
+		sb->run.codes[sb->run.ncodes] = (int32_t)strtol(num, NULL, 10);
+		sb->run.code_count[sb->run.ncodes++] = (uint32_t)count;
+	}
+}
+
 /* The current run of this instance, when its first event names key: agenticd restarted while
  * the init ran on. The counters come back from metrics.json and the file sizes. */
 static bool adopt(struct sandbox *sb, int ifd, const char *key)
@@ -383,47 +465,71 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 	}
 	sb->run.open = true;
 	sb->run.started_ms = clock_wall_ms();
-	for (int s = 0; s < 2; s++)
-		if (fstat(sb->run.fd[s], &st) == 0)
-			sb->run.bytes[s] = (uint64_t)st.st_size;
-	/* the init numbers its output from the start of its life, which is this run's */
-	sb->out_next[0] = sb->run.bytes[0];
-	sb->out_next[1] = sb->run.bytes[1];
 	int cf = openat(fd, "commands.log", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	sb->out_results = cf < 0 ? 0 : last_result_seq(cf);
 	if (cf >= 0)
 		close(cf);
-	int mf = openat(fd, "metrics.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-	if (mf >= 0) {
-		char text[2048];
-		struct json_token tok[128];
-		struct json_doc doc;
-		int64_t v;
-
-		n = read(mf, text, sizeof(text));
-		close(mf);
-		if (n > 0 && json_parse(&doc, text, (size_t)n, tok, ARRAY_LEN(tok)) == 0) {
-			int codes = json_obj_get(&doc, 0, "exit_codes");
-
-			if (json_int(&doc, json_obj_get(&doc, 0, "commands"), &v) == 0)
-				sb->run.commands = (uint32_t)v;
-			for (int k = codes >= 0 ? json_first(&doc, codes) : -1;
-			     k >= 0 && sb->run.ncodes < RUN_CODES;
-			     k = json_next(&doc, codes, json_next(&doc, codes, k))) {
-				char num[16];
-				int64_t count;
-
-				if (json_str(&doc, k, num, sizeof(num)) < 0 ||
-				    json_int(&doc, k + 1, &count) != 0)
-					continue;
-				sb->run.codes[sb->run.ncodes] = (int32_t)strtol(num, NULL, 10);
-				sb->run.code_count[sb->run.ncodes++] = (uint32_t)count;
-			}
-		}
+	adopt_metrics(sb, fd);
+	/* the init numbers its output from the start of its life, which is this run's: what
+	 * the file has of it (its size less a cut's mark) and what a cut dropped */
+	for (int s = 0; s < 2; s++) {
+		if (fstat(sb->run.fd[s], &st) == 0)
+			sb->run.bytes[s] = (uint64_t)st.st_size;
+		if (sb->run.mark[s] > sb->run.bytes[s])
+			sb->run.mark[s] = sb->run.bytes[s];
+		sb->run.bytes[s] -= sb->run.mark[s];
+		sb->out_next[s] = sb->run.bytes[s] + sb->run.dropped[s];
 	}
 	return true;
+}
+
+/* getdents64's record (readdir would allocate, and the daemon allocates nothing after start) */
+struct dirent64_raw {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+/* The bytes of the regular files under the directory fd (closed here), depth directories
+ * down at most; links are not followed. */
+static uint64_t usage(int fd, int depth)
+{
+	char buf[4096];
+	uint64_t sum = 0;
+	struct stat st;
+	long n;
+
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n;) {
+			struct dirent64_raw *de = (void *)(buf + off);
+
+			off += de->reclen;
+			if (strcmp(de->name, ".") == 0 || strcmp(de->name, "..") == 0 ||
+			    fstatat(fd, de->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+				continue;
+			if (S_ISREG(st.st_mode))
+				sum += (uint64_t)st.st_size;
+			else if (S_ISDIR(st.st_mode) && depth > 0) {
+				int sub = openat(fd, de->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+						 O_NOFOLLOW);
+
+				if (sub >= 0)
+					sum += usage(sub, depth - 1);
+			}
+		}
+	close(fd);
+	return sum;
+}
+
+/* What the sandbox's runs hold: runs/<run>/ and its trace/. */
+static uint64_t runs_usage(int ifd)
+{
+	int fd = openat(ifd, "runs", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+
+	return fd < 0 ? 0 : usage(fd, 2);
 }
 
 static int make_run(struct sandbox *sb, int ifd, const char *key)
@@ -486,6 +592,7 @@ bool runlog_ready(struct sandbox *sb)
 			  log_q(sb->instance_id), log_q(strerror(-ifd)));
 		return false;
 	}
+	sb->transcript_used = runs_usage(ifd);
 	if (sb->pid_ns[0] && adopt(sb, ifd, key)) {
 		close(ifd);
 		runlog_event(sb, "reconnected");
@@ -501,7 +608,7 @@ bool runlog_ready(struct sandbox *sb)
 		sb->run.error = r;
 		return false;
 	}
-	runlog_event(sb, "run_start");
+	event_line(sb, "run_start", NULL, true);
 	if (sb->state == SB_CREATING)
 		runlog_event(sb, "created");
 	runlog_event(sb, "registered");
@@ -521,15 +628,68 @@ void runlog_stop(struct sandbox *sb, const char *why)
 	close_files(sb);
 }
 
+/* The stream's budget is spent: its mark in its file (within the budget's room for lines),
+ * an event, a log line, and from now on its bytes are counted, never written. */
+static void cut(struct sandbox *sb, int s, uint64_t dropped)
+{
+	enum run_file f = s ? RUN_STDERR : RUN_STDOUT;
+	uint64_t budget = sandbox_transcript_budget(sb);
+	char mark[256], store[512];
+	struct json_writer w;
+	struct buf b;
+	int n;
+
+	sb->run.cut[s] = true;
+	sb->run.dropped[s] += dropped;
+	n = snprintf(mark, sizeof(mark), "\n[agentic: transcript cut: the sandbox's transcript "
+		     "budget of %llu bytes is spent; its later %s is not recorded (metrics.json "
+		     "%s_dropped counts it)]\n", (unsigned long long)budget, s ? "stderr" : "stdout",
+		     s ? "stderr" : "stdout");
+	if (line_fits(sb, (size_t)n))
+		sb->run.mark[s] = put(sb, f, mark, (size_t)n);
+	line_begin(&w, &b, store, sizeof(store), "transcript_cut");
+	json_key(&w, "file");
+	json_str_write(&w, file_names[f]);
+	json_key(&w, "budget");
+	json_int_write(&w, (int64_t)budget);
+	json_key(&w, "run_key");
+	json_str_write(&w, sb->run.key);
+	line_end(sb, RUN_EVENTS, &w, &b, false);
+	log_warn("transcript cut", "name=%s run=%s file=%s budget=%llu", log_q(sb->name),
+		 log_q(sb->run.name), file_names[f], (unsigned long long)budget);
+	run_metrics_stale(sb, 0);
+}
+
 size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len)
 {
+	uint64_t budget, room;
 	size_t n;
 
 	if (stream < 0 || stream > 1)
 		return 0;
-	n = put(sb, stream == 0 ? RUN_STDOUT : RUN_STDERR, data, len);
+	if (!sb->run.open)
+		return len; /* nowhere to write: all of it done */
+	if (sb->run.cut[stream]) {
+		sb->run.dropped[stream] += len;
+		return len;
+	}
+	budget = sandbox_transcript_budget(sb);
+	budget -= budget / LIMIT_TRANSCRIPT_LINES_DIV;
+	room = sb->transcript_used < budget ? budget - sb->transcript_used : 0;
+	n = put(sb, stream == 0 ? RUN_STDOUT : RUN_STDERR, data, len < room ? len : (size_t)room);
 	sb->run.bytes[stream] += n;
-	return n;
+	if (n == len || n < room)
+		return n; /* all of it, or a write that failed (sent again) */
+	cut(sb, stream, len - n);
+	return len;
+}
+
+bool runlog_skip(struct sandbox *sb, int stream, uint64_t len)
+{
+	if (stream < 0 || stream > 1 || !sb->run.open || !sb->run.cut[stream])
+		return false;
+	sb->run.dropped[stream] += len;
+	return true;
 }
 
 bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n)
@@ -546,14 +706,14 @@ bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 	for (size_t i = 0; i < n; i++)
 		json_str_write(&w, argv[i]);
 	json_arr_end(&w);
-	if (!line_end(sb, RUN_COMMANDS, &w, &b))
+	if (!line_end(sb, RUN_COMMANDS, &w, &b, false))
 		return false;
 	sb->run.commands++;
 	sb->run.running++;
 	line_begin(&w, &b, store, sizeof(store), "command_start");
 	json_key(&w, "id");
 	json_str_write(&w, id);
-	line_end(sb, RUN_EVENTS, &w, &b);
+	line_end(sb, RUN_EVENTS, &w, &b, false);
 	run_metrics_stale(sb, RUN_METRICS_DELAY_MS);
 	return true;
 }
@@ -580,7 +740,7 @@ bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	}
 	/* the line is what a resent result is checked against: without it the result is not
 	 * counted, since it comes again; one of agenticd's own (seq 0) will not, and counts */
-	done = line_end(sb, RUN_COMMANDS, &w, &b);
+	done = line_end(sb, RUN_COMMANDS, &w, &b, false);
 	if (!done && seq)
 		return false;
 	if (sb->run.running)
@@ -599,7 +759,7 @@ bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	json_str_write(&w, id);
 	json_key(&w, "exit_code");
 	json_int_write(&w, code);
-	line_end(sb, RUN_EVENTS, &w, &b);
+	line_end(sb, RUN_EVENTS, &w, &b, false);
 	run_metrics_stale(sb, 0);
 	return done;
 }

@@ -22,7 +22,13 @@ struct run {
 	char key[96];                 /* pid namespace/host pid/start time of the init: same
 				       * key, same run */
 	int64_t started_ms;           /* wall clock */
-	uint64_t bytes[2];            /* stdout, stderr */
+	uint64_t bytes[2];            /* stdout, stderr: the workload's bytes in the files */
+	/* the sandbox's transcript budget spent (limits.h, LIMIT_TRANSCRIPT_*): a stream is cut
+	 * once, with a mark in its file; what comes after is acked to the init, not written */
+	bool cut[2];
+	uint64_t dropped[2];          /* bytes of the stream not written */
+	uint64_t mark[2];             /* bytes of the cut's mark in the stream's file */
+	uint64_t lines_dropped;       /* commands.log and events lines not written */
 	uint32_t commands, running;
 	int32_t codes[RUN_CODES];     /* exit codes seen, with their counts */
 	uint32_t code_count[RUN_CODES];
@@ -35,7 +41,11 @@ struct run {
 };
 
 /* runs/run-<UTC>-<n>/ with stdout.log, stderr.log, commands.log, metrics.json and
- * trace/events.jsonl, 0700/0600 from creation; `current` points at the open run. Every write
+ * trace/events.jsonl, 0700/0600 from creation; `current` points at the open run. Every run of
+ * a sandbox counts in its transcript budget (sb->transcript_used, read from the files at
+ * each run's start or adoption, every file under runs/ included, the egress audit's too, then
+ * counted per write); a line past it is not written (run.lines_dropped) but counts as
+ * written, a run's first line (its key) alone is always written. Every write
  * is a plain write(2) to a local file; a failure (ENOSPC) is logged once, kept in run.error
  * until a write succeeds again, and the daemon goes on. A new run sets the sandbox's out_next
  * and out_results to 0, an adopted one to its file sizes and last result seq. */
@@ -53,9 +63,15 @@ void runlog_abandon(struct sandbox *sb);
 void runlog_event(struct sandbox *sb, const char *event);
 /* The same with more string fields: kv is key, value, ..., NULL (fixed words only). */
 void runlog_event_fields(struct sandbox *sb, const char *event, const char *const *kv);
-/* Appends to stdout.log (stream 0) or stderr.log; returns how much was written (all of it
- * when no run is open: there is nowhere to write). */
+/* Appends to stdout.log (stream 0) or stderr.log; returns how much was taken: what was
+ * written, and what the budget dropped (all of it when no run is open: there is nowhere to
+ * write). Output past the budget is cut: a mark in the file, a transcript_cut event, then
+ * counted only (run.dropped, metrics.json). Less than len only for a write that failed. */
 size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
+/* Bytes of a cut stream the run has not seen (an adopted run whose metrics.json was older
+ * than the cut's last count): counted as dropped; false, and nothing counted, when the
+ * stream is not cut (a gap to be sent again). */
+bool runlog_skip(struct sandbox *sb, int stream, uint64_t len);
 /* The command's start line (and event); false, and nothing counted, when the line could not
  * be written: the command is then not to be started. */
 bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n);

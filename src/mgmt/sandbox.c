@@ -48,6 +48,25 @@ uint32_t sandbox_slots(void)
 	return T.nsb;
 }
 
+uint64_t sandbox_transcript_budget(const struct sandbox *sb)
+{
+	return sb->transcript_bytes ? sb->transcript_bytes : T.cfg->transcript_budget_bytes;
+}
+
+uint64_t sandbox_transcript_owed(const struct sandbox *except)
+{
+	uint64_t owed = 0;
+
+	for (uint32_t i = 0; i < T.nsb; i++) {
+		const struct sandbox *sb = &T.sb[i];
+		uint64_t budget = sandbox_transcript_budget(sb);
+
+		if (sb != except && sb->state != SB_FREE && sb->transcript_used < budget)
+			owed += budget - sb->transcript_used;
+	}
+	return owed;
+}
+
 struct sandbox *sandbox_slot(uint32_t i)
 {
 	return i < T.nsb ? &T.sb[i] : NULL;
@@ -322,6 +341,10 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	}
 	json_key(w, "disk_bytes");
 	json_int_write(w, (int64_t)sb->disk_bytes);
+	json_key(w, "transcript_bytes");
+	json_int_write(w, (int64_t)sandbox_transcript_budget(sb));
+	json_key(w, "transcript_used_bytes");
+	json_int_write(w, (int64_t)sb->transcript_used);
 	json_key(w, "writable_root");
 	json_bool_write(w, sb->writable_root);
 	json_key(w, "cmd");

@@ -103,6 +103,10 @@ struct sandbox {
 	bool dir_made;
 	uint64_t disk_bytes;          /* the workspace image's size (its disk budget) */
 	bool writable_root;           /* its root layer is writable, up to disk_bytes */
+	uint64_t transcript_bytes;    /* its runs' budget on the agentshare (0: a record from
+				       * before budgets, held to transcript_budget_bytes) */
+	uint64_t transcript_used;     /* what its runs' files hold: read at each run's start or
+				       * adoption, then counted at each write (runlog.c) */
 	bool vm;                      /* runtime "vm": a QEMU guest (runtime_vm.h) */
 	/* a VM's credentials (its profile's credential_refs), sent with its claim: the secrets
 	 * are read from vm_credentials_dir when sent, never kept; not recorded (a restarted
@@ -202,6 +206,11 @@ uint32_t sandbox_slots(void);                 /* the table's size (max_sandboxes
 struct sandbox *sandbox_slot(uint32_t i);     /* slot i, free or not; NULL past the end */
 uint32_t sandbox_index(const struct sandbox *sb); /* sb's slot */
 uint32_t sandbox_live(void);                  /* slots not SB_FREE */
+/* A sandbox's transcript budget: its transcript_bytes, else the config's. */
+uint64_t sandbox_transcript_budget(const struct sandbox *sb);
+/* What the sandboxes other than except may still write to their transcripts (budget less
+ * use): a create counts it against the agentshare's room with its own budget. */
+uint64_t sandbox_transcript_owed(const struct sandbox *except);
 struct idalloc *sandbox_uid_map(void);        /* the control uids taken (recovery marks) */
 /* A sandbox by its name; never a warm one not claimed (the API knows none of those). */
 struct sandbox *sandbox_by_name(const char *name);

@@ -48,10 +48,12 @@ static int workspace_paths(const struct config *cfg, const char *id, char *ws, c
 	return r;
 }
 
-/* Makes the image: room for it (preallocated, so a full workspace never takes more, and
- * never the last 1/20 of the filesystem, the transcripts' room), then the filesystem. */
-static int make_image(const char *img, uint64_t bytes, const struct config *cfg, char *err,
-		      size_t err_size)
+/* Makes the image: room for it (preallocated, so a full workspace never takes more), for
+ * the transcript budgets (the new sandbox's and what the others may still write, never
+ * preallocated: counted) and the last 1/20 of the filesystem (metrics files, spills), then
+ * the filesystem. */
+static int make_image(const char *img, uint64_t bytes, uint64_t transcripts,
+		      const struct config *cfg, char *err, size_t err_size)
 {
 	struct statvfs vfs;
 	int fd, r = 0;
@@ -63,10 +65,12 @@ static int make_image(const char *img, uint64_t bytes, const struct config *cfg,
 		return r;
 	}
 	if (fstatvfs(fd, &vfs) == 0 &&
-	    (uint64_t)vfs.f_bavail * vfs.f_frsize < bytes + (uint64_t)vfs.f_blocks * vfs.f_frsize / 20) {
+	    (uint64_t)vfs.f_bavail * vfs.f_frsize < bytes + transcripts +
+	    (uint64_t)vfs.f_blocks * vfs.f_frsize / 20) {
 		snprintf(err, err_size, "the agentshare has no room for a workspace of %llu bytes "
-			 "(disk_bytes) and its last 1/20 for transcripts (%llu bytes available)",
-			 (unsigned long long)bytes,
+			 "(disk_bytes), %llu bytes of transcript budgets (transcript_bytes, with "
+			 "what other sandboxes may still write) and its last 1/20 (%llu bytes "
+			 "available)", (unsigned long long)bytes, (unsigned long long)transcripts,
 			 (unsigned long long)vfs.f_bavail * vfs.f_frsize);
 		r = -ENOSPC;
 	} else if (fallocate(fd, 0, 0, (off_t)bytes) != 0) {
@@ -102,7 +106,8 @@ int share_make_workspace(const struct config *cfg, const struct sandbox *sb, cha
 		return r;
 	}
 	/* a VM's image is its guest's disk: never mounted on the host as well */
-	if ((r = make_image(img, sb->disk_bytes, cfg, err, err_size)) == 0 && !sb->vm &&
+	if ((r = make_image(img, sb->disk_bytes, sandbox_transcript_budget(sb) +
+			    sandbox_transcript_owed(sb), cfg, err, err_size)) == 0 && !sb->vm &&
 	    (r = workspace_mount(img, ws, err, err_size)) != 0)
 		unlink(img);
 	if (r != 0)
@@ -216,6 +221,8 @@ int share_write_record(const struct config *cfg, const struct sandbox *sb)
 	json_bool_write(&w, sb->keep_workspace);
 	json_key(&w, "disk_bytes");
 	json_int_write(&w, (int64_t)sb->disk_bytes);
+	json_key(&w, "transcript_bytes");
+	json_int_write(&w, (int64_t)sb->transcript_bytes);
 	json_key(&w, "writable_root");
 	json_bool_write(&w, sb->writable_root);
 	json_key(&w, "runtime");
@@ -334,6 +341,8 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 		sb->mount_ro = (uint32_t)v;
 	if (json_int(&doc, json_obj_get(&doc, 0, "disk_bytes"), &v) == 0 && v > 0)
 		sb->disk_bytes = (uint64_t)v;
+	if (json_int(&doc, json_obj_get(&doc, 0, "transcript_bytes"), &v) == 0 && v > 0)
+		sb->transcript_bytes = (uint64_t)v;
 	if (read_strrun(&doc, json_obj_get(&doc, 0, "cmd"), sb->cmd, &sb->cmd_len,
 			sizeof(sb->cmd), &sb->ncmd) != 0 ||
 	    read_strrun(&doc, json_obj_get(&doc, 0, "labels"), sb->labels, &sb->labels_len,

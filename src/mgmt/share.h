@@ -12,8 +12,9 @@
 
 /* The instance dir (0700), then, once the record is written, its workspace: a crash between
  * the two leaves an empty dir, which start-up sweeps. The workspace is workspace.img, an ext4
- * image of sb->disk_bytes (preallocated; -ENOSPC when the agentshare cannot hold it and keep
- * its last 1/20 for transcripts), mounted on workspace/ (a root-owned mode-0 directory when
+ * image of sb->disk_bytes (preallocated; -ENOSPC when the agentshare cannot hold it, the
+ * sandbox's transcript budget, what the other sandboxes' budgets still allow them to write,
+ * and its last 1/20), mounted on workspace/ (a root-owned mode-0 directory when
  * unmounted); its root belongs to the workload uid. On failure nothing of it is left. */
 int share_make(const struct config *cfg, const struct sandbox *sb, char *err, size_t err_size);
 int share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
