@@ -136,11 +136,13 @@ static const char *instance_of(const char *instances, const char *path, const ch
 			       char id[SB_ID_BYTES])
 {
 	size_t n = strlen(instances), k;
-	const char *rest = path + n + 1, *slash;
+	const char *rest, *slash;
 
-	if (strncmp(path, instances, n) != 0 || path[n] != '/' || !(slash = strchr(rest, '/')) ||
-	    strcmp(slash + 1, leaf) != 0 || (k = (size_t)(slash - rest)) == 0 ||
-	    k >= SB_ID_BYTES || rest[0] == '.')
+	if (strncmp(path, instances, n) != 0 || path[n] != '/')
+		return NULL;
+	rest = path + n + 1;
+	if (!(slash = strchr(rest, '/')) || strcmp(slash + 1, leaf) != 0 ||
+	    (k = (size_t)(slash - rest)) == 0 || k >= SB_ID_BYTES || rest[0] == '.')
 		return NULL;
 	memcpy(id, rest, k);
 	id[k] = '\0';
