@@ -12,7 +12,6 @@
 #include <linux/loop.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -465,16 +464,24 @@ static void unescape(char *s)
 int workspace_each_mount(const char *dir, int (*fn)(void *ctx, const char *point,
 						    unsigned major, unsigned minor), void *ctx)
 {
-	size_t cap = 0, dlen = strlen(dir);
-	char *line = NULL, *point, *save;
+	static char line[2 * LIMIT_PATH_BYTES + 1024];
+	size_t dlen = strlen(dir);
+	char *point, *save;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	unsigned maj, min;
+	bool cut = false;
 	int r = 0;
 
 	if (!f)
 		return -errno;
-	/* id parent major:minor root mount-point ... */
-	while (r == 0 && getline(&line, &cap, f) > 0) {
+	/* id parent major:minor root mount-point ...; a line longer than the buffer (no path
+	 * of ours is that long) is skipped whole */
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		bool whole = strchr(line, '\n') != NULL, skip = cut;
+
+		cut = !whole;
+		if (skip || !whole)
+			continue;
 		if (!strtok_r(line, " ", &save) || !strtok_r(NULL, " ", &save) ||
 		    !(point = strtok_r(NULL, " ", &save)) || sscanf(point, "%u:%u", &maj, &min) != 2 ||
 		    !strtok_r(NULL, " ", &save) || !(point = strtok_r(NULL, " ", &save)))
@@ -483,7 +490,6 @@ int workspace_each_mount(const char *dir, int (*fn)(void *ctx, const char *point
 		if (strncmp(point, dir, dlen) == 0 && point[dlen] == '/')
 			r = fn(ctx, point, maj, min);
 	}
-	free(line);
 	fclose(f);
 	return r;
 }
