@@ -226,6 +226,9 @@ _Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
 #define RUN_CODES 16
 /* Times a workspace's loop device is asked for again when another took it first. */
 #define LIMIT_WORKSPACE_LOOP_ATTEMPTS 8
+/* Workspace-deleting children agenticd waits for at its stop, and for how long at most. */
+#define LIMIT_WORKSPACE_DELETERS 64
+#define LIMIT_STOP_DELETE_MS 10000
 /* agenticd.conf: mount_allowlist entries, one string value, one line, the whole file. */
 #define CONFIG_MAX_ALLOWED_MOUNTS 16
 #define CONFIG_STR_BYTES 256

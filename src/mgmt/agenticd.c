@@ -910,6 +910,9 @@ int agenticd_main(int argc, char **argv)
 	log_info("ready", "agent_socket_dir=%s admin_socket=%s sandboxes=%u",
 		 log_q(d->cfg.agent_socket_dir), log_q(d->cfg.admin_socket), sandbox_live());
 	r = run_loop(d);
+	/* a stopped agenticd leaves no deletion half done (the warm sandboxes' workspaces) */
+	if ((n = share_wait_deleting(LIMIT_STOP_DELETE_MS)) > 0)
+		log_warn("workspace deletions still running at the stop", "children=%zd", n);
 	grpc_server_close(d->admin_grpc);
 	grpc_server_close(d->grpc);
 	{

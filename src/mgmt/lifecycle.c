@@ -342,11 +342,12 @@ static void finish_release(struct sandbox *sb, enum family f)
 	HOOK(stopped, sb, "the sandbox was removed", removing ? "removed" : "create_failed");
 	if (sb->dir_made || removing)
 		lc.rt->ops->workspace_retire(lc.rt->self, sb, f == F_ROLLBACK ||
-					     (f == F_REMOVE && !sb->keep_workspace));
+					     (removing && !sb->keep_workspace));
 	if (f == F_GONE) {
 		log_warn("sandbox gone: its container was removed outside agenticd",
-			 "name=%s instance=%s uid=%u subnet=%s workspace=kept", log_q(sb->name),
-			 log_q(sb->instance_id), sb->uid, subnet_or_dash(sb));
+			 "name=%s instance=%s uid=%u subnet=%s workspace=%s", log_q(sb->name),
+			 log_q(sb->instance_id), sb->uid, subnet_or_dash(sb),
+			 sb->keep_workspace ? "kept" : "deleted");
 	} else if (removing) {
 		log_info("sandbox removed", "name=%s instance=%s uid=%u subnet=%s workspace=%s",
 			 log_q(sb->name), log_q(sb->instance_id), sb->uid, subnet_or_dash(sb),
@@ -887,7 +888,8 @@ static void on_destroy(struct sandbox *sb)
 	} else if (f == F_READY || f == F_CONFLICT) {
 		sb->ct_exists = false;
 		sb->running = false;
-		sb->keep_workspace = true;
+		/* a warm sandbox's workspace holds nothing of anyone's */
+		sb->keep_workspace = !sb->pool;
 		set_state(sb, LC_GONE_NET_REMOVE);
 		HOOK(agent_drop, sb, "container removed");
 		teardown_next(sb, F_GONE);
@@ -1220,7 +1222,19 @@ void lifecycle_shutdown(void)
 {
 	stopping = true;
 	lc.rt->ops->stop(lc.rt->self);
-	for (uint32_t i = 0; i < lc.nsb; i++)
-		if (lc.sb[i].lc != LC_FREE)
-			lifecycle_signal(&lc.sb[i], LC_EV_SHUTDOWN);
+	for (uint32_t i = 0; i < lc.nsb; i++) {
+		struct sandbox *sb = &lc.sb[i];
+
+		if (sb->lc == LC_FREE)
+			continue;
+		lifecycle_signal(sb, LC_EV_SHUTDOWN);
+		/* a warm sandbox holds no one's work: it goes with agenticd rather than keep its
+		 * workspace mounted (a loop device, its disk budget) for a daemon that may never
+		 * come back */
+		if (sb->pool && (family_of(sb) == F_READY || family_of(sb) == F_CONFLICT)) {
+			log_info("warm sandbox removed at stop", "name=%s instance=%s",
+				 log_q(sb->name), log_q(sb->instance_id));
+			lifecycle_remove(sb, true, false);
+		}
+	}
 }

@@ -320,8 +320,9 @@ static void settle_records(struct recs *rs)
 {
 	for (uint32_t i = 0; i < rs->n; i++) {
 		struct rec *r = &rs->items[i];
+		/* a warm sandbox's workspace holds nothing of anyone's */
 		bool keep_ws = strcmp(r->state, "removing") == 0 ? r->sb.keep_workspace
-				: strcmp(r->state, "ready") == 0;
+				: strcmp(r->state, "ready") == 0 && !r->sb.pool;
 
 		if (r->matched)
 			continue;
@@ -425,6 +426,7 @@ int recover_state(struct runtime *runtime, char *err, size_t err_size)
 	if (r == 0) {
 		flag_conflicts();
 		settle_records(&rs);
+		share_sweep_workspaces(cfg);
 		share_sweep_empty(cfg);
 		r = settle_networks(err, err_size);
 	}

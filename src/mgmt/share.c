@@ -18,6 +18,8 @@
 #include "mgmt/share.h"
 #include "mgmt/workspace.h"
 
+static pid_t deleting[LIMIT_WORKSPACE_DELETERS]; /* the workspace-deleting children running */
+
 int share_make(const struct config *cfg, const struct sandbox *sb, char *err, size_t err_size)
 {
 	char dir[LIMIT_PATH_BYTES];
@@ -132,6 +134,90 @@ int share_mount_workspace(const struct config *cfg, const struct sandbox *sb, ch
 		return r < 0 ? r : 0;
 	}
 	return workspace_mount(img, ws, err, err_size) == 0 ? 1 : -EIO;
+}
+
+/* The instance id of path when it is <instances>/<id>/<leaf>, else NULL. */
+static const char *instance_of(const char *instances, const char *path, const char *leaf,
+			       char id[SB_ID_BYTES])
+{
+	size_t n = strlen(instances), k;
+	const char *rest, *slash;
+
+	if (strncmp(path, instances, n) != 0 || path[n] != '/')
+		return NULL;
+	rest = path + n + 1;
+	if (!(slash = strchr(rest, '/')) || strcmp(slash + 1, leaf) != 0 ||
+	    (k = (size_t)(slash - rest)) == 0 || k >= SB_ID_BYTES || rest[0] == '.')
+		return NULL;
+	memcpy(id, rest, k);
+	id[k] = '\0';
+	return id;
+}
+
+/* A sandbox agenticd tracks has its record: an instance without one is no live sandbox's. */
+static bool has_record(const char *instances, const char *id)
+{
+	char p[LIMIT_PATH_BYTES + SB_ID_BYTES + 16];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s/sandbox.json", instances, id);
+	return lstat(p, &st) == 0 || errno != ENOENT;
+}
+
+/* A workspace mounted for no sandbox: unmounted when its device is a loop device backed by
+ * that instance's own workspace.img; with its image gone, its empty mount point goes too. */
+static int sweep_mount(void *ctx, const char *point, unsigned major, unsigned minor)
+{
+	const char *instances = ctx;
+	char id[SB_ID_BYTES], img[LIMIT_PATH_BYTES + 32], want[LIMIT_PATH_BYTES + SB_ID_BYTES + 32];
+	bool deleted;
+	int r;
+
+	if (!instance_of(instances, point, "workspace", id) || has_record(instances, id) ||
+	    workspace_loop_backing(major, minor, img, sizeof(img), &deleted) != 0)
+		return 0;
+	snprintf(want, sizeof(want), "%s/%s/workspace.img", instances, id);
+	if (strcmp(img, want) != 0)
+		return 0;
+	if ((r = workspace_unmount(point)) != 0) {
+		log_warn("recovery: workspace left mounted", "instance=%s error=%s", log_q(id),
+			 log_q(strerror(-r)));
+		return 0;
+	}
+	log_info("recovery: workspace of no sandbox unmounted", "instance=%s image=%s", log_q(id),
+		 deleted ? "deleted" : "kept");
+	if (deleted && rmdir(point) == 0) {
+		snprintf(want, sizeof(want), "%s/%s", instances, id);
+		rmdir(want);
+	}
+	return 0;
+}
+
+/* A loop device still attached to a deleted workspace image of no sandbox's. */
+static int sweep_loop(void *ctx, const char *dev, const char *backing, bool deleted)
+{
+	const char *instances = ctx;
+	char id[SB_ID_BYTES];
+	int r;
+
+	if (!deleted || !instance_of(instances, backing, "workspace.img", id) ||
+	    has_record(instances, id))
+		return 0;
+	r = workspace_loop_detach(dev);
+	log_info("recovery: loop device of a deleted workspace detached", "instance=%s device=%s "
+		 "error=%s", log_q(id), log_q(dev), log_q(r ? strerror(-r) : "none"));
+	return 0;
+}
+
+void share_sweep_workspaces(const struct config *cfg)
+{
+	char instances[LIMIT_PATH_BYTES];
+
+	if ((size_t)snprintf(instances, sizeof(instances), "%s/instances", cfg->agentshare_root) >=
+	    sizeof(instances))
+		return;
+	workspace_each_mount(instances, sweep_mount, instances);
+	workspace_each_loop(sweep_loop, instances);
 }
 
 /* Instance directories a crash left empty (made, but no record written yet; a temp record
@@ -502,10 +588,45 @@ void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_
 	if (child < 0)
 		log_warn("workspace left behind", "instance=%s reason=%s", log_q(sb->instance_id),
 			 "\"cannot fork a deleting child\"");
+	for (uint32_t i = 0; child > 0 && i < LIMIT_WORKSPACE_DELETERS; i++)
+		if (!deleting[i]) {
+			deleting[i] = child;
+			break;
+		}
+}
+
+static void deleter_done(pid_t pid)
+{
+	for (uint32_t i = 0; i < LIMIT_WORKSPACE_DELETERS; i++)
+		if (deleting[i] == pid)
+			deleting[i] = 0;
 }
 
 void share_reap_children(void)
 {
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		deleter_done(pid);
+}
+
+int share_wait_deleting(int64_t ms)
+{
+	int64_t until = clock_mono_ms() + ms;
+	uint32_t left;
+
+	do {
+		left = 0;
+		for (uint32_t i = 0; i < LIMIT_WORKSPACE_DELETERS; i++) {
+			pid_t pid = deleting[i];
+
+			if (pid && waitpid(pid, NULL, WNOHANG) == 0)
+				left++;
+			else if (pid)
+				deleting[i] = 0;
+		}
+		if (left)
+			usleep(10000);
+	} while (left && clock_mono_ms() < until);
+	return (int)left;
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mgmt/config.h"
 #include "mgmt/sandbox.h"
@@ -25,6 +26,12 @@ int share_make_workspace(const struct config *cfg, const struct sandbox *sb, cha
 int share_mount_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
 			  size_t err_size);
 void share_sweep_empty(const struct config *cfg);
+/* Start-up, after the records are settled: what a killed agenticd left of workspaces. A mount
+ * at instances/<id>/workspace of an instance with no record whose device is a loop device
+ * backed by instances/<id>/workspace.img is unmounted (its empty mount point removed when the
+ * image is gone); a loop device backed by such an image, deleted, is detached. Nothing else
+ * is touched: no other mount, no loop device of another file. */
+void share_sweep_workspaces(const struct config *cfg);
 /* sandbox.json (0600): temp file, fsync, rename, fsync of the directory. */
 int share_write_record(const struct config *cfg, const struct sandbox *sb);
 /* Deletes the instance's record, unmounts its workspace and, when drop_workspace, deletes
@@ -38,5 +45,7 @@ int share_read_record(const struct config *cfg, const char *id, struct sandbox *
 int share_each_record(const struct config *cfg, int (*fn)(void *ctx, const char *id), void *ctx);
 /* Reaps the workspace-deleting children (SIGCHLD). */
 void share_reap_children(void);
+/* At the stop: waits up to ms for the workspace-deleting children; how many still run. */
+int share_wait_deleting(int64_t ms);
 
 #endif

@@ -6,6 +6,7 @@
  * inode bitmap and inode table, then data. Everything used in a group sits at its start, so
  * each bitmap is one run of set bits plus the padding past the group's end. Group 0 also
  * holds the journal (inode 8, one extent), the root directory and lost+found. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -439,4 +440,124 @@ int workspace_mounted(const char *dir)
 int workspace_unmount(const char *dir)
 {
 	return umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 ? 0 : -errno;
+}
+
+/* ---- what a killed agenticd left: mounts and loop devices found again ---- */
+
+/* mountinfo's octal escapes (\040 for a space, \011, \012, \134) undone in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++, w++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*w = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*w = *s;
+		}
+	}
+	*w = '\0';
+}
+
+int workspace_each_mount(const char *dir, int (*fn)(void *ctx, const char *point,
+						    unsigned major, unsigned minor), void *ctx)
+{
+	static char line[2 * LIMIT_PATH_BYTES + 1024];
+	size_t dlen = strlen(dir);
+	char *point, *save;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	unsigned maj, min;
+	bool cut = false;
+	int r = 0;
+
+	if (!f)
+		return -errno;
+	/* id parent major:minor root mount-point ...; a line longer than the buffer (no path
+	 * of ours is that long) is skipped whole */
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		bool whole = strchr(line, '\n') != NULL, skip = cut;
+
+		cut = !whole;
+		if (skip || !whole)
+			continue;
+		if (!strtok_r(line, " ", &save) || !strtok_r(NULL, " ", &save) ||
+		    !(point = strtok_r(NULL, " ", &save)) || sscanf(point, "%u:%u", &maj, &min) != 2 ||
+		    !strtok_r(NULL, " ", &save) || !(point = strtok_r(NULL, " ", &save)))
+			continue;
+		unescape(point);
+		if (strncmp(point, dir, dlen) == 0 && point[dlen] == '/')
+			r = fn(ctx, point, maj, min);
+	}
+	fclose(f);
+	return r;
+}
+
+/* sysfs's backing_file of a loop device: the path, " (deleted)" once the file is unlinked. */
+static int backing_read(const char *sys, char *path, size_t size, bool *deleted)
+{
+	static const char del[] = " (deleted)";
+	int fd = open(sys, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	size_t dl = sizeof(del) - 1;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, path, size - 1);
+	close(fd);
+	if (n <= 0 || (size_t)n == size - 1)
+		return n < 0 ? -errno : -ENAMETOOLONG;
+	path[n] = '\0';
+	if (n && path[n - 1] == '\n')
+		path[--n] = '\0';
+	*deleted = (size_t)n > dl && strcmp(path + n - dl, del) == 0;
+	if (*deleted)
+		path[n - dl] = '\0';
+	return 0;
+}
+
+int workspace_loop_backing(unsigned major, unsigned minor, char *path, size_t size,
+			   bool *deleted)
+{
+	char sys[96];
+
+	if (major != 7) /* the loop driver's */
+		return -ENODEV;
+	snprintf(sys, sizeof(sys), "/sys/dev/block/%u:%u/loop/backing_file", major, minor);
+	return backing_read(sys, path, size, deleted);
+}
+
+int workspace_each_loop(int (*fn)(void *ctx, const char *dev, const char *backing,
+				  bool deleted), void *ctx)
+{
+	char sys[300], dev[300], path[LIMIT_PATH_BYTES + 32];
+	DIR *d = opendir("/sys/block");
+	struct dirent *de;
+	bool deleted;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while (r == 0 && (de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(sys, sizeof(sys), "/sys/block/%s/loop/backing_file", de->d_name);
+		snprintf(dev, sizeof(dev), "/dev/%s", de->d_name);
+		if (backing_read(sys, path, sizeof(path), &deleted) == 0)
+			r = fn(ctx, dev, path, deleted);
+	}
+	closedir(d);
+	return r;
+}
+
+int workspace_loop_detach(const char *dev)
+{
+	int fd = open(dev, O_RDWR | O_CLOEXEC | O_NOFOLLOW), r;
+
+	if (fd < 0)
+		return -errno;
+	r = ioctl(fd, LOOP_CLR_FD, 0) == 0 ? 0 : -errno;
+	close(fd);
+	return r;
 }

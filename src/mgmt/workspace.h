@@ -4,6 +4,7 @@
 #ifndef AGENTIC_MGMT_WORKSPACE_H
 #define AGENTIC_MGMT_WORKSPACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -24,5 +25,21 @@ int workspace_mounted(const char *dir);
 /* Lazily unmounts dir (the loop device goes with the last user). 0, or -errno (-EINVAL: not
  * a mount point). */
 int workspace_unmount(const char *dir);
+
+/* What a killed agenticd may leave: calls fn for each mount whose mount point lies below dir
+ * (in this process's mount namespace), with the mount point and its device; fn's non-zero
+ * answer stops the walk and is returned. -errno when mountinfo cannot be read. */
+int workspace_each_mount(const char *dir, int (*fn)(void *ctx, const char *point,
+						    unsigned major, unsigned minor), void *ctx);
+/* The file behind loop device major:minor (*deleted: unlinked since). -ENODEV: not a loop
+ * device; -ENOENT (or -errno): none attached. */
+int workspace_loop_backing(unsigned major, unsigned minor, char *path, size_t size,
+			   bool *deleted);
+/* Calls fn for each attached loop device: its node (/dev/loopN) and its backing file. */
+int workspace_each_loop(int (*fn)(void *ctx, const char *dev, const char *backing,
+				  bool deleted), void *ctx);
+/* LOOP_CLR_FD: detaches the device, or, while it is still in use (a mount), only marks it to
+ * detach with its last user. 0 or -errno. */
+int workspace_loop_detach(const char *dev);
 
 #endif

@@ -37,7 +37,7 @@ static struct fake {
 	int begin_error;              /* the next call() fails with it */
 	int nets, cts;                /* objects in the fake engine */
 	int ws_error;                 /* workspace_make fails with it */
-	int ws_made, ws_retired;
+	int ws_made, ws_retired, ws_dropped;
 	bool running;                 /* what an inspect says */
 	bool lose;                    /* the next answer's effect happens, the answer is lost */
 	int inspect_error;            /* recovery's inspect fails with it */
@@ -116,8 +116,8 @@ static int fake_mount(void *self, const struct sandbox *sb, char *err, size_t n)
 static void fake_retire(void *self, const struct sandbox *sb, bool drop)
 {
 	(void)self;
-	(void)drop;
 	fk.ws_retired++;
+	fk.ws_dropped += drop;
 	share_retire(&d.cfg, sb, false); /* the record and the (empty) directory */
 }
 
@@ -987,6 +987,31 @@ static void test_a_claim_renames_then_waits_for_the_init(void **state)
 	assert_nothing_held();
 }
 
+/* At the stop a warm sandbox is removed, workspace deleted (it would stay mounted for a daemon
+ * that may never come back); a cold one keeps running. A warm sandbox whose container is
+ * removed outside agenticd has its workspace deleted, not kept. */
+static void test_the_stop_removes_warm_sandboxes_only(void **state)
+{
+	struct sandbox *cold = drive(LC_READY), *warm = drive(LC_READY);
+
+	warm->pool = true;
+	lifecycle_shutdown();
+	assert_int_equal(cold->lc, LC_READY);
+	assert_true(lifecycle_going(warm));
+	finish_rollback(warm);
+	assert_int_equal(fk.ws_retired, 1);
+	assert_int_equal(fk.ws_dropped, 1);
+	assert_int_equal(cold->lc, LC_READY);
+	teardown(NULL);
+	setup(NULL);
+	warm = drive(LC_READY);
+	warm->pool = true;
+	assert_int_equal(signal_(warm, LC_EV_CT_DESTROY), 0);
+	finish_rollback(warm);
+	assert_int_equal(warm->lc, LC_FREE);
+	assert_int_equal(fk.ws_dropped, 1);
+}
+
 static void test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state(void **state)
 {
 	struct sandbox *sb = drive(LC_CT_INSPECT);
@@ -1306,6 +1331,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_ready_before_the_inspect_finishes_the_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_claim_renames_then_waits_for_the_init, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_the_stop_removes_warm_sandboxes_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_another_network_seen_on_the_inspect_taints, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_ready_again_is_logged_while_ready_or_refreshing,
 						setup, teardown),
