@@ -290,9 +290,12 @@ static int show(struct vopts *o)
 		       (long long)num(&d, s, "info"), (long long)num(&d, s, "skipped"), tier, result,
 		       (long long)num(&d, 0, "duration_ms"), not_run[0] ? " not_run=" : "", not_run);
 	o->done++;
-	if (num(&d, s, "failed"))
+	/* a pass is only what agenticd calls one: a result it does not name is no evidence */
+	if (num(&d, s, "failed") || strcmp(result, "fail") == 0)
 		return EXIT_FAILED;
-	return strcmp(result, "incomplete") == 0 ? EXIT_INCOMPLETE : EXIT_PASS;
+	if (strcmp(result, "pass") == 0)
+		return EXIT_PASS;
+	return EXIT_INCOMPLETE;
 }
 
 /* How bad an exit status is: could not run, then a check failed, then evidence incomplete. */

@@ -463,8 +463,10 @@ int config_validate(const struct config *cfg, char *err, size_t err_size)
 		  cfg->workload_uid <= cfg->control_uid_max + cfg->vm_uid_offset + 1) ||
 		 (cfg->workload_gid >= cfg->control_uid_min + cfg->vm_uid_offset &&
 		  cfg->workload_gid <= cfg->control_uid_max + cfg->vm_uid_offset + 1) ||
-		 (cfg->egress_uid + 0ull + cfg->egress_max_connections > cfg->control_uid_min + 0ull +
-		  cfg->vm_uid_offset && cfg->egress_uid <= cfg->control_uid_max + cfg->vm_uid_offset + 1))
+		 /* egress_uid - max + 1 .. egress_uid against it */
+		 (cfg->egress_uid + 0ull >= cfg->control_uid_min + 0ull + cfg->vm_uid_offset &&
+		  cfg->egress_uid + 0ull < cfg->control_uid_max + 0ull + cfg->vm_uid_offset + 1 +
+		  cfg->egress_max_connections))
 		why = "control_uid_min + vm_uid_offset .. control_uid_max + vm_uid_offset + 1 (QEMU's "
 		      "uids) must hold no control uid, the workload's uid or gid or an egress uid";
 	else if (strncmp(cfg->docker_host, "unix:///", 8) != 0)

@@ -245,10 +245,11 @@ static int proc_ids(long pid, unsigned long *ruid, unsigned long *euid, long *pp
 	return 0;
 }
 
-/* Is pid a running agenticd (root's, `agentic agenticd`)? Its workers are its own. */
+/* Is pid a running agenticd (root's)? Its workers are its own. */
 static bool proc_is_agenticd(long pid)
 {
 	char path[64], buf[256];
+	const char *base;
 	unsigned long ruid, euid;
 	long ppid;
 	bool zombie;
@@ -265,7 +266,11 @@ static bool proc_is_agenticd(long pid)
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
-	return (size_t)n > strlen(buf) + 1 && strcmp(buf + strlen(buf) + 1, "agenticd") == 0;
+	/* `agenticd ...` through its applet link (the unit's way) or `agentic agenticd ...` */
+	base = strrchr(buf, '/');
+	base = base ? base + 1 : buf;
+	return strcmp(base, "agenticd") == 0 ||
+	       ((size_t)n > strlen(buf) + 1 && strcmp(buf + strlen(buf) + 1, "agenticd") == 0);
 }
 
 /* One pass over /proc: every live process of the egress uids whose parent is no agenticd (a
@@ -657,9 +662,13 @@ static int audit_put(struct sandbox *sb, const char *line, size_t len)
 		return fd;
 	if (fstat(fd, &st) != 0)
 		r = -errno;
-	else if ((uint64_t)st.st_size + len + AUDIT_DROPPED_BYTES <= cfg->egress_audit_max_bytes)
+	else if ((uint64_t)st.st_size + len + AUDIT_DROPPED_BYTES <= cfg->egress_audit_max_bytes &&
+		 sb->transcript_used + len <= sandbox_transcript_budget(sb)) {
+		/* the run's files share one budget: what the audit keeps is the transcript's too */
 		r = write(fd, line, len) == (ssize_t)len ? 0 : -errno;
-	else
+		if (r == 0)
+			sb->transcript_used += len;
+	} else
 		r = audit_dropped(fd, st.st_size);
 	close(fd);
 	return r;

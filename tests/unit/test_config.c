@@ -145,6 +145,26 @@ static void test_config_validate_rejects_unsafe_ranges(void **state)
 	assert_int_equal(config_validate(&c, err, sizeof(err)), ERR_PARSE);
 }
 
+/* The egress range runs downwards from egress_uid: one whose top lies above QEMU's uids but
+ * whose bottom reaches into them shares uids with QEMU (and the stale-worker kill at start
+ * would take a QEMU for a worker). */
+static void test_config_validate_rejects_egress_range_reaching_into_qemu_uids(void **state)
+{
+	struct config c;
+	char err[256];
+	uint32_t qemu_max;
+
+	config_defaults(&c);
+	qemu_max = c.control_uid_max + c.vm_uid_offset + 1;
+	c.egress_uid = qemu_max + c.egress_max_connections - 1; /* its bottom is QEMU's top */
+	assert_int_equal(config_validate(&c, err, sizeof(err)), ERR_PARSE);
+	assert_non_null(strstr(err, "QEMU's"));
+	c.egress_uid = c.control_uid_min + c.vm_uid_offset; /* its top is QEMU's bottom */
+	assert_int_equal(config_validate(&c, err, sizeof(err)), ERR_PARSE);
+	c.egress_uid = qemu_max + c.egress_max_connections; /* just above */
+	assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
+}
+
 static void test_config_load_prefixes_the_file_and_tolerates_missing_default(void **state)
 {
 	struct config c;
@@ -184,6 +204,7 @@ int main(void)
 		cmocka_unit_test(test_config_bad_line_names_the_line_and_changes_nothing),
 		cmocka_unit_test(test_config_log_level_takes_each_level_name),
 		cmocka_unit_test(test_config_validate_rejects_unsafe_ranges),
+		cmocka_unit_test(test_config_validate_rejects_egress_range_reaching_into_qemu_uids),
 		cmocka_unit_test(test_config_load_prefixes_the_file_and_tolerates_missing_default),
 		cmocka_unit_test(test_config_env_overrides_agentshare_root),
 	};
