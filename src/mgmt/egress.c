@@ -900,6 +900,23 @@ static void worker_failed_line(struct eslot *s)
 		      clock_mono_ms() - s->started_ms, "upstream_error", 0);
 }
 
+/* agenticd stops under a live connection: its control socket closes, so the worker's record
+ * cannot come; agenticd's own line says what it knows (not the destination, which the worker
+ * read). */
+static void stopped_line(struct eslot *s)
+{
+	struct sandbox *sb = s->sb;
+	const struct audit_fields f = { .kind = "unknown", .decision = "unknown",
+					.reason = "agenticd_stopped", .end = "control_lost",
+					.duration_ms = clock_mono_ms() - s->started_ms };
+
+	if (s->record_seen || s->quiet || s->spare || s->armed || s->pid <= 0 || !sb ||
+	    sb->state == SB_FREE || sb->gen != s->sb_gen)
+		return;
+	s->record_seen = true;
+	audit_line(sb, s->name, s->instance, s->conn, &f);
+}
+
 static void call_end(struct eslot *s, int status, const char *why)
 {
 	struct grpc_call *call = s->call;
@@ -2570,6 +2587,7 @@ void egress_shutdown(void)
 
 		if (!s->used)
 			continue;
+		stopped_line(s);
 		if (s->call)
 			call_end(s, GRPC_UNAVAILABLE, "agenticd is stopping");
 		close_data(s);

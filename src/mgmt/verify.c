@@ -2038,7 +2038,8 @@ static void finish(struct vrun *v)
 		}
 		log_info("verified", "name=%s target=%s result=%s passed=%u failed=%u info=%u "
 			 "skipped=%u not_run=%u duration_ms=%lld", m.sb ? log_q(m.sb->name) : "-",
-			 m.is_sandbox ? "sandbox" : "container", verify_result_word(&v->result),
+			 m.is_sandbox ? "sandbox" : "container",
+			 v->result.failed ? "fail" : v->result.not_run ? "incomplete" : "pass",
 			 v->result.passed, v->result.failed, v->result.info, v->result.skipped,
 			 v->result.not_run, (long long)m.duration_ms);
 	}
