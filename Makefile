@@ -106,10 +106,10 @@ $(BUILD)/asan/%.o: %.c | $(GEN_HDRS)
 
 $(BUILD)/asan/src/egress/tls.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
 $(BUILD)/asan/src/egress/tls.o: | $(ASAN_BEARSSL)
-$(BUILD)/asan/src/mgmt/host.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
-$(BUILD)/asan/src/mgmt/host.o: | $(ASAN_BEARSSL)
-$(BUILD)/asan/src/vm/image.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
-$(BUILD)/asan/src/vm/image.o: | $(ASAN_BEARSSL)
+$(BUILD)/asan/src/workspace/host.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
+$(BUILD)/asan/src/workspace/host.o: | $(ASAN_BEARSSL)
+$(BUILD)/asan/src/vmimage/image.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
+$(BUILD)/asan/src/vmimage/image.o: | $(ASAN_BEARSSL)
 
 $(BUILD)/asan/libagentic.a: $(TEST_OBJS) | $(ASAN_BEARSSL)
 	rm -f $@

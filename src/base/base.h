@@ -11,6 +11,25 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* ---- invariants ----
+ * ASSERT(cond): cond holds here, or the program is wrong and must not go on. On in every build
+ * (it costs a compare and a never-taken branch): for cheap checks of invariants only (slot and
+ * table bounds, lifecycle states, buffer accounting, counts, seals), never for input, which gets
+ * an error. A failure writes one line "agentic: assertion failed: FILE:LINE: COND" to stderr
+ * and aborts. */
+#define ASSERT(cond) ((cond) ? (void)0 : assert_fail(__FILE__, __LINE__, #cond))
+_Noreturn void assert_fail(const char *file, int line, const char *cond);
+
+/* One record of getdents64(2), read into caller storage (readdir would allocate, and agenticd
+ * allocates nothing after start). d_reclen says where the next begins. */
+struct dirent64_raw {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
 /* ---- errors ----
  * Functions return 0 on success or a negative errno value. Module-specific codes live below
  * ERR_BASE so they never collide with errno, each module in its own range: its codes are

@@ -251,7 +251,7 @@ _Static_assert(CONFIG_STR_BYTES < CONFIG_LINE_BYTES && CONFIG_LINE_BYTES <= CONF
 _Static_assert(CONFIG_MAX_ALLOWED_MOUNTS >= LIMIT_SANDBOX_MOUNTS,
 	       "each of a create's mounts can come from a root of its own");
 
-/* The seccomp profile every sandbox gets (src/mgmt/seccomp.c): a profile file may be this
+/* The seccomp profile every sandbox gets (src/daemon/seccomp.c): a profile file may be this
  * large, and once compacted and escaped into the create request's SecurityOpt string it must
  * fit LIMIT_SECCOMP_PROFILE_BYTES; its JSON may hold this many tokens. */
 #define LIMIT_SECCOMP_FILE_BYTES (64u * 1024u)
@@ -294,7 +294,7 @@ _Static_assert(LIMIT_SANDBOX_MEMORY_MIN_BYTES >= LIMIT_SANDBOX_TMP_BYTES / 2 &&
 	       LIMIT_SANDBOX_MEMORY_MIN_BYTES < LIMIT_SANDBOX_MEMORY_MAX_BYTES,
 	       "the smallest memory limit holds the init and some of /tmp");
 
-/* ---- a sandbox's transcript budget (src/mgmt/runlog.c) ---- */
+/* ---- a sandbox's transcript budget (src/transcript/runlog.c) ---- */
 /* transcript_budget_bytes, a request's transcript_bytes: what the files of all of a sandbox's
  * runs may hold on the agentshare. stdout.log and stderr.log together may fill it up to its
  * last 1/LIMIT_TRANSCRIPT_LINES_DIV, the room kept for the lines of later commands and events
@@ -303,7 +303,7 @@ _Static_assert(LIMIT_SANDBOX_MEMORY_MIN_BYTES >= LIMIT_SANDBOX_TMP_BYTES / 2 &&
 #define LIMIT_TRANSCRIPT_MAX_BYTES (1ull << 40)
 #define LIMIT_TRANSCRIPT_LINES_DIV 16u
 
-/* ---- agenticd exec spill (src/mgmt/admin.c) ---- */
+/* ---- agenticd exec spill (src/admin/admin.c) ---- */
 /* Exec output a client has not taken waits in a spill file, at most exec_spill_max_bytes per
  * client; a spill never takes the last 1/LIMIT_EXEC_SPILL_FREE_DIV of its filesystem (the
  * transcripts' room). The filesystem is asked every LIMIT_EXEC_SPILL_CHECK_BYTES spilled, and
@@ -363,7 +363,7 @@ _Static_assert(LIMIT_SANDBOX_MEMORY_MIN_BYTES >= LIMIT_SANDBOX_TMP_BYTES / 2 &&
 #define LIMIT_INIT_STOP_TERM_MS 1500
 #define LIMIT_INIT_STOP_GRACE_MS 3000
 #define LIMIT_INIT_STOP_FLUSH_MS 1000
-/* Egress (src/init/egress.c): an accepted connection whose call found no room to start is
+/* Egress (src/init/proxy.c): an accepted connection whose call found no room to start is
  * answered 503 after START_MS; after a call ended OK the bytes still buffered for the
  * workload get LINGER_MS to be written before the socket is closed. */
 #define LIMIT_INIT_EGRESS_START_MS 5000

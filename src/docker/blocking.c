@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "docker/docker_internal.h"
 
 /* Ends the call, handing its error details to the caller when it failed. */
 static int finish(struct docker_call *c, int r, struct docker_error *err)

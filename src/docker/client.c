@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "docker/docker_internal.h"
 
 enum { CALL_RUNNING = 1, CALL_DONE, CALL_FAILED, CALL_STOPPED, CALL_ENDED };
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "docker/docker_internal.h"
 
 
 /* The path, prefixed with the negotiated version. */

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "docker/docker_internal.h"
 
 static int parse(struct docker_call *c, struct json_doc *doc, enum json_type root)
 {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/be.h"
-#include "internal.h"
+#include "grpc/grpc_internal.h"
 
 /* ---- the shared memory: buffer pools and the unpack arena ---- */
 

@@ -13,7 +13,7 @@
 #include <fcntl.h>
 
 #include "health.pb-c.h"
-#include "internal.h"
+#include "grpc/grpc_internal.h"
 
 #define TAG_LISTENER (1ull << 62)
 

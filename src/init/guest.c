@@ -375,7 +375,7 @@ static int mount_storage(const struct init_env *env)
 			     NULL))
 			return 1;
 	}
-	/* as the container runtime mounts them (mgmt/runtime_docker.c) */
+	/* as the container runtime mounts them (runtime/runtime_docker.c) */
 	snprintf(opts, sizeof(opts), "mode=1777,size=%u", LIMIT_SANDBOX_TMP_BYTES);
 	if (mount_at("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts))
 		return 1;

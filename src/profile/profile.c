@@ -644,14 +644,6 @@ const char *profile_shared_kernel_refusal(const struct profile *p, char *why, si
 
 /* ---- the set ---- */
 
-struct dirent64_raw {
-	uint64_t ino;
-	int64_t off;
-	unsigned short reclen;
-	unsigned char type;
-	char name[];
-};
-
 /* the PROFILE_MAX first names in order, while the directory is listed */
 static char names[PROFILE_MAX][sizeof(((struct profile_entry *)0)->file)];
 static char file_buf[PROFILE_FILE_BYTES + 1];

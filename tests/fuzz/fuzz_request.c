@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mgmt/request.h"
+#include "sandbox/request.h"
 
 static void refusal_ok(const struct request_error *e)
 {

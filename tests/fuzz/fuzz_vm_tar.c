@@ -1,4 +1,4 @@
-/* fuzz_vm_tar.c: vm-image's tar reader (src/vm/tar.c) into the newc writer on arbitrary bytes.
+/* fuzz_vm_tar.c: vm-image's tar reader (src/vmimage/tar.c) into the newc writer on arbitrary bytes.
  * The first byte picks a piece size; reading in pieces must give exactly the cpio (and the
  * error) that one whole feed gives, and every entry handed out must have a normalized path
  * (relative, no "." "..", or empty component) and no setuid or setgid bit. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/vmimage.h"
+#include "vmimage/vmimage.h"
 
 struct out {
 	struct vm_cpio cpio;

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mgmt/runtime.h"
+#include "runtime/runtime.h"
 #include "sim.h"
 
 struct e_ct e_cts[E_CTS];

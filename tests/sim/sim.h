@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mgmt/daemon.h"
+#include "daemon/daemon.h"
 
 /* ---- the PRNG: splitmix64, seeded per run; nothing else may decide ---- */
 extern uint64_t sim_rng;

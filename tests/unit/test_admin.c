@@ -19,10 +19,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "mgmt/admin.h"
-#include "mgmt/daemon.h"
-#include "mgmt/request.h"
-#include "mgmt/taint.h"
+#include "admin/admin.h"
+#include "daemon/daemon.h"
+#include "sandbox/request.h"
+#include "lifecycle/taint.h"
 
 #define NSB 4
 #define NCONNS 2

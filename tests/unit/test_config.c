@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "mgmt/config.h"
+#include "config/config.h"
 
 static int parse(struct config *c, const char *text, char *err)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "mgmt/config.h"
+#include "config/config.h"
 
 /* Clears the bytes after each string's NUL, which say nothing about the configuration. */
 static void normalize(struct config *c)

@@ -17,7 +17,7 @@
 
 #include "docker/docker.h"
 #include "json/json.h"
-#include "mgmt/host.h"
+#include "workspace/host.h"
 
 /* ---- log de-multiplexing ---- */
 struct logs {

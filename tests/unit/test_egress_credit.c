@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "mgmt/egress.h"
+#include "egress/broker.h"
 
 static void test_egress_up_window_holds_at_most_a_window(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_egress_policy_view.c: the admin API's view of a sandbox's egress (src/mgmt/egress_view.c):
+/* test_egress_policy_view.c: the admin API's view of a sandbox's egress (src/egress/view.c):
  * a policy copied as a JSON object (null for none), and the last lines of the run's
  * egress.jsonl, oldest first, at most as many as asked, a line that is no JSON object skipped
  * and a line cut at the start of a long file's tail dropped; and the policy audit line appended
@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mgmt/egress_view.h"
-#include "mgmt/sandbox.h"
+#include "egress/view.h"
+#include "sandbox/sandbox.h"
 
 static struct sandbox sb;
 static char dir[64], text[128 * 1024];

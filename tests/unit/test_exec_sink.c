@@ -26,8 +26,8 @@
 
 #include "agent.pb-c.h"
 #include "http/frame.h"
-#include "mgmt/admin.h"
-#include "mgmt/daemon.h"
+#include "admin/admin.h"
+#include "daemon/daemon.h"
 
 /* ---- stand-ins ---- */
 

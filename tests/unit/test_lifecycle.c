@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mgmt/daemon.h"
-#include "mgmt/lifecycle.h"
-#include "mgmt/netpool.h"
-#include "mgmt/share.h"
+#include "daemon/daemon.h"
+#include "lifecycle/lifecycle.h"
+#include "lifecycle/netpool.h"
+#include "workspace/share.h"
 
 #define NSB 4
 

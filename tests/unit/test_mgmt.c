@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mgmt/daemon.h"
+#include "daemon/daemon.h"
 
 #define NSB 4
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "mgmt/policy.h"
+#include "sandbox/reqcheck.h"
 
 static void test_policy_name_follows_the_pattern(void **state)
 {

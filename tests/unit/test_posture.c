@@ -1,4 +1,4 @@
-/* test_posture.c: a sandbox's posture (src/mgmt/posture.c): the fixed words both ways, the
+/* test_posture.c: a sandbox's posture (src/sandbox/posture.c): the fixed words both ways, the
  * tier from its reasons, what a create request starts as, the API's JSON, and sandbox.json's
  * record read back as it was written (a bad one refused, leaving the posture as it was). */
 #include <setjmp.h>
@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mgmt/posture.h"
-#include "mgmt/request.h"
+#include "sandbox/posture.h"
+#include "sandbox/request.h"
 
 static void test_every_reason_word_parses_back_and_unknown_words_do_not(void **state)
 {

@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "mgmt/config.h"
-#include "mgmt/runlog.h"
-#include "mgmt/sandbox.h"
+#include "config/config.h"
+#include "transcript/runlog.h"
+#include "sandbox/sandbox.h"
 
 #define MIB (1ull << 20)
 

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "json/json.h"
-#include "mgmt/seccomp.h"
+#include "daemon/seccomp.h"
 
 static char out[SECCOMP_OPT_BYTES];
 static struct json_token tok[LIMIT_SECCOMP_TOKENS];

@@ -1,4 +1,4 @@
-/* test_verify.c: the verifier's pure half (src/mgmt/verify.c): the readers of the engine's
+/* test_verify.c: the verifier's pure half (src/verify/verify.c): the readers of the engine's
  * inspect answers (never keeping an env value), a mountinfo, a /proc status and the probe's
  * key=value output; the verdicts: a sandbox as agentic makes it passes every check, and each
  * control weakened alone fails exactly its own check (and a T1 claim with it); a container
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mgmt/exec.h"
-#include "mgmt/verify.h"
+#include "agent/exec.h"
+#include "verify/verify.h"
 
 #define CANARY "canary-7d1e0c3f9ab24e55"
 

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vm/vmimage.h"
+#include "vmimage/vmimage.h"
 
 /* ---- building a tar ---- */
 struct tarb {

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "base/base.h"
-#include "mgmt/workspace.h"
+#include "workspace/workspace.h"
 
 static const char *e2fsck(void)
 {

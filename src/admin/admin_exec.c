@@ -1,0 +1,470 @@
+/* admin_exec.c: the admin API's exec route (POST /api/v1/containers/NAME/exec) and the client
+ * side of its sessions: the two sinks, the upgraded stream (8-byte frames both ways, docs/API.md:
+ * "The exec stream") and the chunked NDJSON answer, and the output queue they and the gRPC
+ * sink share: `out`, then a bounded spill file, so a slow client costs disk, never memory,
+ * and never blocks the sandbox. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "json/json.h"
+#include "admin/admin.h"
+#include "daemon/daemon.h"
+
+/* ---- exec output: queued in `out`, then in a spill file ---- */
+
+/* Output beyond `out` goes to an unlinked file next to the transcripts, read back as the
+ * client drains: a slow client costs disk, never memory, and never blocks the sandbox. The
+ * disk is bounded too, so that a client that stops reading never takes the transcripts' room:
+ * -EFBIG once the client would be more than exec_spill_max_bytes behind, -EDQUOT once the
+ * spill would leave less than 1/LIMIT_EXEC_SPILL_FREE_DIV of the filesystem available. */
+static int spill_room(const struct admin_conn *c, size_t len)
+{
+	struct statvfs st;
+
+	if (c->spill_w - c->spill_r + len > admin_cfg()->exec_spill_max_bytes)
+		return -EFBIG;
+	if ((c->spill_w == 0 || c->spill_w / LIMIT_EXEC_SPILL_CHECK_BYTES !=
+				(c->spill_w + len) / LIMIT_EXEC_SPILL_CHECK_BYTES) &&
+	    fstatvfs(c->spill_fd, &st) == 0 && st.f_bavail < st.f_blocks / LIMIT_EXEC_SPILL_FREE_DIV)
+		return -EDQUOT;
+	return 0;
+}
+
+int admin_exec_queue(struct admin_conn *c, const void *data, size_t len)
+{
+	int r;
+
+	if (c->spill_fd < 0) {
+		if (c->out_off && c->out_off == c->out_len)
+			c->out_off = c->out_len = 0;
+		if (len > sizeof(c->out) - c->out_len && c->out_off) {
+			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+			c->out_len -= c->out_off;
+			c->out_off = 0;
+		}
+		if (len <= sizeof(c->out) - c->out_len) {
+			memcpy(c->out + c->out_len, data, len);
+			c->out_len += (uint32_t)len;
+			return 0;
+		}
+		c->spill_fd = open(admin_cfg()->agentshare_root, O_TMPFILE | O_RDWR | O_CLOEXEC,
+				   0600);
+		if (c->spill_fd < 0)
+			return -errno;
+		c->spill_w = c->spill_r = 0;
+	}
+	r = spill_room(c, len);
+	if (r != 0)
+		return r;
+	for (const uint8_t *p = data; len;) {
+		ssize_t n = pwrite(c->spill_fd, p, len, (off_t)c->spill_w);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -ENOSPC;
+		p += n;
+		len -= (size_t)n;
+		c->spill_w += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* The session stops feeding c (why: admin_exec_queue's error): the command runs on into its
+ * transcript, and the client gets what is queued, then the end of its answer without the final
+ * frame (HTTP) or the call's end with RESOURCE_EXHAUSTED and c->error (gRPC): never a short
+ * answer that looks whole. */
+static void drop(struct admin_conn *c, int why)
+{
+	unsigned long long behind = c->out_len - c->out_off + c->spill_w - c->spill_r;
+
+	if (why == -EFBIG || why == -EDQUOT) {
+		log_warn("exec client dropped", "reason=%s behind_bytes=%llu",
+			 why == -EFBIG ? "spill_limit" : "disk_reserve", behind);
+		snprintf(c->error, sizeof(c->error), "output delivery stopped: %s; the command "
+			 "runs on and its transcript keeps every byte", why == -EFBIG
+			 ? "this client fell further behind than exec_spill_max_bytes"
+			 : "holding more for this client would take the disk room kept for "
+			   "transcripts");
+	} else {
+		log_warn("exec client dropped", "reason=spill_error behind_bytes=%llu error=%s",
+			 behind, log_q(strerror(-why)));
+		snprintf(c->error, sizeof(c->error), "output delivery stopped: the spill file "
+			 "failed (%s); the command runs on and its transcript keeps every byte",
+			 strerror(-why));
+	}
+	if (c->exec >= 0)
+		exec_detach(c->exec);
+	c->exec = -1;
+	c->dropped = true;
+	c->keep_alive = false;
+}
+
+void admin_exec_refill(struct admin_conn *c)
+{
+	ssize_t n;
+
+	c->out_off = c->out_len = 0;
+	if (c->spill_fd < 0 || c->spill_r == c->spill_w)
+		return;
+	n = pread(c->spill_fd, c->out, sizeof(c->out), (off_t)c->spill_r);
+	if (n <= 0) {
+		drop(c, n < 0 ? -errno : -EIO);
+		close(c->spill_fd);
+		c->spill_fd = -1;
+		c->spill_r = c->spill_w;
+		return;
+	}
+	c->out_len = (uint32_t)n;
+	c->spill_r += (uint64_t)n;
+	if (c->spill_r == c->spill_w) {
+		close(c->spill_fd);
+		c->spill_fd = -1;
+	} else if (c->spill_r / LIMIT_EXEC_SPILL_CHECK_BYTES !=
+		   (c->spill_r - (uint64_t)n) / LIMIT_EXEC_SPILL_CHECK_BYTES) {
+		/* gives back the disk of what the client has taken; a filesystem without holes
+		 * keeps it until the file closes, and spill_room still guards the transcripts */
+		(void)fallocate(c->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+				(off_t)(c->spill_r - c->spill_r % LIMIT_EXEC_SPILL_CHECK_BYTES));
+	}
+}
+
+/* ---- exec sinks: the upgraded stream and NDJSON (docs/API.md: "The exec stream") ---- */
+
+static char line[LIMIT_ADMIN_OUT_BYTES]; /* one NDJSON line or exit object being built */
+static char wire[LIMIT_ADMIN_OUT_BYTES + 32]; /* ... as the chunk that carries it */
+
+/* A sink's connection: still in its exec (a connection that left detached its session). */
+static struct admin_conn *sink_conn(void *ctx)
+{
+	struct admin_conn *c = ctx;
+
+	return c && c->phase == AC_EXEC ? c : NULL;
+}
+
+static size_t base64(const uint8_t *in, size_t len, char *out)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0, i = 0;
+
+	for (; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+
+		out[o++] = tab[v >> 18];
+		out[o++] = tab[(v >> 12) & 63];
+		out[o++] = tab[(v >> 6) & 63];
+		out[o++] = tab[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
+
+		out[o++] = tab[v >> 18];
+		out[o++] = tab[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+	}
+	return o;
+}
+
+/* The command's end as a JSON object (the exit frame's payload, NDJSON's last line). */
+static void exit_json(struct buf *b, int32_t exit_code, int64_t duration_ms, const char *error,
+		      const char *transcript_error)
+{
+	struct json_writer w;
+
+	json_writer_init(&w, b);
+	json_obj_begin(&w);
+	json_key(&w, "exit_code");
+	json_int_write(&w, exit_code);
+	json_key(&w, "duration_ms");
+	json_int_write(&w, duration_ms);
+	if (error && *error) {
+		json_key(&w, "error");
+		json_str_write(&w, error);
+	}
+	if (transcript_error) {
+		json_key(&w, "transcript_error");
+		json_str_write(&w, transcript_error);
+	}
+	json_obj_end(&w);
+	json_writer_finish(&w);
+}
+
+/* A frame's head and payload queued, as both the stream and a gRPC call carry output. */
+static int queue_frame(struct admin_conn *c, enum frame_type type, const void *data, size_t len)
+{
+	uint8_t h[FRAME_HEAD_BYTES];
+	int r;
+
+	frame_head_put(h, type, (uint32_t)len);
+	r = admin_exec_queue(c, h, sizeof(h));
+	if (r == 0)
+		r = admin_exec_queue(c, data, len);
+	return r;
+}
+
+/* One chunk of an NDJSON answer queued. */
+static int queue_chunk(struct admin_conn *c, const void *data, size_t len, bool last)
+{
+	struct buf b;
+
+	buf_init(&b, wire, sizeof(wire));
+	if (http_chunk_write(&b, data, len) != 0 || (last && http_chunk_end(&b) != 0))
+		return ERR_LIMIT;
+	return admin_exec_queue(c, b.data, b.len);
+}
+
+int admin_exec_frame_output(void *ctx, int stream, const void *data, size_t len)
+{
+	struct admin_conn *c = sink_conn(ctx);
+	int r;
+
+	if (!c)
+		return -ENOTCONN;
+	r = queue_frame(c, stream ? FRAME_STDERR : FRAME_STDOUT, data, len);
+	if (r != 0)
+		drop(c, r);
+	admin_flush(c);
+	return r;
+}
+
+static int ndjson_output(void *ctx, int stream, const void *data, size_t len)
+{
+	struct admin_conn *c = sink_conn(ctx);
+	const uint8_t *p = data;
+	int r = 0;
+
+	if (!c)
+		return -ENOTCONN;
+	/* one line per piece, each small enough for `line` */
+	while (len && r == 0) {
+		size_t take = len < 6144 ? len : 6144, n;
+
+		n = (size_t)snprintf(line, sizeof(line), "{\"stream\":\"%s\",\"data\":\"",
+				     stream ? "stderr" : "stdout");
+		n += base64(p, take, line + n);
+		memcpy(line + n, "\"}\n", 3);
+		r = queue_chunk(c, line, n + 3, false);
+		p += take;
+		len -= take;
+	}
+	if (r != 0)
+		drop(c, r);
+	admin_flush(c);
+	return r;
+}
+
+static void stream_done(void *ctx, int32_t exit_code, int64_t duration_ms, const char *error,
+			const char *transcript_error)
+{
+	struct admin_conn *c = sink_conn(ctx);
+	struct buf b;
+
+	if (!c)
+		return;
+	buf_init(&b, line, sizeof(line));
+	exit_json(&b, exit_code, duration_ms, error, transcript_error);
+	c->exec = -1;
+	if (queue_frame(c, FRAME_EXIT, b.data, b.len) != 0)
+		c->keep_alive = false;
+	admin_flush(c);
+}
+
+static void ndjson_done(void *ctx, int32_t exit_code, int64_t duration_ms, const char *error,
+			const char *transcript_error)
+{
+	struct admin_conn *c = sink_conn(ctx);
+	struct buf b;
+
+	if (!c)
+		return;
+	buf_init(&b, line, sizeof(line) - 1);
+	exit_json(&b, exit_code, duration_ms, error, transcript_error);
+	line[b.len] = '\n';
+	c->exec = -1;
+	if (queue_chunk(c, line, b.len + 1, true) != 0)
+		c->keep_alive = false;
+	admin_flush(c);
+}
+
+/* Upgraded: stdin frames from the client, handed on as the session takes them; frames of
+ * other types are skipped, so clients may add some. */
+static void exec_read_stdin(struct admin_conn *c)
+{
+	while (c->exec >= 0 && c->roff < c->rlen) {
+		uint32_t avail = c->rlen - c->roff, n;
+		size_t took;
+		bool in;
+
+		if (!frame_reader_open(&c->fr)) {
+			c->roff += (uint32_t)frame_reader_head(&c->fr, c->rbuf + c->roff, avail);
+			if (!frame_reader_open(&c->fr))
+				break;
+			if (c->fr.left == 0) {
+				if (frame_reader_type(&c->fr) == FRAME_STDIN)
+					exec_stdin(c->exec, "", 0, true); /* stdin ends */
+				frame_reader_take(&c->fr, 0);
+			}
+			continue;
+		}
+		in = frame_reader_type(&c->fr) == FRAME_STDIN;
+		n = c->fr.left < avail ? c->fr.left : avail;
+		took = in ? exec_stdin(c->exec, c->rbuf + c->roff, n, false) : n;
+		if (took == 0)
+			return; /* a chunk is in flight: the sink's stdin_taken comes back */
+		c->roff += (uint32_t)took;
+		frame_reader_take(&c->fr, (uint32_t)took);
+	}
+	if (c->roff == c->rlen)
+		c->roff = c->rlen = 0;
+}
+
+static void stream_stdin_taken(void *ctx)
+{
+	struct admin_conn *c = sink_conn(ctx);
+
+	if (!c || !c->upgraded)
+		return;
+	exec_read_stdin(c);
+	if (c->roff == c->rlen)
+		admin_watch(c, EPOLLIN | (c->out_off < c->out_len ? EPOLLOUT : 0));
+}
+
+const struct exec_sink_ops admin_exec_stream_ops = {
+	.client = "stream",
+	.output = admin_exec_frame_output,
+	.done = stream_done,
+	.stdin_taken = stream_stdin_taken,
+};
+
+const struct exec_sink_ops admin_exec_ndjson_ops = {
+	.client = "ndjson",
+	.output = ndjson_output,
+	.done = ndjson_done,
+	.stdin_taken = NULL,
+};
+
+void admin_exec_event(struct admin_conn *c, uint32_t events)
+{
+	if (events & EPOLLOUT)
+		admin_flush(c);
+	if (c->phase != AC_EXEC || c->fd < 0)
+		return;
+	if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return;
+	if (c->upgraded && c->roff < c->rlen)
+		return; /* stdin waits for the session */
+	for (;;) {
+		ssize_t n = recv(c->fd, c->rbuf, sizeof(c->rbuf), 0);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n == 0 && c->upgraded && c->exec >= 0 && !(events & (EPOLLHUP | EPOLLERR))) {
+			/* half-close: stdin ends, output goes on */
+			exec_stdin(c->exec, "", 0, true);
+			admin_watch(c, c->out_off < c->out_len ? EPOLLOUT : 0);
+			return;
+		}
+		if (n <= 0 || !c->upgraded) {
+			if (n > 0)
+				continue; /* nothing more is read on an NDJSON exec */
+			admin_conn_close(c);
+			return;
+		}
+		c->roff = 0;
+		c->rlen = (uint32_t)n;
+		exec_read_stdin(c);
+		if (c->roff < c->rlen) {
+			admin_watch(c, c->out_off < c->out_len ? EPOLLOUT : 0);
+			return;
+		}
+	}
+}
+
+/* ---- exec: the route ---- */
+
+int admin_exec_refused(const struct sandbox *sb, int x, struct request_error *e)
+{
+	e->status = 409;
+	e->code = "not_ready";
+	if (x == 0 && sb->state == SB_READY && sb->agent_ready)
+		return 0;
+	if (x == 0) {
+		snprintf(e->message, sizeof(e->message), "%s", sb->state == SB_READY
+			 ? "the sandbox's agent is not connected (yet)" : "the sandbox is not ready");
+	} else if (exec_transcript_error(x)) {
+		e->status = 507;
+		e->code = "transcript_unwritable";
+		snprintf(e->message, sizeof(e->message), "the sandbox's transcript cannot be written "
+			 "(%s); no command was started", strerror(-x));
+	} else if (x == ERR_STATE) {
+		snprintf(e->message, sizeof(e->message), "the sandbox's agent is not connected");
+	} else {
+		e->status = 503;
+		e->code = "busy";
+		snprintf(e->message, sizeof(e->message), "the sandbox runs as many commands as it "
+			 "may, or its agent cannot take more now");
+	}
+	return -1;
+}
+
+void admin_exec_route(struct admin_conn *c, struct sandbox *sb, const char *query)
+{
+	static const struct http_field stream_fields[] = {
+		{ "Content-Type", "application/vnd.agentic.multiplexed-stream" },
+		{ "Connection", "Upgrade" },
+		{ "Upgrade", "tcp" },
+		{ NULL, NULL },
+	};
+	static const struct http_field ndjson_fields[] = {
+		{ "Content-Type", "application/x-ndjson" },
+		{ NULL, NULL },
+	};
+	static struct exec_req er;
+	struct request_text t = { c->req.text, 0, sizeof(c->req.text) };
+	struct request_error e = { 0 };
+	const char *up = http_parser_header(&c->parser, "upgrade");
+	const char *conn = http_parser_header(&c->parser, "connection");
+	struct exec_sink sink = { &admin_exec_ndjson_ops, c };
+	char hstore[256];
+	struct buf head;
+	int x;
+
+	if (request_exec_parse(&er, &t, c->body, c->body_len, &e) != 0 ||
+	    admin_exec_refused(sb, 0, &e) != 0) {
+		admin_respond_error(c, e.status, e.code, e.message);
+		return;
+	}
+	c->upgraded = up && strcasecmp(up, "tcp") == 0 && conn && strcasestr(conn, "upgrade");
+	if (c->upgraded)
+		sink.ops = &admin_exec_stream_ops;
+	x = exec_begin(sb, &er, &sink);
+	if (x < 0) {
+		admin_exec_refused(sb, x, &e);
+		admin_respond_error(c, e.status, e.code, e.message);
+		return;
+	}
+	c->exec = x;
+	frame_reader_init(&c->fr);
+	c->out_off = c->out_len = 0;
+	buf_init(&head, hstore, sizeof(hstore));
+	if (c->upgraded) {
+		c->keep_alive = false;
+		http_response_head_write(&head, 101, stream_fields, HTTP_NO_BODY, false);
+	} else {
+		http_response_head_write(&head, 200, ndjson_fields, HTTP_CHUNKED, false);
+	}
+	admin_exec_queue(c, head.data, head.len);
+	c->phase = AC_EXEC;
+	/* bytes after the request are the first stdin frames */
+	if (c->upgraded)
+		exec_read_stdin(c);
+	else
+		c->roff = c->rlen = 0;
+}

@@ -1,0 +1,254 @@
+/* sandbox.h: a sandbox as agenticd holds it (its record, its agent stream's state, its run's
+ * transcript), the sandbox table, the control-uid map, and a sandbox as JSON. The subnet map
+ * is subnet.h's; a record's cmd, labels and mounts are string runs (strrun.h). */
+#ifndef AGENTIC_MGMT_SANDBOX_H
+#define AGENTIC_MGMT_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/base.h"
+#include "docker/docker.h"
+#include "egress/policy.h"
+#include "grpc/grpc.h"
+#include "json/json.h"
+#include "config/config.h"
+#include "sandbox/reqcheck.h"
+#include "sandbox/posture.h"
+#include "sandbox/request.h"
+#include "transcript/runlog.h"
+#include "runtime/runtime.h"
+#include "sandbox/strrun.h"
+#include "sandbox/subnet.h"
+
+enum sb_state {
+	SB_FREE = 0,
+	SB_CREATING,   /* persisted "creating" */
+	SB_READY,      /* persisted "ready" (created; the agent may be connected or not) */
+	SB_REMOVING,   /* persisted "removing" */
+	SB_CONFLICT,   /* found at start with a uid another container claims: never trusted */
+};
+
+/* A sandbox's life, step by step: lifecycle.h says what each state is and does. */
+enum lc_state {
+	LC_FREE = 0,
+	LC_NEW,
+	LC_NET_SCAN,
+	LC_NET_CREATE,
+	LC_CT_CREATE,
+	LC_CT_START,
+	LC_CT_INSPECT,
+	LC_WAIT_READY,
+	LC_READY,
+	LC_READY_REFRESH,
+	LC_CONFLICT,
+	LC_CONFLICT_REFRESH,
+	LC_RB_LOGS,
+	LC_RB_CT_REMOVE,
+	LC_RB_NET_REMOVE,
+	LC_RM_PENDING,
+	LC_RM_STOP,
+	LC_RM_CT_REMOVE,
+	LC_RM_NET_REMOVE,
+	LC_GONE_NET_REMOVE,
+	LC_RB_CT_FIND,
+	LC_CLAIM_RENAME,
+	LC_CLAIM_INIT,
+	LC_STATES
+};
+
+/* sandbox.pending: container events waiting for the sandbox's call to end */
+#define LC_PEND_START 1
+#define LC_PEND_DIE 2
+#define LC_PEND_DESTROY 4
+
+#define SB_ID_BYTES 37
+
+_Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
+
+struct sandbox {
+	enum sb_state state;          /* the phase, set from lc (lifecycle.c) */
+	enum lc_state lc;             /* where its life is (lifecycle.h) */
+	uint32_t gen;                 /* bumped whenever the slot is reused */
+	char name[SB_NAME_BYTES];
+	/* the name its container was made with (its init's AGENT_ID, what its connection says
+	 * it is): the name, but for a claimed warm sandbox, which keeps its pool name here */
+	char agent_id[SB_NAME_BYTES];
+	bool pool;                    /* a warm sandbox not claimed (yet): no run, no API */
+	bool claimed;                 /* made warm, then claimed by a create */
+	/* a claim's env: nclaim_env "K=V" strings (strrun), sent to the init at the claim and
+	 * after every registration since (the container's own env is the pool's); in memory
+	 * only, never in sandbox.json: after a restart of agenticd it is empty and not sent */
+	uint16_t nclaim_env;
+	uint32_t claim_env_len;
+	char claim_env[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
+	char instance_id[SB_ID_BYTES];
+	char container_id[RT_ID_BYTES];
+	char network[SB_NET_BYTES];   /* the network's name (ours, or the operator's) */
+	char network_id[RT_ID_BYTES];
+	char image[CONFIG_STR_BYTES];
+	char subnet_text[20];
+	uint32_t uid;
+	int32_t subnet;               /* index in sandbox_subnet_pool, -1 for none */
+	uint8_t net_scans;            /* engine networks read again for this create */
+	bool uid_taken;
+	bool net_managed;             /* our network, removed with the sandbox */
+	bool net_exists;
+	bool ct_exists;
+	bool ct_maybe;                /* its container create's answer was lost: one of its name
+				       * may be its own (the rollback looks) */
+	bool running;
+	bool force, keep_workspace;
+	bool dir_made;
+	uint64_t disk_bytes;          /* the workspace image's size (its disk budget) */
+	bool writable_root;           /* its root layer is writable, up to disk_bytes */
+	uint64_t transcript_bytes;    /* its runs' budget on the agentshare (0: a record from
+				       * before budgets, held to transcript_budget_bytes) */
+	uint64_t transcript_used;     /* what its runs' files hold: read at each run's start or
+				       * adoption, then counted at each write (runlog.c) */
+	bool vm;                      /* runtime "vm": a QEMU guest (runtime_vm.h) */
+	/* a VM's credentials (its profile's credential_refs), sent with its claim: the secrets
+	 * are read from vm_credentials_dir when sent, never kept; not recorded (a restarted
+	 * agenticd sends no claim: the guest's init keeps what it took) */
+	struct sb_cred {
+		char id[PROFILE_ID_BYTES];
+		char name[REQUEST_CRED_NAME_BYTES];
+		bool file;
+	} creds[PROFILE_CREDS_MAX];
+	uint8_t ncreds;
+	bool vm_claim_owed;           /* a VM's claim sent at create, its ack not in yet */
+	int64_t pid;                  /* State.Pid, 0 when not running */
+	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
+	int init_pidfd;               /* that process, pinned when pid was read; -1: none */
+	int peer_pidfd;               /* the peer of a connection waiting for pid; -1: none */
+	bool conn_verified;           /* the connection in the sandbox's slot is its init's */
+	int64_t created_ms, ready_ms; /* wall clock */
+	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
+	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
+	/* agent stream */
+	struct grpc_call *agent;
+	bool agent_authed;
+	bool agent_registered;
+	bool agent_ready;             /* READY with setup_status "ready" seen */
+	bool agent_stdin_ack;         /* the agent acknowledges stdin (registration label) */
+	int agent_status;
+	int64_t agent_seen_ms;
+	/* Output acks (OutputAck, agent.proto), when the agent registered with the label
+	 * agentic-output-ack=1: the init numbers its stdout and stderr bytes and its results from
+	 * the start of its life (= the run), keeps what is not acked, and after each resume sends
+	 * it all again; what the transcript has decides what is written, so every byte lands
+	 * once, in order, across reconnects and agenticd restarts. */
+	bool agent_output_ack;
+	bool agent_egress;            /* registered with the label agentic-egress=1 */
+	int agent_egress_fd;          /* the number of the init's proxy listener (label
+				       * agentic-egress-listener), -1: none said */
+	/* the init's proxy listener taken over for direct connections (egress.c, "direct"):
+	 * a dup from the init (pidfd_getfd), -1: none; the init's pid it came from; watched
+	 * while checked and the sandbox is served */
+	int egress_lfd;
+	int64_t egress_lfd_pid;
+	bool egress_lfd_watched;
+	bool egress_lfd_ok;           /* checked, and accept worked on it so far */
+	bool egress_armable;          /* a connection came: a worker waits for the next */
+	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
+	char egress_json[EGRESS_POLICY_BYTES];
+	/* the init's own report of itself (registration label agentic-self-status: lines of its
+	 * /proc/self/status), for the verifier; "" when none came */
+	char agent_self[LIMIT_AGENT_SELF_BYTES];
+	bool out_stalled;             /* a transcript write failed: resume at out_retry_ms */
+	bool out_ack_owed;            /* an ack (or resume) did not fit the send queue */
+	bool out_resume_owed;
+	bool out_gap_logged;          /* a gap in the init's offsets was logged on this stream */
+	uint32_t out_epoch;           /* the current resume epoch */
+	uint64_t out_next[2];         /* the init offset of the next stdout, stderr byte wanted */
+	uint64_t out_unacked;         /* ring bytes (data and record overhead) since the last ack */
+	uint64_t out_results;         /* the seq of the last result written */
+	int64_t out_retry_ms;         /* monotonic */
+	/* the admin connection waiting for this create or remove, or -1 */
+	int32_t waiter;
+	uint32_t waiter_gen;
+	int err_status;               /* HTTP status of a failed create */
+	const char *err_code;         /* its API error code */
+	char error[SB_ERROR_BYTES];
+	char init_log[LIMIT_CREATE_LOG_BYTES]; /* the init's last log lines, at a failed create */
+	uint32_t log_len;
+	int64_t retry_at;             /* monotonic ms: retry a failed rollback or remove step */
+	/* container events (LC_PEND_*) seen while its call ran, acted on once it is done */
+	uint8_t pending;
+	int64_t exit_code;
+	struct create_req *req;       /* the create's request, until the container exists */
+	/* what the request asked for, kept for inspect and sandbox.json */
+	uint16_t ncmd, nlabels, nmounts;
+	uint32_t mount_ro;            /* bit i: mount i read-only */
+	char cmd[LIMIT_SANDBOX_CMD_BYTES];
+	uint32_t cmd_len;
+	char labels[LIMIT_SANDBOX_LABEL_BYTES];
+	uint32_t labels_len;
+	char mounts[LIMIT_SANDBOX_MOUNT_BYTES];
+	uint32_t mounts_len;
+	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS]; /* what each source was, checked */
+	struct posture posture;       /* its tier and why (posture.h); kept in sandbox.json */
+	/* the runtime call of the current step (sandbox_new clears what is above it) */
+	struct rt_call call;
+	bool call_active;
+	struct run run;
+	uint32_t exec_running;        /* exec sessions waiting for their CommandResult */
+};
+
+/* The table: nsb slots at sb and the control-uid map's bits (control_uid_min..max of cfg,
+ * (count + 63) / 64 words), storage agenticd.c takes from its region at start. Every slot
+ * free; the subnet map is set up apart (subnet_init). */
+void sandbox_table_init(const struct config *cfg, struct sandbox *sb, uint32_t nsb,
+			uint64_t *uid_bits);
+const struct config *sandbox_config(void); /* the config the table was set up with */
+uint32_t sandbox_slots(void);                 /* the table's size (max_sandboxes) */
+struct sandbox *sandbox_slot(uint32_t i);     /* slot i, free or not; NULL past the end */
+uint32_t sandbox_index(const struct sandbox *sb); /* sb's slot */
+uint32_t sandbox_live(void);                  /* slots not SB_FREE */
+/* A sandbox's transcript budget: its transcript_bytes, else the config's. */
+uint64_t sandbox_transcript_budget(const struct sandbox *sb);
+/* What the sandboxes other than except may still write to their transcripts (budget less
+ * use): a create counts it against the agentshare's room with its own budget. */
+uint64_t sandbox_transcript_owed(const struct sandbox *except);
+struct idalloc *sandbox_uid_map(void);        /* the control uids taken (recovery marks) */
+/* A sandbox by its name; never a warm one not claimed (the API knows none of those). */
+struct sandbox *sandbox_by_name(const char *name);
+struct sandbox *sandbox_by_uid(uint32_t uid);
+struct sandbox *sandbox_by_container(const char *id);
+struct sandbox *sandbox_new(void);  /* NULL when the table is full */
+/* Forgets every sandbox, uid, subnet and foreign /28 held in memory, closing what the slots
+ * hold open (a restart in a simulator: then netpool_init, lifecycle_start and recover_state
+ * rebuild it from the records and the runtime). */
+void sandbox_table_reset(void);
+/* A claim that did not go ahead: the warm sandbox as it was (its pool name, no cmd, labels,
+ * env or reasons of the claim's request). */
+void sandbox_claim_undo(struct sandbox *sb);
+/* Releases the slot with its uid and subnet (the lifecycle's hooks let go of the rest first). */
+void sandbox_free(struct sandbox *sb);
+/* Next-fit from the maps: 0 or ERR_LIMIT when every uid (/28) is taken. */
+int sandbox_take_uid(struct sandbox *sb);
+int sandbox_take_subnet(struct sandbox *sb);
+/* Gives uid and subnet back (a uid a conflicting twin also claims stays reserved for it). */
+void sandbox_release_ids(struct sandbox *sb);
+const char *sandbox_state_name(const struct sandbox *sb);
+void sandbox_json(struct json_writer *w, const struct sandbox *sb);
+/* key: an ISO 8601 UTC time of wall ms (ms 0: null); key NULL: the value alone. */
+void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms);
+/* Pins the sandbox's container PID 1 (sb->pid, State.Pid) as sb->init_pidfd, for the resolver,
+ * and reads its pid namespace into sb->pid_ns (the run's key); both empty when the container
+ * is not running or that process is already gone. */
+void sandbox_read_pid_ns(struct sandbox *sb);
+/* The request's binds, seen in the running container (sb->pid, sb->pid_ns), are the sources
+ * that were checked (sb->mount_id): the engine resolved each path again when it started the
+ * container; so is /sbin/agentic-init, init_id (the init's copy; NULL: not checked). 0;
+ * -EPERM when one is something else, or -errno when it cannot be checked, with
+ * the reason in why. */
+int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *init_id,
+			char *why, size_t why_size);
+/* The pid (in agenticd's namespace) of the process a pidfd names, 0 when it has exited, or -1
+ * when that cannot be read. */
+pid_t sandbox_pidfd_pid(int pidfd);
+
+
+#endif
