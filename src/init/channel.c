@@ -184,7 +184,7 @@ static int send_registration(struct init_agent *a)
 	size_t n = 3;
 	static char self_text[LIMIT_AGENT_SELF_BYTES];
 	char lfd[12];
-	int l = init_egress_listener(a->egress);
+	int l = a->egress_hooks ? a->egress_hooks->listener(a->egress) : -1;
 
 	ack.key = "agentic-stdin-ack";
 	ack.value = "1";
@@ -298,7 +298,8 @@ static void on_ack(struct init_agent *a, const Agentic__Sandbox__V1__Registratio
 		else if (strcmp(ack->config[i]->key, "egress") == 0)
 			a->egress_ok = 1;
 	}
-	init_egress_direct(a->egress, direct);
+	if (a->egress_hooks)
+		a->egress_hooks->direct(a->egress, direct);
 	/* without acks what was kept cannot be matched to the transcript: send on, keep none */
 	a->resumed = !a->ack_mode;
 	if (!a->ack_mode) {

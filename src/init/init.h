@@ -90,6 +90,7 @@ struct init_agent {
 	 * this stream holds egress=1. */
 	int egress_ok;
 	struct init_egress *egress;
+	const struct init_egress_hooks *egress_hooks;  /* NULL: no egress proxy set up */
 };
 
 /* 1 while the stream is registered and agenticd's RegistrationAck said egress=1: egress
@@ -282,13 +283,18 @@ void init_egress_io(struct init_egress *eg, uint64_t tag, uint32_t events);
  * when it next wants to be called (monotonic ms). */
 int64_t init_egress_tick(struct init_egress *eg, int64_t now);
 void init_egress_close_all(struct init_egress *eg);
-/* The listener's descriptor (announced in the registration, so that agenticd may take it
- * over: docs/EGRESS.md "Direct connections"), or -1. */
-int init_egress_listener(const struct init_egress *eg);
-/* direct: agenticd accepts on the listener (its registration's answer said egress=direct),
- * and the init stops watching it, keeping it open so that the port stays the sandbox's;
- * false: the init accepts and carries each connection over an Egress call. */
-void init_egress_direct(struct init_egress *eg, bool direct);
+/* What init_egress_setup hands the agent channel (agent->egress_hooks): the proxy calls the
+ * channel (init_agent_egress), and the channel reaches the proxy only through these. */
+struct init_egress_hooks {
+	/* The listener's descriptor (announced in the registration, so that agenticd may take
+	 * it over: docs/EGRESS.md "Direct connections"), or -1. */
+	int (*listener)(const struct init_egress *eg);
+	/* direct: agenticd accepts on the listener (its registration's answer said
+	 * egress=direct), and the init stops watching it, keeping it open so that the port
+	 * stays the sandbox's; false: the init accepts and carries each connection over an
+	 * Egress call. */
+	void (*direct)(struct init_egress *eg, bool direct);
+};
 
 /* ---- the replay ring (replay.c) ----
  * Output chunks and results the init has sent and agenticd has not yet acknowledged writing

@@ -105,6 +105,29 @@ static int listener_open(void)
 	return fd;
 }
 
+static int egress_listener(const struct init_egress *eg)
+{
+	return eg ? eg->lfd : -1;
+}
+
+static void egress_direct(struct init_egress *eg, bool direct)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = INIT_TAG_EGRESS };
+
+	if (!eg || eg->lfd < 0)
+		return;
+	if (eg->lwatched == direct &&
+	    (epoll_ctl(eg->epfd, direct ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, eg->lfd, &ev) == 0 ||
+	     direct))
+		eg->lwatched = !direct;
+	log_info("egress proxy", "accepted_by=%s", eg->lwatched ? "init" : "agenticd");
+}
+
+static const struct init_egress_hooks egress_hooks = {
+	.listener = egress_listener,
+	.direct = egress_direct,
+};
+
 int init_egress_setup(struct init_egress **out, void *storage, size_t len, int epfd,
 		      struct init_agent *agent)
 {
@@ -128,6 +151,7 @@ int init_egress_setup(struct init_egress **out, void *storage, size_t len, int e
 	}
 	*out = eg;
 	agent->egress = eg;
+	agent->egress_hooks = &egress_hooks;
 	eg->lfd = listener_open();
 	if (eg->lfd < 0) {
 		log_warn("egress proxy port unavailable, going on without egress", "port=%d err=%s",
@@ -146,24 +170,6 @@ int init_egress_setup(struct init_egress **out, void *storage, size_t len, int e
 	log_info("egress proxy listening", "port=%d conns=%d", EGRESS_PROXY_PORT,
 		 LIMIT_INIT_EGRESS_CONNS);
 	return 0;
-}
-
-int init_egress_listener(const struct init_egress *eg)
-{
-	return eg ? eg->lfd : -1;
-}
-
-void init_egress_direct(struct init_egress *eg, bool direct)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = INIT_TAG_EGRESS };
-
-	if (!eg || eg->lfd < 0)
-		return;
-	if (eg->lwatched == direct &&
-	    (epoll_ctl(eg->epfd, direct ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, eg->lfd, &ev) == 0 ||
-	     direct))
-		eg->lwatched = !direct;
-	log_info("egress proxy", "accepted_by=%s", eg->lwatched ? "init" : "agenticd");
 }
 
 static uint64_t conn_tag(const struct init_egress *eg, const struct egress_conn *e)
