@@ -11,100 +11,7 @@
 #include "base/be.h"
 #include "grpc/grpc_internal.h"
 
-/* ---- the shared memory: buffer pools and the unpack arena ---- */
-
-static void *arena_pb_alloc(void *data, size_t size)
-{
-	struct grpc_env *env = data;
-	void *p = arena_alloc(&env->arena, size, 16);
-
-	if (!p)
-		env->arena_full = 1;
-	return p;
-}
-
-static void arena_pb_free(void *data, void *p)
-{
-	(void)data;
-	(void)p; /* freed all at once by arena_reset */
-}
-
-static size_t arena_bytes(uint32_t max_message)
-{
-	return 2 * (size_t)max_message + GRPC_ARENA_SLACK_BYTES;
-}
-
-static const uint32_t meta_size = GRPC_MD_BYTES;
-
-size_t grpc_env_bytes(uint32_t max_message, uint32_t small, uint32_t large)
-{
-	size_t per[GRPC_BUF_KINDS] = { GRPC_SMALL_MESSAGE, (size_t)max_message + 5, meta_size };
-	size_t count[GRPC_BUF_KINDS] = { small, large, small };
-	size_t total = arena_bytes(max_message) + sizeof(struct h2_scratch) + GRPC_READ_BYTES;
-
-	for (int k = 0; k < GRPC_BUF_KINDS; k++)
-		total += count[k] * (per[k] + sizeof(struct grpc_buf) + sizeof(uint32_t)) + 64;
-	return total + 256;
-}
-
-int grpc_env_setup(struct grpc_env *env, struct arena *carve, uint32_t max_message,
-		   uint32_t small, uint32_t large)
-{
-	uint32_t per[GRPC_BUF_KINDS] = { GRPC_SMALL_MESSAGE, max_message + 5, meta_size };
-	uint32_t count[GRPC_BUF_KINDS] = { small, large, small };
-	void *arena_mem;
-
-	memset(env, 0, sizeof(*env));
-	env->max_message = max_message;
-	for (int k = 0; k < GRPC_BUF_KINDS; k++) {
-		struct grpc_bufpool *bp = &env->pools[k];
-		void *desc = arena_alloc(carve, count[k] * sizeof(struct grpc_buf), 16);
-		uint32_t *links = arena_alloc(carve, count[k] * sizeof(uint32_t), 4);
-
-		bp->base = arena_alloc(carve, (size_t)count[k] * per[k], 64);
-		if (!desc || !links || !bp->base)
-			return ERR_LIMIT;
-		bp->size = per[k];
-		pool_init(&bp->pool, desc, links, sizeof(struct grpc_buf), count[k]);
-	}
-	arena_mem = arena_alloc(carve, arena_bytes(max_message), 64);
-	env->scratch = arena_alloc(carve, sizeof(struct h2_scratch), 64);
-	env->rdbuf = arena_alloc(carve, GRPC_READ_BYTES, 64);
-	if (!arena_mem || !env->scratch || !env->rdbuf)
-		return ERR_LIMIT;
-	arena_init(&env->arena, arena_mem, arena_bytes(max_message));
-	env->alloc.alloc = arena_pb_alloc;
-	env->alloc.free = arena_pb_free;
-	env->alloc.allocator_data = env;
-	env->next_deadline = INT64_MAX;
-	env->epfd = -1;
-	return 0;
-}
-
-static struct grpc_buf *buf_take(struct grpc_env *env, int kind)
-{
-	struct grpc_bufpool *bp = &env->pools[kind];
-	struct grpc_buf *b = pool_get(&bp->pool);
-
-	if (!b)
-		return NULL;
-	b->data = bp->base + (size_t)pool_index(&bp->pool, b) * bp->size;
-	b->cap = bp->size;
-	b->kind = (uint8_t)kind;
-	return b;
-}
-
-static void buf_give(struct grpc_env *env, struct grpc_buf **b)
-{
-	if (*b) {
-		pool_put(&env->pools[(*b)->kind].pool, *b);
-		*b = NULL;
-	}
-}
-
 /* ---- call records ---- */
-
-static const char *meta_message(const struct grpc_call *call, char *out, size_t cap);
 
 static int is_server(const struct grpc_call *call)
 {
@@ -123,14 +30,14 @@ static void call_end(struct grpc_call *call, int status, const char *message)
 	if (!call->stream)
 		return;
 	if (!message)
-		message = meta_message(call, kept, sizeof(kept));
+		message = grpc_meta_message(call, kept, sizeof(kept));
 	call->stream->user = NULL;
-	buf_give(call->bufs, &call->rxb);
-	buf_give(call->bufs, &call->txb);
+	grpc_buf_give(call->bufs, &call->rxb);
+	grpc_buf_give(call->bufs, &call->txb);
 	call->rx.buf = NULL;
 	if (started && m && m->handler.on_done)
 		m->handler.on_done(call, status, message);
-	buf_give(call->bufs, &call->meta);
+	grpc_buf_give(call->bufs, &call->meta);
 	call->stream = NULL;
 	c->ncalls--;
 	if (call->own)
@@ -138,151 +45,7 @@ static void call_end(struct grpc_call *call, int status, const char *message)
 	env->calls--;
 }
 
-/* Meta records: kind, key length, value length (2 bytes each, big-endian), key, value. */
-enum { META_HEADER = 1, META_TRAILER, META_MESSAGE };
-
-static int meta_add(struct grpc_call *call, int kind, const char *key, size_t klen,
-		    const char *val, size_t vlen)
-{
-	uint8_t *p;
-
-	if (!call->meta && !(call->meta = buf_take(call->bufs, GRPC_BUF_META)))
-		return ERR_LIMIT;
-	if (klen > 0xffff || vlen > 0xffff || 5 + klen + vlen > call->meta->cap - call->meta_len)
-		return ERR_LIMIT;
-	p = call->meta->data + call->meta_len;
-	p[0] = (uint8_t)kind;
-	be16_put(p + 1, (uint16_t)klen);
-	be16_put(p + 3, (uint16_t)vlen);
-	memcpy(p + 5, key, klen);
-	memcpy(p + 5 + klen, val, vlen);
-	call->meta_len += (uint32_t)(5 + klen + vlen);
-	return 0;
-}
-
-/* Removes the meta records of kind (a status message being replaced). */
-static void meta_drop(struct grpc_call *call, int kind)
-{
-	uint32_t off = 0, keep = 0;
-
-	while (call->meta && off < call->meta_len) {
-		uint8_t *p = call->meta->data + off;
-		uint32_t n = 5 + (uint32_t)be16_get(p + 1) + be16_get(p + 3);
-
-		if (p[0] != kind) {
-			memmove(call->meta->data + keep, p, n);
-			keep += n;
-		}
-		off += n;
-	}
-	call->meta_len = keep;
-}
-
-static int meta_add_md(struct grpc_call *call, int kind, const struct grpc_md *md, size_t n)
-{
-	char enc[GRPC_MD_BYTES];
-
-	for (size_t i = 0; i < n; i++) {
-		size_t klen = strlen(md[i].key);
-		int r;
-
-		if (klen > 4 && strcmp(md[i].key + klen - 4, "-bin") == 0) {
-			long e = grpc_base64_encode(md[i].value, md[i].len, enc, sizeof(enc));
-
-			if (e < 0)
-				return (int)e;
-			r = meta_add(call, kind, md[i].key, klen, enc, (size_t)e);
-		} else {
-			r = meta_add(call, kind, md[i].key, klen, md[i].value, md[i].len);
-		}
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Appends the meta records of kind to f (at most max entries); returns the new count. */
-static size_t meta_fields(const struct grpc_call *call, int kind, struct h2_field *f, size_t n,
-			  size_t max)
-{
-	uint32_t off = 0;
-
-	while (call->meta && off < call->meta_len && n < max) {
-		const uint8_t *p = call->meta->data + off;
-		uint32_t klen = be16_get(p + 1), vlen = be16_get(p + 3);
-
-		if (p[0] == kind) {
-			f[n].name = (const char *)p + 5;
-			f[n].name_len = klen;
-			f[n].value = (const char *)p + 5 + klen;
-			f[n].value_len = vlen;
-			n++;
-		}
-		off += 5 + klen + vlen;
-	}
-	return n;
-}
-
-static void field(struct h2_field *f, const char *name, const char *value)
-{
-	f->name = name;
-	f->name_len = (uint32_t)strlen(name);
-	f->value = value;
-	f->value_len = (uint32_t)strlen(value);
-}
-
-/* The raw status message kept in the meta buffer, NUL-terminated into out, or NULL. */
-static const char *meta_message(const struct grpc_call *call, char *out, size_t cap)
-{
-	struct h2_field f;
-
-	if (meta_fields(call, META_MESSAGE, &f, 0, 1) == 0)
-		return NULL;
-	if (f.value_len >= cap)
-		f.value_len = (uint32_t)cap - 1;
-	memcpy(out, f.value, f.value_len);
-	out[f.value_len] = '\0';
-	return out;
-}
-
 /* ---- sending ---- */
-
-/* grpc-status, grpc-message (percent-encoded) and the trailing metadata, appended to f. */
-static size_t status_fields(const struct grpc_call *call, struct h2_field *f, size_t n,
-			    size_t max, char *status, char *msg, size_t msg_cap)
-{
-	char raw[GRPC_MD_BYTES];
-
-	snprintf(status, 12, "%d", call->status);
-	field(&f[n++], "grpc-status", status);
-	if (meta_message(call, raw, sizeof(raw)) && grpc_percent_encode(raw, msg, msg_cap) == 0)
-		field(&f[n++], "grpc-message", msg);
-	return meta_fields(call, META_TRAILER, f, n, max);
-}
-
-static int send_response_headers(struct grpc_call *call, int trailers_only)
-{
-	struct h2_field f[GRPC_MAX_MD * 2 + 4];
-	char status[12], msg[3 * 1024];
-	size_t n = 0;
-
-	field(&f[n++], ":status", "200");
-	field(&f[n++], "content-type", "application/grpc");
-	n = meta_fields(call, META_HEADER, f, n, ARRAY_LEN(f));
-	if (trailers_only)
-		n = status_fields(call, f, n, ARRAY_LEN(f), status, msg, sizeof(msg));
-	return h2_stream_send_headers(&call->conn->h2, call->stream, f, n, trailers_only);
-}
-
-static int send_trailers(struct grpc_call *call)
-{
-	struct h2_field f[GRPC_MAX_MD + 2];
-	char status[12], msg[3 * 1024];
-
-	return h2_stream_send_headers(&call->conn->h2, call->stream, f,
-				      status_fields(call, f, 0, ARRAY_LEN(f), status, msg,
-						    sizeof(msg)), 1);
-}
 
 /* A unary method's answer waits for the end of its request, so that a second request message
  * is refused (INTERNAL) instead of the call ending OK on the first. */
@@ -302,7 +65,7 @@ static void send_end(struct grpc_call *call)
 	if (is_server(call)) {
 		if (answer_waits(call))
 			return;
-		r = call->hdrs_sent ? send_trailers(call) : send_response_headers(call, 1);
+		r = call->hdrs_sent ? grpc_send_trailers(call) : grpc_send_response_headers(call, 1);
 		if (r == -EAGAIN)
 			return;
 		call->end_sent = 1;
@@ -346,7 +109,7 @@ static void tx_drop_unsent(struct grpc_call *call)
 			       ? call->tx_head + 5 + prefix_len(call->txb->data + call->tx_head)
 			       : call->tx_off;
 	if (call->tx_off == call->tx_len) {
-		buf_give(call->bufs, &call->txb);
+		grpc_buf_give(call->bufs, &call->txb);
 		call->tx_off = call->tx_len = call->tx_head = 0;
 	}
 }
@@ -364,7 +127,7 @@ static void pump(struct grpc_call *call, int may_callback)
 			long n;
 
 			if (is_server(call) && !call->hdrs_sent) {
-				int r = send_response_headers(call, 0);
+				int r = grpc_send_response_headers(call, 0);
 
 				if (r == -EAGAIN)
 					return;
@@ -381,7 +144,7 @@ static void pump(struct grpc_call *call, int may_callback)
 			call->tx_off += (uint32_t)n;
 			if (call->tx_off < call->tx_len)
 				return;
-			buf_give(call->bufs, &call->txb);
+			grpc_buf_give(call->bufs, &call->txb);
 			call->tx_off = call->tx_len = call->tx_head = 0;
 		}
 		if (call->want_writable && may_callback && !call->finishing &&
@@ -429,7 +192,7 @@ int grpc_call_send(struct grpc_call *call, const ProtobufCMessage *msg)
 			}
 		}
 	} else {
-		call->txb = buf_take(call->bufs, size + 5 <= GRPC_SMALL_MESSAGE ? GRPC_BUF_SMALL
+		call->txb = grpc_buf_take(call->bufs, size + 5 <= GRPC_SMALL_MESSAGE ? GRPC_BUF_SMALL
 										: GRPC_BUF_LARGE);
 		if (!call->txb)
 			return ERR_LIMIT;
@@ -450,7 +213,7 @@ int grpc_call_set_headers(struct grpc_call *call, const struct grpc_md *md, size
 {
 	if (!call->stream || !is_server(call) || call->hdrs_sent || call->finishing)
 		return ERR_STATE;
-	return meta_add_md(call, META_HEADER, md, n);
+	return grpc_meta_add_md(call, META_HEADER, md, n);
 }
 
 int grpc_call_finish(struct grpc_call *call, int status, const char *message,
@@ -473,9 +236,9 @@ int grpc_call_finish(struct grpc_call *call, int status, const char *message,
 	call->have_status = 1;
 	/* Metadata and message are best effort: without a meta buffer the status still goes. */
 	if (message && *message)
-		meta_add(call, META_MESSAGE, "", 0, message, strnlen(message, 1024));
+		grpc_meta_add(call, META_MESSAGE, "", 0, message, strnlen(message, 1024));
 	if (n)
-		meta_add_md(call, META_TRAILER, md, n);
+		grpc_meta_add_md(call, META_TRAILER, md, n);
 	pump(call, 0);
 	grpc_conn_kick(call->conn);
 	return 0;
@@ -500,7 +263,7 @@ void grpc_call_fail(struct grpc_call *call, int status, const char *message)
 	call->status = status;
 	call->have_status = 1;
 	if (message && *message)
-		meta_add(call, META_MESSAGE, "", 0, message, strnlen(message, 1024));
+		grpc_meta_add(call, META_MESSAGE, "", 0, message, strnlen(message, 1024));
 	h2_stream_reset(&call->conn->h2, s, H2_CANCEL);
 	grpc_conn_kick(call->conn);
 }
@@ -634,8 +397,8 @@ static void refuse_extra_request(struct grpc_call *call)
 	call->extra_request = 1;
 	call->status = GRPC_INTERNAL;
 	tx_drop_unsent(call);
-	meta_drop(call, META_MESSAGE);
-	meta_add(call, META_MESSAGE, "", 0, why, sizeof(why) - 1);
+	grpc_meta_drop(call, META_MESSAGE);
+	grpc_meta_add(call, META_MESSAGE, "", 0, why, sizeof(why) - 1);
 	pump(call, 0);
 }
 
@@ -664,7 +427,7 @@ static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const
 		case GRPC_RX_MORE:
 			break;
 		case GRPC_RX_NEED_BUF:
-			call->rxb = buf_take(call->bufs, len <= GRPC_SMALL_MESSAGE ? GRPC_BUF_SMALL
+			call->rxb = grpc_buf_take(call->bufs, len <= GRPC_SMALL_MESSAGE ? GRPC_BUF_SMALL
 										   : GRPC_BUF_LARGE);
 			if (!call->rxb) {
 				grpc_call_fail(call, GRPC_RESOURCE_EXHAUSTED,
@@ -686,7 +449,7 @@ static void h2_on_data(void *ctx, struct h2_conn *h2, struct h2_stream *s, const
 			deliver(call, msg, len);
 			if (call->stream != s)
 				return;
-			buf_give(call->bufs, &call->rxb);
+			grpc_buf_give(call->bufs, &call->rxb);
 			call->rx.buf = NULL;
 			break;
 		}
@@ -797,7 +560,7 @@ static void h2_on_headers(void *ctx, struct h2_conn *h2, struct h2_stream *s,
 			s->user = call;
 			c->ncalls++;
 			c->env->calls++;
-			grpc_server_dispatch(c, call, f, n, flags);
+			c->env->dispatch(c, call, f, n, flags);
 			return;
 		}
 		if (call && (flags & H2_END_STREAM) && call->stream == s)
@@ -1062,8 +825,8 @@ static void server_expire(struct grpc_call *call, int64_t now)
 	call->have_status = 1;
 	call->finishing = 1;
 	call->want_writable = 0;
-	meta_drop(call, META_MESSAGE);
-	meta_add(call, META_MESSAGE, "", 0, why, sizeof(why) - 1);
+	grpc_meta_drop(call, META_MESSAGE);
+	grpc_meta_add(call, META_MESSAGE, "", 0, why, sizeof(why) - 1);
 	pump(call, 0);
 	if (call->stream == s && !call->end_sent)
 		grpc_call_note_deadline(call, now + GRPC_DEADLINE_GRACE_MS);

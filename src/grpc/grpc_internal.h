@@ -3,6 +3,8 @@
 #ifndef AGENTIC_GRPC_INTERNAL_H
 #define AGENTIC_GRPC_INTERNAL_H
 
+#include <string.h>
+
 #include "grpc.h"
 
 
@@ -21,6 +23,8 @@ struct grpc_buf {
 
 enum { GRPC_BUF_SMALL, GRPC_BUF_LARGE, GRPC_BUF_META, GRPC_BUF_KINDS };
 
+struct grpc_conn;
+
 /* What the calls of one server or client share. */
 struct grpc_env {
 	uint32_t max_message;
@@ -35,10 +39,13 @@ struct grpc_env {
 	uint32_t calls;
 	struct grpc_env *own;   /* server: the GRPC_OWN_POOL calls' buffers, or NULL */
 	uint32_t own_streams;   /* streams of a reserved connection for those */
+	/* server: takes a new stream's request headers (server.c's, handed down at init, so
+	 * that call.c calls no function of server.c); NULL on a client */
+	void (*dispatch)(struct grpc_conn *c, struct grpc_call *call, const struct h2_field *f,
+			 size_t n, unsigned flags);
 };
 
 struct grpc_listener;
-struct grpc_conn;
 
 struct grpc_call {
 	struct grpc_conn *conn;
@@ -83,10 +90,50 @@ struct grpc_conn {
 	uint32_t max_rx;    /* the largest message received; 0: the env's max_message */
 };
 
+/* ---- bufpool.c: the shared buffers ---- */
 
 int grpc_env_setup(struct grpc_env *env, struct arena *carve, uint32_t max_message,
 		   uint32_t small, uint32_t large);
 size_t grpc_env_bytes(uint32_t max_message, uint32_t small, uint32_t large);
+/* A free buffer of kind (GRPC_BUF_*) from env's pool, or NULL when none is free. */
+struct grpc_buf *grpc_buf_take(struct grpc_env *env, int kind);
+/* Puts *b (if any) back into env's pool and clears *b. */
+void grpc_buf_give(struct grpc_env *env, struct grpc_buf **b);
+
+/* ---- meta.c: a call's metadata records ---- */
+
+/* Meta records: kind, key length, value length (2 bytes each, big-endian), key, value. */
+enum { META_HEADER = 1, META_TRAILER, META_MESSAGE };
+
+/* Appends a record (taking the call's META buffer at the first); ERR_LIMIT when it is full
+ * or none is free. */
+int grpc_meta_add(struct grpc_call *call, int kind, const char *key, size_t klen,
+		  const char *val, size_t vlen);
+/* Removes the meta records of kind (a status message being replaced). */
+void grpc_meta_drop(struct grpc_call *call, int kind);
+/* grpc_meta_add for each of md ("-bin" values base64-encoded). */
+int grpc_meta_add_md(struct grpc_call *call, int kind, const struct grpc_md *md, size_t n);
+/* Appends the meta records of kind to f (at most max entries); returns the new count. */
+size_t grpc_meta_fields(const struct grpc_call *call, int kind, struct h2_field *f, size_t n,
+			size_t max);
+/* The raw status message kept in the meta buffer, NUL-terminated into out, or NULL. */
+const char *grpc_meta_message(const struct grpc_call *call, char *out, size_t cap);
+/* grpc-status, grpc-message (percent-encoded) and the trailing metadata, appended to f. */
+size_t grpc_status_fields(const struct grpc_call *call, struct h2_field *f, size_t n,
+			  size_t max, char *status, char *msg, size_t msg_cap);
+/* Server: the response headers (with the status: a trailers-only response). */
+int grpc_send_response_headers(struct grpc_call *call, int trailers_only);
+/* Server: the trailers. */
+int grpc_send_trailers(struct grpc_call *call);
+
+static inline void grpc_field_set(struct h2_field *f, const char *name, const char *value)
+{
+	f->name = name;
+	f->name_len = (uint32_t)strlen(name);
+	f->value = value;
+	f->value_len = (uint32_t)strlen(value);
+}
+
 
 extern const struct h2_callbacks grpc_h2_callbacks;
 
@@ -102,9 +149,6 @@ void grpc_conn_teardown(struct grpc_conn *c, int status);
  * CANCEL when they cannot go out within GRPC_DEADLINE_GRACE_MS; client: RST_STREAM CANCEL);
  * returns 1 when the connection was torn down. */
 int grpc_conn_expire(struct grpc_conn *c, int64_t now);
-/* Server: a new stream's request headers. */
-void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const struct h2_field *f,
-			  size_t n, unsigned flags);
 /* Sends what the call has queued, as far as windows and room allow. */
 void grpc_call_pump(struct grpc_call *call);
 /* Ends the call from our side with status (server: trailers, after the rest of a message

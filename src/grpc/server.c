@@ -116,8 +116,29 @@ static void refuse(struct grpc_call *call, int status, const char *message)
 	grpc_call_finish(call, status, message, NULL, 0);
 }
 
-void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const struct h2_field *f,
-			  size_t n, unsigned flags)
+/* A GRPC_OWN_POOL call takes its own buffers, and on a reserved connection a stream of its
+ * own: when either is taken this call alone is refused (its status message from that pool
+ * too). Returns 0, or -1 when the call was refused. */
+static int own_pool_take(struct grpc_conn *c, struct grpc_call *call)
+{
+	call->bufs = c->env->own;
+	if (c->reserved && c->nown >= c->env->own_streams) {
+		refuse(call, GRPC_RESOURCE_EXHAUSTED, "no stream free for this method");
+		return -1;
+	}
+	if (call->bufs->pools[GRPC_BUF_SMALL].pool.cap -
+	    call->bufs->pools[GRPC_BUF_SMALL].pool.used < 2) {
+		refuse(call, GRPC_RESOURCE_EXHAUSTED, "no message buffer free for this method");
+		return -1;
+	}
+	call->own = 1;
+	c->nown++;
+	return 0;
+}
+
+/* A new stream's request headers: the env's dispatch hook. */
+static void dispatch(struct grpc_conn *c, struct grpc_call *call, const struct h2_field *f,
+		     size_t n, unsigned flags)
 {
 	struct h2_stream *s = call->stream;
 	const struct grpc_method *m;
@@ -161,20 +182,8 @@ void grpc_server_dispatch(struct grpc_conn *c, struct grpc_call *call, const str
 	}
 	call->method = m;
 	if (m->flags & GRPC_OWN_POOL && c->env->own) {
-		/* its own buffers, and on a reserved connection a stream of its own: when either
-		 * is taken this call alone is refused (its status message from that pool too) */
-		call->bufs = c->env->own;
-		if (c->reserved && c->nown >= c->env->own_streams) {
-			refuse(call, GRPC_RESOURCE_EXHAUSTED, "no stream free for this method");
+		if (own_pool_take(c, call) < 0)
 			goto out;
-		}
-		if (call->bufs->pools[GRPC_BUF_SMALL].pool.cap -
-		    call->bufs->pools[GRPC_BUF_SMALL].pool.used < 2) {
-			refuse(call, GRPC_RESOURCE_EXHAUSTED, "no message buffer free for this method");
-			goto out;
-		}
-		call->own = 1;
-		c->nown++;
 	} else if (c->reserved && c->other_streams && c->ncalls - c->nown > c->other_streams) {
 		/* the streams beyond reserved_streams are the own-pool methods' alone; no status
 		 * message, so the refusal holds no shared buffer */
@@ -278,6 +287,8 @@ int grpc_server_init(const struct grpc_server_config *cfg, void *storage, size_t
 	}
 	if (r < 0)
 		return r;
+	s->env.dispatch = dispatch;
+	s->guest_env.dispatch = dispatch;
 	s->env.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->env.epfd < 0)
 		return -errno;
