@@ -97,47 +97,6 @@ static int env_key_is(const char *entry, const char *key)
 	return strncmp(entry, key, n) == 0 && entry[n] == '=';
 }
 
-/* Finds uid in /etc/passwd, read whole into buf: name and home. 0 or -ENOENT. */
-static int passwd_lookup(uint32_t uid, char *user, size_t ucap, char *home, size_t hcap)
-{
-	static char text[65536];
-	size_t len = 0;
-	ssize_t r;
-	char *line;
-	int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -ENOENT;
-	while (len < sizeof(text) - 1 && (r = read(fd, text + len, sizeof(text) - 1 - len)) > 0)
-		len += (size_t)r;
-	close(fd);
-	text[len] = '\0';
-	for (line = text; *line; ) {
-		char *nl = strchr(line, '\n'), *f[7];
-		int n = 0;
-		uint64_t v;
-
-		if (nl)
-			*nl = '\0';
-		f[n++] = line;
-		for (char *c = line; *c && n < 7; c++)
-			if (*c == ':') {
-				*c = '\0';
-				f[n++] = c + 1;
-			}
-		if (n == 7 && parse_u64(f[2], UINT32_MAX, &v) == 0 && v == uid &&
-		    strlen(f[0]) < ucap && strlen(f[5]) < hcap && f[5][0] == '/') {
-			strcpy(user, f[0]);
-			strcpy(home, f[5]);
-			return 0;
-		}
-		if (!nl)
-			break;
-		line = nl + 1;
-	}
-	return -ENOENT;
-}
-
 static int env_valid_key(const char *k);
 
 static bool ids_key(const char *entry)
@@ -249,7 +208,7 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 		*why = "the container's environment has too many variables for workloads";
 		return ERR_LIMIT;
 	}
-	if (passwd_lookup(cfg->workload_uid, c->user, sizeof(c->user), c->home,
+	if (init_passwd_lookup(cfg->workload_uid, c->user, sizeof(c->user), c->home,
 			  sizeof(c->home)) != 0) {
 		/* no passwd entry: the workspace is home and the uid is the name */
 		strcpy(c->home, INIT_WORKSPACE);
@@ -493,38 +452,58 @@ static void slot_reset(struct init_cmd *k)
 		k->fd[i] = -1;
 }
 
+/* Refuses req (and returns 0) when it may not start: the sandbox stopping, a bad or busy
+ * command_id, another run_as, no command, a relative working_dir. 1 when it may. */
+static int start_allowed(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req)
+{
+	const char *why = NULL;
+
+	if (c->kill_at) {
+		why = "the sandbox is shutting down";
+	} else if (strlen(req->command_id) == 0 || strlen(req->command_id) > LIMIT_INIT_COMMAND_ID) {
+		refuse(c, "", "command_id must be 1 to 128 characters");
+		return 0;
+	} else if (find(c, req->command_id)) {
+		why = "a command with this command_id is still running";
+	} else if (req->run_as[0] && strcmp(req->run_as, "10001") != 0) {
+		why = "run_as may only be empty or the workload uid 10001";
+	} else if (!req->command[0]) {
+		why = "command is empty";
+	} else if (req->working_dir[0] && req->working_dir[0] != '/') {
+		why = "working_dir must be an absolute path";
+	}
+	if (why)
+		refuse(c, req->command_id, why);
+	return !why;
+}
+
+/* The command's four pipes into p: 0, or -1 with none left open. */
+static int pipes_make(int p[INIT_FD_COUNT][2])
+{
+	int made;
+
+	for (made = 0; made < INIT_FD_COUNT; made++)
+		if (pipe2(p[made], O_CLOEXEC) != 0)
+			break;
+	if (made == INIT_FD_COUNT)
+		return 0;
+	for (int i = 0; i < made; i++) {
+		close(p[i][0]);
+		close(p[i][1]);
+	}
+	return -1;
+}
+
 void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req)
 {
-	int p[INIT_FD_COUNT][2], made = 0, r;
+	int p[INIT_FD_COUNT][2], r;
 	struct init_cmd *k = NULL;
 	struct init_spawn sp;
 	const char *why;
 	pid_t pid;
 
-	if (c->kill_at) {
-		refuse(c, req->command_id, "the sandbox is shutting down");
+	if (!start_allowed(c, req))
 		return;
-	}
-	if (strlen(req->command_id) == 0 || strlen(req->command_id) > LIMIT_INIT_COMMAND_ID) {
-		refuse(c, "", "command_id must be 1 to 128 characters");
-		return;
-	}
-	if (find(c, req->command_id)) {
-		refuse(c, req->command_id, "a command with this command_id is still running");
-		return;
-	}
-	if (req->run_as[0] && strcmp(req->run_as, "10001") != 0) {
-		refuse(c, req->command_id, "run_as may only be empty or the workload uid 10001");
-		return;
-	}
-	if (!req->command[0]) {
-		refuse(c, req->command_id, "command is empty");
-		return;
-	}
-	if (req->working_dir[0] && req->working_dir[0] != '/') {
-		refuse(c, req->command_id, "working_dir must be an absolute path");
-		return;
-	}
 	for (int i = 0; i < LIMIT_INIT_COMMANDS && !k; i++)
 		if (!c->cmd[i].used)
 			k = &c->cmd[i];
@@ -538,14 +517,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 		refuse(c, req->command_id, why);
 		return;
 	}
-	for (; made < INIT_FD_COUNT; made++)
-		if (pipe2(p[made], O_CLOEXEC) != 0)
-			break;
-	if (made < INIT_FD_COUNT) {
-		for (int i = 0; i < made; i++) {
-			close(p[i][0]);
-			close(p[i][1]);
-		}
+	if (pipes_make(p) != 0) {
 		memset(c->scratch, 0, c->scratch_used);
 		refuse(c, req->command_id, "cannot create the command's pipes");
 		return;

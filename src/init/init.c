@@ -180,6 +180,51 @@ static int serve(int epfd, int sfd, struct init_agent *agent, struct init_cmds *
 	return 0;
 }
 
+/* Maps the memory budget (bytes) and the exec area: 0, or fail()'s exit status. */
+static int map_budget(size_t bytes, void **storage, void **exec_area)
+{
+	/* Every bound is fixed here, at start (the budget is logged by run and nothing is
+	 * allocated after), but the pages are not touched until used: an idle init holds some
+	 * 0.7 MiB resident of its 16 MiB budget, the command slots' buffers, the gRPC pools and
+	 * the egress windows coming in as commands and connections use them. A page the init
+	 * takes while a workload has filled the sandbox's memory limit makes the kernel reclaim or
+	 * kill within the cgroup, and every workload process runs with oom_score_adj 1000
+	 * (spawn.c), so the OOM killer takes a workload, never this process or a supervisor while
+	 * one is left. */
+	*storage = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	*exec_area = mmap(NULL, LIMIT_INIT_EXEC_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (*storage == MAP_FAILED || *exec_area == MAP_FAILED)
+		return fail("cannot map the memory budget", "mmap", -errno);
+	/* Each command's supervisor is a fork of this process and needs none of the storage
+	 * (the exec area holds what it reads): without this, every fork copied the page tables
+	 * of these megabytes, and every page the init then wrote took a copy-on-write fault
+	 * while a supervisor lived. */
+	if (madvise(*storage, bytes, MADV_WIPEONFORK) != 0)
+		return fail("cannot keep the init's memory from its supervisors (Linux 4.14 or "
+			    "later is needed)", "madvise(MADV_WIPEONFORK)", -errno);
+	return 0;
+}
+
+/* The control identity taken, the workspace checked, the setup sentinel written: 0, or
+ * fail()'s exit status. */
+static int take_control(const struct init_env *env)
+{
+	const char *step;
+	int r;
+
+	r = priv_drop_to_control(env->control_uid, &step);
+	if (r)
+		return fail("cannot take the control identity", step, r);
+	r = init_workspace_check(INIT_WORKSPACE, env->workload_uid, env->workload_gid, &step);
+	if (r)
+		return fail("the workspace " INIT_WORKSPACE " is not usable by the workload", step, r);
+	r = init_sentinel_write(env->sentinel, env->control_uid, &step);
+	if (r)
+		return fail("cannot write the setup sentinel (AGENT_SETUP_SENTINEL)", step, r);
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	static struct init_env env;
@@ -226,35 +271,12 @@ static int run(int argc, char **argv)
 			"than a Unix socket path may be\n");
 		return 2;
 	}
-	/* Every bound is fixed here, at start (the budget is logged below and nothing is
-	 * allocated after), but the pages are not touched until used: an idle init holds some
-	 * 0.7 MiB resident of its 16 MiB budget, the command slots' buffers, the gRPC pools and
-	 * the egress windows coming in as commands and connections use them. A page the init
-	 * takes while a workload has filled the sandbox's memory limit makes the kernel reclaim or
-	 * kill within the cgroup, and every workload process runs with oom_score_adj 1000
-	 * (spawn.c), so the OOM killer takes a workload, never this process or a supervisor while
-	 * one is left. */
-	storage = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	exec_area = mmap(NULL, LIMIT_INIT_EXEC_BYTES, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (storage == MAP_FAILED || exec_area == MAP_FAILED)
-		return fail("cannot map the memory budget", "mmap", -errno);
-	/* Each command's supervisor is a fork of this process and needs none of the storage
-	 * (the exec area holds what it reads): without this, every fork copied the page tables
-	 * of these megabytes, and every page the init then wrote took a copy-on-write fault
-	 * while a supervisor lived. */
-	if (madvise(storage, bytes, MADV_WIPEONFORK) != 0)
-		return fail("cannot keep the init's memory from its supervisors (Linux 4.14 or "
-			    "later is needed)", "madvise(MADV_WIPEONFORK)", -errno);
-	r = priv_drop_to_control(env.control_uid, &step);
+	r = map_budget(bytes, &storage, &exec_area);
 	if (r)
-		return fail("cannot take the control identity", step, r);
-	r = init_workspace_check(INIT_WORKSPACE, env.workload_uid, env.workload_gid, &step);
+		return r;
+	r = take_control(&env);
 	if (r)
-		return fail("the workspace " INIT_WORKSPACE " is not usable by the workload", step, r);
-	r = init_sentinel_write(env.sentinel, env.control_uid, &step);
-	if (r)
-		return fail("cannot write the setup sentinel (AGENT_SETUP_SENTINEL)", step, r);
+		return r;
 	init_sysinfo_read(&si);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (epfd < 0)

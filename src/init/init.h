@@ -145,6 +145,10 @@ void init_agent_stop(struct init_agent *a, int timeout_ms);
  *     any command once the sandbox is stopping.
  *   - capture_output is not consulted: every byte is streamed, for the transcript. */
 
+/* Finds uid in /etc/passwd (passwd.c), read whole: its name into user, its home into home.
+ * 0, or -ENOENT (also when either does not fit). */
+int init_passwd_lookup(uint32_t uid, char *user, size_t ucap, char *home, size_t hcap);
+
 /* ---- the supervisor (spawn.c): what runs between fork and exec ---- */
 enum { INIT_FD_IN, INIT_FD_OUT, INIT_FD_ERR, INIT_FD_CTL, INIT_FD_COUNT };
 
