@@ -47,14 +47,6 @@ _Static_assert(sizeof(struct kstatx) == 256, "struct statx is 256 bytes");
 #define KSTATX_BLOCKS 0x400u
 #define KSTATX_MNT_ID 0x1000u
 
-struct kdirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	uint16_t d_reclen;
-	uint8_t d_type;
-	char d_name[];
-};
-
 #define OPEN_DIR (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
 int prune_stat_at(int dirfd, const char *name, int flags, struct prune_stat *out)
@@ -90,7 +82,7 @@ void prune_dir_init(struct prune_dir *d, int fd, uint8_t *buf, size_t size)
 int prune_dir_next(struct prune_dir *d, struct prune_dirent *e)
 {
 	for (;;) {
-		const struct kdirent64 *k;
+		const struct dirent64_raw *k;
 		const char *name;
 
 		if (d->off >= d->len) {
@@ -102,17 +94,17 @@ int prune_dir_next(struct prune_dir *d, struct prune_dirent *e)
 			d->len = n;
 			d->off = 0;
 		}
-		k = (const struct kdirent64 *)(d->buf + d->off);
-		d->off += k->d_reclen;
+		k = (const struct dirent64_raw *)(d->buf + d->off);
+		d->off += k->reclen;
 		e->pos = d->pos;
-		d->pos = k->d_off;
-		name = k->d_name;
+		d->pos = k->off;
+		name = k->name;
 		if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
 			continue;
 		e->name = name;
-		e->ino = k->d_ino;
-		e->type = k->d_type;
-		e->next = k->d_off;
+		e->ino = k->ino;
+		e->type = k->type;
+		e->next = k->off;
 		return 1;
 	}
 }
@@ -192,14 +184,98 @@ static int rmdir_pending(int fd, const char *name, uint64_t *pending)
 	return r;
 }
 
-int prune_tree_walk(struct prune_walk *w, int fd)
+/* Where a walk is: the directory open (fd, its listing), how deep, and what is owed. */
+struct walk_pos {
+	int fd;
+	struct prune_dir dir;
+	uint32_t depth;
+	uint64_t pending; /* inode of the child just emptied, removed when met again */
+	bool seeked;      /* this listing was resumed mid-way: sweep once from 0 at its end */
+};
+
+/* The listing of pos's directory ended below the top: back up to its parent, resuming the
+ * parent's listing. 0, or what prune_tree_walk returns (the fd closed). */
+static int climb(struct prune_walk *w, struct walk_pos *pos)
 {
 	struct prune_stat st;
-	struct prune_dir dir;
+	int r, pfd = openat(pos->fd, "..", OPEN_DIR);
+
+	if (pfd < 0)
+		return fail(w, pos->fd, "climb", "..", -errno);
+	r = prune_stat_at(pfd, "", AT_EMPTY_PATH, &st);
+	if (r < 0 || st.ino != w->stack[pos->depth - 1].ino || !same_mount(w, &st)) {
+		close(pfd);
+		return fail(w, pos->fd, "climb", "..", r < 0 ? r : PRUNE_MOVED);
+	}
+	close(pos->fd);
+	pos->fd = pfd;
+	pos->pending = w->stack[pos->depth].ino;
+	pos->depth--;
+	prune_dir_init(&pos->dir, pos->fd, w->dents, w->dents_size);
+	r = prune_dir_seek(&pos->dir, w->stack[pos->depth].resume);
+	if (r < 0)
+		return fail(w, pos->fd, "seek", ".", r);
+	pos->seeked = w->remove;
+	return 0;
+}
+
+/* Entry e of pos's directory was listed as a directory: descend into it; or remove it when
+ * it is the emptied child; or, replaced since by something else, take that as a leaf. 0, or
+ * what prune_tree_walk returns (the fd closed). */
+static int enter(struct prune_walk *w, struct walk_pos *pos, const struct prune_dirent *e)
+{
+	struct prune_stat st;
+	int r, cfd = openat(pos->fd, e->name, OPEN_DIR);
+
+	if (cfd < 0) {
+		r = -errno;
+		if (r == -ENOENT)
+			return 0;
+		if (r == -ENOTDIR || r == -ELOOP) {
+			/* Replaced by a symlink or a file since it was listed: remove that
+			 * instead, never follow it. */
+			r = leaf(w, pos->fd, e->name);
+			if (r == 0)
+				return 0;
+			r = r < 0 ? r : PRUNE_MOVED;
+		}
+		return fail(w, pos->fd, "open", e->name, r);
+	}
+	r = prune_stat_at(cfd, "", AT_EMPTY_PATH, &st);
+	if (r < 0 || !same_mount(w, &st)) {
+		close(cfd);
+		return fail(w, pos->fd, "open", e->name, r < 0 ? r : PRUNE_MOUNT);
+	}
+	if (w->remove && pos->pending && st.ino == pos->pending) {
+		/* The emptied child, listed under another d_ino (some filesystems do
+		 * that): remove it by name now. */
+		close(cfd);
+		r = rmdir_pending(pos->fd, e->name, &pos->pending);
+		return r < 0 ? fail(w, pos->fd, "rmdir", e->name, r) : 0;
+	}
+	if (pos->depth + 1 >= w->stack_cap) {
+		close(cfd);
+		return fail(w, pos->fd, "descend", e->name, ERR_LIMIT);
+	}
+	/* Removing: resume at the child itself, so that it is met (and removed) once emptied.
+	 * Measuring: resume after it. */
+	w->stack[pos->depth].resume = w->remove ? e->pos : e->next;
+	pos->depth++;
+	w->stack[pos->depth].ino = st.ino;
+	w->bytes += st.blocks * 512u;
+	close(pos->fd);
+	pos->fd = cfd;
+	prune_dir_init(&pos->dir, pos->fd, w->dents, w->dents_size);
+	pos->seeked = false;
+	pos->pending = 0;
+	return 0;
+}
+
+int prune_tree_walk(struct prune_walk *w, int fd)
+{
+	struct walk_pos pos = { .fd = fd };
+	struct prune_stat st;
 	struct prune_dirent e;
-	uint32_t depth = 0;
-	uint64_t pending = 0; /* inode of the child just emptied, removed when met again */
-	bool seeked = false;  /* this listing was resumed mid-way: sweep once from 0 at its end */
 	int r;
 
 	w->bytes = 0;
@@ -214,101 +290,44 @@ int prune_tree_walk(struct prune_walk *w, int fd)
 		return fail(w, fd, "descend", ".", ERR_LIMIT);
 	w->stack[0].ino = st.ino;
 	w->bytes += st.blocks * 512u;
-	prune_dir_init(&dir, fd, w->dents, w->dents_size);
+	prune_dir_init(&pos.dir, fd, w->dents, w->dents_size);
 
 	for (;;) {
-		r = prune_dir_next(&dir, &e);
+		r = prune_dir_next(&pos.dir, &e);
 		if (r < 0)
-			return fail(w, fd, "list", ".", r);
+			return fail(w, pos.fd, "list", ".", r);
 		if (r == 0) {
-			if (seeked) {
+			if (pos.seeked) {
 				/* Positions are stable on the filesystems we know; the sweep makes
 				 * sure nothing was skipped where deletions moved them. */
-				r = prune_dir_seek(&dir, 0);
+				r = prune_dir_seek(&pos.dir, 0);
 				if (r < 0)
-					return fail(w, fd, "seek", ".", r);
-				seeked = false;
+					return fail(w, pos.fd, "seek", ".", r);
+				pos.seeked = false;
 				continue;
 			}
-			if (depth == 0)
+			if (pos.depth == 0)
 				break;
-			int pfd = openat(fd, "..", OPEN_DIR);
-			if (pfd < 0)
-				return fail(w, fd, "climb", "..", -errno);
-			r = prune_stat_at(pfd, "", AT_EMPTY_PATH, &st);
-			if (r < 0 || st.ino != w->stack[depth - 1].ino || !same_mount(w, &st)) {
-				close(pfd);
-				return fail(w, fd, "climb", "..", r < 0 ? r : PRUNE_MOVED);
-			}
-			close(fd);
-			fd = pfd;
-			pending = w->stack[depth].ino;
-			depth--;
-			prune_dir_init(&dir, fd, w->dents, w->dents_size);
-			r = prune_dir_seek(&dir, w->stack[depth].resume);
-			if (r < 0)
-				return fail(w, fd, "seek", ".", r);
-			seeked = w->remove;
+			if ((r = climb(w, &pos)) != 0)
+				return r;
 			continue;
 		}
 		if (e.type != DT_DIR) {
-			r = leaf(w, fd, e.name);
+			r = leaf(w, pos.fd, e.name);
 			if (r < 0)
-				return fail(w, fd, w->remove ? "unlink" : "stat", e.name, r);
+				return fail(w, pos.fd, w->remove ? "unlink" : "stat", e.name, r);
 			if (r == 0)
 				continue;
 		}
-		if (w->remove && pending && e.ino == pending) {
-			r = rmdir_pending(fd, e.name, &pending);
+		if (w->remove && pos.pending && e.ino == pos.pending) {
+			r = rmdir_pending(pos.fd, e.name, &pos.pending);
 			if (r < 0)
-				return fail(w, fd, "rmdir", e.name, r);
+				return fail(w, pos.fd, "rmdir", e.name, r);
 			continue;
 		}
-		int cfd = openat(fd, e.name, OPEN_DIR);
-		if (cfd < 0) {
-			r = -errno;
-			if (r == -ENOENT)
-				continue;
-			if (r == -ENOTDIR || r == -ELOOP) {
-				/* Replaced by a symlink or a file since it was listed: remove
-				 * that instead, never follow it. */
-				r = leaf(w, fd, e.name);
-				if (r == 0)
-					continue;
-				r = r < 0 ? r : PRUNE_MOVED;
-			}
-			return fail(w, fd, "open", e.name, r);
-		}
-		r = prune_stat_at(cfd, "", AT_EMPTY_PATH, &st);
-		if (r < 0 || !same_mount(w, &st)) {
-			close(cfd);
-			return fail(w, fd, "open", e.name, r < 0 ? r : PRUNE_MOUNT);
-		}
-		if (w->remove && pending && st.ino == pending) {
-			/* The emptied child, listed under another d_ino (some filesystems
-			 * do that): remove it by name now. */
-			close(cfd);
-			r = rmdir_pending(fd, e.name, &pending);
-			if (r < 0)
-				return fail(w, fd, "rmdir", e.name, r);
-			continue;
-		}
-		if (depth + 1 >= w->stack_cap) {
-			close(cfd);
-			return fail(w, fd, "descend", e.name, ERR_LIMIT);
-		}
-		/* Removing: resume at the child itself, so that it is met (and removed) once
-		 * emptied. Measuring: resume after it. */
-		w->stack[depth].resume = w->remove ? e.pos : e.next;
-		depth++;
-		w->stack[depth].ino = st.ino;
-		w->bytes += st.blocks * 512u;
-		close(fd);
-		fd = cfd;
-		prune_dir_init(&dir, fd, w->dents, w->dents_size);
-		seeked = false;
-		pending = 0;
+		if ((r = enter(w, &pos, &e)) != 0)
+			return r;
 	}
-	close(fd);
+	close(pos.fd);
 	return 0;
 }
