@@ -353,32 +353,37 @@ static int skip_meta(struct http_parser *p)
 	return 0;
 }
 
+/* One byte of a chunk's size line, before its extensions. */
+static int chunk_size_byte(struct http_parser *p, uint8_t c)
+{
+	int h = hex_value(c);
+
+	if (h >= 0) {
+		/* 15 hex digits: sizes stay below 2^60, no overflow */
+		if (++p->digits > 15)
+			return ERR_PARSE;
+		p->remaining = p->remaining * 16 + (uint64_t)h;
+		return 0;
+	}
+	if (p->digits == 0)
+		return ERR_PARSE;
+	if (c == '\r') {
+		p->state = ST_CHUNK_SIZE_LF;
+		return 0;
+	}
+	if (c == ';' || c == ' ' || c == '\t') {
+		p->state = ST_CHUNK_EXT;
+		return skip_meta(p);
+	}
+	return ERR_PARSE;
+}
+
 /* One byte of chunked framing outside chunk data. */
 static int chunk_byte(struct http_parser *p, uint8_t c)
 {
-	int h;
-
 	switch (p->state) {
 	case ST_CHUNK_SIZE:
-		h = hex_value(c);
-		if (h >= 0) {
-			/* 15 hex digits: sizes stay below 2^60, no overflow */
-			if (++p->digits > 15)
-				return ERR_PARSE;
-			p->remaining = p->remaining * 16 + (uint64_t)h;
-			return 0;
-		}
-		if (p->digits == 0)
-			return ERR_PARSE;
-		if (c == '\r') {
-			p->state = ST_CHUNK_SIZE_LF;
-			return 0;
-		}
-		if (c == ';' || c == ' ' || c == '\t') {
-			p->state = ST_CHUNK_EXT;
-			return skip_meta(p);
-		}
-		return ERR_PARSE;
+		return chunk_size_byte(p, c);
 	case ST_CHUNK_EXT:
 		if (c == '\r') {
 			p->state = ST_CHUNK_SIZE_LF;
