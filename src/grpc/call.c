@@ -39,6 +39,7 @@ static void call_end(struct grpc_call *call, int status, const char *message)
 		m->handler.on_done(call, status, message);
 	grpc_buf_give(call->bufs, &call->meta);
 	call->stream = NULL;
+	ASSERT(c->ncalls > 0 && env->calls > 0 && (!call->own || c->nown > 0));
 	c->ncalls--;
 	if (call->own)
 		c->nown--;

@@ -19,6 +19,7 @@ static void put_head(struct h2_conn *c, uint32_t len, uint8_t type, uint8_t flag
 {
 	uint8_t *p = c->out.data + c->out.len;
 
+	ASSERT(out_room(c) >= 9);
 	be24_put(p, len);
 	p[3] = type;
 	p[4] = flags;
@@ -28,6 +29,7 @@ static void put_head(struct h2_conn *c, uint32_t len, uint8_t type, uint8_t flag
 
 static void put_bytes(struct h2_conn *c, const void *p, size_t n)
 {
+	ASSERT(n <= out_room(c));
 	memcpy(c->out.data + c->out.len, p, n);
 	c->out.len += n;
 }
@@ -73,6 +75,7 @@ struct h2_stream *h2_stream_new(struct h2_conn *c, uint32_t sid)
 
 static void stream_free(struct h2_conn *c, struct h2_stream *s)
 {
+	ASSERT(c->nstreams > 0);
 	s->id = 0;
 	c->nstreams--;
 }

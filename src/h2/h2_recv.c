@@ -368,6 +368,7 @@ static void end_data(struct h2_conn *c, uint32_t sid)
 	struct h2_stream *s;
 
 	c->recv_credit += c->f_len;
+	ASSERT(c->recv_window + c->recv_credit == H2_CONN_WINDOW);
 	s = h2_stream_find(c, sid);
 	if (!s || s->dead || c->f_ignore)
 		return;

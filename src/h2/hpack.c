@@ -116,6 +116,7 @@ static uint32_t entry_size(const struct hpack_dec *d, uint32_t slot)
 static void table_evict_to(struct hpack_dec *d, uint32_t limit)
 {
 	while (d->size > limit) {
+		ASSERT(d->count > 0);
 		d->size -= entry_size(d, slot_of(d, d->count - 1u));
 		d->count--;
 	}
@@ -155,6 +156,7 @@ static void table_insert(struct hpack_dec *d, const uint8_t *name, size_t name_l
 	ring_write(d, value, value_len);
 	d->count++;
 	d->size += (uint32_t)need;
+	ASSERT(d->count <= HPACK_MAX_ENTRIES && d->size <= d->max_size);
 }
 
 /* Returns len contiguous bytes of storage from off: in place, or copied to buf when they wrap

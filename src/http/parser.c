@@ -341,6 +341,7 @@ static int take_line(struct http_parser *p, const uint8_t *in, size_t len, size_
 		return HTTP_ERR_HEAD_TOO_BIG;
 	memcpy(p->head + p->head_len, in, n);
 	p->head_len += (uint32_t)n;
+	ASSERT(p->head_len < head_limit(p));
 	*taken = lf ? n + 1 : n;
 	return lf ? end_line(p) : HTTP_EV_NEED_MORE;
 }

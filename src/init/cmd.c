@@ -859,7 +859,9 @@ void init_cmds_consume(struct init_cmds *c)
 	struct init_cmd *k;
 	uint32_t len;
 
+	ASSERT(c->peek_slot < LIMIT_INIT_COMMANDS);
 	if (c->peek_slot < 0) {
+		ASSERT(c->ref_len > 0);
 		c->ref_head = (c->ref_head + 1) % LIMIT_INIT_REFUSALS;
 		c->ref_len--;
 		c->peek_slot = 0;
