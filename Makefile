@@ -127,6 +127,18 @@ $(BUILD)/asan/replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay_main.c $(BUIL
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
 
+# The mutation test (tests/integration/test_assert_live): the h2 engine with its stream count
+# broken (a new stream not counted) must stop on its ASSERT when the h2 fuzz corpus is
+# replayed, so the assertions are shown live. The mutant is made from src/h2/h2.c by sed.
+MUTANT := $(BUILD)/asan/mutant/fuzz_h2_uncounted
+$(MUTANT): tests/fuzz/fuzz_h2_frames.c tests/fuzz/replay_main.c src/h2/h2.c $(BUILD)/asan/libagentic.a
+	@mkdir -p $(@D)
+	sed 's|^\t\tc->nstreams++;$$|\t\t/* mutant: the new stream is not counted */|' src/h2/h2.c \
+		> $(@D)/h2_uncounted.c
+	! cmp -s src/h2/h2.c $(@D)/h2_uncounted.c
+	$(CC) $(TEST_CFLAGS) -o $@ $< tests/fuzz/replay_main.c $(@D)/h2_uncounted.c \
+		$(BUILD)/asan/libagentic.a $(TEST_LDFLAGS)
+
 # Static probes: small musl programs over the real objects, for what ASan builds cannot show.
 $(BUILD)/musl/probe/%: tests/static/%.c $(LIB_OBJS) $(TP_PBC) $(TP_BEARSSL)
 	@mkdir -p $(@D)
@@ -189,7 +201,7 @@ simulate: $(SIM_PROG)
 	SEEDS=$(SEEDS) $(SIM_PROG)
 
 PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
-test-build: $(UNIT_TESTS) $(REPLAYS) $(PROBES) $(ASAN_PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
+test-build: $(UNIT_TESTS) $(REPLAYS) $(MUTANT) $(PROBES) $(ASAN_PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
 
 check: bootstrap
 	$(MAKE) all third_party test-build vm-kernel
