@@ -103,6 +103,7 @@ static void set(struct verify_result *r, unsigned i, enum verify_status s, const
 {
 	va_list ap;
 
+	ASSERT(i < VERIFY_CHECKS);
 	r->check[i].status = (uint8_t)s;
 	r->check[i].inapplicable = false;
 	r->check[i].reason[0] = '\0';
@@ -753,6 +754,7 @@ void verify_evaluate(const struct verify_facts *f, struct verify_result *r)
 		}
 		r->not_run += verify_check_not_run(r, i);
 	}
+	ASSERT(r->not_run <= r->skipped);
 }
 
 const char *verify_result_word(const struct verify_result *r)

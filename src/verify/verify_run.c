@@ -63,7 +63,6 @@ static bool sb_alive(const struct vrun *v)
 	return v->sb && v->sb->state != SB_FREE && v->sb->gen == v->sb_gen;
 }
 
-
 /* ---- the host-reachability checks' listener (AGV-033..035) ---- */
 
 /* An interface's IPv4 address as text; 0 or -1. */
@@ -262,6 +261,8 @@ static void probe_begin(struct vrun *v)
 		"--try-write", "/run/agentic/setup-complete", "--try-create", "/run/agentic",
 		"--agent-socket", "/run/agentic-sandbox/agent.sock", "--ipv6", "--tools",
 	};
+	_Static_assert(ARRAY_LEN(fixed) + 2 * VERIFY_TARGETS < VERIFY_PROBE_ARGS &&
+		       ARRAY_LEN(probe_vm) < VERIFY_PROBE_ARGS, "the probe's arguments fit");
 	struct verify_facts *f = &v->facts;
 	struct exec_req req = { 0 };
 	struct exec_sink sink;
@@ -297,6 +298,7 @@ static void probe_done(struct exec_collect *c)
 	struct vrun *v = c->ctx;
 	char end[4];
 
+	ASSERT(v->step == ST_PROBE);
 	v->exec = -1;
 	if (c->failed || c->exit_code != 0)
 		v->facts.probe_error = c->failed ? "the probe was stopped" : "the probe failed";
@@ -341,6 +343,7 @@ static int job_begin(struct engine_job *j)
 {
 	struct vrun *v = j->ctx;
 
+	ASSERT(v->step == ST_INSPECT || v->net_next < VERIFY_NETS);
 	if (v->step == ST_INSPECT)
 		return docker_container_inspect_begin(&j->call, V.c.dc, v->target);
 	return docker_network_inspect_begin(&j->call, V.c.dc, v->facts.ct.net_id[v->net_next]);
@@ -354,6 +357,7 @@ static void job_done(struct engine_job *j, int r)
 	bool missing = r == DOCKER_ERR_API && j->call.error.status == 404;
 	int p = r == 0 ? docker_result_body(&j->call, &body, &len) : r;
 
+	ASSERT(v->step == ST_INSPECT || v->step == ST_NETS);
 	if (p == 0 && v->step == ST_INSPECT)
 		p = verify_ct_parse(body, len, &v->facts.ct);
 	else if (p == 0)
@@ -390,6 +394,7 @@ static void finish(struct vrun *v)
 	bool alive = v->sb && sb_alive(v);
 	int status = v->err_status ? v->err_status : 200;
 
+	ASSERT(v->step != ST_FREE && v->exec < 0);
 	if (v->listen_fd >= 0) {
 		listener_read(v);
 		close(v->listen_fd);
