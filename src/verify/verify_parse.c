@@ -112,8 +112,7 @@ static void read_mounts(const struct json_doc *d, int arr, struct verify_ct *ct)
 	}
 }
 
-static bool has_word(const char *opts, const char *word);
-static bool opt_number(const char *opts, const char *key, int base, uint32_t *out);
+static void tmpfs_read(struct verify_tmpfs *t, const char *flags, const char *numbers);
 
 /* The engine's tmpfs options ("rw,noexec,...,mode=0700,uid=N,gid=N,size=64k"). */
 static void tmpfs_opts(const char *opts, struct verify_tmpfs *t)
@@ -121,12 +120,7 @@ static void tmpfs_opts(const char *opts, struct verify_tmpfs *t)
 	memset(t, 0, sizeof(*t));
 	t->found = true;
 	snprintf(t->fstype, sizeof(t->fstype), "tmpfs");
-	t->noexec = has_word(opts, "noexec");
-	t->nosuid = has_word(opts, "nosuid");
-	t->nodev = has_word(opts, "nodev");
-	t->has_mode = opt_number(opts, "mode", 8, &t->mode);
-	t->has_uid = opt_number(opts, "uid", 10, &t->uid);
-	t->has_gid = opt_number(opts, "gid", 10, &t->gid);
+	tmpfs_read(t, opts, opts);
 }
 
 /* Config.Labels: the control uid, the instance and the managed network agentic set */
@@ -334,6 +328,19 @@ static bool opt_number(const char *opts, const char *key, int base, uint32_t *ou
 	return false;
 }
 
+/* A tmpfs's flags (noexec ...) and numbers (mode=, uid=, gid=): one list of the engine's
+ * options, or a mountinfo's mount options and super options. */
+static void tmpfs_read(struct verify_tmpfs *t, const char *flags, const char *numbers)
+{
+	t->found = true;
+	t->noexec = has_word(flags, "noexec");
+	t->nosuid = has_word(flags, "nosuid");
+	t->nodev = has_word(flags, "nodev");
+	t->has_mode = opt_number(numbers, "mode", 8, &t->mode);
+	t->has_uid = opt_number(numbers, "uid", 10, &t->uid);
+	t->has_gid = opt_number(numbers, "gid", 10, &t->gid);
+}
+
 void verify_mountinfo_find(const char *text, const char *mount_point, struct verify_tmpfs *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -359,13 +366,7 @@ void verify_mountinfo_find(const char *text, const char *mount_point, struct ver
 			p = field_next(p, end, t->fstype, sizeof(t->fstype));
 			p = field_next(p, end, f, sizeof(f));
 			field_next(p, end, super, sizeof(super));
-			t->found = true;
-			t->noexec = has_word(opts, "noexec");
-			t->nosuid = has_word(opts, "nosuid");
-			t->nodev = has_word(opts, "nodev");
-			t->has_mode = opt_number(super, "mode", 8, &t->mode);
-			t->has_uid = opt_number(super, "uid", 10, &t->uid);
-			t->has_gid = opt_number(super, "gid", 10, &t->gid);
+			tmpfs_read(t, opts, super);
 		}
 		line = *end ? end + 1 : end;
 	}
