@@ -1,4 +1,4 @@
-/* verify.c: agentic-verify (also `agentic verify`): asks agenticd to verify sandboxes or a
+/* verify_cli.c: agentic-verify (also `agentic verify`): asks agenticd to verify sandboxes or a
  * container and prints the verdicts as lines, JSON or JUnit (docs/VERIFY.md). */
 #include <errno.h>
 #include <stdbool.h>
@@ -364,21 +364,27 @@ static bool name_ok(const char *s, size_t max)
 		       strlen(s);
 }
 
-int verify_main(int argc, char **argv)
-{
-	struct vopts o = { 0 };
-	const char *junit = NULL, *container = NULL, *env;
+/* What the command line names: the targets, and where JUnit goes. */
+struct vargs {
+	const char *junit, *container;
 	const char *targets[MAX_TARGETS];
-	uint32_t n = 0;
-	bool all = false;
-	int worst = 0;
-	char path[256];
+	uint32_t n;
+	bool all;
+};
 
-	o.socket = getenv("AGENTIC_ADMIN_SOCKET");
-	if (!o.socket || !o.socket[0])
-		o.socket = DEFAULT_SOCKET;
+/* The options into o and t: 0, or EXIT_ERROR (the usage error printed). */
+static int args_read(int argc, char **argv, struct vopts *o, struct vargs *t)
+{
+	const char *env;
+
+	t->junit = t->container = NULL;
+	t->n = 0;
+	t->all = false;
+	o->socket = getenv("AGENTIC_ADMIN_SOCKET");
+	if (!o->socket || !o->socket[0])
+		o->socket = DEFAULT_SOCKET;
 	env = getenv("AGENTIC_REQUIRE_DEDICATED_AGENTSHARE");
-	o.dedicated = env && strcmp(env, "1") == 0;
+	o->dedicated = env && strcmp(env, "1") == 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		bool takes = strcmp(a, "--socket") == 0 || strcmp(a, "--junit") == 0 ||
@@ -387,57 +393,77 @@ int verify_main(int argc, char **argv)
 		if (takes && i + 1 >= argc)
 			return usage_error("%s needs a value", a);
 		if (strcmp(a, "--json") == 0)
-			o.json = true;
+			o->json = true;
 		else if (strcmp(a, "--all") == 0)
-			all = true;
+			t->all = true;
 		else if (strcmp(a, "--require-dedicated-agentshare") == 0)
-			o.dedicated = true;
+			o->dedicated = true;
 		else if (strcmp(a, "--socket") == 0)
-			o.socket = argv[++i];
+			o->socket = argv[++i];
 		else if (strcmp(a, "--junit") == 0)
-			junit = argv[++i];
+			t->junit = argv[++i];
 		else if (strcmp(a, "--container") == 0)
-			container = argv[++i];
+			t->container = argv[++i];
 		else if (a[0] == '-')
 			return usage_error("unknown option '%s'", a);
 		else if (!name_ok(a, 63))
 			return usage_error("'%s' is not a sandbox name", a);
-		else if (n < MAX_TARGETS)
-			targets[n++] = a;
+		else if (t->n < MAX_TARGETS)
+			t->targets[t->n++] = a;
 	}
-	if ((all ? 1 : 0) + (container ? 1 : 0) + (n ? 1 : 0) != 1)
+	if ((t->all ? 1 : 0) + (t->container ? 1 : 0) + (t->n ? 1 : 0) != 1)
 		return usage_error("%s", "name sandboxes, or give --all, or --container ID (one of them)");
-	if (container && !name_ok(container, 127))
-		return usage_error("--container takes a container's id or name, got '%s'", container);
-	if (all) {
-		n = all_names(&o, &worst);
+	if (t->container && !name_ok(t->container, 127))
+		return usage_error("--container takes a container's id or name, got '%s'",
+				   t->container);
+	return 0;
+}
+
+/* --junit FILE opened, its head written: 0, or EXIT_ERROR (the reason printed). */
+static int junit_open(struct vopts *o, const char *junit)
+{
+	o->junit = fopen(junit, "we");
+	if (!o->junit) {
+		fprintf(stderr, "agentic-verify: --junit: cannot write %s: %s\n", junit,
+			strerror(errno));
+		return EXIT_ERROR;
+	}
+	fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentic-verify\">\n",
+	      o->junit);
+	return 0;
+}
+
+int verify_main(int argc, char **argv)
+{
+	struct vopts o = { 0 };
+	struct vargs t;
+	int worst;
+	char path[256];
+
+	worst = args_read(argc, argv, &o, &t);
+	if (worst)
+		return worst;
+	if (t.all) {
+		t.n = all_names(&o, &worst);
 		if (worst)
 			return worst;
-		for (uint32_t i = 0; i < n; i++)
-			targets[i] = names[i];
+		for (uint32_t i = 0; i < t.n; i++)
+			t.targets[i] = names[i];
 	}
-	if (junit) {
-		o.junit = fopen(junit, "we");
-		if (!o.junit) {
-			fprintf(stderr, "agentic-verify: --junit: cannot write %s: %s\n", junit,
-				strerror(errno));
-			return EXIT_ERROR;
-		}
-		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"agentic-verify\">\n",
-		      o.junit);
-	}
-	o.list = o.json && (all || n > 1);
+	if (t.junit && junit_open(&o, t.junit) != 0)
+		return EXIT_ERROR;
+	o.list = o.json && (t.all || t.n > 1);
 	if (o.list)
 		fputs("{\"results\": [", stdout);
-	if (container) {
-		snprintf(path, sizeof(path), "/api/v1/verify?container=%s", container);
-		worst = verify_one(&o, container, path);
+	if (t.container) {
+		snprintf(path, sizeof(path), "/api/v1/verify?container=%s", t.container);
+		worst = verify_one(&o, t.container, path);
 	}
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < t.n; i++) {
 		int r;
 
-		snprintf(path, sizeof(path), "/api/v1/containers/%s/verify", targets[i]);
-		r = verify_one(&o, targets[i], path);
+		snprintf(path, sizeof(path), "/api/v1/containers/%s/verify", t.targets[i]);
+		r = verify_one(&o, t.targets[i], path);
 		if (rank(r) > rank(worst))
 			worst = r;
 	}
@@ -446,7 +472,7 @@ int verify_main(int argc, char **argv)
 	if (o.junit) {
 		fputs("</testsuites>\n", o.junit);
 		if (fclose(o.junit) != 0) {
-			fprintf(stderr, "agentic-verify: --junit: cannot write %s\n", junit);
+			fprintf(stderr, "agentic-verify: --junit: cannot write %s\n", t.junit);
 			return EXIT_ERROR;
 		}
 	}
