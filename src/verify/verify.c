@@ -1576,8 +1576,8 @@ static void host_facts(struct vrun *v)
 		pid = v->sb->pid;
 	if (pid > 0 && proc_read(pid, "status") == 0)
 		verify_status_parse(V.text, &f->init_host);
-	if (v->sb && v->sb->agent_self[0])
-		verify_status_parse(v->sb->agent_self, &f->init_self);
+	if (v->sb && agent_of(v->sb)->self[0])
+		verify_status_parse(agent_of(v->sb)->self, &f->init_self);
 	if (pid > 0 && proc_read(pid, "mountinfo") == 0)
 		verify_mountinfo_find(V.text, "/run/agentic", &f->tmpfs);
 	if (pid > 0)
@@ -1976,7 +1976,7 @@ static void job_done(struct engine_job *j, int r)
 		if (!v->sb) {
 			struct sandbox *sb = sandbox_by_container(v->facts.ct.id);
 
-			if (sb && sb->state == SB_READY && sb->agent_ready) {
+			if (sb && sb->state == SB_READY && agent_of(sb)->ready) {
 				v->sb = sb;
 				v->sb_gen = sb->gen;
 			}
@@ -2052,7 +2052,7 @@ int verify_start(struct sandbox *sb, const char *container, bool require_dedicat
 {
 	struct vrun *v = NULL;
 
-	if (sb && (sb->state != SB_READY || !sb->agent_ready || !sb->container_id[0])) {
+	if (sb && (sb->state != SB_READY || !agent_of(sb)->ready || !sb->container_id[0])) {
 		*code = "not_ready";
 		*message = "the sandbox is not ready, or its agent is not connected";
 		return 409;
