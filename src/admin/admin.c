@@ -382,7 +382,7 @@ static void count_sandboxes(uint32_t by_state[4], uint32_t *connected, uint32_t 
 		}
 		if (sb->state >= SB_CREATING && sb->state <= SB_CONFLICT)
 			by_state[sb->state - SB_CREATING]++;
-		*connected += sb->agent_ready;
+		*connected += agent_of(sb)->ready;
 	}
 }
 
@@ -550,8 +550,8 @@ static struct sandbox *warm_pick(void)
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		struct sandbox *sb = sandbox_slot(i);
 
-		if (sb->pool && sb->lc == LC_READY && !sb->call_active && sb->running && sb->agent &&
-		    sb->agent_ready && !sb->posture.taints && posture_is_t1(&sb->posture))
+		if (sb->pool && sb->lc == LC_READY && !sb->call_active && sb->running && agent_of(sb)->call &&
+		    agent_of(sb)->ready && !sb->posture.taints && posture_is_t1(&sb->posture))
 			return sb;
 	}
 	return NULL;

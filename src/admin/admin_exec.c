@@ -393,7 +393,7 @@ int admin_exec_refused(const struct sandbox *sb, int x, struct request_error *e)
 {
 	e->status = 409;
 	e->code = "not_ready";
-	if (x == 0 && sb->state == SB_READY && sb->agent_ready)
+	if (x == 0 && sb->state == SB_READY && agent_of(sb)->ready)
 		return 0;
 	if (x == 0) {
 		snprintf(e->message, sizeof(e->message), "%s", sb->state == SB_READY

@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "agent.pb-c.h"
-#include "daemon/daemon.h"
+#include "agent/agent_slot.h"
 #include "agent/exec.h"
+#include "sandbox/request.h"
+#include "sandbox/sandbox.h"
 #include "metrics/metrics.h"
 #include "transcript/runlog.h"
 
@@ -102,9 +104,10 @@ static struct exec *by_id(const struct sandbox *sb, const char *id)
 static void release(struct exec *x)
 {
 	struct sandbox *sb = exec_sandbox(x);
+	struct agent_sb *a = sb ? agent_slot(sb) : NULL;
 
-	if (sb && sb->exec_running)
-		sb->exec_running--;
+	if (a && a->exec_running)
+		a->exec_running--;
 	x->used = false;
 }
 
@@ -116,13 +119,14 @@ static bool send_stdin(struct exec *x, bool notify)
 	Agentic__Sandbox__V1__StdinChunk in = AGENTIC__SANDBOX__V1__STDIN_CHUNK__INIT;
 	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
 	struct sandbox *sb = exec_sandbox(x);
+	const struct agent_sb *a;
 	int r;
 
 	if (x->eof_sent || (!x->stdin_len && !x->eof_wanted))
 		return true;
-	if (!sb || !sb->agent || !sb->agent_registered)
+	if (!sb || !(a = agent_slot(sb))->call || !a->registered)
 		return false;
-	if (sb->agent_stdin_ack && x->stdin_sent - x->stdin_acked + x->stdin_len > STDIN_WINDOW)
+	if (a->stdin_ack && x->stdin_sent - x->stdin_acked + x->stdin_len > STDIN_WINDOW)
 		return true; /* the ack will send it */
 	in.command_id = x->id;
 	in.data.data = x->stdin_buf;
@@ -130,7 +134,7 @@ static bool send_stdin(struct exec *x, bool notify)
 	in.eof = x->eof_wanted;
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_STDIN;
 	m.stdin = &in;
-	r = grpc_call_send(sb->agent, &m.base);
+	r = grpc_call_send(a->call, &m.base);
 	if (r != 0)
 		return false;
 	x->stdin_sent += x->stdin_len;
@@ -145,29 +149,27 @@ static bool send_stdin(struct exec *x, bool notify)
 /* an exec's env: the request's, and the proxy's variables when the sandbox has a policy */
 #define EXEC_ENV_MAX (LIMIT_SANDBOX_ENV + REQUEST_PROXY_ENV_N)
 
-int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec_sink *sink)
-{
-	Agentic__Sandbox__V1__CommandRequest cr = AGENTIC__SANDBOX__V1__COMMAND_REQUEST__INIT;
-	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+/* A CommandRequest's env, built on exec_begin's stack. */
+struct exec_env {
 	Agentic__Sandbox__V1__CommandRequest__EnvEntry ents[EXEC_ENV_MAX];
 	Agentic__Sandbox__V1__CommandRequest__EnvEntry *envp[EXEC_ENV_MAX];
-	char envtext[LIMIT_ADMIN_BODY_BYTES];
-	const char *env[EXEC_ENV_MAX];
-	bool proxy = sb->egress_json[0] != '\0';
-	size_t used = 0;
-	struct exec *x = NULL;
-	uint32_t i, nenv = 0;
-	int r;
+	char text[LIMIT_ADMIN_BODY_BYTES];
+	uint32_t n;
+};
 
-	if (!sb->agent || !sb->agent_registered)
-		return ERR_STATE;
-	if (sb->exec_running >= LIMIT_INIT_COMMANDS)
-		return ERR_LIMIT;
-	for (i = 0; i < LIMIT_EXECS && !x; i++)
+/* A free session of sb's, set up but not in use yet; NULL: none is free. */
+static struct exec *session_new(void)
+{
+	struct exec *x = NULL;
+
+	for (uint32_t i = 0; i < LIMIT_EXECS && !x; i++)
 		if (!execs[i].used)
 			x = &execs[i];
-	if (!x || req->argc == 0 || req->nenv > LIMIT_SANDBOX_ENV)
-		return ERR_LIMIT;
+	return x;
+}
+
+static void session_setup(struct exec *x, struct sandbox *sb, const struct exec_sink *sink)
+{
 	memset(x, 0, offsetof(struct exec, stdin_buf));
 	x->gen = ++exec_gen_next;
 	x->sb = sb;
@@ -177,7 +179,16 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec
 	/* a client that sends no stdin: the command sees EOF at once */
 	x->eof_wanted = !x->sink.ops || !x->sink.ops->stdin_taken;
 	snprintf(x->id, sizeof(x->id), "x%u.%u", (unsigned)(x - execs), x->gen);
-	/* a sandbox with an egress policy: the proxy's variables, over the request's own */
+}
+
+/* The request's env into e; 0 or ERR_LIMIT (it does not fit). A sandbox with an egress
+ * policy (proxy): the proxy's variables, over the request's own. */
+static int env_build(const struct exec_req *req, bool proxy, struct exec_env *e)
+{
+	const char *env[EXEC_ENV_MAX];
+	size_t used = 0;
+	uint32_t i, nenv = 0;
+
 	for (i = 0; i < req->nenv; i++)
 		if (!proxy || !request_proxy_env_key(req->env[i]))
 			env[nenv++] = req->env[i];
@@ -187,28 +198,26 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec
 		const char *eq = strchr(env[i], '=');
 		size_t kl = eq ? (size_t)(eq - env[i]) : strlen(env[i]);
 
-		if (used + kl + 1 > sizeof(envtext))
+		if (used + kl + 1 > sizeof(e->text))
 			return ERR_LIMIT;
-		memcpy(envtext + used, env[i], kl);
-		envtext[used + kl] = '\0';
-		agentic__sandbox__v1__command_request__env_entry__init(&ents[i]);
-		ents[i].key = envtext + used;
-		ents[i].value = (char *)(eq ? eq + 1 : "");
-		envp[i] = &ents[i];
+		memcpy(e->text + used, env[i], kl);
+		e->text[used + kl] = '\0';
+		agentic__sandbox__v1__command_request__env_entry__init(&e->ents[i]);
+		e->ents[i].key = e->text + used;
+		e->ents[i].value = (char *)(eq ? eq + 1 : "");
+		e->envp[i] = &e->ents[i];
 		used += kl + 1;
 	}
-	cr.command_id = x->id;
-	cr.command = (char *)req->argv[0];
-	cr.args = (char **)req->argv + 1;
-	cr.n_args = req->argc - 1;
-	cr.working_dir = (char *)(req->working_dir ? req->working_dir : "");
-	cr.env = envp;
-	cr.n_env = nenv;
-	cr.timeout_seconds = req->timeout_seconds;
-	cr.capture_output = 1;
-	cr.run_as = "";
-	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_COMMAND;
-	m.command = &cr;
+	e->n = nenv;
+	return 0;
+}
+
+/* Writes the start line, then sends m: 0, or what exec_begin returns for it. */
+static int request_send(struct sandbox *sb, struct grpc_call *call, struct exec *x,
+			const struct exec_req *req, Agentic__Sandbox__V1__ManagementMessage *m)
+{
+	int r;
+
 	/* A transcript that cannot be written (a full disk) starts nothing: the output of
 	 * what runs already waits for it. The start line goes first, so every command in
 	 * commands.log has its start. */
@@ -216,16 +225,53 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec
 		return sb->run.error;
 	if (!runlog_command_start(sb, x->id, (char *const *)req->argv, req->argc))
 		return sb->run.error ? sb->run.error : -EIO;
-	r = grpc_call_send(sb->agent, &m.base);
+	r = grpc_call_send(call, &m->base);
 	if (r != 0) {
 		runlog_command_end(sb, x->id, -1, 0, 0); /* never started */
 		return r == -EAGAIN ? -EAGAIN : ERR_LIMIT;
 	}
-	grpc_call_flush(sb->agent);
+	grpc_call_flush(call);
+	return 0;
+}
+
+int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec_sink *sink)
+{
+	Agentic__Sandbox__V1__CommandRequest cr = AGENTIC__SANDBOX__V1__COMMAND_REQUEST__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+	struct agent_sb *a = agent_slot(sb);
+	struct exec_env e;
+	struct exec *x;
+	int r;
+
+	if (!a->call || !a->registered)
+		return ERR_STATE;
+	if (a->exec_running >= LIMIT_INIT_COMMANDS)
+		return ERR_LIMIT;
+	x = session_new();
+	if (!x || req->argc == 0 || req->nenv > LIMIT_SANDBOX_ENV)
+		return ERR_LIMIT;
+	session_setup(x, sb, sink);
+	if (env_build(req, sb->egress_json[0] != '\0', &e) != 0)
+		return ERR_LIMIT;
+	cr.command_id = x->id;
+	cr.command = (char *)req->argv[0];
+	cr.args = (char **)req->argv + 1;
+	cr.n_args = req->argc - 1;
+	cr.working_dir = (char *)(req->working_dir ? req->working_dir : "");
+	cr.env = e.envp;
+	cr.n_env = e.n;
+	cr.timeout_seconds = req->timeout_seconds;
+	cr.capture_output = 1;
+	cr.run_as = "";
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_COMMAND;
+	m.command = &cr;
+	if ((r = request_send(sb, a->call, x, req, &m)) != 0)
+		return r;
 	x->used = true;
 	x->started = clock_mono_ms();
 	x->sent_us = clock_mono_us();
-	sb->exec_running++;
+	a->exec_running++;
+	ASSERT(a->exec_running <= LIMIT_INIT_COMMANDS);
 	metrics_exec_started();
 	log_info("exec started", "name=%s id=%s args=%u env=%u timeout_s=%d client=%s",
 		 log_q(sb->name), log_q(x->id), req->argc, req->nenv, (int)req->timeout_seconds,
@@ -239,6 +285,7 @@ size_t exec_stdin(int32_t xi, const void *data, size_t len, bool eof)
 	struct exec *x = &execs[xi];
 	size_t take;
 
+	ASSERT(xi >= 0 && xi < LIMIT_EXECS);
 	if (!x->used || x->eof_wanted)
 		return len;
 	if (len == 0) {
@@ -263,6 +310,7 @@ void exec_detach(int32_t xi)
 {
 	struct exec *x = &execs[xi];
 
+	ASSERT(xi >= 0 && xi < LIMIT_EXECS);
 	if (!x->used)
 		return;
 	x->sink.ops = NULL;
@@ -340,7 +388,7 @@ void exec_sandbox_gone(struct sandbox *sb, const char *why)
 			x->sink.ops->done(x->sink.ctx, -1, clock_mono_ms() - x->started, why, NULL);
 		release(x);
 	}
-	sb->exec_running = 0;
+	agent_slot(sb)->exec_running = 0;
 }
 
 /* ---- the internal client: a bounded buffer ---- */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/agent.h"
 #include "base/base.h"
 #include "sandbox/request.h"
 

@@ -1550,7 +1550,7 @@ static void rate_refuse(struct grpc_call *call)
 	refuse(call, GRPC_OK, NULL);
 }
 
-void egress_call_start(struct grpc_call *call)
+void egress_call_start(struct grpc_call *call, bool init_ok)
 {
 	const struct grpc_peer *p = grpc_call_peer(call);
 	struct sandbox *sb = p->slot < 0 ? NULL : sandbox_slot((uint32_t)p->slot);
@@ -1559,8 +1559,7 @@ void egress_call_start(struct grpc_call *call)
 	grpc_call_set_user(call, NULL);
 	/* the caller must be the registered init of a ready sandbox, that asked for egress */
 	if (!sb || sb->state != SB_READY || sb->gen != p->tag || sb->uid != p->uid ||
-	    lifecycle_going(sb) || !sb->agent || !sb->agent_authed || !sb->agent_registered ||
-	    grpc_call_peer(sb->agent)->pid != p->pid || !sb->agent_egress) {
+	    lifecycle_going(sb) || !init_ok) {
 		refuse(call, GRPC_PERMISSION_DENIED, "the caller is no registered init with egress");
 		return;
 	}
@@ -1745,14 +1744,14 @@ bool egress_listener_ok(int fd, uint16_t port)
 	       sa.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
 }
 
-bool egress_listener_take(struct sandbox *sb)
+bool egress_listener_take(struct sandbox *sb, int init_fd)
 {
 	int fd;
 
 	/* a VM's init is in the guest: the number it names is a guest descriptor, and the pid
 	 * agenticd knows is QEMU's (whose descriptor of that number is anything but the
 	 * listener): its connections come over its agent connection */
-	if (!cfg->egress_direct || nslots == 0 || !sb->agent_egress || sb->agent_egress_fd < 0 ||
+	if (!cfg->egress_direct || nslots == 0 || init_fd < 0 ||
 	    sb->init_pidfd < 0 || sb->pid <= 0 || sb->vm)
 		return false;
 	if (sb->egress_lfd >= 0 && sb->egress_lfd_pid == sb->pid) {
@@ -1763,7 +1762,7 @@ bool egress_listener_take(struct sandbox *sb)
 	}
 	/* another init: the container started again, and the one before is gone with it */
 	egress_listener_drop(sb);
-	fd = (int)syscall(SYS_pidfd_getfd, sb->init_pidfd, sb->agent_egress_fd, 0);
+	fd = (int)syscall(SYS_pidfd_getfd, sb->init_pidfd, init_fd, 0);
 	if (fd < 0) {
 		log_warn("egress listener not taken over, calls carry the connections",
 			 "name=%s error=%s", log_q(sb->name), log_q(err_str(-errno)));
@@ -1777,7 +1776,7 @@ bool egress_listener_take(struct sandbox *sb)
 		       &(struct timeval){ 0, LISTEN_TIMEOUT_US }, sizeof(struct timeval)) != 0) {
 		/* kept, unwatched, until it can be closed safely (above) */
 		log_warn("egress listener of the init is no 127.0.0.1:3128 listener, not used",
-			 "name=%s fd=%d", log_q(sb->name), sb->agent_egress_fd);
+			 "name=%s fd=%d", log_q(sb->name), init_fd);
 		return false;
 	}
 	sb->egress_lfd_ok = true;

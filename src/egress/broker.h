@@ -61,8 +61,9 @@ void egress_init(const struct config *cfg, const char *self_exe, int epfd, void 
  * STALE_KILL_MS: agenticd refuses to start). */
 int egress_stale_kill(const struct config *cfg, char *err, size_t cap);
 
-/* The Egress method's handlers (agent.c's method table names them). */
-void egress_call_start(struct grpc_call *call);
+/* The Egress method's handlers (agent_connect.c's method table names them; its start says
+ * init_ok: the caller is the registered init of its sandbox, that asked for egress). */
+void egress_call_start(struct grpc_call *call, bool init_ok);
 void egress_call_message(struct grpc_call *call, const ProtobufCMessage *msg);
 void egress_call_half_close(struct grpc_call *call);
 void egress_call_writable(struct grpc_call *call);
@@ -72,7 +73,7 @@ void egress_call_done(struct grpc_call *call, int status, const char *message);
  * agentic-egress-listener: takes its listener over and watches it; true when the init is to
  * stop accepting on it (the registration's answer says egress=direct), false when it goes
  * on carrying its connections over Egress calls. */
-bool egress_listener_take(struct sandbox *sb);
+bool egress_listener_take(struct sandbox *sb, int init_fd);
 /* Reads a host-side secret file into out (EGRESS_SECRET_BYTES): a regular file of root's
  * with no group or other bits, at most that big, not a symbolic link; one trailing newline
  * dropped. Its length, or -1. (A VM's credentials; a route's secret is read the same way, from

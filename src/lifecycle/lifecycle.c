@@ -792,7 +792,7 @@ static void create_step_done(struct sandbox *sb)
 		set_state(sb, LC_WAIT_READY);
 		lifecycle_network_read(sb, &res->net);
 		HOOK(pid_known, sb);  /* may bring AGENT_READY (nested) at once */
-		if (sb->lc == LC_WAIT_READY && sb->agent_ready)
+		if (sb->lc == LC_WAIT_READY && lifecycle_agent_ready(lc.hooks, sb))
 			finish_create(sb);
 		break;
 	}
@@ -989,7 +989,7 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 	case LC_EV_CLAIMED:
 		if (sb->lc == LC_WAIT_READY && sb->vm) {
 			sb->vm_claim_owed = false;
-			if (sb->agent_ready)
+			if (lifecycle_agent_ready(lc.hooks, sb))
 				finish_create(sb);
 			return 0;
 		}

@@ -166,6 +166,8 @@ struct lifecycle_hooks {
 	/* The agent is READY (the create's, or again after a reconnect or a restart of
 	 * agenticd): its run is open. */
 	void (*agent_ready)(void *ctx, struct sandbox *sb);
+	/* Whether the agent is READY now (agent.h: agent_is_ready); NULL: never. */
+	bool (*agent_is_ready)(void *ctx, const struct sandbox *sb);
 	int64_t (*mono_ms)(void);     /* NULL: clock_mono_ms */
 	int64_t (*wall_ms)(void);     /* NULL: clock_wall_ms */
 	void *ctx;
@@ -184,6 +186,12 @@ struct lifecycle_config {
 	const char *init_path;
 	const struct policy_mount_id *init_id;
 };
+
+/* The hooks' agent_is_ready: false when none is set. */
+static inline bool lifecycle_agent_ready(const struct lifecycle_hooks *h, const struct sandbox *sb)
+{
+	return h->agent_is_ready && h->agent_is_ready(h->ctx, sb);
+}
 
 /* Takes the config (copied) and the runtime's sink; resets the lifecycle's own state. */
 void lifecycle_start(const struct lifecycle_config *cfg);

@@ -11,6 +11,8 @@
 #include "json/json.h"
 #include "workspace/host.h"
 #include "sandbox/sandbox.h"
+/* sandbox_json reads the agent's state (agent_of): it moves above agent (admin) */
+#include "agent/agent.h"
 
 /* The table and the uid map, in storage agenticd.c takes from its region at start. */
 static struct sandbox_table {
@@ -33,8 +35,8 @@ void sandbox_table_init(const struct config *cfg, struct sandbox *sb, uint32_t n
 	for (uint32_t i = 0; i < nsb; i++) {
 		sb[i].subnet = -1;
 		sb[i].waiter = -1;
-		sb[i].init_pidfd = sb[i].peer_pidfd = -1;
-		sb[i].egress_lfd = sb[i].agent_egress_fd = -1;
+		sb[i].init_pidfd = -1;
+		sb[i].egress_lfd = -1;
 	}
 }
 
@@ -136,8 +138,7 @@ struct sandbox *sandbox_new(void)
 		sb->subnet = -1;
 		sb->waiter = -1;
 		sb->init_pidfd = -1;
-		sb->peer_pidfd = -1;
-		sb->egress_lfd = sb->agent_egress_fd = -1;
+		sb->egress_lfd = -1;
 		sb->state = SB_CREATING;
 		sb->lc = LC_NEW;
 		T.live++;
@@ -164,9 +165,6 @@ void sandbox_free(struct sandbox *sb)
 	if (sb->init_pidfd >= 0)
 		close(sb->init_pidfd);
 	sb->init_pidfd = -1;
-	if (sb->peer_pidfd >= 0)
-		close(sb->peer_pidfd);
-	sb->peer_pidfd = -1;
 	sb->state = SB_FREE;
 	sb->lc = LC_FREE;
 	T.live--;
@@ -180,8 +178,6 @@ void sandbox_table_reset(void)
 
 		if (sb->init_pidfd >= 0)
 			close(sb->init_pidfd);
-		if (sb->peer_pidfd >= 0)
-			close(sb->peer_pidfd);
 		if (sb->egress_lfd >= 0)
 			close(sb->egress_lfd);
 		runlog_abandon(sb);
@@ -189,8 +185,8 @@ void sandbox_table_reset(void)
 		sb->gen = gen + 1;
 		sb->subnet = -1;
 		sb->waiter = -1;
-		sb->init_pidfd = sb->peer_pidfd = -1;
-		sb->egress_lfd = sb->agent_egress_fd = -1;
+		sb->init_pidfd = -1;
+		sb->egress_lfd = -1;
 	}
 	idalloc_init(&T.uids, T.uids.bits, T.uids.first, T.uids.count);
 	subnet_reset();
@@ -271,13 +267,13 @@ void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms)
 
 static const char *agent_state(const struct sandbox *sb)
 {
-	if (!sb->agent)
+	if (!agent_of(sb)->call)
 		return "disconnected";
-	if (!sb->agent_authed)
+	if (!agent_of(sb)->authed)
 		return "authenticating";
-	if (sb->agent_ready)
+	if (agent_of(sb)->ready)
 		return "ready";
-	return sb->agent_registered ? "registered" : "connected";
+	return agent_of(sb)->registered ? "registered" : "connected";
 }
 
 void sandbox_json(struct json_writer *w, const struct sandbox *sb)
@@ -317,7 +313,7 @@ void sandbox_json(struct json_writer *w, const struct sandbox *sb)
 		json_null_write(w);
 	json_key(w, "agent");
 	json_str_write(w, agent_state(sb));
-	sandbox_time_write(w, "agent_seen_at", sb->agent_seen_ms);
+	sandbox_time_write(w, "agent_seen_at", agent_of(sb)->seen_ms);
 	sandbox_time_write(w, "created_at", sb->created_ms);
 	sandbox_time_write(w, "ready_at", sb->ready_ms);
 	/* the run's transcript, and why it is not being written (a full disk): its output waits */

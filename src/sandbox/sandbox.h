@@ -121,28 +121,9 @@ struct sandbox {
 	int64_t pid;                  /* State.Pid, 0 when not running */
 	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
 	int init_pidfd;               /* that process, pinned when pid was read; -1: none */
-	int peer_pidfd;               /* the peer of a connection waiting for pid; -1: none */
-	bool conn_verified;           /* the connection in the sandbox's slot is its init's */
 	int64_t created_ms, ready_ms; /* wall clock */
 	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
 	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
-	/* agent stream */
-	struct grpc_call *agent;
-	bool agent_authed;
-	bool agent_registered;
-	bool agent_ready;             /* READY with setup_status "ready" seen */
-	bool agent_stdin_ack;         /* the agent acknowledges stdin (registration label) */
-	int agent_status;
-	int64_t agent_seen_ms;
-	/* Output acks (OutputAck, agent.proto), when the agent registered with the label
-	 * agentic-output-ack=1: the init numbers its stdout and stderr bytes and its results from
-	 * the start of its life (= the run), keeps what is not acked, and after each resume sends
-	 * it all again; what the transcript has decides what is written, so every byte lands
-	 * once, in order, across reconnects and agenticd restarts. */
-	bool agent_output_ack;
-	bool agent_egress;            /* registered with the label agentic-egress=1 */
-	int agent_egress_fd;          /* the number of the init's proxy listener (label
-				       * agentic-egress-listener), -1: none said */
 	/* the init's proxy listener taken over for direct connections (egress.c, "direct"):
 	 * a dup from the init (pidfd_getfd), -1: none; the init's pid it came from; watched
 	 * while checked and the sandbox is served */
@@ -153,9 +134,6 @@ struct sandbox {
 	bool egress_armable;          /* a connection came: a worker waits for the next */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
 	char egress_json[EGRESS_POLICY_BYTES];
-	/* the init's own report of itself (registration label agentic-self-status: lines of its
-	 * /proc/self/status), for the verifier; "" when none came */
-	char agent_self[LIMIT_AGENT_SELF_BYTES];
 	bool out_stalled;             /* a transcript write failed: resume at out_retry_ms */
 	bool out_ack_owed;            /* an ack (or resume) did not fit the send queue */
 	bool out_resume_owed;
@@ -193,7 +171,6 @@ struct sandbox {
 	struct rt_call call;
 	bool call_active;
 	struct run run;
-	uint32_t exec_running;        /* exec sessions waiting for their CommandResult */
 };
 
 /* The table: nsb slots at sb and the control-uid map's bits (control_uid_min..max of cfg,

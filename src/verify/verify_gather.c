@@ -221,8 +221,8 @@ void verify_host_facts(struct vrun *v)
 		pid = v->sb->pid;
 	if (pid > 0 && proc_read(pid, "status") == 0)
 		verify_status_parse(G.text, &f->init_host);
-	if (v->sb && v->sb->agent_self[0])
-		verify_status_parse(v->sb->agent_self, &f->init_self);
+	if (v->sb && agent_of(v->sb)->self[0])
+		verify_status_parse(agent_of(v->sb)->self, &f->init_self);
 	if (pid > 0 && proc_read(pid, "mountinfo") == 0)
 		verify_mountinfo_find(G.text, "/run/agentic", &f->tmpfs);
 	if (pid > 0)

@@ -375,7 +375,7 @@ static void job_done(struct engine_job *j, int r)
 		if (!v->sb) {
 			struct sandbox *sb = sandbox_by_container(v->facts.ct.id);
 
-			if (sb && sb->state == SB_READY && sb->agent_ready) {
+			if (sb && sb->state == SB_READY && agent_of(sb)->ready) {
 				v->sb = sb;
 				v->sb_gen = sb->gen;
 			}
@@ -452,7 +452,7 @@ int verify_start(struct sandbox *sb, const char *container, bool require_dedicat
 {
 	struct vrun *v = NULL;
 
-	if (sb && (sb->state != SB_READY || !sb->agent_ready || !sb->container_id[0])) {
+	if (sb && (sb->state != SB_READY || !agent_of(sb)->ready || !sb->container_id[0])) {
 		*code = "not_ready";
 		*message = "the sandbox is not ready, or its agent is not connected";
 		return 409;

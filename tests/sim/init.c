@@ -1,6 +1,6 @@
 /* init.c: fake inits, one per life of a container, and the gRPC calls their Connect streams
  * run on. The calls are fakes of src/grpc's (-Wl,--wrap); what reaches agenticd goes through
- * agent.c's own handlers (agent_admit, then agent_methods' on_start, on_message, on_done), so
+ * agent/'s own handlers (agent_admit, then agent_methods' on_start, on_message, on_done), so
  * registration, READY, output acks with their resumes, and exec all run the product's code.
  *
  * Each init numbers its stdout and stderr bytes from the start of its life and keeps what it

@@ -399,7 +399,7 @@ static void daemon_setup(bool fresh)
 	D.epfd = D.sigfd = D.timerfd = D.lock_fd = -1;
 	sandbox_table_init(cfg, table, NSB, uid_bits);
 	subnet_init(cfg, subnet_bits, foreign_bits);
-	agent_init(cfg, NULL);
+	agent_init(cfg, NULL, NULL, 0);
 	runlog_init(cfg);
 	recover_init(cfg, &D.pool);
 	memset(uid_bits, 0, sizeof(uid_bits));
@@ -408,7 +408,7 @@ static void daemon_setup(bool fresh)
 	for (uint32_t i = 0; fresh && i < NSB; i++) {
 		table[i].subnet = -1;
 		table[i].waiter = -1;
-		table[i].init_pidfd = table[i].peer_pidfd = -1;
+		table[i].init_pidfd = -1;
 	}
 	memcpy(D.owner, sim_owner, sizeof(D.owner));
 	snprintf(D.owner_label, sizeof(D.owner_label), "agentic-daemon=%.16s", D.owner);
@@ -775,7 +775,7 @@ static void do_exec(void)
 {
 	struct sandbox *sb = &table[rnd_below(NSB)];
 
-	if (sb->state != SB_READY || !sb->agent || !sb->agent_registered)
+	if (sb->state != SB_READY || !agent_of(sb)->call || !agent_of(sb)->registered)
 		return;
 	init_exec(sb, chance(600) ? 0 : -1);
 }

@@ -42,7 +42,7 @@ static struct sandbox *put_sandbox(int i, const char *name, enum sb_state state)
 	sb->state = state;
 	snprintf(sb->name, sizeof(sb->name), "%s", name);
 	sb->subnet = -1;
-	sb->init_pidfd = sb->peer_pidfd = -1;
+	sb->init_pidfd = -1;
 	sb->waiter = -1;
 	return sb;
 }

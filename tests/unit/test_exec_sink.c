@@ -27,6 +27,7 @@
 #include "agent.pb-c.h"
 #include "http/frame.h"
 #include "admin/admin.h"
+#include "agent/agent_slot.h"
 #include "daemon/daemon.h"
 
 /* ---- stand-ins ---- */
@@ -150,6 +151,7 @@ static int setup(void **state)
 	mkdir(share, 0700);
 	snprintf(d.cfg.agentshare_root, sizeof(d.cfg.agentshare_root), "%s", share);
 	sandbox_table_init(&d.cfg, table, 2, uid_bits);
+	agent_init(&d.cfg, NULL, NULL, 0);
 	d.epfd = epoll_create1(EPOLL_CLOEXEC);
 	admin_init(&(struct admin_config){ .cfg = &d.cfg, .conns = conns, .nconns = 2,
 					   .epfd = d.epfd, .pool = &d.pool });
@@ -444,9 +446,9 @@ static void test_exec_reports_output_end_and_stdin_taken_to_its_sink(void **stat
 	sb->state = SB_READY;
 	sb->gen = 1;
 	snprintf(sb->name, sizeof(sb->name), "s1");
-	sb->agent = (struct grpc_call *)&agent_call;
-	sb->agent_registered = true;
-	sb->agent_stdin_ack = true;
+	agent_slot(sb)->call = (struct grpc_call *)&agent_call;
+	agent_slot(sb)->registered = true;
+	agent_slot(sb)->stdin_ack = true;
 	x = exec_begin(sb, &er, &sink);
 	assert_true(x >= 0);
 	assert_int_equal(nsent, 1);

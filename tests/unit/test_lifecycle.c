@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/agent_slot.h"
 #include "daemon/daemon.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
@@ -381,7 +382,7 @@ static void h_net(void *ctx, struct sandbox *sb, bool ok, const char *why)
 static const struct lifecycle_hooks hooks = {
 	.created = h_created, .create_failed = h_failed, .removed = h_removed,
 	.pid_known = h_pid, .agent_drop = h_drop, .stopped = h_stopped, .released = h_released,
-	.tainted = h_tainted, .network_read = h_net,
+	.tainted = h_tainted, .network_read = h_net, .agent_is_ready = agent_is_ready,
 	.mono_ms = clock_now, .wall_ms = clock_now,
 };
 
@@ -417,10 +418,11 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(root));
 	snprintf(d.cfg.agentshare_root, sizeof(d.cfg.agentshare_root), "%s", root);
 	sandbox_table_init(&d.cfg, table, NSB, uid_bits);
+	agent_init(&d.cfg, NULL, NULL, 0);
 	subnet_init(&d.cfg, subnet_bits, foreign_bits);
 	recover_init(&d.cfg, &d.pool);
 	for (uint32_t i = 0; i < NSB; i++)
-		table[i].init_pidfd = table[i].peer_pidfd = -1;
+		table[i].init_pidfd = -1;
 	start(false);
 	return 0;
 }
@@ -505,7 +507,7 @@ static struct sandbox *drive(enum lc_state want)
 	assert_int_equal(sb->lc, LC_WAIT_READY);
 	if (want == LC_WAIT_READY)
 		return sb;
-	sb->agent_ready = true;
+	agent_slot(sb)->ready = true;
 	assert_int_equal(signal_(sb, LC_EV_AGENT_READY), 0);
 	assert_int_equal(sb->lc, LC_READY);
 	if (want == LC_READY)
@@ -808,7 +810,7 @@ static void test_agent_ready_before_the_inspect_finishes_the_create(void **state
 {
 	struct sandbox *sb = drive(LC_CT_INSPECT);
 
-	sb->agent_ready = true;
+	agent_slot(sb)->ready = true;
 	assert_int_equal(signal_(sb, LC_EV_AGENT_READY), 0);
 	assert_int_equal(sb->lc, LC_CT_INSPECT);
 	answer(slot_of(sb), RT_OK);
@@ -1100,7 +1102,7 @@ static void test_the_warm_pool_fills_between_creates(void **state)
 	answer(slot_of(sb), RT_OK);
 	answer(slot_of(sb), RT_OK);
 	answer(slot_of(sb), RT_OK);
-	sb->agent_ready = true;
+	agent_slot(sb)->ready = true;
 	signal_(sb, LC_EV_AGENT_READY);
 	assert_non_null(fk.pending[RT_SLOT_POOL(NSB)]);
 	answer(RT_SLOT_POOL(NSB), RT_OK);
