@@ -14,8 +14,15 @@
 
 #include "agent.pb-c.h"
 #include "agent/agent.h"
-#include "daemon/daemon.h"
+#include "agent/exec.h"
+#include "config/config.h"
+#include "egress/broker.h"
 #include "lifecycle/lifecycle.h"
+#include "metrics/metrics.h"
+#include "profile/profile.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/strrun.h"
+#include "transcript/runlog.h"
 
 /* stdio's stdout and stderr macros hide AgentMessage's fields of those names; nothing below
  * writes to a stdio stream. */

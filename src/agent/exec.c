@@ -13,8 +13,9 @@
 #include <string.h>
 
 #include "agent.pb-c.h"
-#include "daemon/daemon.h"
 #include "agent/exec.h"
+#include "sandbox/request.h"
+#include "sandbox/sandbox.h"
 #include "metrics/metrics.h"
 #include "transcript/runlog.h"
 
