@@ -16,7 +16,7 @@
 
 #include "json/json.h"
 #include "admin/admin.h"
-#include "daemon/daemon.h"
+#include "admin/admin_conn.h"
 #include "egress/view.h"
 #include "config/profiles.h"
 #include "profile/credscan.h"

@@ -18,16 +18,23 @@
 
 #include "admin/admin.h"
 #include "agent/agent.h"
+#include "agent/exec.h"
+#include "config/profiles.h"
 #include "daemon/daemon.h"
-#include "runtime/engine.h"
-#include "workspace/host.h"
+#include "egress/broker.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
-#include "config/profiles.h"
 #include "lifecycle/recover.h"
-#include "runtime/runtime_docker.h"
-#include "workspace/share.h"
 #include "lifecycle/taint.h"
+#include "metrics/metrics.h"
+#include "runtime/engine.h"
+#include "runtime/runtime_docker.h"
+#include "sandbox/posture.h"
+#include "sandbox/sandbox.h"
+#include "transcript/runlog.h"
+#include "verify/verify.h"
+#include "workspace/host.h"
+#include "workspace/share.h"
 #include "version.h"
 
 const char agenticd_help[] =
@@ -48,18 +55,13 @@ const char agenticd_help[] =
 struct daemon *agenticd;
 static struct daemon daemon_state;
 
-void agenticd_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
+static void daemon_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
 {
 	struct epoll_event ev = { .events = events };
 
 	ev.data.u64 = ((uint64_t)kind << 32) | index;
 	if (epoll_ctl(agenticd->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
 		log_error("cannot watch a descriptor", "fd=%d error=%s", fd, log_q(strerror(errno)));
-}
-
-void agenticd_unwatch(int fd)
-{
-	epoll_ctl(agenticd->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 /* ---- the memory budget: computed from the config, taken once ---- */
@@ -230,8 +232,8 @@ static int setup_loop(struct daemon *d)
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->sigfd < 0 || d->timerfd < 0 || d->epfd < 0)
 		return -errno;
-	agenticd_watch(d->sigfd, EPOLLIN, TAG_SIGNAL, 0);
-	agenticd_watch(d->timerfd, EPOLLIN, TAG_TIMER, 0);
+	daemon_watch(d->sigfd, EPOLLIN, TAG_SIGNAL, 0);
+	daemon_watch(d->timerfd, EPOLLIN, TAG_TIMER, 0);
 	return 0;
 }
 
@@ -296,8 +298,8 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 		snprintf(err, err_size, "cannot serve gRPC on %.300s: %s", path, err_str(r));
 		return r;
 	}
-	agenticd_watch(grpc_server_fd(d->grpc), EPOLLIN, TAG_GRPC, 0);
-	agenticd_watch(grpc_server_fd(d->admin_grpc), EPOLLIN, TAG_ADMIN_GRPC, 0);
+	daemon_watch(grpc_server_fd(d->grpc), EPOLLIN, TAG_GRPC, 0);
+	daemon_watch(grpc_server_fd(d->admin_grpc), EPOLLIN, TAG_ADMIN_GRPC, 0);
 	r = host_listen(d->cfg.admin_socket, 0660, d->admin_group_known ? d->admin_gid : 0,
 			&fd, err, err_size);
 	if (r == 0)
