@@ -157,8 +157,6 @@ void admin_flush(struct admin_conn *c);
  * when T1 is required and it would be T0), then a sandbox slot, its name, and the lifecycle's
  * create; the answer comes at its end. Every create route ends here. */
 void admin_create_start(struct admin_conn *c);
-/* admin_shutdown was called: no new creates. */
-bool admin_stopping(void);
 /* A whole JSON answer: body (a newline is added), or the sandbox's JSON. */
 void admin_respond(struct admin_conn *c, int status, struct buf *body);
 void admin_respond_sandbox(struct admin_conn *c, int status, const struct sandbox *sb);

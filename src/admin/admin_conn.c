@@ -26,7 +26,7 @@ const struct http_field admin_json_fields[] = {
 
 /* What agenticd.c hands over at start (admin_init), the listener (admin_listen), and the
  * counts the admin API keeps itself. */
-struct admin_state admin_state = { .listen_fd = -1 };
+struct admin_state admin_state; /* listen_fd -1 from admin_init on */
 
 void admin_conn_start(const struct admin_config *ac, const struct admin_hooks *h)
 {
@@ -60,7 +60,10 @@ const struct config *admin_cfg(void)
 
 uint32_t admin_conn_index(const struct admin_conn *c)
 {
-	return (uint32_t)(c - admin_state.ac.conns);
+	uint32_t i = (uint32_t)(c - admin_state.ac.conns);
+
+	ASSERT(i < admin_state.ac.nconns);
+	return i;
 }
 
 static struct admin_conn *conn_at(int32_t i, uint32_t gen)
@@ -400,6 +403,7 @@ int admin_exec_queue(struct admin_conn *c, const void *data, size_t len)
 {
 	int r;
 
+	ASSERT(c->spill_r <= c->spill_w);
 	if (c->spill_fd < 0) {
 		if (c->out_off && c->out_off == c->out_len)
 			c->out_off = c->out_len = 0;
@@ -497,6 +501,7 @@ void admin_exec_refill(struct admin_conn *c)
 
 void admin_flush(struct admin_conn *c)
 {
+	ASSERT(c->out_off <= c->out_len);
 	if (c->call) {
 		admin_state.hooks.pump(c);
 		return;

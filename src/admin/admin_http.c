@@ -238,6 +238,7 @@ void admin_event(uint32_t index, uint32_t events)
 {
 	struct admin_conn *c = &admin_state.ac.conns[index];
 
+	ASSERT(index < admin_state.ac.nconns);
 	if (c->phase == AC_FREE || c->phase == AC_ZOMBIE || c->fd < 0)
 		return;
 	if (c->phase == AC_WRITE || c->phase == AC_LIST || c->phase == AC_FILE) {

@@ -282,12 +282,9 @@ void admin_create_start(struct admin_conn *c)
 	lifecycle_create(sb, req);
 }
 
-bool admin_stopping(void)
-{
-	return admin_state.stopping;
-}
-
-void admin_containers_create(struct admin_conn *c, struct sandbox *unused, const char *query)
+/* A create route: the body parsed into c->req as api reads it (route: its word in the log),
+ * then admitted and begun (admin_create_start); 503 once agenticd is stopping. */
+void admin_create_request(struct admin_conn *c, enum request_api api, const char *route)
 {
 	struct request_error e = { 0 };
 
@@ -295,14 +292,19 @@ void admin_containers_create(struct admin_conn *c, struct sandbox *unused, const
 		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
 		return;
 	}
-	if (request_create_parse(&c->req, admin_state.ac.cfg, profiles_current(), REQUEST_API_V1,
+	if (request_create_parse(&c->req, admin_state.ac.cfg, profiles_current(), api,
 				 c->body, c->body_len, &e) != 0) {
 		if (e.status == 422)
-			log_info("create refused", "route=v1 code=%s", log_q(e.code));
+			log_info("create refused", "route=%s code=%s", route, log_q(e.code));
 		admin_respond_error(c, e.status, e.code, e.message);
 		return;
 	}
 	admin_create_start(c);
+}
+
+void admin_containers_create(struct admin_conn *c, struct sandbox *unused, const char *query)
+{
+	admin_create_request(c, REQUEST_API_V1, "v1");
 }
 
 /* ---- inspect and remove ---- */
