@@ -28,6 +28,8 @@ const struct http_field admin_json_fields[] = {
  * counts the admin API keeps itself. */
 struct admin_state admin_state; /* listen_fd -1 from admin_init on */
 
+/* ---- the slots ---- */
+
 void admin_conn_start(const struct admin_config *ac, const struct admin_hooks *h)
 {
 	admin_state.ac = *ac;
@@ -127,6 +129,8 @@ void admin_watch(struct admin_conn *c, uint32_t events)
 	ev.data.u64 = ((uint64_t)TAG_ADMIN_CONN << 32) | admin_conn_index(c);
 	epoll_ctl(admin_state.ac.epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
+
+/* ---- responses: every one is written by src/http's writer, which sets the framing ---- */
 
 /* {"error":{"code":..,"message":..}} and a newline, into b. */
 int admin_error_json(struct buf *b, const char *code, const char *msg)

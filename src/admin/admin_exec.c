@@ -1,22 +1,19 @@
 /* admin_exec.c: the admin API's exec route (POST /api/v1/containers/NAME/exec) and the client
  * side of its sessions: the two sinks, the upgraded stream (8-byte frames both ways, docs/API.md:
- * "The exec stream") and the chunked NDJSON answer, and the output queue they and the gRPC
- * sink share: `out`, then a bounded spill file, so a slow client costs disk, never memory,
- * and never blocks the sandbox. */
+ * "The exec stream") and the chunked NDJSON answer. Their output goes through the queue they
+ * share with the gRPC sink (admin_exec_queue, in admin_conn.c): `out`, then a bounded spill
+ * file, so a slow client costs disk, never memory, and never blocks the sandbox. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "json/json.h"
 #include "admin/admin.h"
 #include "admin/admin_conn.h"
-
 
 
 
