@@ -1,8 +1,11 @@
-/* admin.h: the admin socket's front ends: the HTTP/1.1 + JSON API (admin.c, a route table;
- * its exec route in admin_exec.c) and the admin gRPC service (admin_grpc.c: AgentService/Exec
- * for connections that open with the HTTP/2 preface). They turn requests into calls on the parts below them (the sandbox
- * table, provision, exec) and are told of the results only through what those calls return,
- * a create's or remove's end (admin_finish_*) and an exec session's sink. */
+/* admin.h: the admin socket's front ends, the admin module's interface: the HTTP/1.1 + JSON
+ * API (admin_routes.c, a route table; admin_http.c reads and routes; its exec route in
+ * admin_exec.c) and the admin gRPC service (admin_grpc.c: AgentService/Exec for connections
+ * that open with the HTTP/2 preface). They turn requests into calls on the parts below them
+ * (the sandbox table, the lifecycle, exec) and are told of the results only through what those
+ * calls return, a create's or remove's end (admin_finish_*) and an exec session's sink. They
+ * may call every module below admin (tools/check-layers) and are handed the loop's epoll fd
+ * at start: nothing of agenticd's above them. */
 #ifndef AGENTIC_MGMT_ADMIN_H
 #define AGENTIC_MGMT_ADMIN_H
 
@@ -122,7 +125,7 @@ void admin_finish_sandbox(int32_t conn, uint32_t gen, const struct sandbox *sb, 
 void admin_finish_error(int32_t conn, uint32_t gen, int status, const char *code,
 			const char *message);
 
-/* ---- routing (admin.c) ---- */
+/* ---- routing (admin_http.c, over admin_routes.c's table) ---- */
 struct admin_route {
 	const char *method;
 	const char *path;   /* '*' stands for one path segment: a sandbox's name */
@@ -136,7 +139,7 @@ struct admin_route {
 int admin_route_find(const char *method, const char *path, const struct admin_route **route,
 		     char *name, size_t name_size, char *allow, size_t allow_size);
 
-/* ---- shared by admin.c and the front ends beside it ---- */
+/* ---- shared by the admin API's files (admin_conn.c, admin_sandbox.c) ---- */
 const struct config *admin_cfg(void);  /* the config admin_init was handed */
 /* A free connection slot (gen bumped, buffers empty, no fd), or NULL; it stays free until the
  * caller gives it a phase. */
@@ -154,8 +157,6 @@ void admin_flush(struct admin_conn *c);
  * when T1 is required and it would be T0), then a sandbox slot, its name, and the lifecycle's
  * create; the answer comes at its end. Every create route ends here. */
 void admin_create_start(struct admin_conn *c);
-/* admin_shutdown was called: no new creates. */
-bool admin_stopping(void);
 /* A whole JSON answer: body (a newline is added), or the sandbox's JSON. */
 void admin_respond(struct admin_conn *c, int status, struct buf *body);
 void admin_respond_sandbox(struct admin_conn *c, int status, const struct sandbox *sb);

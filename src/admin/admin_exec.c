@@ -1,138 +1,23 @@
 /* admin_exec.c: the admin API's exec route (POST /api/v1/containers/NAME/exec) and the client
  * side of its sessions: the two sinks, the upgraded stream (8-byte frames both ways, docs/API.md:
- * "The exec stream") and the chunked NDJSON answer, and the output queue they and the gRPC
- * sink share: `out`, then a bounded spill file, so a slow client costs disk, never memory,
- * and never blocks the sandbox. */
+ * "The exec stream") and the chunked NDJSON answer. Their output goes through the queue they
+ * share with the gRPC sink (admin_exec_queue, in admin_conn.c): `out`, then a bounded spill
+ * file, so a slow client costs disk, never memory, and never blocks the sandbox. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "json/json.h"
 #include "admin/admin.h"
-#include "daemon/daemon.h"
+#include "admin/admin_conn.h"
 
-/* ---- exec output: queued in `out`, then in a spill file ---- */
 
-/* Output beyond `out` goes to an unlinked file next to the transcripts, read back as the
- * client drains: a slow client costs disk, never memory, and never blocks the sandbox. The
- * disk is bounded too, so that a client that stops reading never takes the transcripts' room:
- * -EFBIG once the client would be more than exec_spill_max_bytes behind, -EDQUOT once the
- * spill would leave less than 1/LIMIT_EXEC_SPILL_FREE_DIV of the filesystem available. */
-static int spill_room(const struct admin_conn *c, size_t len)
-{
-	struct statvfs st;
 
-	if (c->spill_w - c->spill_r + len > admin_cfg()->exec_spill_max_bytes)
-		return -EFBIG;
-	if ((c->spill_w == 0 || c->spill_w / LIMIT_EXEC_SPILL_CHECK_BYTES !=
-				(c->spill_w + len) / LIMIT_EXEC_SPILL_CHECK_BYTES) &&
-	    fstatvfs(c->spill_fd, &st) == 0 && st.f_bavail < st.f_blocks / LIMIT_EXEC_SPILL_FREE_DIV)
-		return -EDQUOT;
-	return 0;
-}
 
-int admin_exec_queue(struct admin_conn *c, const void *data, size_t len)
-{
-	int r;
-
-	if (c->spill_fd < 0) {
-		if (c->out_off && c->out_off == c->out_len)
-			c->out_off = c->out_len = 0;
-		if (len > sizeof(c->out) - c->out_len && c->out_off) {
-			memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-			c->out_len -= c->out_off;
-			c->out_off = 0;
-		}
-		if (len <= sizeof(c->out) - c->out_len) {
-			memcpy(c->out + c->out_len, data, len);
-			c->out_len += (uint32_t)len;
-			return 0;
-		}
-		c->spill_fd = open(admin_cfg()->agentshare_root, O_TMPFILE | O_RDWR | O_CLOEXEC,
-				   0600);
-		if (c->spill_fd < 0)
-			return -errno;
-		c->spill_w = c->spill_r = 0;
-	}
-	r = spill_room(c, len);
-	if (r != 0)
-		return r;
-	for (const uint8_t *p = data; len;) {
-		ssize_t n = pwrite(c->spill_fd, p, len, (off_t)c->spill_w);
-
-		if (n <= 0)
-			return n < 0 ? -errno : -ENOSPC;
-		p += n;
-		len -= (size_t)n;
-		c->spill_w += (uint64_t)n;
-	}
-	return 0;
-}
-
-/* The session stops feeding c (why: admin_exec_queue's error): the command runs on into its
- * transcript, and the client gets what is queued, then the end of its answer without the final
- * frame (HTTP) or the call's end with RESOURCE_EXHAUSTED and c->error (gRPC): never a short
- * answer that looks whole. */
-static void drop(struct admin_conn *c, int why)
-{
-	unsigned long long behind = c->out_len - c->out_off + c->spill_w - c->spill_r;
-
-	if (why == -EFBIG || why == -EDQUOT) {
-		log_warn("exec client dropped", "reason=%s behind_bytes=%llu",
-			 why == -EFBIG ? "spill_limit" : "disk_reserve", behind);
-		snprintf(c->error, sizeof(c->error), "output delivery stopped: %s; the command "
-			 "runs on and its transcript keeps every byte", why == -EFBIG
-			 ? "this client fell further behind than exec_spill_max_bytes"
-			 : "holding more for this client would take the disk room kept for "
-			   "transcripts");
-	} else {
-		log_warn("exec client dropped", "reason=spill_error behind_bytes=%llu error=%s",
-			 behind, log_q(strerror(-why)));
-		snprintf(c->error, sizeof(c->error), "output delivery stopped: the spill file "
-			 "failed (%s); the command runs on and its transcript keeps every byte",
-			 strerror(-why));
-	}
-	if (c->exec >= 0)
-		exec_detach(c->exec);
-	c->exec = -1;
-	c->dropped = true;
-	c->keep_alive = false;
-}
-
-void admin_exec_refill(struct admin_conn *c)
-{
-	ssize_t n;
-
-	c->out_off = c->out_len = 0;
-	if (c->spill_fd < 0 || c->spill_r == c->spill_w)
-		return;
-	n = pread(c->spill_fd, c->out, sizeof(c->out), (off_t)c->spill_r);
-	if (n <= 0) {
-		drop(c, n < 0 ? -errno : -EIO);
-		close(c->spill_fd);
-		c->spill_fd = -1;
-		c->spill_r = c->spill_w;
-		return;
-	}
-	c->out_len = (uint32_t)n;
-	c->spill_r += (uint64_t)n;
-	if (c->spill_r == c->spill_w) {
-		close(c->spill_fd);
-		c->spill_fd = -1;
-	} else if (c->spill_r / LIMIT_EXEC_SPILL_CHECK_BYTES !=
-		   (c->spill_r - (uint64_t)n) / LIMIT_EXEC_SPILL_CHECK_BYTES) {
-		/* gives back the disk of what the client has taken; a filesystem without holes
-		 * keeps it until the file closes, and spill_room still guards the transcripts */
-		(void)fallocate(c->spill_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
-				(off_t)(c->spill_r - c->spill_r % LIMIT_EXEC_SPILL_CHECK_BYTES));
-	}
-}
 
 /* ---- exec sinks: the upgraded stream and NDJSON (docs/API.md: "The exec stream") ---- */
 
@@ -229,7 +114,7 @@ int admin_exec_frame_output(void *ctx, int stream, const void *data, size_t len)
 		return -ENOTCONN;
 	r = queue_frame(c, stream ? FRAME_STDERR : FRAME_STDOUT, data, len);
 	if (r != 0)
-		drop(c, r);
+		admin_exec_drop(c, r);
 	admin_flush(c);
 	return r;
 }
@@ -255,7 +140,7 @@ static int ndjson_output(void *ctx, int stream, const void *data, size_t len)
 		len -= take;
 	}
 	if (r != 0)
-		drop(c, r);
+		admin_exec_drop(c, r);
 	admin_flush(c);
 	return r;
 }

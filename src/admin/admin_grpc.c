@@ -9,7 +9,7 @@
 
 #include "agent.pb-c.h"
 #include "admin/admin.h"
-#include "daemon/daemon.h"
+#include "admin/admin_conn.h"
 #include "profile/credscan.h"
 
 /* The gRPC status for a refusal the HTTP API gives with status. */

@@ -16,7 +16,7 @@
 
 #include "json/json.h"
 #include "admin/admin.h"
-#include "daemon/daemon.h"
+#include "admin/admin_conn.h"
 #include "egress/view.h"
 #include "config/profiles.h"
 #include "profile/credscan.h"
@@ -28,20 +28,7 @@ static char text[LIMIT_ADMIN_OUT_BYTES - 1024];
 
 void admin_v2_instances_create(struct admin_conn *c, struct sandbox *unused, const char *query)
 {
-	struct request_error e = { 0 };
-
-	if (admin_stopping()) {
-		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
-		return;
-	}
-	if (request_create_parse(&c->req, admin_cfg(), profiles_current(), REQUEST_API_V2,
-				 c->body, c->body_len, &e) != 0) {
-		if (e.status == 422)
-			log_info("create refused", "route=v2 code=%s", log_q(e.code));
-		admin_respond_error(c, e.status, e.code, e.message);
-		return;
-	}
-	admin_create_start(c);
+	admin_create_request(c, REQUEST_API_V2, "v2");
 }
 
 void admin_v2_instances_list(struct admin_conn *c, struct sandbox *unused, const char *query)

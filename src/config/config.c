@@ -172,6 +172,33 @@ static int parse_cidr(const char *s, uint32_t *base, uint32_t *prefix)
 	return 0;
 }
 
+/* mount_allowlist: a comma-separated list of absolute host roots; an empty value clears it. */
+static int set_mounts(struct config *cfg, const char *val, char *why, size_t why_size)
+{
+	cfg->n_mount_allowlist = 0;
+	while (*val) {
+		size_t n = strcspn(val, ",");
+		char *dst;
+
+		if (cfg->n_mount_allowlist == CONFIG_MAX_ALLOWED_MOUNTS || n == 0 ||
+		    n >= CONFIG_STR_BYTES || val[0] != '/') {
+			snprintf(why, why_size, "mount_allowlist takes up to %d absolute paths, "
+				 "separated by commas", CONFIG_MAX_ALLOWED_MOUNTS);
+			return ERR_PARSE;
+		}
+		dst = cfg->mount_allowlist[cfg->n_mount_allowlist++];
+		memcpy(dst, val, n);
+		/* "/srv/data/" and "/srv/data" mean the same root */
+		for (size_t end = n; end > 1 && dst[end - 1] == '/'; end--)
+			dst[end - 1] = '\0';
+		dst[n] = '\0';
+		val += n + (val[n] == ',');
+		while (*val == ' ')
+			val++;
+	}
+	return 0;
+}
+
 static int set_key(struct config *cfg, const struct key *k, const char *val, char *why,
 		   size_t why_size)
 {
@@ -221,29 +248,7 @@ static int set_key(struct config *cfg, const struct key *k, const char *val, cha
 		}
 		return 0;
 	case K_MOUNTS:
-		/* A comma-separated list of absolute host roots; an empty value clears it. */
-		cfg->n_mount_allowlist = 0;
-		while (*val) {
-			size_t n = strcspn(val, ",");
-			char *dst;
-
-			if (cfg->n_mount_allowlist == CONFIG_MAX_ALLOWED_MOUNTS || n == 0 ||
-			    n >= CONFIG_STR_BYTES || val[0] != '/') {
-				snprintf(why, why_size, "mount_allowlist takes up to %d absolute paths, "
-					 "separated by commas", CONFIG_MAX_ALLOWED_MOUNTS);
-				return ERR_PARSE;
-			}
-			dst = cfg->mount_allowlist[cfg->n_mount_allowlist++];
-			memcpy(dst, val, n);
-			/* "/srv/data/" and "/srv/data" mean the same root */
-			for (size_t end = n; end > 1 && dst[end - 1] == '/'; end--)
-				dst[end - 1] = '\0';
-			dst[n] = '\0';
-			val += n + (val[n] == ',');
-			while (*val == ' ')
-				val++;
-		}
-		return 0;
+		return set_mounts(cfg, val, why, why_size);
 	case K_LEVEL:
 		if (log_level_parse(val, (enum log_level *)field) != 0) {
 			snprintf(why, why_size, "%s must be error, warn, info or debug", k->name);

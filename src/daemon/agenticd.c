@@ -18,16 +18,23 @@
 
 #include "admin/admin.h"
 #include "agent/agent.h"
+#include "agent/exec.h"
+#include "config/profiles.h"
 #include "daemon/daemon.h"
-#include "runtime/engine.h"
-#include "workspace/host.h"
+#include "egress/broker.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
-#include "config/profiles.h"
 #include "lifecycle/recover.h"
-#include "runtime/runtime_docker.h"
-#include "workspace/share.h"
 #include "lifecycle/taint.h"
+#include "metrics/metrics.h"
+#include "runtime/engine.h"
+#include "runtime/runtime_docker.h"
+#include "sandbox/posture.h"
+#include "sandbox/sandbox.h"
+#include "transcript/runlog.h"
+#include "verify/verify.h"
+#include "workspace/host.h"
+#include "workspace/share.h"
 #include "version.h"
 
 const char agenticd_help[] =
@@ -48,18 +55,13 @@ const char agenticd_help[] =
 struct daemon *agenticd;
 static struct daemon daemon_state;
 
-void agenticd_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
+static void daemon_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index)
 {
 	struct epoll_event ev = { .events = events };
 
 	ev.data.u64 = ((uint64_t)kind << 32) | index;
 	if (epoll_ctl(agenticd->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
 		log_error("cannot watch a descriptor", "fd=%d error=%s", fd, log_q(strerror(errno)));
-}
-
-void agenticd_unwatch(int fd)
-{
-	epoll_ctl(agenticd->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 /* ---- the memory budget: computed from the config, taken once ---- */
@@ -94,6 +96,9 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 {
 	uint32_t bits = 64;
 
+	/* what config_validate and the CIDR's reader hold to: the maps below are sized by them */
+	ASSERT(cfg->control_uid_min <= cfg->control_uid_max);
+	ASSERT(cfg->subnet_pool_prefix <= 28);
 	memset(b, 0, sizeof(*b));
 	/* a slot and buffers of its own for every sandbox's init; guests get what is left */
 	b->gcfg.admit = agent_admit;
@@ -233,8 +238,8 @@ static int setup_loop(struct daemon *d)
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->sigfd < 0 || d->timerfd < 0 || d->epfd < 0)
 		return -errno;
-	agenticd_watch(d->sigfd, EPOLLIN, TAG_SIGNAL, 0);
-	agenticd_watch(d->timerfd, EPOLLIN, TAG_TIMER, 0);
+	daemon_watch(d->sigfd, EPOLLIN, TAG_SIGNAL, 0);
+	daemon_watch(d->timerfd, EPOLLIN, TAG_TIMER, 0);
 	return 0;
 }
 
@@ -274,6 +279,8 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 		r = grpc_server_init(&b->acfg, carve(&p, b->agrpc), b->agrpc, &d->admin_grpc);
 	if (r != 0)
 		return r;
+	/* the budget's seal: what was carved is what budget_compute counted, no more */
+	ASSERT((size_t)(p - region) <= b->total_region);
 	admin_init(&(struct admin_config){
 		.cfg = cfg, .conns = conns, .nconns = cfg->max_admin_connections, .epfd = d->epfd,
 		.grpc = d->admin_grpc, .group_known = d->admin_group_known, .gid = d->admin_gid,
@@ -301,163 +308,14 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 		snprintf(err, err_size, "cannot serve gRPC on %.300s: %s", path, err_str(r));
 		return r;
 	}
-	agenticd_watch(grpc_server_fd(d->grpc), EPOLLIN, TAG_GRPC, 0);
-	agenticd_watch(grpc_server_fd(d->admin_grpc), EPOLLIN, TAG_ADMIN_GRPC, 0);
+	daemon_watch(grpc_server_fd(d->grpc), EPOLLIN, TAG_GRPC, 0);
+	daemon_watch(grpc_server_fd(d->admin_grpc), EPOLLIN, TAG_ADMIN_GRPC, 0);
 	r = host_listen(d->cfg.admin_socket, 0660, d->admin_group_known ? d->admin_gid : 0,
 			&fd, err, err_size);
 	if (r == 0)
 		admin_listen(fd);
 	return r;
 }
-
-/* ---- the lifecycle's hooks: what a sandbox's life reports to the parts above it ---- */
-
-static void hook_created(void *ctx, struct sandbox *sb, int64_t took_ms)
-{
-	(void)ctx;
-	if (!sb->pool)
-		metrics_provision(took_ms);
-	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
-}
-
-static void hook_claim_refused(void *ctx, struct sandbox *sb)
-{
-	(void)ctx;
-	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
-	sb->waiter = -1;
-}
-
-static void hook_claim_send(void *ctx, struct sandbox *sb)
-{
-	(void)ctx;
-	agent_claim_send(sb);
-}
-
-static void hook_create_failed(void *ctx, struct sandbox *sb)
-{
-	(void)ctx;
-	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
-}
-
-static void hook_removed(void *ctx, struct sandbox *sb)
-{
-	(void)ctx;
-	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 200);
-}
-
-static void hook_pid_known(void *ctx, struct sandbox *sb)
-{
-	(void)ctx;
-	agent_pid_known(sb);
-}
-
-static void hook_agent_drop(void *ctx, struct sandbox *sb, const char *why)
-{
-	(void)ctx;
-	agent_drop(sb, why);
-}
-
-static void hook_stopped(void *ctx, struct sandbox *sb, const char *exec_why, const char *run_why)
-{
-	(void)ctx;
-	egress_listener_stop(sb);
-	exec_sandbox_gone(sb, exec_why);
-	runlog_stop(sb, run_why);
-}
-
-static void untraced_drop(const struct sandbox *sb);
-
-static void hook_released(void *ctx, struct sandbox *sb)
-{
-	(void)ctx;
-	agent_forget(sb);
-	egress_listener_drop(sb);
-	untraced_drop(sb);
-}
-
-/* A taint seen while the sandbox's run is closed (the engine's events replayed after a
- * restart come before its agent is back) is logged and kept at once; its trace event waits
- * here for the run to open. */
-static struct untraced {
-	struct sandbox *sb;
-	uint32_t gen;
-	enum posture_reason reason;
-	const char *source;           /* a fixed word */
-} untraced[LIMIT_TAINTS_UNTRACED];
-static uint32_t nuntraced;
-
-static void hook_tainted(void *ctx, struct sandbox *sb, enum rt_event kind, const char *source)
-{
-	enum posture_reason r = kind == RT_EV_EXEC ? POSTURE_DIRECT_DOCKER_EXEC
-				: kind == RT_EV_NET_CONNECT ? POSTURE_NETWORK_ATTACHED
-				: POSTURE_CONTAINER_CHANGED;
-
-	(void)ctx;
-	if (posture_taint(sb, r, source) != 1 || sb->run.open)
-		return;
-	if (nuntraced == LIMIT_TAINTS_UNTRACED) {
-		log_warn("taint not traced: too many wait for their runs", "name=%s reason=%s",
-			 log_q(sb->name), log_q(posture_reason_name(r)));
-		return;
-	}
-	untraced[nuntraced++] = (struct untraced){ sb, sb->gen, r, source };
-}
-
-static void untraced_drop(const struct sandbox *sb)
-{
-	uint32_t k = 0;
-
-	for (uint32_t i = 0; i < nuntraced; i++)
-		if (untraced[i].sb != sb)
-			untraced[k++] = untraced[i];
-	nuntraced = k;
-}
-
-static void hook_agent_ready(void *ctx, struct sandbox *sb)
-{
-	uint32_t k = 0;
-
-	(void)ctx;
-	for (uint32_t i = 0; i < nuntraced; i++) {
-		struct untraced *u = &untraced[i];
-		const char *kv[] = { "reason", posture_reason_name(u->reason), "source", u->source,
-				     "tier", posture_tier(&sb->posture), "traced", "when_run_opened",
-				     NULL };
-
-		if (u->sb != sb || !sb->run.open) {
-			untraced[k++] = *u;
-			continue;
-		}
-		if (u->gen == sb->gen)
-			runlog_event_fields(sb, "posture_taint", kv);
-	}
-	nuntraced = k;
-}
-
-/* An operator's network is T0 (operator_network) whatever the engine says of it; only its
- * other networks matter, and those come as a taint. */
-static void hook_network_read(void *ctx, struct sandbox *sb, bool ok, const char *why)
-{
-	(void)ctx;
-	if (sb->net_managed || sb->vm)
-		posture_set_network(sb, ok, why);
-}
-
-const struct lifecycle_hooks agenticd_hooks = {
-	.created = hook_created,
-	.create_failed = hook_create_failed,
-	.claim_refused = hook_claim_refused,
-	.claim_send = hook_claim_send,
-	.removed = hook_removed,
-	.pid_known = hook_pid_known,
-	.agent_drop = hook_agent_drop,
-	.stopped = hook_stopped,
-	.released = hook_released,
-	.tainted = hook_tainted,
-	.network_read = hook_network_read,
-	.agent_ready = hook_agent_ready,
-	.agent_is_ready = agent_is_ready,
-};
 
 /* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a
  * broken lifecycle invariant then aborts like a late allocation does. */
@@ -784,52 +642,53 @@ static int run_loop(struct daemon *d)
 	}
 }
 
-int agenticd_main(int argc, char **argv)
+/* -c FILE, or nothing: 0, or 2 with the usage printed. */
+static int parse_args(int argc, char **argv, const char **path, bool *explicit_path)
 {
-	struct daemon *d = &daemon_state;
-	struct budget b;
-	char err[1024], self[LIMIT_PATH_BYTES], sha[65];
-	const char *path = CONFIG_PATH_DEFAULT;
-	bool explicit_path = false;
-	struct group *gr;
-	uint8_t *region;
-	ssize_t n;
-	int r, profile_bytes;
-
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-c") == 0 && i + 1 < argc) {
-			path = argv[++i];
-			explicit_path = true;
+			*path = argv[++i];
+			*explicit_path = true;
 		} else {
 			fprintf(stderr, "agenticd: unknown argument %s\n%s", argv[i], agenticd_help);
 			return 2;
 		}
 	}
-	agenticd = d;
-	d->lock_fd = d->epfd = -1;
+	return 0;
+}
+
+/* The config read, checked and applied, and the seccomp profile it names: its size, or -1
+ * (the error printed: exit 2). */
+static int config_read(struct daemon *d, const char *path, bool explicit_path)
+{
+	char err[1024];
+	int profile_bytes;
+
 	config_defaults(&d->cfg);
 	if (config_load(&d->cfg, path, explicit_path, err, sizeof(err)) != 0) {
 		fprintf(stderr, "agenticd: %s\n", err);
-		return 2;
+		return -1;
 	}
 	config_apply_env(&d->cfg);
 	if (config_validate(&d->cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "agenticd: %s: %s\n", path, err);
-		return 2;
+		return -1;
 	}
 	config_log_apply(&d->cfg);
 	profile_bytes = seccomp_opt_for(&d->cfg, d->seccomp_opt, sizeof(d->seccomp_opt), err,
 					sizeof(err));
-	if (profile_bytes < 0) {
+	if (profile_bytes < 0)
 		fprintf(stderr, "agenticd: %s\n", err);
-		return 2;
-	}
-	if (geteuid() != 0)
-		return fail("refusing to start", "agenticd runs as root (it owns the sockets, the "
-			    "agentshare and the Docker engine's socket)");
-	log_info("starting", "version=%s config=%s", AGENTIC_VERSION, log_q(path));
-	log_info("seccomp profile", "source=%s bytes=%d",
-		 d->cfg.seccomp_profile[0] ? log_q(d->cfg.seccomp_profile) : "builtin", profile_bytes);
+	return profile_bytes;
+}
+
+/* Who and where agenticd is: root, its own binary, in a container or not, the admin group. */
+static int self_identify(struct daemon *d)
+{
+	char self[LIMIT_PATH_BYTES];
+	struct group *gr;
+	ssize_t n;
+
 	host_warn_subuid(&d->cfg, "/etc/subuid");
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0)
@@ -845,35 +704,44 @@ int agenticd_main(int argc, char **argv)
 	if (!gr)
 		log_warn("admin group absent: the admin API is root only", "group=%s",
 			 log_q(d->cfg.admin_group));
+	return 0;
+}
 
-	if ((r = host_paths_above(d, err, sizeof(err))) != 0)
-		return fail("refusing to start", err);
-	if (budget_compute(&d->cfg, &b) != 0)
+/* The memory budget computed, the heap reserved and the region mapped (*region), logged. */
+static int budget_take(struct daemon *d, struct budget *b, uint8_t **region)
+{
+	int r;
+
+	if (budget_compute(&d->cfg, b) != 0)
 		return fail("configuration out of range", "max_sandboxes, max_streams_per_connection "
 			    "or max_message_bytes is outside what the gRPC server takes");
 	/* the profile sets are static and not touched yet: counted whole */
-	b.image = image_bytes() + LIMIT_DAEMON_SLACK_BYTES + profiles_storage_bytes();
-	if ((r = alloc_budget(b.total_heap)) != 0)
+	b->image = image_bytes() + LIMIT_DAEMON_SLACK_BYTES + profiles_storage_bytes();
+	if ((r = alloc_budget(b->total_heap)) != 0)
 		return fail("cannot reserve the memory budget", err_str(r));
-	region = mmap(NULL, b.total_region, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (region == MAP_FAILED)
+	*region = mmap(NULL, b->total_region, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (*region == MAP_FAILED)
 		return fail("cannot reserve the memory budget", strerror(errno));
-	d->budget = b.total_region + b.total_heap + b.image + b.execs + b.verify;
+	d->budget = b->total_region + b->total_heap + b->image + b->execs + b->verify;
 	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
 		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
 		 "agent_guest_connections=%u grpc_bytes=%zu admin_grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu "
 		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu verify_bytes=%zu", d->budget,
-		 d->cfg.max_sandboxes, b.sandboxes, sizeof(struct sandbox),
-		 d->cfg.max_admin_connections, b.admin, b.gcfg.reserved_connections,
-		 b.gcfg.max_connections, b.grpc, b.agrpc, b.docker,
-		 b.scratch, exec_table_slots(), b.execs, b.image, b.verify);
-	if ((r = docker_client_init(&d->dc, &b.dcfg)) != 0)
-		return fail("cannot set up the Docker client", err_str(r));
-	if (setup_loop(d) != 0)
-		return fail("cannot set up the event loop", strerror(errno));
-	if ((r = setup_tables(d, &b, region)) != 0)
-		return fail("cannot set up the gRPC server", err_str(r));
+		 d->cfg.max_sandboxes, b->sandboxes, sizeof(struct sandbox),
+		 d->cfg.max_admin_connections, b->admin, b->gcfg.reserved_connections,
+		 b->gcfg.max_connections, b->grpc, b->agrpc, b->docker,
+		 b->scratch, exec_table_slots(), b->execs, b->image, b->verify);
+	return 0;
+}
+
+/* The host side, under the lock: the state directories, the workers a killed agenticd left,
+ * the init's copy and the paths bound into sandboxes checked, the owner label. */
+static int host_take(struct daemon *d)
+{
+	char err[1024], sha[65];
+	int r;
+
 	if (host_prepare_dirs(&d->cfg, d->admin_group_known, d->admin_gid, err, sizeof(err)) != 0 ||
 	    host_lock(&d->cfg, &d->lock_fd, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
@@ -893,6 +761,23 @@ int agenticd_main(int argc, char **argv)
 	snprintf(d->owner_label, sizeof(d->owner_label), "agentic-daemon=%.16s", d->owner);
 	log_info("owner", "label=%s agentshare_root=%s", d->owner_label,
 		 log_q(d->cfg.agentshare_root));
+	return 0;
+}
+
+/* Everything taken and started, in order, up to the sockets serving. */
+static int start_up(struct daemon *d, struct budget *b, uint8_t *region)
+{
+	char err[1024];
+	int r;
+
+	if ((r = docker_client_init(&d->dc, &b->dcfg)) != 0)
+		return fail("cannot set up the Docker client", err_str(r));
+	if (setup_loop(d) != 0)
+		return fail("cannot set up the event loop", strerror(errno));
+	if ((r = setup_tables(d, b, region)) != 0)
+		return fail("cannot set up the gRPC server", err_str(r));
+	if ((r = host_take(d)) != 0)
+		return r;
 	profiles_init(&d->cfg);
 	if (engine_checks(d) != 0)
 		return 1;
@@ -906,6 +791,16 @@ int agenticd_main(int argc, char **argv)
 		log_warn("this kernel cannot refuse descriptors passed on the agent and admin "
 			 "sockets (SO_PASSRIGHTS, Linux 6.16): a process that reaches them can stall "
 			 "agenticd with a socket whose close lingers; run a newer kernel", NULL);
+	return 0;
+}
+
+/* Sealed, ready, the loop run to the stop; what is left closed. */
+static int serve(struct daemon *d)
+{
+	struct alloc_stats st;
+	ssize_t n;
+	int r;
+
 	alloc_seal();
 	d->rt->ops->start(d->rt->self);
 	lifecycle_tick(clock_mono_ms());
@@ -921,13 +816,42 @@ int agenticd_main(int argc, char **argv)
 		log_warn("workspace deletions still running at the stop", "children=%zd", n);
 	grpc_server_close(d->admin_grpc);
 	grpc_server_close(d->grpc);
-	{
-		struct alloc_stats st;
-
-		alloc_stats(&st);
-		if (st.after_seal)
-			log_error("allocations after start-up", "count=%zu", st.after_seal);
-	}
+	alloc_stats(&st);
+	if (st.after_seal)
+		log_error("allocations after start-up", "count=%zu", st.after_seal);
 	log_info("stopped", "sandboxes=%u note=%s", sandbox_live(), "\"sandboxes keep running\"");
 	return r;
+}
+
+int agenticd_main(int argc, char **argv)
+{
+	struct daemon *d = &daemon_state;
+	struct budget b;
+	char err[1024];
+	const char *path = CONFIG_PATH_DEFAULT;
+	bool explicit_path = false;
+	uint8_t *region;
+	int r, profile_bytes;
+
+	if (parse_args(argc, argv, &path, &explicit_path) != 0)
+		return 2;
+	agenticd = d;
+	d->lock_fd = d->epfd = -1;
+	if ((profile_bytes = config_read(d, path, explicit_path)) < 0)
+		return 2;
+	if (geteuid() != 0)
+		return fail("refusing to start", "agenticd runs as root (it owns the sockets, the "
+			    "agentshare and the Docker engine's socket)");
+	log_info("starting", "version=%s config=%s", AGENTIC_VERSION, log_q(path));
+	log_info("seccomp profile", "source=%s bytes=%d",
+		 d->cfg.seccomp_profile[0] ? log_q(d->cfg.seccomp_profile) : "builtin", profile_bytes);
+	if ((r = self_identify(d)) != 0)
+		return r;
+	if ((r = host_paths_above(d, err, sizeof(err))) != 0)
+		return fail("refusing to start", err);
+	if ((r = budget_take(d, &b, &region)) != 0)
+		return r;
+	if ((r = start_up(d, &b, region)) != 0)
+		return r;
+	return serve(d);
 }

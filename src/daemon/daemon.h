@@ -1,48 +1,30 @@
-/* daemon.h: the daemon's own state (struct daemon, the one `agenticd`) and the loop's epoll
- * tags. Everything else has a header per concern: sandbox.h (the table), lifecycle.h (a
- * sandbox's life), runtime.h (what runs it; runtime_docker.h, engine.h), netpool.h, agent.h,
- * host.h, share.h, recover.h, and the front ends' admin.h, exec.h, request.h, runlog.h and
- * metrics.h. Those below the front ends never include this one (tools/check-layers).
+/* daemon.h: agenticd's own state (struct daemon, the one `agenticd`) and the lifecycle's hooks
+ * as it wires them, for daemon/ and the tests that stand a daemon up. No module includes this:
+ * each has a header of its own (its interface), and the loop's epoll tags are base/looptag.h.
  *
  * One process, one thread, one epoll loop. Every table is sized from the config and taken once
  * at start from one region (daemon_budget says how much); nothing grows after. Runtime calls
  * never block the loop: each is an engine job stepped when its socket is ready. */
-#ifndef AGENTIC_MGMT_DAEMON_H
-#define AGENTIC_MGMT_DAEMON_H
+#ifndef AGENTIC_DAEMON_DAEMON_H
+#define AGENTIC_DAEMON_DAEMON_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "base/base.h"
-#include "docker/docker.h"
-#include "grpc/grpc.h"
-#include "http/http.h"
-#include "agent/agent.h"
+#include "base/looptag.h"
 #include "config/config.h"
-#include "egress/broker.h"
-#include "agent/exec.h"
-#include "workspace/host.h"
+#include "daemon/seccomp.h"
+#include "docker/docker.h"
 #include "lifecycle/lifecycle.h"
-#include "metrics/metrics.h"
 #include "lifecycle/netpool.h"
-#include "sandbox/reqcheck.h"
-#include "lifecycle/recover.h"
-#include "sandbox/request.h"
-#include "transcript/runlog.h"
 #include "runtime/runtime_docker.h"
 #include "runtime/runtime_vm.h"
-#include "sandbox/sandbox.h"
-#include "daemon/seccomp.h"
-#include "workspace/share.h"
-#include "verify/verify.h"
+#include "sandbox/reqcheck.h"
 
-/* ---- epoll tags: kind in the high 32 bits, an index in the low ---- */
-enum tag_kind { TAG_SIGNAL = 1, TAG_TIMER, TAG_ADMIN_LISTEN, TAG_ADMIN_CONN, TAG_GRPC, TAG_JOB,
-		TAG_ADMIN_GRPC, TAG_VERIFY, TAG_EGRESS_DATA, TAG_EGRESS_CTL,
-		TAG_EGRESS_LISTEN, TAG_VM };
+struct grpc_server;
 
-/* ---- the daemon ---- */
 struct daemon {
 	struct config cfg;
 	struct docker_client dc;
@@ -80,9 +62,5 @@ extern struct daemon *agenticd;
 /* The lifecycle's hooks as agenticd wires them: answers to the admin API, exec sessions and
  * transcripts ended, the agent socket told (tests/sim runs these, with its own answers). */
 extern const struct lifecycle_hooks agenticd_hooks;
-
-/* agenticd.c */
-void agenticd_watch(int fd, uint32_t events, enum tag_kind kind, uint32_t index);
-void agenticd_unwatch(int fd);
 
 #endif

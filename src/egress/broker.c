@@ -36,7 +36,11 @@
 #include "egress/policy.h"
 #include "egress/route.h"
 #include "json/json.h"
-#include "daemon/daemon.h"
+#include "base/looptag.h"
+#include "config/config.h"
+#include "lifecycle/lifecycle.h"
+#include "metrics/metrics.h"
+#include "sandbox/sandbox.h"
 #include "egress/broker.h"
 
 #define CTL_BYTES (16u * 1024u)        /* a control packet, at most */

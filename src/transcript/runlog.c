@@ -14,7 +14,10 @@
 #include <unistd.h>
 
 #include "json/json.h"
-#include "daemon/daemon.h"
+#include "base/base.h"
+#include "config/config.h"
+#include "sandbox/sandbox.h"
+#include "workspace/host.h"
 #include "transcript/runlog.h"
 
 static const char *const file_names[RUN_FILES] = {

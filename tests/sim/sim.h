@@ -13,7 +13,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agent/agent.h"
+#include "agent/exec.h"
 #include "daemon/daemon.h"
+#include "lifecycle/recover.h"
+#include "workspace/host.h"
+#include "workspace/share.h"
 
 /* ---- the PRNG: splitmix64, seeded per run; nothing else may decide ---- */
 extern uint64_t sim_rng;

@@ -20,6 +20,7 @@
 #include "daemon/daemon.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
+#include "lifecycle/recover.h"
 #include "workspace/share.h"
 
 #define NSB 4

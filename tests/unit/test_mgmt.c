@@ -13,7 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/exec.h"
 #include "daemon/daemon.h"
+#include "workspace/host.h"
+#include "workspace/share.h"
 
 #define NSB 4
 
