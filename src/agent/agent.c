@@ -449,25 +449,24 @@ static void out_ack_send(struct sandbox *sb)
 
 	if (!sb->agent || !sb->agent_output_ack)
 		return;
-	oa.stdout = sb->out_next[0];
-	oa.stderr = sb->out_next[1];
-	oa.results = sb->out_results;
-	oa.resume = sb->out_resume_owed;
-	oa.epoch = sb->out_epoch;
+	oa.stdout = transcript_of(sb)->out_next[0];
+	oa.stderr = transcript_of(sb)->out_next[1];
+	oa.results = transcript_of(sb)->out_results;
+	oa.resume = transcript_of(sb)->out_resume_owed;
+	oa.epoch = transcript_of(sb)->out_epoch;
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_OUTPUT_ACK;
 	m.output_ack = &oa;
 	r = grpc_call_send(sb->agent, &m.base);
 	if (r == -EAGAIN) {
-		sb->out_ack_owed = true;
+		transcript_out_ack_owed(sb, true);
 		return;
 	}
-	sb->out_ack_owed = false;
+	transcript_out_ack_owed(sb, false);
 	if (r < 0) {
 		agent_drop(sb, "cannot send an output ack");
 		return;
 	}
-	sb->out_resume_owed = false;
-	sb->out_unacked = 0;
+	transcript_out_acked(sb);
 }
 
 /* The init is to send again all it holds, in a new epoch: what arrives stamped with an older
@@ -478,10 +477,7 @@ static void out_resume(struct sandbox *sb)
 		return;
 	/* a new epoch for each resume, even one that must wait for queue room: chunks sent
 	 * before the init hears of it must never match */
-	if (!sb->out_resume_owed)
-		sb->out_epoch++;
-	sb->out_stalled = false;
-	sb->out_resume_owed = true;
+	transcript_out_resume(sb);
 	out_ack_send(sb);
 }
 
@@ -490,8 +486,7 @@ static void out_resume(struct sandbox *sb)
  * workload blocks meanwhile, once the init's buffers are full: no byte is lost. */
 static void out_stall(struct sandbox *sb)
 {
-	sb->out_stalled = true;
-	sb->out_retry_ms = clock_mono_ms() + OUT_RETRY_MS;
+	transcript_out_stall(sb, clock_mono_ms() + OUT_RETRY_MS);
 }
 
 void agent_tick(int64_t now)
@@ -499,14 +494,14 @@ void agent_tick(int64_t now)
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		struct sandbox *sb = sandbox_slot(i);
 
-		if (sb->state == SB_FREE || !sb->agent || !sb->agent_ready || !sb->out_stalled ||
-		    now < sb->out_retry_ms)
+		if (sb->state == SB_FREE || !sb->agent || !sb->agent_ready || !transcript_of(sb)->out_stalled ||
+		    now < transcript_of(sb)->out_retry_ms)
 			continue;
 		/* a run that could not be opened (a full disk at a container restart) is tried
 		 * again first: until it is open nothing can be written */
-		if (!sb->run.open)
+		if (!transcript_of(sb)->run.open)
 			runlog_ready(sb);
-		if (sb->run.open)
+		if (transcript_of(sb)->run.open)
 			out_resume(sb);
 		else
 			out_stall(sb);
@@ -520,21 +515,21 @@ int64_t agent_next_deadline(void)
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		const struct sandbox *sb = sandbox_slot(i);
 
-		if (sb->state != SB_FREE && sb->agent && sb->out_stalled && sb->out_retry_ms < next)
-			next = sb->out_retry_ms;
+		if (sb->state != SB_FREE && sb->agent && transcript_of(sb)->out_stalled && transcript_of(sb)->out_retry_ms < next)
+			next = transcript_of(sb)->out_retry_ms;
 	}
 	return next;
 }
 
 static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChunk *o, int s)
 {
-	uint64_t next = sb->out_next[s], end = o->offset + o->data.len, skip;
+	uint64_t next = transcript_of(sb)->out_next[s], end = o->offset + o->data.len, skip;
 	size_t n;
 
-	if (o->epoch != sb->out_epoch || sb->out_stalled || sb->out_resume_owed ||
+	if (o->epoch != transcript_of(sb)->out_epoch || transcript_of(sb)->out_stalled || transcript_of(sb)->out_resume_owed ||
 	    !o->data.len || end <= next)
 		return;
-	if (!sb->run.open) {
+	if (!transcript_of(sb)->run.open) {
 		out_stall(sb);
 		return;
 	}
@@ -545,11 +540,11 @@ static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChun
 		 * (acked before the restart): they count as dropped. Any other gap is a slip: the
 		 * init is asked to send again rather than bytes skipped. Logged once per stream,
 		 * so an init cannot flood the log. */
-		if (!sb->out_gap_logged)
+		if (!transcript_of(sb)->out_gap_logged)
 			log_warn("transcript gap", "name=%s stream=%s bytes=%llu accepted=%d", log_q(sb->name),
 				 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next),
 				 next == 0);
-		sb->out_gap_logged = true;
+		transcript_out_gap_logged(sb);
 		if (next != 0 && !runlog_skip(sb, s, o->offset - next)) {
 			out_resume(sb);
 			return;
@@ -558,26 +553,25 @@ static void out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChun
 	}
 	skip = next - o->offset;
 	n = exec_output(sb, o->stream_id, s, o->data.data + skip, o->data.len - skip, true);
-	sb->out_next[s] = next + n;
-	sb->out_unacked += n + OUT_RECORD_BYTES;
+	transcript_out_took(sb, s, next + n, n + OUT_RECORD_BYTES);
 	if (n < o->data.len - skip)
 		out_stall(sb);
-	else if (sb->out_unacked >= OUT_ACK_BYTES)
+	else if (transcript_of(sb)->out_unacked >= OUT_ACK_BYTES)
 		out_ack_send(sb);
 }
 
 static void out_result(struct sandbox *sb, const Agentic__Sandbox__V1__CommandResult *r)
 {
-	if (r->epoch != sb->out_epoch || sb->out_stalled || sb->out_resume_owed ||
-	    r->seq <= sb->out_results)
+	if (r->epoch != transcript_of(sb)->out_epoch || transcript_of(sb)->out_stalled || transcript_of(sb)->out_resume_owed ||
+	    r->seq <= transcript_of(sb)->out_results)
 		return;
-	if (!sb->run.open ||
+	if (!transcript_of(sb)->run.open ||
 	    !exec_result(sb, r->command_id, r->exit_code, r->duration_ms, r->duration_us, r->error,
 			 r->seq)) {
 		out_stall(sb);
 		return;
 	}
-	sb->out_results = r->seq;
+	transcript_out_result(sb, r->seq);
 	out_ack_send(sb);
 }
 
@@ -690,8 +684,8 @@ static void connect_start(struct grpc_call *call)
 	sb->agent_authed = false;
 	sb->agent_registered = false;
 	sb->agent_ready = false;
-	sb->agent_output_ack = sb->out_stalled = sb->out_ack_owed = sb->out_resume_owed = false;
-	sb->out_gap_logged = false;
+	sb->agent_output_ack = false;
+	transcript_out_connect(sb);
 	sb->agent_seen_ms = clock_wall_ms();
 	grpc_call_set_user(call, sb);
 	/* Right after start the container's pid may not be known yet: the check then waits
@@ -873,7 +867,7 @@ static void connect_writable(struct grpc_call *call)
 
 	if (!sb || sb->agent != call)
 		return;
-	if (sb->out_ack_owed)
+	if (transcript_of(sb)->out_ack_owed)
 		out_ack_send(sb);
 	exec_agent_writable(sb);
 }

@@ -69,6 +69,7 @@ struct budget {
 	size_t execs;                  /* the exec session table: static, touched as it is used */
 	size_t verify;                 /* the verifier's runs and buffers: the same */
 	size_t egress;                 /* the egress slots and their buffers */
+	size_t transcripts;            /* the transcript state of each sandbox slot */
 	struct grpc_server_config gcfg;
 	struct grpc_server_config acfg; /* gRPC Exec on the admin socket */
 	struct docker_client_config dcfg;
@@ -125,6 +126,7 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->dcfg.read_timeout_ms = cfg->stop_grace_ms + 30000 > 60000 ? (int)cfg->stop_grace_ms + 30000
 								      : 60000;
 	b->sandboxes = round64((size_t)cfg->max_sandboxes * sizeof(struct sandbox));
+	b->transcripts = round64((size_t)cfg->max_sandboxes * sizeof(struct transcript_sb));
 	b->admin = round64((size_t)cfg->max_admin_connections * sizeof(struct admin_conn));
 	/* the runtime's call slots: one per sandbox and the warm pool's */
 	b->jobs = round64(runtime_docker_storage_bytes(RT_SLOTS(cfg->max_sandboxes)));
@@ -147,7 +149,8 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->docker = heap_block(docker_client_footprint(&b->dcfg));
 	b->scratch = 2 * heap_block(recover_scratch_bytes(cfg->max_sandboxes));
 	b->egress = round64(egress_storage_bytes(cfg));
-	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc + b->egress;
+	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc + b->egress +
+			  b->transcripts;
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + heap_block(runtime_vm_storage_bytes(cfg->max_sandboxes)) +
 			(1u << 20);
@@ -250,12 +253,14 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	uint32_t nsub = 1u << (28 - cfg->subnet_pool_prefix);
 	uint32_t nuid = cfg->control_uid_max - cfg->control_uid_min + 1;
 	struct sandbox *sb;
+	struct transcript_sb *transcripts;
 	struct admin_conn *conns;
 	uint64_t *uid_bits, *subnet_bits, *foreign_bits;
 	int r;
 
 	d->nsb = cfg->max_sandboxes;
 	sb = carve(&p, b->sandboxes);
+	transcripts = carve(&p, b->transcripts);
 	conns = carve(&p, b->admin);
 	d->rt_storage = carve(&p, runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
 	uid_bits = carve(&p, ((nuid + 63) / 64) * 8);
@@ -277,7 +282,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 		.in_container = d->in_container, .engine_place = d->engine_place, .vm = &d->vm,
 	});
 	agent_init(cfg, d->grpc);
-	runlog_init(cfg);
+	transcript_init(transcripts, d->nsb);
 	recover_init(cfg, &d->pool);
 	return 0;
 }
@@ -388,7 +393,7 @@ static void hook_tainted(void *ctx, struct sandbox *sb, enum rt_event kind, cons
 				: POSTURE_CONTAINER_CHANGED;
 
 	(void)ctx;
-	if (posture_taint(sb, r, source) != 1 || sb->run.open)
+	if (posture_taint(sb, r, source) != 1 || transcript_of(sb)->run.open)
 		return;
 	if (nuntraced == LIMIT_TAINTS_UNTRACED) {
 		log_warn("taint not traced: too many wait for their runs", "name=%s reason=%s",
@@ -419,7 +424,7 @@ static void hook_agent_ready(void *ctx, struct sandbox *sb)
 				     "tier", posture_tier(&sb->posture), "traced", "when_run_opened",
 				     NULL };
 
-		if (u->sb != sb || !sb->run.open) {
+		if (u->sb != sb || !transcript_of(sb)->run.open) {
 			untraced[k++] = *u;
 			continue;
 		}
