@@ -61,6 +61,7 @@ void admin_sandbox_json(struct json_writer *w, const struct sandbox *sb)
 {
 	const struct config *cfg = sandbox_config();
 	const struct transcript_sb *t = transcript_of(sb);
+	const struct run *run = &t->run;
 	char path[LIMIT_PATH_BYTES];
 
 	json_obj_begin(w);
@@ -98,13 +99,13 @@ void admin_sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	sandbox_time_write(w, "ready_at", sb->ready_ms);
 	/* the run's transcript, and why it is not being written (a full disk): its output waits */
 	json_key(w, "run");
-	if (t->run.open)
-		json_str_write(w, t->run.name);
+	if (run->open)
+		json_str_write(w, run->name);
 	else
 		json_null_write(w);
 	json_key(w, "transcript_error");
-	if (t->run.error)
-		json_str_write(w, strerror(-t->run.error));
+	if (run->error)
+		json_str_write(w, strerror(-run->error));
 	else
 		json_null_write(w);
 	json_key(w, "workspace");

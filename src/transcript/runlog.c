@@ -285,11 +285,13 @@ static void metrics_json(struct json_writer *w, const struct sandbox *sb,
 }
 
 /* metrics.json replaced by text: a reader never sees half a file (temp, then rename). */
-static void metrics_replace(struct sandbox *sb, const struct transcript_sb *t, const struct buf *b)
+static void metrics_replace(struct sandbox *sb, int dfd, const struct buf *b)
 {
-	int fd = openat(t->run.dirfd, "metrics.json.tmp", O_WRONLY | O_CREAT | O_TRUNC |
-			O_CLOEXEC | O_NOFOLLOW, 0600);
+	int fd;
 
+	ASSERT(dfd >= 0); /* an open run has its directory */
+	fd = openat(dfd, "metrics.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+		    O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		write_error(sb, RUN_EVENTS, errno);
 		return;
@@ -297,11 +299,11 @@ static void metrics_replace(struct sandbox *sb, const struct transcript_sb *t, c
 	if (write(fd, b->data, b->len) != (ssize_t)b->len) {
 		write_error(sb, RUN_EVENTS, errno ? errno : ENOSPC);
 		close(fd);
-		unlinkat(t->run.dirfd, "metrics.json.tmp", 0);
+		unlinkat(dfd, "metrics.json.tmp", 0);
 		return;
 	}
 	close(fd);
-	if (renameat(t->run.dirfd, "metrics.json.tmp", t->run.dirfd, "metrics.json") != 0)
+	if (renameat(dfd, "metrics.json.tmp", dfd, "metrics.json") != 0)
 		write_error(sb, RUN_EVENTS, errno);
 }
 
@@ -315,13 +317,12 @@ static void write_metrics(struct sandbox *sb, bool final)
 	t->run.metrics_due = 0;
 	if (!t->run.open)
 		return;
-	ASSERT(t->run.dirfd >= 0);
 	buf_init(&b, store, sizeof(store));
 	json_writer_init(&w, &b);
 	metrics_json(&w, sb, t, final);
 	if (json_writer_finish(&w) != 0 || buf_append(&b, "\n", 1) != 0)
 		return;
-	metrics_replace(sb, t, &b);
+	metrics_replace(sb, t->run.dirfd, &b);
 }
 
 static int instance_fd(const struct sandbox *sb)

@@ -80,42 +80,48 @@ void transcript_op(const struct transcript_sb *tc, enum transcript_op op, uint64
 	struct transcript_sb *t = (struct transcript_sb *)tc; /* the table's: not const */
 	uint64_t *next;
 
+	/* switches of four cases at most: compares, no jump table in the read-only data */
 	switch (op) {
 	case TR_CHARGE:
 		t->used += a;
-		break;
-	case TR_OUT_CONNECT:
-		t->out_stalled = t->out_ack_owed = t->out_resume_owed = false;
-		t->out_gap_logged = false;
-		break;
-	case TR_OUT_ACK_OWED:
-		t->out_ack_owed = a;
-		break;
-	case TR_OUT_ACKED:
-		t->out_resume_owed = false;
-		t->out_unacked = 0;
-		break;
-	case TR_OUT_RESUME:
-		if (!t->out_resume_owed)
-			t->out_epoch++;
-		t->out_stalled = false;
-		t->out_resume_owed = true;
-		break;
+		return;
 	case TR_OUT_STALL:
 		t->out_stalled = true;
 		t->out_retry_ms = (int64_t)a;
-		break;
-	case TR_OUT_GAP:
-		t->out_gap_logged = true;
-		break;
+		return;
 	case TR_OUT_TOOK:
 		next = &t->out_next[a & 1];
 		ASSERT(b >= *next); /* offsets only go forward */
 		*next = b;
 		t->out_unacked += a >> 1;
-		break;
+		return;
 	case TR_OUT_RESULT:
 		t->out_results = a;
+		return;
+	default:
 		break;
 	}
+	switch (op) {
+	case TR_OUT_CONNECT:
+		t->out_stalled = t->out_ack_owed = t->out_resume_owed = false;
+		t->out_gap_logged = false;
+		return;
+	case TR_OUT_ACK_OWED:
+		t->out_ack_owed = a;
+		return;
+	case TR_OUT_ACKED:
+		t->out_resume_owed = false;
+		t->out_unacked = 0;
+		return;
+	case TR_OUT_RESUME:
+		if (!t->out_resume_owed)
+			t->out_epoch++;
+		t->out_stalled = false;
+		t->out_resume_owed = true;
+		return;
+	default:
+		break;
+	}
+	if (op == TR_OUT_GAP)
+		t->out_gap_logged = true;
 }
