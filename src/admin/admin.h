@@ -210,4 +210,7 @@ extern const size_t admin_grpc_nmethods;
 extern const struct exec_sink_ops admin_grpc_sink_ops;
 void admin_grpc_pump(struct admin_conn *c);
 
+/* ---- admin_sandbox.c: a sandbox as JSON (the API's view of it) ---- */
+void admin_sandbox_json(struct json_writer *w, const struct sandbox *sb);
+
 #endif

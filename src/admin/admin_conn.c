@@ -223,7 +223,7 @@ void admin_respond_sandbox(struct admin_conn *c, int status, const struct sandbo
 
 	buf_init(&b, item, sizeof(item));
 	json_writer_init(&w, &b);
-	sandbox_json(&w, sb);
+	admin_sandbox_json(&w, sb);
 	if (json_writer_finish(&w) != 0) {
 		admin_respond_error(c, 500, "internal", "the sandbox does not fit the response buffer");
 		return;
@@ -305,7 +305,7 @@ bool admin_sandbox_item(struct json_writer *w, uint32_t i)
 
 	if (sb->state == SB_FREE || sb->pool)
 		return false;
-	sandbox_json(w, sb);
+	admin_sandbox_json(w, sb);
 	return true;
 }
 

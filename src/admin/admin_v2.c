@@ -325,7 +325,7 @@ static void respond_probed(struct admin_conn *c, const struct sandbox *sb)
 
 	buf_init(&b, text, sizeof(text));
 	json_writer_init(&w, &b);
-	sandbox_json(&w, sb);
+	admin_sandbox_json(&w, sb);
 	if (json_writer_finish(&w) != 0 || b.len < 2) {
 		admin_respond_error(c, 500, "internal", "the sandbox does not fit the response buffer");
 		admin_flush(c);

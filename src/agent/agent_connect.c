@@ -195,8 +195,8 @@ static void connect_start(struct grpc_call *call)
 	a->authed = false;
 	a->registered = false;
 	a->ready = false;
-	a->output_ack = sb->out_stalled = sb->out_ack_owed = sb->out_resume_owed = false;
-	sb->out_gap_logged = false;
+	a->output_ack = false;
+	transcript_out_connect(sb);
 	a->seen_ms = clock_wall_ms();
 	grpc_call_set_user(call, sb);
 	/* Right after start the container's pid may not be known yet: the check then waits
@@ -376,7 +376,7 @@ static void connect_writable(struct grpc_call *call)
 
 	if (!sb || agent_slot(sb)->call != call)
 		return;
-	if (sb->out_ack_owed)
+	if (transcript_of(sb)->out_ack_owed)
 		agent_out_ack_send(sb);
 	exec_agent_writable(sb);
 }

@@ -31,25 +31,24 @@ void agent_out_ack_send(struct sandbox *sb)
 
 	if (!a->call || !a->output_ack)
 		return;
-	oa.stdout = sb->out_next[0];
-	oa.stderr = sb->out_next[1];
-	oa.results = sb->out_results;
-	oa.resume = sb->out_resume_owed;
-	oa.epoch = sb->out_epoch;
+	oa.stdout = transcript_of(sb)->out_next[0];
+	oa.stderr = transcript_of(sb)->out_next[1];
+	oa.results = transcript_of(sb)->out_results;
+	oa.resume = transcript_of(sb)->out_resume_owed;
+	oa.epoch = transcript_of(sb)->out_epoch;
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_OUTPUT_ACK;
 	m.output_ack = &oa;
 	r = grpc_call_send(a->call, &m.base);
 	if (r == -EAGAIN) {
-		sb->out_ack_owed = true;
+		transcript_out_ack_owed(sb, true);
 		return;
 	}
-	sb->out_ack_owed = false;
+	transcript_out_ack_owed(sb, false);
 	if (r < 0) {
 		agent_drop(sb, "cannot send an output ack");
 		return;
 	}
-	sb->out_resume_owed = false;
-	sb->out_unacked = 0;
+	transcript_out_acked(sb);
 }
 
 /* The init is to send again all it holds, in a new epoch: what arrives stamped with an older
@@ -60,10 +59,7 @@ void agent_out_resume(struct sandbox *sb)
 		return;
 	/* a new epoch for each resume, even one that must wait for queue room: chunks sent
 	 * before the init hears of it must never match */
-	if (!sb->out_resume_owed)
-		sb->out_epoch++;
-	sb->out_stalled = false;
-	sb->out_resume_owed = true;
+	transcript_out_resume(sb);
 	agent_out_ack_send(sb);
 }
 
@@ -72,8 +68,7 @@ void agent_out_resume(struct sandbox *sb)
  * workload blocks meanwhile, once the init's buffers are full: no byte is lost. */
 static void out_stall(struct sandbox *sb)
 {
-	sb->out_stalled = true;
-	sb->out_retry_ms = clock_mono_ms() + OUT_RETRY_MS;
+	transcript_out_stall(sb, clock_mono_ms() + OUT_RETRY_MS);
 }
 
 void agent_tick(int64_t now)
@@ -85,13 +80,13 @@ void agent_tick(int64_t now)
 		if (sb->state == SB_FREE)
 			continue;
 		a = agent_slot(sb);
-		if (!a->call || !a->ready || !sb->out_stalled || now < sb->out_retry_ms)
+		if (!a->call || !a->ready || !transcript_of(sb)->out_stalled || now < transcript_of(sb)->out_retry_ms)
 			continue;
 		/* a run that could not be opened (a full disk at a container restart) is tried
 		 * again first: until it is open nothing can be written */
-		if (!sb->run.open)
+		if (!transcript_of(sb)->run.open)
 			runlog_ready(sb);
-		if (sb->run.open)
+		if (transcript_of(sb)->run.open)
 			agent_out_resume(sb);
 		else
 			out_stall(sb);
@@ -105,9 +100,9 @@ int64_t agent_next_deadline(void)
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		const struct sandbox *sb = sandbox_slot(i);
 
-		if (sb->state != SB_FREE && agent_slot(sb)->call && sb->out_stalled &&
-		    sb->out_retry_ms < next)
-			next = sb->out_retry_ms;
+		if (sb->state != SB_FREE && agent_slot(sb)->call && transcript_of(sb)->out_stalled &&
+		    transcript_of(sb)->out_retry_ms < next)
+			next = transcript_of(sb)->out_retry_ms;
 	}
 	return next;
 }
@@ -118,11 +113,11 @@ void agent_out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChunk
 	size_t n;
 
 	ASSERT(s == 0 || s == 1);
-	next = sb->out_next[s];
-	if (o->epoch != sb->out_epoch || sb->out_stalled || sb->out_resume_owed ||
+	next = transcript_of(sb)->out_next[s];
+	if (o->epoch != transcript_of(sb)->out_epoch || transcript_of(sb)->out_stalled || transcript_of(sb)->out_resume_owed ||
 	    !o->data.len || end <= next)
 		return;
-	if (!sb->run.open) {
+	if (!transcript_of(sb)->run.open) {
 		out_stall(sb);
 		return;
 	}
@@ -133,11 +128,11 @@ void agent_out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChunk
 		 * (acked before the restart): they count as dropped. Any other gap is a slip: the
 		 * init is asked to send again rather than bytes skipped. Logged once per stream,
 		 * so an init cannot flood the log. */
-		if (!sb->out_gap_logged)
+		if (!transcript_of(sb)->out_gap_logged)
 			log_warn("transcript gap", "name=%s stream=%s bytes=%llu accepted=%d", log_q(sb->name),
 				 s ? "stderr" : "stdout", (unsigned long long)(o->offset - next),
 				 next == 0);
-		sb->out_gap_logged = true;
+		transcript_out_gap_logged(sb);
 		if (next != 0 && !runlog_skip(sb, s, o->offset - next)) {
 			agent_out_resume(sb);
 			return;
@@ -146,25 +141,24 @@ void agent_out_chunk(struct sandbox *sb, const Agentic__Sandbox__V1__OutputChunk
 	}
 	skip = next - o->offset;
 	n = exec_output(sb, o->stream_id, s, o->data.data + skip, o->data.len - skip, true);
-	sb->out_next[s] = next + n;
-	sb->out_unacked += n + OUT_RECORD_BYTES;
+	transcript_out_took(sb, s, next + n, n + OUT_RECORD_BYTES);
 	if (n < o->data.len - skip)
 		out_stall(sb);
-	else if (sb->out_unacked >= OUT_ACK_BYTES)
+	else if (transcript_of(sb)->out_unacked >= OUT_ACK_BYTES)
 		agent_out_ack_send(sb);
 }
 
 void agent_out_result(struct sandbox *sb, const Agentic__Sandbox__V1__CommandResult *r)
 {
-	if (r->epoch != sb->out_epoch || sb->out_stalled || sb->out_resume_owed ||
-	    r->seq <= sb->out_results)
+	if (r->epoch != transcript_of(sb)->out_epoch || transcript_of(sb)->out_stalled || transcript_of(sb)->out_resume_owed ||
+	    r->seq <= transcript_of(sb)->out_results)
 		return;
-	if (!sb->run.open ||
+	if (!transcript_of(sb)->run.open ||
 	    !exec_result(sb, r->command_id, r->exit_code, r->duration_ms, r->duration_us, r->error,
 			 r->seq)) {
 		out_stall(sb);
 		return;
 	}
-	sb->out_results = r->seq;
+	transcript_out_result(sb, r->seq);
 	agent_out_ack_send(sb);
 }

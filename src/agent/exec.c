@@ -221,10 +221,10 @@ static int request_send(struct sandbox *sb, struct grpc_call *call, struct exec 
 	/* A transcript that cannot be written (a full disk) starts nothing: the output of
 	 * what runs already waits for it. The start line goes first, so every command in
 	 * commands.log has its start. */
-	if (sb->run.error)
-		return sb->run.error;
+	if (transcript_of(sb)->run.error)
+		return transcript_of(sb)->run.error;
 	if (!runlog_command_start(sb, x->id, (char *const *)req->argv, req->argc))
-		return sb->run.error ? sb->run.error : -EIO;
+		return transcript_of(sb)->run.error ? transcript_of(sb)->run.error : -EIO;
 	r = grpc_call_send(call, &m->base);
 	if (r != 0) {
 		runlog_command_end(sb, x->id, -1, 0, 0); /* never started */
@@ -348,7 +348,7 @@ bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 	/* the client first: the log line is a write agenticd's log may make wait */
 	if (x->sink.ops)
 		x->sink.ops->done(x->sink.ctx, code, duration_ms, error,
-				  sb->run.error ? strerror(-sb->run.error) : NULL);
+				  transcript_of(sb)->run.error ? strerror(-transcript_of(sb)->run.error) : NULL);
 	log_info("exec ended", "name=%s id=%s exit_code=%d duration_ms=%lld init_us=%lld "
 		 "command_us=%lld", log_q(sb->name), log_q(id), (int)code, (long long)duration_ms,
 		 (long long)init_us, (long long)command_us);

@@ -72,6 +72,7 @@ struct budget {
 	size_t verify;                 /* the verifier's runs and buffers: the same */
 	size_t egress;                 /* the egress slots and their buffers */
 	size_t agents;                 /* the agent connection state of each sandbox slot */
+	size_t transcripts;            /* the transcript state of each sandbox slot */
 	struct grpc_server_config gcfg;
 	struct grpc_server_config acfg; /* gRPC Exec on the admin socket */
 	struct docker_client_config dcfg;
@@ -132,6 +133,7 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 								      : 60000;
 	b->sandboxes = round64((size_t)cfg->max_sandboxes * sizeof(struct sandbox));
 	b->agents = round64((size_t)cfg->max_sandboxes * sizeof(struct agent_sb));
+	b->transcripts = round64((size_t)cfg->max_sandboxes * sizeof(struct transcript_sb));
 	b->admin = round64((size_t)cfg->max_admin_connections * sizeof(struct admin_conn));
 	/* the runtime's call slots: one per sandbox and the warm pool's */
 	b->jobs = round64(runtime_docker_storage_bytes(RT_SLOTS(cfg->max_sandboxes)));
@@ -155,7 +157,7 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->scratch = 2 * heap_block(recover_scratch_bytes(cfg->max_sandboxes));
 	b->egress = round64(egress_storage_bytes(cfg));
 	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc + b->egress +
-			  b->agents;
+			  b->agents + b->transcripts;
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + heap_block(runtime_vm_storage_bytes(cfg->max_sandboxes)) +
 			(1u << 20);
@@ -259,6 +261,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	uint32_t nuid = cfg->control_uid_max - cfg->control_uid_min + 1;
 	struct sandbox *sb;
 	struct agent_sb *agents;
+	struct transcript_sb *transcripts;
 	struct admin_conn *conns;
 	uint64_t *uid_bits, *subnet_bits, *foreign_bits;
 	int r;
@@ -266,6 +269,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	d->nsb = cfg->max_sandboxes;
 	sb = carve(&p, b->sandboxes);
 	agents = carve(&p, b->agents);
+	transcripts = carve(&p, b->transcripts);
 	conns = carve(&p, b->admin);
 	d->rt_storage = carve(&p, runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
 	uid_bits = carve(&p, ((nuid + 63) / 64) * 8);
@@ -289,7 +293,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 		.in_container = d->in_container, .engine_place = d->engine_place, .vm = &d->vm,
 	});
 	agent_init(cfg, d->grpc, agents, d->nsb);
-	runlog_init(cfg);
+	transcript_init(transcripts, d->nsb);
 	recover_init(cfg, &d->pool);
 	return 0;
 }

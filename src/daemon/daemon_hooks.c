@@ -95,7 +95,7 @@ static void hook_tainted(void *ctx, struct sandbox *sb, enum rt_event kind, cons
 				: POSTURE_CONTAINER_CHANGED;
 
 	(void)ctx;
-	if (posture_taint(sb, r, source) != 1 || sb->run.open)
+	if (posture_taint(sb, r, source) != 1 || transcript_of(sb)->run.open)
 		return;
 	if (nuntraced == LIMIT_TAINTS_UNTRACED) {
 		log_warn("taint not traced: too many wait for their runs", "name=%s reason=%s",
@@ -126,7 +126,7 @@ static void hook_agent_ready(void *ctx, struct sandbox *sb)
 				     "tier", posture_tier(&sb->posture), "traced", "when_run_opened",
 				     NULL };
 
-		if (u->sb != sb || !sb->run.open) {
+		if (u->sb != sb || !transcript_of(sb)->run.open) {
 			untraced[k++] = *u;
 			continue;
 		}

@@ -41,6 +41,7 @@
 #include "lifecycle/lifecycle.h"
 #include "metrics/metrics.h"
 #include "sandbox/sandbox.h"
+#include "transcript/runlog.h"
 #include "egress/broker.h"
 
 #define CTL_BYTES (16u * 1024u)        /* a control packet, at most */
@@ -544,9 +545,9 @@ static void iso_ts(char *out, size_t cap)
 /* The run's egress.jsonl, O_APPEND; read and write, for the dropped line (audit_dropped). */
 static int audit_open(struct sandbox *sb)
 {
-	if (!sb->run.open || sb->run.dirfd < 0)
+	if (!transcript_of(sb)->run.open || transcript_of(sb)->run.dirfd < 0)
 		return ERR_STATE;
-	int fd = openat(sb->run.dirfd, "egress.jsonl",
+	int fd = openat(transcript_of(sb)->run.dirfd, "egress.jsonl",
 			O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 
 	return fd < 0 ? -errno : fd;
@@ -667,11 +668,11 @@ static int audit_put(struct sandbox *sb, const char *line, size_t len)
 	if (fstat(fd, &st) != 0)
 		r = -errno;
 	else if ((uint64_t)st.st_size + len + AUDIT_DROPPED_BYTES <= cfg->egress_audit_max_bytes &&
-		 sb->transcript_used + len <= sandbox_transcript_budget(sb)) {
+		 transcript_of(sb)->used + len <= sandbox_transcript_budget(sb)) {
 		/* the run's files share one budget: what the audit keeps is the transcript's too */
 		r = write(fd, line, len) == (ssize_t)len ? 0 : -errno;
 		if (r == 0)
-			sb->transcript_used += len;
+			transcript_charge(sb, len);
 	} else
 		r = audit_dropped(fd, st.st_size);
 	close(fd);
@@ -1575,7 +1576,7 @@ void egress_call_start(struct grpc_call *call, bool init_ok)
 		refuse(call, GRPC_FAILED_PRECONDITION, "egress is off for this sandbox");
 		return;
 	}
-	if (!sb->run.open) {
+	if (!transcript_of(sb)->run.open) {
 		refuse(call, GRPC_FAILED_PRECONDITION, "the sandbox has no open run to audit in");
 		return;
 	}
@@ -1807,7 +1808,7 @@ static void direct_start(struct sandbox *sb, int fd)
 	/* the workload's TLS handshake is small records each way: none waits for an ACK */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (stopping || sb->state != SB_READY || lifecycle_going(sb) || !sb->egress_json[0] ||
-	    !sb->run.open) {
+	    !transcript_of(sb)->run.open) {
 		direct_refuse(fd, answer_503, sizeof(answer_503) - 1);
 		return;
 	}
@@ -1892,7 +1893,7 @@ static int arm_slot(struct eslot *s, struct sandbox *sb, bool reuse)
 {
 	int r;
 
-	if (!sb->run.open || sb->run.dirfd < 0)
+	if (!transcript_of(sb)->run.open || transcript_of(sb)->run.dirfd < 0)
 		return 0;
 	/* a token now, or agenticd answers the next connection (429) */
 	if (!rate_take(sb))
@@ -1963,7 +1964,7 @@ static void disarm_stale(void)
 static bool armable(const struct sandbox *sb)
 {
 	return sb->state == SB_READY && sb->egress_armable && sb->egress_lfd >= 0 &&
-	       sb->egress_lfd_ok && sb->egress_json[0] && sb->run.open && !lifecycle_going(sb);
+	       sb->egress_lfd_ok && sb->egress_json[0] && transcript_of(sb)->run.open && !lifecycle_going(sb);
 }
 
 static void arm_all(void)
@@ -2541,7 +2542,7 @@ void egress_tick(int64_t now)
 
 		if (!b->suppressed || b->refused_sec == now / 1000)
 			continue;
-		if (!sb || sb->gen != b->gen || sb->state == SB_FREE || !sb->run.open) {
+		if (!sb || sb->gen != b->gen || sb->state == SB_FREE || !transcript_of(sb)->run.open) {
 			b->suppressed = 0;
 			continue;
 		}

@@ -9,6 +9,7 @@
 
 #include "egress/view.h"
 #include "workspace/host.h"
+#include "transcript/runlog.h"
 #include "sandbox/sandbox.h"
 
 /* what a view reads at once: a policy, or one audit line */
@@ -79,8 +80,8 @@ int egress_view_audit_open(const struct sandbox *sb, int flags)
 	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 32];
 	int r;
 
-	if (sb->run.open && sb->run.dirfd >= 0) {
-		r = openat(sb->run.dirfd, "egress.jsonl", flags | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (transcript_of(sb)->run.open && transcript_of(sb)->run.dirfd >= 0) {
+		r = openat(transcript_of(sb)->run.dirfd, "egress.jsonl", flags | O_CLOEXEC | O_NOFOLLOW, 0600);
 		return r < 0 ? -errno : r;
 	}
 	if ((r = host_instance_dir(sandbox_config(), sb->instance_id, dir, sizeof(dir))) != 0)

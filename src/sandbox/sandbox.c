@@ -1,4 +1,4 @@
-/* sandbox.c: the sandbox table, the control-uid map, and a sandbox as JSON. */
+/* sandbox.c: the sandbox table and the control-uid map. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -53,20 +53,6 @@ uint32_t sandbox_slots(void)
 uint64_t sandbox_transcript_budget(const struct sandbox *sb)
 {
 	return sb->transcript_bytes ? sb->transcript_bytes : T.cfg->transcript_budget_bytes;
-}
-
-uint64_t sandbox_transcript_owed(const struct sandbox *except)
-{
-	uint64_t owed = 0;
-
-	for (uint32_t i = 0; i < T.nsb; i++) {
-		const struct sandbox *sb = &T.sb[i];
-		uint64_t budget = sandbox_transcript_budget(sb);
-
-		if (sb != except && sb->state != SB_FREE && sb->transcript_used < budget)
-			owed += budget - sb->transcript_used;
-	}
-	return owed;
 }
 
 struct sandbox *sandbox_slot(uint32_t i)
@@ -180,7 +166,6 @@ void sandbox_table_reset(void)
 			close(sb->init_pidfd);
 		if (sb->egress_lfd >= 0)
 			close(sb->egress_lfd);
-		runlog_abandon(sb);
 		memset(sb, 0, sizeof(*sb));
 		sb->gen = gen + 1;
 		sb->subnet = -1;
@@ -263,116 +248,6 @@ void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms)
 	snprintf(s, sizeof(s), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 	json_str_write(w, s);
-}
-
-static const char *agent_state(const struct sandbox *sb)
-{
-	if (!agent_of(sb)->call)
-		return "disconnected";
-	if (!agent_of(sb)->authed)
-		return "authenticating";
-	if (agent_of(sb)->ready)
-		return "ready";
-	return agent_of(sb)->registered ? "registered" : "connected";
-}
-
-void sandbox_json(struct json_writer *w, const struct sandbox *sb)
-{
-	const struct config *cfg = T.cfg;
-	char path[LIMIT_PATH_BYTES];
-	const char *p, *q;
-	uint32_t i = 0;
-
-	json_obj_begin(w);
-	json_key(w, "name");
-	json_str_write(w, sb->name);
-	json_key(w, "instance_id");
-	json_str_write(w, sb->instance_id);
-	json_key(w, "state");
-	json_str_write(w, sandbox_state_name(sb));
-	json_key(w, "container_id");
-	json_str_write(w, sb->container_id);
-	json_key(w, "container_status");
-	json_str_write(w, !sb->ct_exists ? "absent" : sb->running ? "running" : "stopped");
-	json_key(w, "runtime");
-	json_str_write(w, sb->vm ? "vm" : "docker");
-	json_key(w, "image");
-	json_str_write(w, sb->image);
-	json_key(w, "control_uid");
-	json_int_write(w, sb->uid);
-	json_key(w, "workload_uid");
-	json_int_write(w, cfg->workload_uid);
-	json_key(w, "network");
-	json_str_write(w, sb->network);
-	json_key(w, "network_managed");
-	json_bool_write(w, sb->net_managed);
-	json_key(w, "subnet");
-	if (sb->subnet_text[0])
-		json_str_write(w, sb->subnet_text);
-	else
-		json_null_write(w);
-	json_key(w, "agent");
-	json_str_write(w, agent_state(sb));
-	sandbox_time_write(w, "agent_seen_at", agent_of(sb)->seen_ms);
-	sandbox_time_write(w, "created_at", sb->created_ms);
-	sandbox_time_write(w, "ready_at", sb->ready_ms);
-	/* the run's transcript, and why it is not being written (a full disk): its output waits */
-	json_key(w, "run");
-	if (sb->run.open)
-		json_str_write(w, sb->run.name);
-	else
-		json_null_write(w);
-	json_key(w, "transcript_error");
-	if (sb->run.error)
-		json_str_write(w, strerror(-sb->run.error));
-	else
-		json_null_write(w);
-	json_key(w, "workspace");
-	if (host_instance_dir(cfg, sb->instance_id, path, sizeof(path)) == 0 &&
-	    strlen(path) + 11 < sizeof(path)) {
-		strcat(path, "/workspace");
-		json_str_write(w, path);
-	} else {
-		json_null_write(w);
-	}
-	json_key(w, "disk_bytes");
-	json_int_write(w, (int64_t)sb->disk_bytes);
-	json_key(w, "transcript_bytes");
-	json_int_write(w, (int64_t)sandbox_transcript_budget(sb));
-	json_key(w, "transcript_used_bytes");
-	json_int_write(w, (int64_t)sb->transcript_used);
-	json_key(w, "writable_root");
-	json_bool_write(w, sb->writable_root);
-	json_key(w, "cmd");
-	json_arr_begin(w);
-	for (p = NULL; (p = strrun_next(sb->cmd, sb->cmd_len, p));)
-		json_str_write(w, p);
-	json_arr_end(w);
-	json_key(w, "labels");
-	json_obj_begin(w);
-	for (p = NULL; (p = strrun_next(sb->labels, sb->labels_len, p)) &&
-	     (q = strrun_next(sb->labels, sb->labels_len, p)); p = q) {
-		json_key(w, p);
-		json_str_write(w, q);
-	}
-	json_obj_end(w);
-	json_key(w, "posture");
-	posture_json(w, &sb->posture);
-	json_key(w, "mounts");
-	json_arr_begin(w);
-	for (p = NULL; (p = strrun_next(sb->mounts, sb->mounts_len, p)) &&
-	     (q = strrun_next(sb->mounts, sb->mounts_len, p)); p = q, i++) {
-		json_obj_begin(w);
-		json_key(w, "source");
-		json_str_write(w, p);
-		json_key(w, "target");
-		json_str_write(w, q);
-		json_key(w, "read_only");
-		json_bool_write(w, (sb->mount_ro >> i) & 1);
-		json_obj_end(w);
-	}
-	json_arr_end(w);
-	json_obj_end(w);
 }
 
 pid_t sandbox_pidfd_pid(int pidfd)

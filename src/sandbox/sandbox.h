@@ -1,6 +1,7 @@
-/* sandbox.h: a sandbox as agenticd holds it (its record, its agent stream's state, its run's
- * transcript), the sandbox table, the control-uid map, and a sandbox as JSON. The subnet map
- * is subnet.h's; a record's cmd, labels and mounts are string runs (strrun.h). */
+/* sandbox.h: a sandbox as agenticd holds it (its record, its agent stream's state; its run's
+ * transcript is transcript/'s, per slot), the sandbox table and the control-uid map (a
+ * sandbox as JSON is the admin API's, admin.h). The subnet map is subnet.h's; a record's
+ * cmd, labels and mounts are string runs (strrun.h). */
 #ifndef AGENTIC_MGMT_SANDBOX_H
 #define AGENTIC_MGMT_SANDBOX_H
 
@@ -17,7 +18,6 @@
 #include "sandbox/reqcheck.h"
 #include "sandbox/posture.h"
 #include "sandbox/request.h"
-#include "transcript/runlog.h"
 #include "runtime/runtime.h"
 #include "sandbox/strrun.h"
 #include "sandbox/subnet.h"
@@ -105,8 +105,6 @@ struct sandbox {
 	bool writable_root;           /* its root layer is writable, up to disk_bytes */
 	uint64_t transcript_bytes;    /* its runs' budget on the agentshare (0: a record from
 				       * before budgets, held to transcript_budget_bytes) */
-	uint64_t transcript_used;     /* what its runs' files hold: read at each run's start or
-				       * adoption, then counted at each write (runlog.c) */
 	bool vm;                      /* runtime "vm": a QEMU guest (runtime_vm.h) */
 	/* a VM's credentials (its profile's credential_refs), sent with its claim: the secrets
 	 * are read from vm_credentials_dir when sent, never kept; not recorded (a restarted
@@ -134,15 +132,6 @@ struct sandbox {
 	bool egress_armable;          /* a connection came: a worker waits for the next */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
 	char egress_json[EGRESS_POLICY_BYTES];
-	bool out_stalled;             /* a transcript write failed: resume at out_retry_ms */
-	bool out_ack_owed;            /* an ack (or resume) did not fit the send queue */
-	bool out_resume_owed;
-	bool out_gap_logged;          /* a gap in the init's offsets was logged on this stream */
-	uint32_t out_epoch;           /* the current resume epoch */
-	uint64_t out_next[2];         /* the init offset of the next stdout, stderr byte wanted */
-	uint64_t out_unacked;         /* ring bytes (data and record overhead) since the last ack */
-	uint64_t out_results;         /* the seq of the last result written */
-	int64_t out_retry_ms;         /* monotonic */
 	/* the admin connection waiting for this create or remove, or -1 */
 	int32_t waiter;
 	uint32_t waiter_gen;
@@ -170,7 +159,6 @@ struct sandbox {
 	/* the runtime call of the current step (sandbox_new clears what is above it) */
 	struct rt_call call;
 	bool call_active;
-	struct run run;
 };
 
 /* The table: nsb slots at sb and the control-uid map's bits (control_uid_min..max of cfg,
@@ -185,9 +173,6 @@ uint32_t sandbox_index(const struct sandbox *sb); /* sb's slot */
 uint32_t sandbox_live(void);                  /* slots not SB_FREE */
 /* A sandbox's transcript budget: its transcript_bytes, else the config's. */
 uint64_t sandbox_transcript_budget(const struct sandbox *sb);
-/* What the sandboxes other than except may still write to their transcripts (budget less
- * use): a create counts it against the agentshare's room with its own budget. */
-uint64_t sandbox_transcript_owed(const struct sandbox *except);
 struct idalloc *sandbox_uid_map(void);        /* the control uids taken (recovery marks) */
 /* A sandbox by its name; never a warm one not claimed (the API knows none of those). */
 struct sandbox *sandbox_by_name(const char *name);
@@ -209,7 +194,6 @@ int sandbox_take_subnet(struct sandbox *sb);
 /* Gives uid and subnet back (a uid a conflicting twin also claims stays reserved for it). */
 void sandbox_release_ids(struct sandbox *sb);
 const char *sandbox_state_name(const struct sandbox *sb);
-void sandbox_json(struct json_writer *w, const struct sandbox *sb);
 /* key: an ISO 8601 UTC time of wall ms (ms 0: null); key NULL: the value alone. */
 void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms);
 /* Pins the sandbox's container PID 1 (sb->pid, State.Pid) as sb->init_pidfd, for the resolver,

@@ -13,12 +13,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "json/json.h"
 #include "base/base.h"
 #include "config/config.h"
+#include "json/json.h"
 #include "sandbox/sandbox.h"
-#include "workspace/host.h"
 #include "transcript/runlog.h"
+#include "workspace/host.h"
+
+/* sb's entry, writable: the table is this module's (transcript.c), transcript_of's answer */
+static struct transcript_sb *transcript_slot(const struct sandbox *sb)
+{
+	return (struct transcript_sb *)transcript_of(sb);
+}
 
 static const char *const file_names[RUN_FILES] = {
 	"stdout.log", "stderr.log", "commands.log", "trace/events.jsonl",
@@ -27,13 +33,6 @@ static const char *const file_names[RUN_FILES] = {
 /* What tells one lifetime of the init from the next: the container's pid namespace, its
  * init's host pid and that process's start time (namespace inode numbers are reused at once,
  * measured across a docker restart). */
-static const struct config *cfg; /* agenticd.c's, handed over at start (runlog_init) */
-
-void runlog_init(const struct config *c)
-{
-	cfg = c;
-}
-
 static void run_key(const struct sandbox *sb, char *out, size_t size)
 {
 	char path[64], stat[512];
@@ -61,12 +60,14 @@ static void run_key(const struct sandbox *sb, char *out, size_t size)
 
 static void write_error(struct sandbox *sb, enum run_file f, int err)
 {
-	if (sb->run.error)
+	struct transcript_sb *t = transcript_slot(sb);
+
+	if (t->run.error)
 		return;
-	sb->run.error = -err;
-	sb->run.error_file = (int)f;
+	t->run.error = -err;
+	t->run.error_file = (int)f;
 	log_error("transcript write failed", "name=%s instance=%s run=%s file=%s error=%s",
-		  log_q(sb->name), log_q(sb->instance_id), log_q(sb->run.name), file_names[f],
+		  log_q(sb->name), log_q(sb->instance_id), log_q(t->run.name), file_names[f],
 		  log_q(strerror(err)));
 }
 
@@ -75,28 +76,29 @@ static void write_error(struct sandbox *sb, enum run_file f, int err)
  * to write to, and all of it counts as done: nothing would ever take it. */
 static size_t put(struct sandbox *sb, enum run_file f, const void *data, size_t len)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	const uint8_t *p = data;
 	size_t done = 0;
 
-	if (!sb->run.open || sb->run.fd[f] < 0)
+	if (!t->run.open || t->run.fd[f] < 0)
 		return len;
 	while (done < len) {
-		ssize_t n = write(sb->run.fd[f], p + done, len - done);
+		ssize_t n = write(t->run.fd[f], p + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			write_error(sb, f, n < 0 ? errno : ENOSPC);
-			sb->transcript_used += done;
+			t->used += done;
 			return done;
 		}
 		done += (size_t)n;
 	}
-	sb->transcript_used += done;
-	if (sb->run.error && (int)f == sb->run.error_file) {
+	t->used += done;
+	if (t->run.error && (int)f == t->run.error_file) {
 		log_info("transcript writes resumed", "name=%s run=%s file=%s", log_q(sb->name),
-			 log_q(sb->run.name), file_names[f]);
-		sb->run.error = 0;
+			 log_q(t->run.name), file_names[f]);
+		t->run.error = 0;
 	}
 	return done;
 }
@@ -133,11 +135,13 @@ static void line_begin(struct json_writer *w, struct buf *b, char *store, size_t
  * the command it tells of goes on. */
 static bool line_fits(struct sandbox *sb, size_t len)
 {
-	if (!sb->run.open || sb->transcript_used + len <= sandbox_transcript_budget(sb))
+	struct transcript_sb *t = transcript_slot(sb);
+
+	if (!t->run.open || t->used + len <= sandbox_transcript_budget(sb))
 		return true;
-	if (!sb->run.lines_dropped++)
+	if (!t->run.lines_dropped++)
 		log_warn("transcript lines cut", "name=%s run=%s budget=%llu", log_q(sb->name),
-			 log_q(sb->run.name), (unsigned long long)sandbox_transcript_budget(sb));
+			 log_q(t->run.name), (unsigned long long)sandbox_transcript_budget(sb));
 	return false;
 }
 
@@ -146,6 +150,7 @@ static bool line_fits(struct sandbox *sb, size_t len)
 static bool line_end(struct sandbox *sb, enum run_file f, struct json_writer *w, struct buf *b,
 		     bool always)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	size_t n;
 	struct stat st;
 
@@ -156,19 +161,16 @@ static bool line_end(struct sandbox *sb, enum run_file f, struct json_writer *w,
 		return true;
 	n = put(sb, f, b->data, b->len);
 	/* half a line would stay in front of the whole one written when it is tried again */
-	if (n && n < b->len && fstat(sb->run.fd[f], &st) == 0 && (uint64_t)st.st_size >= n &&
-	    ftruncate(sb->run.fd[f], st.st_size - (off_t)n) == 0)
-		sb->transcript_used -= n;
+	if (n && n < b->len && fstat(t->run.fd[f], &st) == 0 && (uint64_t)st.st_size >= n &&
+	    ftruncate(t->run.fd[f], st.st_size - (off_t)n) == 0) {
+		ASSERT(t->used >= n); /* put counted it */
+		t->used -= n;
+	}
 	return n == b->len;
 }
 
 static void event_line(struct sandbox *sb, const char *event, const char *const *kv,
 		       bool always);
-
-void runlog_event(struct sandbox *sb, const char *event)
-{
-	event_line(sb, event, NULL, false);
-}
 
 void runlog_event_fields(struct sandbox *sb, const char *event, const char *const *kv)
 {
@@ -178,6 +180,7 @@ void runlog_event_fields(struct sandbox *sb, const char *event, const char *cons
 static void event_line(struct sandbox *sb, const char *event, const char *const *kv,
 		       bool always)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	char store[1024];
 	struct buf b;
 	struct json_writer w;
@@ -196,7 +199,7 @@ static void event_line(struct sandbox *sb, const char *event, const char *const 
 	json_key(&w, "container_pid");
 	json_int_write(&w, sb->pid);
 	json_key(&w, "run_key");
-	json_str_write(&w, sb->run.key);
+	json_str_write(&w, t->run.key);
 	line_end(sb, RUN_EVENTS, &w, &b, always);
 }
 
@@ -211,104 +214,122 @@ static int64_t run_metrics_next = INT64_MAX;
 
 static void run_metrics_stale(struct sandbox *sb, int64_t delay_ms)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	int64_t due = clock_mono_ms() + delay_ms;
 
-	if (!sb->run.metrics_due || due < sb->run.metrics_due)
-		sb->run.metrics_due = due;
+	if (!t->run.metrics_due || due < t->run.metrics_due)
+		t->run.metrics_due = due;
 	if (due < run_metrics_next)
 		run_metrics_next = due;
 }
 
-static void write_metrics(struct sandbox *sb, bool final)
+/* metrics.json's object: the run's counters, the budget, the exit codes seen. */
+static void metrics_json(struct json_writer *w, const struct sandbox *sb,
+			 const struct transcript_sb *t, bool final)
 {
-	char store[2048], ts[40];
-	struct buf b;
-	struct json_writer w;
-	int fd;
+	char ts[40];
 
-	sb->run.metrics_due = 0;
-	if (!sb->run.open)
-		return;
-	buf_init(&b, store, sizeof(store));
-	json_writer_init(&w, &b);
-	json_obj_begin(&w);
-	json_key(&w, "run");
-	json_str_write(&w, sb->run.name);
-	json_key(&w, "sandbox");
-	json_str_write(&w, sb->name);
-	json_key(&w, "instance_id");
-	json_str_write(&w, sb->instance_id);
-	utc(sb->run.started_ms, ts, sizeof(ts), false);
-	json_key(&w, "started_at");
-	json_str_write(&w, ts);
-	json_key(&w, "ended_at");
+	json_obj_begin(w);
+	json_key(w, "run");
+	json_str_write(w, t->run.name);
+	json_key(w, "sandbox");
+	json_str_write(w, sb->name);
+	json_key(w, "instance_id");
+	json_str_write(w, sb->instance_id);
+	utc(t->run.started_ms, ts, sizeof(ts), false);
+	json_key(w, "started_at");
+	json_str_write(w, ts);
+	json_key(w, "ended_at");
 	if (final) {
 		utc(clock_wall_ms(), ts, sizeof(ts), false);
-		json_str_write(&w, ts);
+		json_str_write(w, ts);
 	} else {
-		json_null_write(&w);
+		json_null_write(w);
 	}
-	json_key(&w, "commands");
-	json_int_write(&w, sb->run.commands);
-	json_key(&w, "commands_running");
-	json_int_write(&w, sb->run.running);
-	json_key(&w, "stdout_bytes");
-	json_int_write(&w, (int64_t)sb->run.bytes[0]);
-	json_key(&w, "stderr_bytes");
-	json_int_write(&w, (int64_t)sb->run.bytes[1]);
-	json_key(&w, "transcript_budget");
-	json_int_write(&w, (int64_t)sandbox_transcript_budget(sb));
-	json_key(&w, "transcript_used");
-	json_int_write(&w, (int64_t)sb->transcript_used);
+	json_key(w, "commands");
+	json_int_write(w, t->run.commands);
+	json_key(w, "commands_running");
+	json_int_write(w, t->run.running);
+	json_key(w, "stdout_bytes");
+	json_int_write(w, (int64_t)t->run.bytes[0]);
+	json_key(w, "stderr_bytes");
+	json_int_write(w, (int64_t)t->run.bytes[1]);
+	json_key(w, "transcript_budget");
+	json_int_write(w, (int64_t)sandbox_transcript_budget(sb));
+	json_key(w, "transcript_used");
+	json_int_write(w, (int64_t)t->used);
 	for (int s = 0; s < 2; s++) {
-		json_key(&w, s ? "stderr_dropped" : "stdout_dropped");
-		json_int_write(&w, (int64_t)sb->run.dropped[s]);
-		json_key(&w, s ? "stderr_mark" : "stdout_mark");
-		json_int_write(&w, (int64_t)sb->run.mark[s]);
+		json_key(w, s ? "stderr_dropped" : "stdout_dropped");
+		json_int_write(w, (int64_t)t->run.dropped[s]);
+		json_key(w, s ? "stderr_mark" : "stdout_mark");
+		json_int_write(w, (int64_t)t->run.mark[s]);
 	}
-	json_key(&w, "lines_dropped");
-	json_int_write(&w, (int64_t)sb->run.lines_dropped);
-	json_key(&w, "exit_codes");
-	json_obj_begin(&w);
-	for (uint32_t i = 0; i < sb->run.ncodes; i++) {
+	json_key(w, "lines_dropped");
+	json_int_write(w, (int64_t)t->run.lines_dropped);
+	json_key(w, "exit_codes");
+	json_obj_begin(w);
+	for (uint32_t i = 0; i < t->run.ncodes; i++) {
 		char k[16];
 
-		snprintf(k, sizeof(k), "%d", sb->run.codes[i]);
-		json_key(&w, k);
-		json_int_write(&w, sb->run.code_count[i]);
+		snprintf(k, sizeof(k), "%d", t->run.codes[i]);
+		json_key(w, k);
+		json_int_write(w, t->run.code_count[i]);
 	}
-	json_obj_end(&w);
-	json_key(&w, "write_error");
-	if (sb->run.error)
-		json_str_write(&w, strerror(-sb->run.error));
+	json_obj_end(w);
+	json_key(w, "write_error");
+	if (t->run.error)
+		json_str_write(w, strerror(-t->run.error));
 	else
-		json_null_write(&w);
-	json_obj_end(&w);
-	if (json_writer_finish(&w) != 0 || buf_append(&b, "\n", 1) != 0)
-		return;
-	/* a reader never sees half a file: temp, then rename */
-	fd = openat(sb->run.dirfd, "metrics.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+		json_null_write(w);
+	json_obj_end(w);
+}
+
+/* metrics.json replaced by text: a reader never sees half a file (temp, then rename). */
+static void metrics_replace(struct sandbox *sb, int dfd, const struct buf *b)
+{
+	int fd;
+
+	ASSERT(dfd >= 0); /* an open run has its directory */
+	fd = openat(dfd, "metrics.json.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
 		    O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		write_error(sb, RUN_EVENTS, errno);
 		return;
 	}
-	if (write(fd, b.data, b.len) != (ssize_t)b.len) {
+	if (write(fd, b->data, b->len) != (ssize_t)b->len) {
 		write_error(sb, RUN_EVENTS, errno ? errno : ENOSPC);
 		close(fd);
-		unlinkat(sb->run.dirfd, "metrics.json.tmp", 0);
+		unlinkat(dfd, "metrics.json.tmp", 0);
 		return;
 	}
 	close(fd);
-	if (renameat(sb->run.dirfd, "metrics.json.tmp", sb->run.dirfd, "metrics.json") != 0)
+	if (renameat(dfd, "metrics.json.tmp", dfd, "metrics.json") != 0)
 		write_error(sb, RUN_EVENTS, errno);
+}
+
+static void write_metrics(struct sandbox *sb, bool final)
+{
+	struct transcript_sb *t = transcript_slot(sb);
+	char store[2048];
+	struct buf b;
+	struct json_writer w;
+
+	t->run.metrics_due = 0;
+	if (!t->run.open)
+		return;
+	buf_init(&b, store, sizeof(store));
+	json_writer_init(&w, &b);
+	metrics_json(&w, sb, t, final);
+	if (json_writer_finish(&w) != 0 || buf_append(&b, "\n", 1) != 0)
+		return;
+	metrics_replace(sb, t->run.dirfd, &b);
 }
 
 static int instance_fd(const struct sandbox *sb)
 {
 	char dir[LIMIT_PATH_BYTES];
 
-	if (host_instance_dir(cfg, sb->instance_id, dir, sizeof(dir)) != 0)
+	if (host_instance_dir(sandbox_config(), sb->instance_id, dir, sizeof(dir)) != 0)
 		return -ENAMETOOLONG;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 
@@ -317,10 +338,12 @@ static int instance_fd(const struct sandbox *sb)
 
 static int open_files(struct sandbox *sb)
 {
+	struct transcript_sb *t = transcript_slot(sb);
+
 	for (int f = 0; f < RUN_FILES; f++) {
-		sb->run.fd[f] = openat(sb->run.dirfd, file_names[f], O_WRONLY | O_CREAT | O_APPEND |
+		t->run.fd[f] = openat(t->run.dirfd, file_names[f], O_WRONLY | O_CREAT | O_APPEND |
 				       O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (sb->run.fd[f] < 0)
+		if (t->run.fd[f] < 0)
 			return -errno;
 	}
 	return 0;
@@ -328,21 +351,17 @@ static int open_files(struct sandbox *sb)
 
 static void close_files(struct sandbox *sb)
 {
-	for (int f = 0; f < RUN_FILES; f++)
-		if (sb->run.fd[f] >= 0) {
-			close(sb->run.fd[f]);
-			sb->run.fd[f] = -1;
-		}
-	if (sb->run.dirfd >= 0)
-		close(sb->run.dirfd);
-	sb->run.dirfd = -1;
-	sb->run.open = false;
-}
+	struct transcript_sb *t = transcript_slot(sb);
 
-void runlog_abandon(struct sandbox *sb)
-{
-	if (sb->run.open)
-		close_files(sb);
+	for (int f = 0; f < RUN_FILES; f++)
+		if (t->run.fd[f] >= 0) {
+			close(t->run.fd[f]);
+			t->run.fd[f] = -1;
+		}
+	if (t->run.dirfd >= 0)
+		close(t->run.dirfd);
+	t->run.dirfd = -1;
+	t->run.open = false;
 }
 
 /* The seq of the last result commands.log holds (its last "seq" key), read backwards from
@@ -394,6 +413,7 @@ static uint64_t metric(const struct json_doc *doc, const char *key)
 /* An adopted run's counters from its metrics.json: commands, exit codes, the cuts. */
 static void adopt_metrics(struct sandbox *sb, int rfd)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	char text[2048];
 	struct json_token tok[160];
 	struct json_doc doc;
@@ -406,22 +426,22 @@ static void adopt_metrics(struct sandbox *sb, int rfd)
 		return;
 	int codes = json_obj_get(&doc, 0, "exit_codes");
 
-	sb->run.commands = (uint32_t)metric(&doc, "commands");
+	t->run.commands = (uint32_t)metric(&doc, "commands");
 	for (int s = 0; s < 2; s++) {
-		sb->run.dropped[s] = metric(&doc, s ? "stderr_dropped" : "stdout_dropped");
-		sb->run.mark[s] = metric(&doc, s ? "stderr_mark" : "stdout_mark");
-		sb->run.cut[s] = sb->run.dropped[s] || sb->run.mark[s];
+		t->run.dropped[s] = metric(&doc, s ? "stderr_dropped" : "stdout_dropped");
+		t->run.mark[s] = metric(&doc, s ? "stderr_mark" : "stdout_mark");
+		t->run.cut[s] = t->run.dropped[s] || t->run.mark[s];
 	}
-	sb->run.lines_dropped = metric(&doc, "lines_dropped");
-	for (int k = codes >= 0 ? json_first(&doc, codes) : -1; k >= 0 && sb->run.ncodes < RUN_CODES;
+	t->run.lines_dropped = metric(&doc, "lines_dropped");
+	for (int k = codes >= 0 ? json_first(&doc, codes) : -1; k >= 0 && t->run.ncodes < RUN_CODES;
 	     k = json_next(&doc, codes, json_next(&doc, codes, k))) {
 		char num[16];
 		int64_t count;
 
 		if (json_str(&doc, k, num, sizeof(num)) < 0 || json_int(&doc, k + 1, &count) != 0)
 			continue;
-		sb->run.codes[sb->run.ncodes] = (int32_t)strtol(num, NULL, 10);
-		sb->run.code_count[sb->run.ncodes++] = (uint32_t)count;
+		t->run.codes[t->run.ncodes] = (int32_t)strtol(num, NULL, 10);
+		t->run.code_count[t->run.ncodes++] = (uint32_t)count;
 	}
 }
 
@@ -429,6 +449,7 @@ static void adopt_metrics(struct sandbox *sb, int rfd)
  * the init ran on. The counters come back from metrics.json and the file sizes. */
 static bool adopt(struct sandbox *sb, int ifd, const char *key)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	char target[RUN_NAME_BYTES + 8], head[1024], want[160];
 	size_t tl;
 	struct stat st;
@@ -452,37 +473,37 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 		close(fd);
 		return false;
 	}
-	memset(&sb->run, 0, sizeof(sb->run));
-	sb->run.dirfd = fd;
+	memset(&t->run, 0, sizeof(t->run));
+	t->run.dirfd = fd;
 	tl = strlen(target + 5);
-	if (tl >= sizeof(sb->run.name))
-		tl = sizeof(sb->run.name) - 1;
-	memcpy(sb->run.name, target + 5, tl);
-	sb->run.name[tl] = '\0';
-	snprintf(sb->run.key, sizeof(sb->run.key), "%s", key);
+	if (tl >= sizeof(t->run.name))
+		tl = sizeof(t->run.name) - 1;
+	memcpy(t->run.name, target + 5, tl);
+	t->run.name[tl] = '\0';
+	snprintf(t->run.key, sizeof(t->run.key), "%s", key);
 	for (int f = 0; f < RUN_FILES; f++)
-		sb->run.fd[f] = -1;
+		t->run.fd[f] = -1;
 	if (open_files(sb) != 0) {
 		close_files(sb);
 		return false;
 	}
-	sb->run.open = true;
-	sb->run.started_ms = clock_wall_ms();
+	t->run.open = true;
+	t->run.started_ms = clock_wall_ms();
 	int cf = openat(fd, "commands.log", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
-	sb->out_results = cf < 0 ? 0 : last_result_seq(cf);
+	t->out_results = cf < 0 ? 0 : last_result_seq(cf);
 	if (cf >= 0)
 		close(cf);
 	adopt_metrics(sb, fd);
 	/* the init numbers its output from the start of its life, which is this run's: what
 	 * the file has of it (its size less a cut's mark) and what a cut dropped */
 	for (int s = 0; s < 2; s++) {
-		if (fstat(sb->run.fd[s], &st) == 0)
-			sb->run.bytes[s] = (uint64_t)st.st_size;
-		if (sb->run.mark[s] > sb->run.bytes[s])
-			sb->run.mark[s] = sb->run.bytes[s];
-		sb->run.bytes[s] -= sb->run.mark[s];
-		sb->out_next[s] = sb->run.bytes[s] + sb->run.dropped[s];
+		if (fstat(t->run.fd[s], &st) == 0)
+			t->run.bytes[s] = (uint64_t)st.st_size;
+		if (t->run.mark[s] > t->run.bytes[s])
+			t->run.mark[s] = t->run.bytes[s];
+		t->run.bytes[s] -= t->run.mark[s];
+		t->out_next[s] = t->run.bytes[s] + t->run.dropped[s];
 	}
 	return true;
 }
@@ -528,14 +549,15 @@ static uint64_t runs_usage(int ifd)
 
 static int make_run(struct sandbox *sb, int ifd, const char *key)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	char stamp[24], name[RUN_NAME_BYTES], path[RUN_NAME_BYTES + 8];
 	int64_t now = clock_wall_ms();
 
-	memset(&sb->run, 0, sizeof(sb->run));
-	sb->run.dirfd = -1;
+	memset(&t->run, 0, sizeof(t->run));
+	t->run.dirfd = -1;
 	for (int f = 0; f < RUN_FILES; f++)
-		sb->run.fd[f] = -1;
-	sb->out_next[0] = sb->out_next[1] = sb->out_results = 0;
+		t->run.fd[f] = -1;
+	t->out_next[0] = t->out_next[1] = t->out_results = 0;
 	if (mkdirat(ifd, "runs", 0700) != 0 && errno != EEXIST)
 		return -errno;
 	utc(now, stamp, sizeof(stamp), true);
@@ -547,19 +569,19 @@ static int make_run(struct sandbox *sb, int ifd, const char *key)
 		if (errno != EEXIST || n > 1000)
 			return -errno;
 	}
-	sb->run.dirfd = openat(ifd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (sb->run.dirfd < 0)
+	t->run.dirfd = openat(ifd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (t->run.dirfd < 0)
 		return -errno;
-	if (mkdirat(sb->run.dirfd, "trace", 0700) != 0)
+	if (mkdirat(t->run.dirfd, "trace", 0700) != 0)
 		return -errno;
-	snprintf(sb->run.name, sizeof(sb->run.name), "%s", name);
-	snprintf(sb->run.key, sizeof(sb->run.key), "%s", key);
-	sb->run.started_ms = now;
+	snprintf(t->run.name, sizeof(t->run.name), "%s", name);
+	snprintf(t->run.key, sizeof(t->run.key), "%s", key);
+	t->run.started_ms = now;
 	int r = open_files(sb);
 
 	if (r != 0)
 		return r;
-	sb->run.open = true;
+	t->run.open = true;
 	/* current -> runs/<name>, replaced atomically */
 	unlinkat(ifd, "current.new", 0);
 	if (symlinkat(path, ifd, "current.new") != 0 ||
@@ -570,15 +592,16 @@ static int make_run(struct sandbox *sb, int ifd, const char *key)
 
 bool runlog_ready(struct sandbox *sb)
 {
-	char key[sizeof(sb->run.key)];
+	struct transcript_sb *t = transcript_slot(sb);
+	char key[sizeof(t->run.key)];
 	int ifd, r;
 
 	run_key(sb, key, sizeof(key));
-	if (sb->run.open && strcmp(sb->run.key, key) == 0) {
+	if (t->run.open && strcmp(t->run.key, key) == 0) {
 		runlog_event(sb, "reconnected");
 		return false;
 	}
-	if (sb->run.open)
+	if (t->run.open)
 		runlog_stop(sb, "restarted");
 	ifd = instance_fd(sb);
 	if (ifd < 0) {
@@ -586,11 +609,11 @@ bool runlog_ready(struct sandbox *sb)
 			  log_q(sb->instance_id), log_q(strerror(-ifd)));
 		return false;
 	}
-	sb->transcript_used = runs_usage(ifd);
+	t->used = runs_usage(ifd);
 	if (sb->pid_ns[0] && adopt(sb, ifd, key)) {
 		close(ifd);
 		runlog_event(sb, "reconnected");
-		log_info("run continued", "name=%s run=%s", log_q(sb->name), log_q(sb->run.name));
+		log_info("run continued", "name=%s run=%s", log_q(sb->name), log_q(t->run.name));
 		return false;
 	}
 	r = make_run(sb, ifd, key);
@@ -599,7 +622,7 @@ bool runlog_ready(struct sandbox *sb)
 		log_error("cannot start a run", "name=%s instance=%s error=%s", log_q(sb->name),
 			  log_q(sb->instance_id), log_q(strerror(-r)));
 		close_files(sb);
-		sb->run.error = r;
+		t->run.error = r;
 		return false;
 	}
 	event_line(sb, "run_start", NULL, true);
@@ -608,13 +631,15 @@ bool runlog_ready(struct sandbox *sb)
 	runlog_event(sb, "registered");
 	runlog_event(sb, "ready");
 	write_metrics(sb, false);
-	log_info("run started", "name=%s run=%s", log_q(sb->name), log_q(sb->run.name));
+	log_info("run started", "name=%s run=%s", log_q(sb->name), log_q(t->run.name));
 	return true;
 }
 
 void runlog_stop(struct sandbox *sb, const char *why)
 {
-	if (!sb->run.open)
+	struct transcript_sb *t = transcript_slot(sb);
+
+	if (!t->run.open)
 		return;
 	runlog_event(sb, why);
 	runlog_event(sb, "stop");
@@ -626,6 +651,7 @@ void runlog_stop(struct sandbox *sb, const char *why)
  * an event, a log line, and from now on its bytes are counted, never written. */
 static void cut(struct sandbox *sb, int s, uint64_t dropped)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	enum run_file f = s ? RUN_STDERR : RUN_STDOUT;
 	uint64_t budget = sandbox_transcript_budget(sb);
 	char mark[256], store[512];
@@ -633,45 +659,47 @@ static void cut(struct sandbox *sb, int s, uint64_t dropped)
 	struct buf b;
 	int n;
 
-	sb->run.cut[s] = true;
-	sb->run.dropped[s] += dropped;
+	t->run.cut[s] = true;
+	t->run.dropped[s] += dropped;
 	n = snprintf(mark, sizeof(mark), "\n[agentic: transcript cut: the sandbox's transcript "
 		     "budget of %llu bytes is spent; its later %s is not recorded (metrics.json "
 		     "%s_dropped counts it)]\n", (unsigned long long)budget, s ? "stderr" : "stdout",
 		     s ? "stderr" : "stdout");
 	if (line_fits(sb, (size_t)n))
-		sb->run.mark[s] = put(sb, f, mark, (size_t)n);
+		t->run.mark[s] = put(sb, f, mark, (size_t)n);
 	line_begin(&w, &b, store, sizeof(store), "transcript_cut");
 	json_key(&w, "file");
 	json_str_write(&w, file_names[f]);
 	json_key(&w, "budget");
 	json_int_write(&w, (int64_t)budget);
 	json_key(&w, "run_key");
-	json_str_write(&w, sb->run.key);
+	json_str_write(&w, t->run.key);
 	line_end(sb, RUN_EVENTS, &w, &b, false);
 	log_warn("transcript cut", "name=%s run=%s file=%s budget=%llu", log_q(sb->name),
-		 log_q(sb->run.name), file_names[f], (unsigned long long)budget);
+		 log_q(t->run.name), file_names[f], (unsigned long long)budget);
 	run_metrics_stale(sb, 0);
 }
 
 size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	uint64_t budget, room;
 	size_t n;
 
 	if (stream < 0 || stream > 1)
 		return 0;
-	if (!sb->run.open)
+	if (!t->run.open)
 		return len; /* nowhere to write: all of it done */
-	if (sb->run.cut[stream]) {
-		sb->run.dropped[stream] += len;
+	if (t->run.cut[stream]) {
+		t->run.dropped[stream] += len;
 		return len;
 	}
 	budget = sandbox_transcript_budget(sb);
 	budget -= budget / LIMIT_TRANSCRIPT_LINES_DIV;
-	room = sb->transcript_used < budget ? budget - sb->transcript_used : 0;
+	room = t->used < budget ? budget - t->used : 0;
 	n = put(sb, stream == 0 ? RUN_STDOUT : RUN_STDERR, data, len < room ? len : (size_t)room);
-	sb->run.bytes[stream] += n;
+	ASSERT(n <= room);
+	t->run.bytes[stream] += n;
 	if (n == len || n < room)
 		return n; /* all of it, or a write that failed (sent again) */
 	cut(sb, stream, len - n);
@@ -680,14 +708,17 @@ size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t le
 
 bool runlog_skip(struct sandbox *sb, int stream, uint64_t len)
 {
-	if (stream < 0 || stream > 1 || !sb->run.open || !sb->run.cut[stream])
+	struct transcript_sb *t = transcript_slot(sb);
+
+	if (stream < 0 || stream > 1 || !t->run.open || !t->run.cut[stream])
 		return false;
-	sb->run.dropped[stream] += len;
+	t->run.dropped[stream] += len;
 	return true;
 }
 
 bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv, size_t n)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	char store[LIMIT_ADMIN_BODY_BYTES + 256];
 	struct buf b;
 	struct json_writer w;
@@ -702,8 +733,8 @@ bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 	json_arr_end(&w);
 	if (!line_end(sb, RUN_COMMANDS, &w, &b, false))
 		return false;
-	sb->run.commands++;
-	sb->run.running++;
+	t->run.commands++;
+	t->run.running++;
 	line_begin(&w, &b, store, sizeof(store), "command_start");
 	json_key(&w, "id");
 	json_str_write(&w, id);
@@ -715,6 +746,7 @@ bool runlog_command_start(struct sandbox *sb, const char *id, char *const *argv,
 bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_t duration_ms,
 			uint64_t seq)
 {
+	struct transcript_sb *t = transcript_slot(sb);
 	char store[512];
 	struct buf b;
 	struct json_writer w;
@@ -737,16 +769,16 @@ bool runlog_command_end(struct sandbox *sb, const char *id, int32_t code, int64_
 	done = line_end(sb, RUN_COMMANDS, &w, &b, false);
 	if (!done && seq)
 		return false;
-	if (sb->run.running)
-		sb->run.running--;
-	for (i = 0; i < sb->run.ncodes && sb->run.codes[i] != code; i++)
+	if (t->run.running)
+		t->run.running--;
+	for (i = 0; i < t->run.ncodes && t->run.codes[i] != code; i++)
 		;
 	if (i < RUN_CODES) {
-		if (i == sb->run.ncodes) {
-			sb->run.codes[i] = code;
-			sb->run.ncodes++;
+		if (i == t->run.ncodes) {
+			t->run.codes[i] = code;
+			t->run.ncodes++;
 		}
-		sb->run.code_count[i]++;
+		t->run.code_count[i]++;
 	}
 	line_begin(&w, &b, store, sizeof(store), "command_end");
 	json_key(&w, "id");
@@ -788,13 +820,14 @@ void runlog_tick(int64_t now)
 	run_metrics_next = INT64_MAX;
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		struct sandbox *sb = sandbox_slot(i);
+		const struct transcript_sb *t;
 
-		if (sb->state == SB_FREE || !sb->run.metrics_due)
+		if (sb->state == SB_FREE || !(t = transcript_of(sb))->run.metrics_due)
 			continue;
-		if (now >= sb->run.metrics_due)
+		if (now >= t->run.metrics_due)
 			write_metrics(sb, false);
-		else if (sb->run.metrics_due < run_metrics_next)
-			run_metrics_next = sb->run.metrics_due;
+		else if (t->run.metrics_due < run_metrics_next)
+			run_metrics_next = t->run.metrics_due;
 	}
 }
 

@@ -21,6 +21,7 @@
 #include "agent/exec.h"
 #include "workspace/host.h"
 #include "sandbox/sandbox.h"
+#include "transcript/runlog.h"
 #include "verify/verify.h"
 #include "verify/verify_run.h"
 
@@ -405,7 +406,7 @@ static void finish(struct vrun *v)
 		m.is_sandbox = v->facts.is_sandbox;
 		m.container_id = v->facts.ct.id;
 		m.sb = alive ? v->sb : NULL;
-		m.run = alive && v->sb->run.open ? v->sb->run.name : NULL;
+		m.run = alive && transcript_of(v->sb)->run.open ? transcript_of(v->sb)->run.name : NULL;
 		m.started_ms = v->started_ms;
 		m.duration_ms = clock_mono_ms() - v->t0;
 		buf_init(&b, v->json, sizeof(v->json));
@@ -415,14 +416,14 @@ static void finish(struct vrun *v)
 			status = 500;
 			v->err_code = "internal";
 			v->err_msg = "the result does not fit its buffer";
-		} else if (alive && v->sb->run.open && v->sb->run.dirfd >= 0) {
-			int fd = openat(v->sb->run.dirfd, "verify.json.tmp",
+		} else if (alive && transcript_of(v->sb)->run.open && transcript_of(v->sb)->run.dirfd >= 0) {
+			int fd = openat(transcript_of(v->sb)->run.dirfd, "verify.json.tmp",
 					O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 			bool ok = fd >= 0 && write(fd, b.data, b.len) == (ssize_t)b.len;
 
 			if (fd >= 0)
 				close(fd);
-			if (!ok || renameat(v->sb->run.dirfd, "verify.json.tmp", v->sb->run.dirfd,
+			if (!ok || renameat(transcript_of(v->sb)->run.dirfd, "verify.json.tmp", transcript_of(v->sb)->run.dirfd,
 					    "verify.json") != 0)
 				log_warn("verify result not kept", "name=%s error=%s",
 					 log_q(v->sb->name), log_q(strerror(errno)));

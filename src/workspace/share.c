@@ -15,6 +15,7 @@
 #include "json/json.h"
 #include "workspace/host.h"
 #include "sandbox/posture.h"
+#include "transcript/runlog.h"
 #include "workspace/share.h"
 #include "workspace/workspace.h"
 
@@ -109,7 +110,7 @@ int share_make_workspace(const struct config *cfg, const struct sandbox *sb, cha
 	}
 	/* a VM's image is its guest's disk: never mounted on the host as well */
 	if ((r = make_image(img, sb->disk_bytes, sandbox_transcript_budget(sb) +
-			    sandbox_transcript_owed(sb), cfg, err, err_size)) == 0 && !sb->vm &&
+			    transcript_owed(sb), cfg, err, err_size)) == 0 && !sb->vm &&
 	    (r = workspace_mount(img, ws, err, err_size)) != 0)
 		unlink(img);
 	if (r != 0)

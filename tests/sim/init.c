@@ -737,19 +737,19 @@ static void client_done(void *ctx, int32_t exit_code, int64_t duration_ms, const
 
 void init_check_run(const struct sandbox *sb)
 {
-	const char *p = strstr(sb->run.key, "pid:[");
+	const char *p = strstr(transcript_of(sb)->run.key, "pid:[");
 	uint8_t buf[OUT_CAP + 1];
 	struct finit *f;
 	uint32_t life;
 
-	if (!sb->run.open || !p)
+	if (!transcript_of(sb)->run.open || !p)
 		return;
 	life = (uint32_t)strtoul(p + 5, NULL, 10);
 	f = life_get(life);
 	if (!f)
 		return;
 	for (int s = 0; s < 2; s++) {
-		int fd = sb->run.fd[s];
+		int fd = transcript_of(sb)->run.fd[s];
 		off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
 		ssize_t n;
 
@@ -763,7 +763,7 @@ void init_check_run(const struct sandbox *sb)
 			  (long long)len, (unsigned long long)f->acked[s]);
 		if ((uint64_t)len == f->verified[s])
 			continue;
-		fd = openat(sb->run.dirfd, s ? "stderr.log" : "stdout.log", O_RDONLY | O_CLOEXEC);
+		fd = openat(transcript_of(sb)->run.dirfd, s ? "stderr.log" : "stdout.log", O_RDONLY | O_CLOEXEC);
 		n = fd >= 0 ? pread(fd, buf, (size_t)len, 0) : -1;
 		if (fd >= 0)
 			close(fd);
@@ -780,13 +780,13 @@ void init_check_run(const struct sandbox *sb)
 void init_check_complete(const struct sandbox *sb);
 void init_check_complete(const struct sandbox *sb)
 {
-	const char *p = strstr(sb->run.key, "pid:[");
+	const char *p = strstr(transcript_of(sb)->run.key, "pid:[");
 	struct finit *f = p ? life_get((uint32_t)strtoul(p + 5, NULL, 10)) : NULL;
 
-	if (!sb->run.open || !f || !f->alive || !f->resumed || !f->call || sb->out_stalled)
+	if (!transcript_of(sb)->run.open || !f || !f->alive || !f->resumed || !f->call || transcript_of(sb)->out_stalled)
 		return;
 	for (int s = 0; s < 2; s++) {
-		off_t len = lseek(sb->run.fd[s], 0, SEEK_END);
+		off_t len = lseek(transcript_of(sb)->run.fd[s], 0, SEEK_END);
 
 		SIM_CHECK((uint64_t)len == f->produced[s], "transcript of %s (life %u) stream %d "
 			  "holds %lld bytes after a flush, its init produced %llu: bytes lost",

@@ -370,6 +370,7 @@ void *__wrap_realloc(void *p, size_t n)
 #define NSUBNETS 16    /* sandbox_subnet_pool 10.213.0.0/24 */
 static struct daemon D;
 static struct sandbox table[NSB];
+static struct transcript_sb transcripts[NSB];
 static struct runtime *rt;
 /* SIM_RUNTIME=docker: the real Docker runtime and its call queue over the wrapped client */
 static bool docker_mode;
@@ -400,7 +401,7 @@ static void daemon_setup(bool fresh)
 	sandbox_table_init(cfg, table, NSB, uid_bits);
 	subnet_init(cfg, subnet_bits, foreign_bits);
 	agent_init(cfg, NULL, NULL, 0);
-	runlog_init(cfg);
+	transcript_init(transcripts, NSB);
 	recover_init(cfg, &D.pool);
 	memset(uid_bits, 0, sizeof(uid_bits));
 	memset(subnet_bits, 0, sizeof(subnet_bits));
@@ -693,7 +694,7 @@ size_t __wrap_runlog_output(struct sandbox *sb, int stream, const void *data, si
 	size_t n;
 
 	/* the disk takes only part of a write now and then (a full agentshare, freed again) */
-	if (len > 1 && sb->run.open && chance(knobs.disk)) {
+	if (len > 1 && transcript_of(sb)->run.open && chance(knobs.disk)) {
 		size_t part = rnd_below((uint32_t)len);
 
 		n = __real_runlog_output(sb, stream, data, part);

@@ -17,6 +17,7 @@
 
 #include "egress/view.h"
 #include "sandbox/sandbox.h"
+#include "transcript/runlog.h"
 
 static struct sandbox sb;
 static char dir[64], text[128 * 1024];
@@ -49,13 +50,16 @@ static void put_file(const char *s)
 
 static int setup(void **state)
 {
+	struct run *run;
+
 	snprintf(dir, sizeof(dir), "/tmp/egview-XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	memset(&sb, 0, sizeof(sb));
 	snprintf(sb.name, sizeof(sb.name), "s1");
-	sb.run.open = true;
-	sb.run.dirfd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_true(sb.run.dirfd >= 0);
+	run = &((struct transcript_sb *)transcript_of(&sb))->run; /* a run stood up by hand */
+	run->open = true;
+	run->dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(transcript_of(&sb)->run.dirfd >= 0);
 	return 0;
 }
 
@@ -63,7 +67,7 @@ static int teardown(void **state)
 {
 	char cmd[128];
 
-	close(sb.run.dirfd);
+	close(transcript_of(&sb)->run.dirfd);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }

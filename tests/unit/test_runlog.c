@@ -24,6 +24,7 @@
 
 static struct config cfg;
 static struct sandbox table[3];
+static struct transcript_sb transcripts[3];
 static uint64_t uid_bits[(600000 + 63) / 64];
 static char share[64];
 static char chunk[64 * 1024];
@@ -63,7 +64,7 @@ static int setup(void **state)
 	mkdir(share, 0700);
 	snprintf(cfg.agentshare_root, sizeof(cfg.agentshare_root), "%s", share);
 	sandbox_table_init(&cfg, table, 3, uid_bits);
-	runlog_init(&cfg);
+	transcript_init(transcripts, 3);
 	memset(chunk, 'x', sizeof(chunk));
 	return 0;
 }
@@ -96,15 +97,15 @@ static void test_output_is_cut_at_the_budget(void **state)
 	char *argv[] = { "echo", "hi" };
 
 	print(sb, 0, 10 * MIB);
-	assert_true(sb->run.cut[0]);
-	assert_false(sb->run.cut[1]);
-	assert_int_equal(sb->run.bytes[0] + sb->run.dropped[0], 10 * MIB);
-	assert_true(sb->transcript_used <= 2 * MIB);
-	assert_true(sb->run.mark[0] > 0);
+	assert_true(transcript_of(sb)->run.cut[0]);
+	assert_false(transcript_of(sb)->run.cut[1]);
+	assert_int_equal(transcript_of(sb)->run.bytes[0] + transcript_of(sb)->run.dropped[0], 10 * MIB);
+	assert_true(transcript_of(sb)->used <= 2 * MIB);
+	assert_true(transcript_of(sb)->run.mark[0] > 0);
 	/* the file: output up to the cap (less the run's first lines), then the mark */
-	assert_int_equal(file_size(sb, "stdout.log"), sb->run.bytes[0] + sb->run.mark[0]);
-	assert_true(sb->run.bytes[0] <= cap && sb->run.bytes[0] > cap - 4096);
-	assert_int_equal(sb->transcript_used, file_size(sb, "stdout.log") +
+	assert_int_equal(file_size(sb, "stdout.log"), transcript_of(sb)->run.bytes[0] + transcript_of(sb)->run.mark[0]);
+	assert_true(transcript_of(sb)->run.bytes[0] <= cap && transcript_of(sb)->run.bytes[0] > cap - 4096);
+	assert_int_equal(transcript_of(sb)->used, file_size(sb, "stdout.log") +
 			 file_size(sb, "stderr.log") + file_size(sb, "commands.log") +
 			 file_size(sb, "trace/events.jsonl"));
 	/* a later command: its lines in the room kept, its output counted */
@@ -112,16 +113,16 @@ static void test_output_is_cut_at_the_budget(void **state)
 	assert_true(file_size(sb, "commands.log") > 0);
 	print(sb, 0, 3);
 	print(sb, 1, 5);
-	assert_true(sb->run.cut[1]);
-	assert_int_equal(sb->run.dropped[1], 5);
-	assert_int_equal(sb->run.bytes[0] + sb->run.dropped[0], 10 * MIB + 3);
+	assert_true(transcript_of(sb)->run.cut[1]);
+	assert_int_equal(transcript_of(sb)->run.dropped[1], 5);
+	assert_int_equal(transcript_of(sb)->run.bytes[0] + transcript_of(sb)->run.dropped[0], 10 * MIB + 3);
 	assert_true(runlog_command_end(sb, "c1", 0, 1, 1));
 	/* the whole budget spent by lines: they are counted as written, the command goes on */
-	while (!sb->run.lines_dropped)
+	while (!transcript_of(sb)->run.lines_dropped)
 		assert_true(runlog_command_start(sb, "c2", argv, 2));
 	assert_true(runlog_command_end(sb, "c2", 0, 1, 2));
-	assert_true(sb->transcript_used <= 2 * MIB);
-	assert_int_equal(sb->run.error, 0);
+	assert_true(transcript_of(sb)->used <= 2 * MIB);
+	assert_int_equal(transcript_of(sb)->run.error, 0);
 }
 
 static void test_adopted_run_resumes_from_written_plus_dropped(void **state)
@@ -131,20 +132,19 @@ static void test_adopted_run_resumes_from_written_plus_dropped(void **state)
 
 	print(sb, 0, 3 * MIB);
 	runlog_tick(INT64_MAX); /* metrics.json as the loop writes it */
-	used = sb->transcript_used;
-	bytes = sb->run.bytes[0];
-	dropped = sb->run.dropped[0];
+	used = transcript_of(sb)->used;
+	bytes = transcript_of(sb)->run.bytes[0];
+	dropped = transcript_of(sb)->run.dropped[0];
 	runlog_abandon(sb); /* agenticd dies */
-	sb->transcript_used = 0;
 	assert_false(runlog_ready(sb)); /* adopted, not begun */
-	assert_true(sb->run.cut[0]);
-	assert_int_equal(sb->run.bytes[0], bytes);
-	assert_int_equal(sb->run.dropped[0], dropped);
-	assert_int_equal(sb->out_next[0], 3 * MIB);
-	assert_true(sb->transcript_used >= used); /* metrics.json and the reconnected line */
+	assert_true(transcript_of(sb)->run.cut[0]);
+	assert_int_equal(transcript_of(sb)->run.bytes[0], bytes);
+	assert_int_equal(transcript_of(sb)->run.dropped[0], dropped);
+	assert_int_equal(transcript_of(sb)->out_next[0], 3 * MIB);
+	assert_true(transcript_of(sb)->used >= used); /* metrics.json and the reconnected line */
 	/* bytes dropped after the last metrics.json: a gap on a cut stream counts as dropped */
 	assert_true(runlog_skip(sb, 0, 100));
-	assert_int_equal(sb->run.dropped[0], dropped + 100);
+	assert_int_equal(transcript_of(sb)->run.dropped[0], dropped + 100);
 	assert_false(runlog_skip(sb, 1, 100));
 }
 
@@ -153,14 +153,14 @@ static void test_owed_counts_unspent_budgets(void **state)
 	struct sandbox *a = make("c", 4 * MIB), *b = make("d", 0);
 
 	assert_int_equal(sandbox_transcript_budget(b), cfg.transcript_budget_bytes);
-	assert_int_equal(sandbox_transcript_owed(a),
-			 cfg.transcript_budget_bytes - b->transcript_used);
-	assert_int_equal(sandbox_transcript_owed(b), 4 * MIB - a->transcript_used);
+	assert_int_equal(transcript_owed(a),
+			 cfg.transcript_budget_bytes - transcript_of(b)->used);
+	assert_int_equal(transcript_owed(b), 4 * MIB - transcript_of(a)->used);
 	print(a, 0, 8 * MIB);
-	assert_int_equal(sandbox_transcript_owed(b), 4 * MIB - a->transcript_used);
-	assert_true(sandbox_transcript_owed(b) <= 4 * MIB / LIMIT_TRANSCRIPT_LINES_DIV);
-	assert_int_equal(sandbox_transcript_owed(NULL), sandbox_transcript_owed(a) +
-			 sandbox_transcript_owed(b));
+	assert_int_equal(transcript_owed(b), 4 * MIB - transcript_of(a)->used);
+	assert_true(transcript_owed(b) <= 4 * MIB / LIMIT_TRANSCRIPT_LINES_DIV);
+	assert_int_equal(transcript_owed(NULL), transcript_owed(a) +
+			 transcript_owed(b));
 }
 
 int main(void)
