@@ -550,7 +550,7 @@ static struct sandbox *warm_pick(void)
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		struct sandbox *sb = sandbox_slot(i);
 
-		if (sb->pool && sb->lc == LC_READY && !sb->call_active && sb->running && sb->agent &&
+		if (sb->pool && sb->lc == LC_READY && !lc_of(sb)->call_active && sb->running && sb->agent &&
 		    sb->agent_ready && !sb->posture.taints && posture_is_t1(&sb->posture))
 			return sb;
 	}
@@ -994,7 +994,7 @@ static void route_egress_put(struct admin_conn *c, struct sandbox *sb, const cha
 	 * looser, would come back instead) is no change to answer 200 for */
 	memcpy(old_json, sb->egress_json, sizeof(old_json));
 	memcpy(sb->egress_json, norm, sizeof(sb->egress_json));
-	if (sb->dir_made && (r = share_write_record(A.ac.cfg, sb)) != 0) {
+	if (sb->dir_made && (r = sandbox_record_write(A.ac.cfg, sb)) != 0) {
 		memcpy(sb->egress_json, old_json, sizeof(sb->egress_json));
 		log_warn("cannot write sandbox.json", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(r)));

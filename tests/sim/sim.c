@@ -370,6 +370,7 @@ void *__wrap_realloc(void *p, size_t n)
 #define NSUBNETS 16    /* sandbox_subnet_pool 10.213.0.0/24 */
 static struct daemon D;
 static struct sandbox table[NSB];
+static struct lc_sb lcs[NSB];
 static struct runtime *rt;
 /* SIM_RUNTIME=docker: the real Docker runtime and its call queue over the wrapped client */
 static bool docker_mode;
@@ -439,8 +440,8 @@ static void daemon_setup(bool fresh)
 	hooks.create_failed = hook_create_failed;
 	hooks.removed = hook_removed;
 	lifecycle_start(&(struct lifecycle_config){ .cfg = &D.cfg, .sb = table, .nsb = NSB,
-						    .rt = rt, .pool = &D.pool, .hooks = &hooks,
-						    .check = false });
+						    .slots = lcs, .rt = rt, .pool = &D.pool,
+						    .hooks = &hooks, .check = false });
 }
 
 /* Start-up: recovery from the records and the engine, then the loop's first calls. */
