@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/daemon.h"
@@ -1322,10 +1324,69 @@ static void test_the_invariant_check_catches_a_broken_sandbox(void **state)
 	lc_slot(sb)->call_active = false;
 }
 
+/* The mutation test of the ASSERTs (base.h): an invariant broken on purpose, in a child, must
+ * abort it with "assertion failed" and the file of the check; the same run unbroken passes. */
+static void break_and_expect_abort(void (*mutate)(struct sandbox *sb), const char *where)
+{
+	char out[512] = "";
+	int fds[2], st = 0;
+	ssize_t n, got = 0;
+	pid_t child;
+
+	assert_int_equal(pipe(fds), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		mutate(drive(LC_CT_CREATE));
+		_exit(0); /* not caught: the parent sees exit 0 */
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], out + got, sizeof(out) - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	assert_non_null(strstr(out, "agentic: assertion failed: "));
+	assert_non_null(strstr(out, where));
+}
+
+/* a step's call begun while the call of the step before still runs */
+static void begin_twice(struct sandbox *sb)
+{
+	lc_enter(sb, LC_CT_START);
+}
+
+/* a slot given back twice */
+static void free_twice(struct sandbox *sb)
+{
+	sandbox_free(sb);
+	sandbox_free(sb);
+}
+
+/* a READY without a container */
+static void ready_without_container(struct sandbox *sb)
+{
+	sb->container_id[0] = '\0';
+	lc_set_state(sb, LC_READY);
+}
+
+static void test_a_broken_invariant_aborts_on_its_assertion(void **state)
+{
+	break_and_expect_abort(begin_twice, "src/lifecycle/steps.c:");
+	break_and_expect_abort(free_twice, "src/sandbox/sandbox.c:");
+	break_and_expect_abort(ready_without_container, "src/lifecycle/steps.c:");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_every_state_takes_or_refuses_every_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_broken_invariant_aborts_on_its_assertion, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_create_then_remove_leaves_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_create_failure_rolls_back_to_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failures_without_the_engine_roll_back_too, setup, teardown),
