@@ -52,8 +52,8 @@ static void warm_fill(void)
 			lifecycle_remove(sb, true, false);
 		}
 	}
-	if (!lc_conf.cfg->warm_sandboxes || lc_stopping || lc_mono() < lc_warm_retry_at || lc_creates_running() ||
-	    !warm_wanted(&have) || !(sb = sandbox_new()))
+	if (!lc_conf.cfg->warm_sandboxes || lc_stopping || lc_mono() < lc_warm_retry_at ||
+	    lc_creates_running() || !warm_wanted(&have) || !(sb = sandbox_new()))
 		return;
 	do {
 		random_hex(hex, 12);

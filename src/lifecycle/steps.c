@@ -265,7 +265,7 @@ static void finish_release(struct sandbox *sb, enum lc_family f)
 	HOOK(stopped, sb, "the sandbox was removed", removing ? "removed" : "create_failed");
 	if (sb->dir_made || removing)
 		lc_conf.rt->ops->workspace_retire(lc_conf.rt->self, sb, f == F_ROLLBACK ||
-					     (removing && !sb->keep_workspace));
+						  (removing && !sb->keep_workspace));
 	if (f == F_GONE) {
 		log_warn("sandbox gone: its container was removed outside agenticd",
 			 "name=%s instance=%s uid=%u subnet=%s workspace=%s", log_q(sb->name),
