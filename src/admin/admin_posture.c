@@ -226,7 +226,7 @@ void admin_egress_put(struct admin_conn *c, struct sandbox *sb, const char *quer
 	 * looser, would come back instead) is no change to answer 200 for */
 	memcpy(old_json, sb->egress_json, sizeof(old_json));
 	memcpy(sb->egress_json, norm, sizeof(sb->egress_json));
-	if (sb->dir_made && (r = share_write_record(admin_state.ac.cfg, sb)) != 0) {
+	if (sb->dir_made && (r = sandbox_record_write(admin_state.ac.cfg, sb)) != 0) {
 		memcpy(sb->egress_json, old_json, sizeof(sb->egress_json));
 		log_warn("cannot write sandbox.json", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(r)));

@@ -113,7 +113,7 @@ static struct sandbox *warm_pick(void)
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		struct sandbox *sb = sandbox_slot(i);
 
-		if (sb->pool && sb->lc == LC_READY && !sb->call_active && sb->running && agent_of(sb)->call &&
+		if (sb->pool && sb->lc == LC_READY && !lc_of(sb)->call_active && sb->running && agent_of(sb)->call &&
 		    agent_of(sb)->ready && !sb->posture.taints && posture_is_t1(&sb->posture))
 			return sb;
 	}

@@ -217,9 +217,12 @@ _Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
 /* Exec sessions at once, and the stdin one StdinChunk carries. */
 #define LIMIT_EXECS 512
 #define STDIN_CHUNK 8192
-/* A sandbox's name, its network's name, its error text; a run's directory name; the exit
+/* A sandbox's name, its instance id (a uuid7), the engine's id of its container or network
+ * (64 hex digits), its network's name, its error text; a run's directory name; the exit
  * codes a run counts. */
 #define SB_NAME_BYTES 64
+#define SB_ID_BYTES 37
+#define SB_ENGINE_ID_BYTES 65
 #define SB_NET_BYTES 64
 #define SB_ERROR_BYTES 2048
 #define RUN_NAME_BYTES 48

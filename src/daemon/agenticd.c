@@ -137,6 +137,7 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->admin = round64((size_t)cfg->max_admin_connections * sizeof(struct admin_conn));
 	/* the runtime's call slots: one per sandbox and the warm pool's */
 	b->jobs = round64(runtime_docker_storage_bytes(RT_SLOTS(cfg->max_sandboxes)));
+	b->jobs += round64((size_t)cfg->max_sandboxes * sizeof(struct lc_sb));
 	b->grpc = round64(grpc_server_storage_bytes(&b->gcfg));
 	if (!b->grpc)
 		return -EINVAL;
@@ -272,6 +273,7 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	transcripts = carve(&p, b->transcripts);
 	conns = carve(&p, b->admin);
 	d->rt_storage = carve(&p, runtime_docker_storage_bytes(RT_SLOTS(d->nsb)));
+	d->lc_slots = carve(&p, (size_t)d->nsb * sizeof(struct lc_sb));
 	uid_bits = carve(&p, ((nuid + 63) / 64) * 8);
 	subnet_bits = carve(&p, ((nsub + 63) / 64) * 8);
 	foreign_bits = carve(&p, ((nsub + 63) / 64) * 8);
@@ -474,7 +476,8 @@ static int start_lifecycle(struct daemon *d)
 		.since_path = since_path,
 	};
 	struct lifecycle_config lcfg = {
-		.cfg = &d->cfg, .sb = sandbox_slot(0), .nsb = d->nsb, .pool = &d->pool, .hooks = &agenticd_hooks,
+		.cfg = &d->cfg, .sb = sandbox_slot(0), .nsb = d->nsb, .slots = d->lc_slots,
+		.pool = &d->pool, .hooks = &agenticd_hooks,
 		.check = checking(), .init_path = d->init_exe, .init_id = &d->init_id,
 	};
 	int r;

@@ -39,6 +39,7 @@ struct daemon {
 	struct runtime *rt;           /* = &vm.rt: what the lifecycle drives */
 	char vm_kernel_dir[LIMIT_PATH_BYTES];
 	void *rt_storage;             /* the runtime's call slots, in the region */
+	struct lc_sb *lc_slots;       /* the lifecycle's per-slot table, in the region */
 	bool stopping;
 	bool admin_group_known;
 	gid_t admin_gid;

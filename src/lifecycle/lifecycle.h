@@ -79,10 +79,16 @@
  * is logged once per event.
  *
  * Time comes from the hooks' clocks (mono_ms, wall_ms), so a simulator controls it. The
- * lifecycle keeps no state outside the sandbox table and the struct lifecycle_config it was
- * started with. A restarted daemon, in a simulator: the fake runtime drops its calls in
- * flight, then sandbox_table_reset(), netpool_init(), lifecycle_start() and
- * recover_state(rt) rebuild everything from the records and the runtime's objects.
+ * lifecycle keeps no state outside the sandbox table, its own per-slot table (struct lc_sb:
+ * the runtime call of each sandbox's step) and the struct lifecycle_config it was started
+ * with. A restarted daemon, in a simulator: the fake runtime drops its calls in flight, then
+ * sandbox_table_reset(), netpool_init(), lifecycle_start() and recover_state(rt) rebuild
+ * everything from the records and the runtime's objects.
+ *
+ * Its files: events.c (the entry, the runtime's reports, the loop's turn, the warm pool),
+ * create.c (a create's steps), teardown.c (rollback, remove, refresh, the container's own
+ * events), steps.c (the states and the steps they share; steps.h, the module's inside),
+ * recover.c (start-up), netpool.c (warm networks), taint.c (a live sandbox's posture).
  */
 #ifndef AGENTIC_MGMT_LIFECYCLE_H
 #define AGENTIC_MGMT_LIFECYCLE_H
@@ -96,10 +102,22 @@
 
 struct netpool;
 
+_Static_assert(RT_ID_BYTES == SB_ENGINE_ID_BYTES, "an engine id fits a sandbox");
+
+/* The lifecycle's own state of a sandbox's slot (sandbox_index), in storage handed to
+ * lifecycle_start, written by the lifecycle alone. */
+struct lc_sb {
+	struct rt_call call;          /* the runtime call of the current step */
+	bool call_active;             /* it runs: its answer comes as LC_EV_CALL_DONE */
+};
+
+/* sb's lifecycle state, to read. */
+const struct lc_sb *lc_of(const struct sandbox *sb);
+
 enum lc_event_kind {
 	LC_EV_CREATE = 1,  /* req: the parsed request, alive until the container exists */
 	LC_EV_REMOVE,      /* force, keep_workspace */
-	LC_EV_CALL_DONE,   /* the sandbox's runtime call answered: sb->call.res */
+	LC_EV_CALL_DONE,   /* the sandbox's runtime call answered: lc_of(sb)->call.res */
 	LC_EV_AGENT_READY, /* READY with setup_status "ready" on an authenticated stream */
 	LC_EV_AGENT_LOST,
 	LC_EV_CT_START,
@@ -177,6 +195,7 @@ struct lifecycle_config {
 	const struct config *cfg;
 	struct sandbox *sb;           /* the table, nsb slots */
 	uint32_t nsb;
+	struct lc_sb *slots;          /* nsb of them: cleared at start (no call runs yet) */
 	struct runtime *rt;           /* its sink is set to the lifecycle's */
 	struct netpool *pool;         /* the warm networks (netpool.h), NULL: none */
 	const struct lifecycle_hooks *hooks;

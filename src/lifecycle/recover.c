@@ -125,7 +125,7 @@ static int read_one(void *ctx, const char *id)
 	r = &rs->items[rs->n];
 	memset(r, 0, sizeof(*r));
 	r->sb.subnet = -1;
-	if (share_read_record(cfg, id, &r->sb, r->state, sizeof(r->state)) != 0 ||
+	if (sandbox_record_read(cfg, id, &r->sb, r->state, sizeof(r->state)) != 0 ||
 	    strcmp(r->sb.instance_id, id) != 0) {
 		log_error("recovery: unreadable sandbox record left alone", "instance=%s", log_q(id));
 		return 0;
@@ -174,6 +174,89 @@ static int adopt_network(struct sandbox *sb, char *err, size_t err_size)
 	return 0;
 }
 
+/* A container of no record, or of one whose create or remove did not finish: removed, with
+ * its network and its instance. 0, or an error (err) when it cannot be removed. */
+static int settle_unfinished(const struct rt_container *ct, const char *net, struct rec *rec,
+			     char *err, size_t err_size)
+{
+	const char *why = !rec ? "unrecorded" : strcmp(rec->state, "removing") == 0
+		? "remove-unfinished" : "create-unfinished";
+	int r;
+
+	if ((r = remove_container(ct->id, why, err, err_size)) != 0)
+		return r;
+	if (net)
+		remove_network(net, why);
+	if (rec)
+		rt->ops->workspace_retire(rt->self, &rec->sb,
+					  strcmp(rec->state, "removing") != 0 ||
+					  !rec->sb.keep_workspace);
+	return 0;
+}
+
+/* A ready sandbox's record into its new slot: what it is and what it asked for. */
+static void adopt_record(struct sandbox *sb, const struct rec *rec)
+{
+	memcpy(sb->name, rec->sb.name, sizeof(sb->name));
+	/* a warm sandbox's record says so (it stays warm: nothing was claimed, or the record
+	 * would say creating); a claimed one keeps its pool name */
+	memcpy(sb->agent_id, rec->sb.agent_id, sizeof(sb->agent_id));
+	sb->pool = rec->sb.pool;
+	sb->claimed = rec->sb.claimed;
+	/* its claim's env is not recorded: the init keeps its own, and none is sent again */
+	memcpy(sb->instance_id, rec->sb.instance_id, sizeof(sb->instance_id));
+	memcpy(sb->image, rec->sb.image, sizeof(sb->image));
+	memcpy(sb->cmd, rec->sb.cmd, sizeof(sb->cmd));
+	memcpy(sb->labels, rec->sb.labels, sizeof(sb->labels));
+	memcpy(sb->mounts, rec->sb.mounts, sizeof(sb->mounts));
+	sb->cmd_len = rec->sb.cmd_len;
+	sb->labels_len = rec->sb.labels_len;
+	sb->mounts_len = rec->sb.mounts_len;
+	sb->ncmd = rec->sb.ncmd;
+	sb->nlabels = rec->sb.nlabels;
+	sb->nmounts = rec->sb.nmounts;
+	sb->mount_ro = rec->sb.mount_ro;
+	sb->created_ms = rec->sb.created_ms;
+	sb->ready_ms = rec->sb.ready_ms;
+	sb->disk_bytes = rec->sb.disk_bytes;
+	sb->transcript_bytes = rec->sb.transcript_bytes;
+	sb->writable_root = rec->sb.writable_root;
+	sb->vm = rec->sb.vm;     /* its runtime takes its QEMU back at start (runtime_vm.h) */
+	sb->posture = rec->sb.posture;   /* its reasons at create and its taints: sticky */
+	memcpy(sb->egress_json, rec->sb.egress_json, sizeof(sb->egress_json)); /* its policy */
+}
+
+/* The engine's view of a kept sandbox: its network taken back, its tier read again, an exec
+ * running in it, its workspace mounted again after a reboot. 0, or an error (err) when its
+ * network cannot be read. */
+static int adopt_engine_view(struct sandbox *sb, const struct rt_container *ct, char *err,
+			     size_t err_size)
+{
+	char text[1024];
+	int r;
+
+	if ((r = adopt_network(sb, err, err_size)) != 0)
+		return r;
+	/* the tier is the engine's view now, not the one the record had */
+	lifecycle_network_read(sb, &ct->net);
+	/* agenticd runs nothing through the engine's exec: one running now is out of band,
+	 * whether or not the engine still has its event to replay */
+	if (ct->execs)
+		lifecycle_exec_seen(sb);
+	/* after a reboot its workspace image is there but not mounted. A running container
+	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
+	 * the image would have two ext4 instances writing it. */
+	r = ct->running ? 0 : rt->ops->workspace_mount(rt->self, sb, text, sizeof(text));
+	if (r > 0)
+		log_info("recovery: workspace mounted again", "name=%s instance=%s", log_q(sb->name),
+			 log_q(sb->instance_id));
+	else if (r < 0)
+		log_error("recovery: workspace not mounted; the sandbox cannot start again until "
+			  "it is", "name=%s instance=%s error=%s", log_q(sb->name),
+			  log_q(sb->instance_id), log_q(text));
+	return 0;
+}
+
 /* One agentic container: kept as a sandbox, or rolled back / finished. A container that cannot
  * be read or removed may run on with its uid: that stops the start (err says why); only one
  * gone since it was listed is settled as missing. */
@@ -204,53 +287,15 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 	rec = inst ? record_for(rs, inst) : NULL;
 	if (rec)
 		rec->matched = true;
-	if (!rec || strcmp(rec->state, "ready") != 0) {
-		const char *why = !rec ? "unrecorded" : strcmp(rec->state, "removing") == 0
-			? "remove-unfinished" : "create-unfinished";
-
-		if ((r = remove_container(ct.id, why, err, err_size)) != 0)
-			return r;
-		if (net)
-			remove_network(net, why);
-		if (rec)
-			rt->ops->workspace_retire(rt->self, &rec->sb,
-						  strcmp(rec->state, "removing") != 0 ||
-						  !rec->sb.keep_workspace);
-		return 0;
-	}
+	if (!rec || strcmp(rec->state, "ready") != 0)
+		return settle_unfinished(&ct, net, rec, err, err_size);
 	sb = sandbox_new();
 	if (!sb) {
 		log_error("recovery: more sandboxes than max_sandboxes; one left untracked",
 			  "name=%s", log_q(ct.name));
 		return 0;
 	}
-	memcpy(sb->name, rec->sb.name, sizeof(sb->name));
-	/* a warm sandbox's record says so (it stays warm: nothing was claimed, or the record
-	 * would say creating); a claimed one keeps its pool name */
-	memcpy(sb->agent_id, rec->sb.agent_id, sizeof(sb->agent_id));
-	sb->pool = rec->sb.pool;
-	sb->claimed = rec->sb.claimed;
-	/* its claim's env is not recorded: the init keeps its own, and none is sent again */
-	memcpy(sb->instance_id, rec->sb.instance_id, sizeof(sb->instance_id));
-	memcpy(sb->image, rec->sb.image, sizeof(sb->image));
-	memcpy(sb->cmd, rec->sb.cmd, sizeof(sb->cmd));
-	memcpy(sb->labels, rec->sb.labels, sizeof(sb->labels));
-	memcpy(sb->mounts, rec->sb.mounts, sizeof(sb->mounts));
-	sb->cmd_len = rec->sb.cmd_len;
-	sb->labels_len = rec->sb.labels_len;
-	sb->mounts_len = rec->sb.mounts_len;
-	sb->ncmd = rec->sb.ncmd;
-	sb->nlabels = rec->sb.nlabels;
-	sb->nmounts = rec->sb.nmounts;
-	sb->mount_ro = rec->sb.mount_ro;
-	sb->created_ms = rec->sb.created_ms;
-	sb->ready_ms = rec->sb.ready_ms;
-	sb->disk_bytes = rec->sb.disk_bytes;
-	sb->transcript_bytes = rec->sb.transcript_bytes;
-	sb->writable_root = rec->sb.writable_root;
-	sb->vm = rec->sb.vm;     /* its runtime takes its QEMU back at start (runtime_vm.h) */
-	sb->posture = rec->sb.posture;   /* its reasons at create and its taints: sticky */
-	memcpy(sb->egress_json, rec->sb.egress_json, sizeof(sb->egress_json)); /* its policy */
+	adopt_record(sb, rec);
 	memcpy(sb->container_id, ct.id, sizeof(sb->container_id));
 	sb->ct_exists = true;
 	lifecycle_signal(sb, LC_EV_RECOVERED);
@@ -269,26 +314,7 @@ static int settle_container(const char *id, struct recs *rs, char *err, size_t e
 	}
 	sb->uid = (uint32_t)uid;
 	sb->uid_taken = idalloc_mark(sandbox_uid_map(), sb->uid) == 0;
-	if ((r = adopt_network(sb, err, err_size)) != 0)
-		return r;
-	/* the tier is the engine's view now, not the one the record had */
-	lifecycle_network_read(sb, &ct.net);
-	/* agenticd runs nothing through the engine's exec: one running now is out of band,
-	 * whether or not the engine still has its event to replay */
-	if (ct.execs)
-		lifecycle_exec_seen(sb);
-	/* after a reboot its workspace image is there but not mounted. A running container
-	 * whose host mount was lost still holds the filesystem through its bind: mounted again,
-	 * the image would have two ext4 instances writing it. */
-	r = ct.running ? 0 : rt->ops->workspace_mount(rt->self, sb, text, sizeof(text));
-	if (r > 0)
-		log_info("recovery: workspace mounted again", "name=%s instance=%s", log_q(sb->name),
-			 log_q(sb->instance_id));
-	else if (r < 0)
-		log_error("recovery: workspace not mounted; the sandbox cannot start again until "
-			  "it is", "name=%s instance=%s error=%s", log_q(sb->name),
-			  log_q(sb->instance_id), log_q(text));
-	return 0;
+	return adopt_engine_view(sb, &ct, err, err_size);
 }
 
 /* Two containers claiming one uid: neither is trusted, both are reported. */
@@ -418,7 +444,7 @@ int recover_state(struct runtime *runtime, char *err, size_t err_size)
 		return -ENOMEM;
 	}
 	r = list_objects(false, &l, err, err_size);
-	if (r == 0 && (r = share_each_record(cfg, read_one, &rs)) != 0)
+	if (r == 0 && (r = sandbox_record_each(cfg, read_one, &rs)) != 0)
 		snprintf(err, err_size, "cannot read the sandbox records under %s/instances: %s",
 			 cfg->agentshare_root, err_str(r));
 	for (uint32_t i = 0; r == 0 && i < l.n; i++)

@@ -26,7 +26,7 @@ static void changed(struct sandbox *sb, const char *what, const char *reason, co
 	log_info("posture changed", "name=%s what=%s reason=%s source=%s tier=%s was=%s",
 		 log_q(sb->name), what, reason, log_q(source), now, was);
 	runlog_event_fields(sb, what, kv);
-	if (sb->dir_made && (r = share_write_record(sandbox_config(), sb)) != 0)
+	if (sb->dir_made && (r = sandbox_record_write(sandbox_config(), sb)) != 0)
 		log_warn("cannot write sandbox.json", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(r)));
 }

@@ -807,21 +807,23 @@ static int rd_workspace_make(void *self, const struct sandbox *sb, char *err, si
 {
 	struct runtime_docker *d = self;
 
-	return share_make_workspace(d->c.cfg, sb, err, err_size);
+	return share_make_workspace(d->c.cfg, sb->instance_id, sb->disk_bytes, sb->vm,
+				    sandbox_transcript_budget(sb) + transcript_owed(sb), err,
+				    err_size);
 }
 
 static int rd_workspace_mount(void *self, const struct sandbox *sb, char *err, size_t err_size)
 {
 	struct runtime_docker *d = self;
 
-	return share_mount_workspace(d->c.cfg, sb, err, err_size);
+	return share_mount_workspace(d->c.cfg, sb->instance_id, sb->vm, err, err_size);
 }
 
 static void rd_workspace_retire(void *self, const struct sandbox *sb, bool drop_workspace)
 {
 	struct runtime_docker *d = self;
 
-	share_retire(d->c.cfg, sb, drop_workspace);
+	share_retire(d->c.cfg, sb->instance_id, drop_workspace);
 }
 
 static const struct runtime_ops docker_ops = {

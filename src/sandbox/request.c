@@ -598,20 +598,73 @@ static int parse_egress(struct create_req *req, const struct json_doc *doc, int 
 	return 0;
 }
 
+static int parse_disk_bytes(struct create_req *req, const struct json_doc *doc, int val,
+			    struct request_error *e)
+{
+	int64_t n;
+
+	if (json_int(doc, val, &n) != 0 || n < (int64_t)LIMIT_DISK_MIN_BYTES ||
+	    (uint64_t)n > LIMIT_DISK_MAX_BYTES)
+		return bad(e, 400, "bad_request", "disk_bytes is a whole number of bytes from "
+			   "%llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
+			   (unsigned long long)LIMIT_DISK_MAX_BYTES);
+	req->disk_bytes = (uint64_t)n;
+	return 0;
+}
+
+static int parse_transcript_bytes(struct create_req *req, const struct json_doc *doc, int val,
+				  struct request_error *e)
+{
+	int64_t n;
+
+	if (json_int(doc, val, &n) != 0 || n < (int64_t)LIMIT_TRANSCRIPT_MIN_BYTES ||
+	    (uint64_t)n > LIMIT_TRANSCRIPT_MAX_BYTES)
+		return bad(e, 400, "bad_request", "transcript_bytes is a whole number of bytes "
+			   "from %llu to %llu", (unsigned long long)LIMIT_TRANSCRIPT_MIN_BYTES,
+			   (unsigned long long)LIMIT_TRANSCRIPT_MAX_BYTES);
+	req->transcript_bytes = (uint64_t)n;
+	return 0;
+}
+
+static int parse_mounts(struct create_req *req, struct request_text *t, const struct config *cfg,
+			const struct json_doc *doc, int val, struct request_error *e)
+{
+	if (doc->tok[val].type != JSON_ARRAY)
+		return bad(e, 400, "bad_request", "mounts is an array");
+	for (int i = json_first(doc, val); i >= 0; i = json_next(doc, val, i))
+		if (parse_mount(req, t, cfg, doc, i, e) != 0)
+			return -1;
+	return 0;
+}
+
+/* A field the create does not know, key k. */
+static int unknown_field(const struct json_doc *doc, int k, struct request_error *e)
+{
+	char key[64];
+
+	/* the name is echoed only when it looks like a field's (a typo of one): any other may be
+	 * a secret pasted in the wrong place */
+	json_str(doc, k, key, sizeof(key));
+	if (strlen(key) > 24 || strspn(key, "abcdefghijklmnopqrstuvwxyz_") != strlen(key))
+		key[0] = '\0';
+	return bad(e, 400, "bad_request", "unknown field%s%s (known: name runtime image env mounts "
+		   "network cmd labels disk_bytes transcript_bytes resources writable_root require_tier profile egress)",
+		   key[0] ? " " : "", key);
+}
+
 /* One field of the create's object. */
 static int create_field(struct create_req *req, struct request_text *t, const struct config *cfg,
 			enum request_api api, const struct json_doc *doc, int k,
 			struct request_error *e)
 {
 	int val = k + 1;
-	char key[64];
 
 	if (json_str_eq(doc, k, "name")) {
 		if (!(req->name = take_str(t, doc, val)))
 			return bad(e, 400, "bad_request", "name is a string");
 	} else if (json_str_eq(doc, k, "profile") || json_str_eq(doc, k, "startup_profile_id")) {
 		if (api == REQUEST_API_V1 && json_str_eq(doc, k, "startup_profile_id"))
-			goto unknown;
+			return unknown_field(doc, k, e);
 		/* applied first, by profile_base */
 	} else if (json_str_eq(doc, k, "runtime")) {
 		const char *rt = take_str(t, doc, val);
@@ -636,23 +689,9 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 	} else if (json_str_eq(doc, k, "labels")) {
 		return parse_labels(req, t, doc, val, e);
 	} else if (json_str_eq(doc, k, "disk_bytes")) {
-		int64_t n;
-
-		if (json_int(doc, val, &n) != 0 || n < (int64_t)LIMIT_DISK_MIN_BYTES ||
-		    (uint64_t)n > LIMIT_DISK_MAX_BYTES)
-			return bad(e, 400, "bad_request", "disk_bytes is a whole number of bytes from "
-				   "%llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
-				   (unsigned long long)LIMIT_DISK_MAX_BYTES);
-		req->disk_bytes = (uint64_t)n;
+		return parse_disk_bytes(req, doc, val, e);
 	} else if (json_str_eq(doc, k, "transcript_bytes")) {
-		int64_t n;
-
-		if (json_int(doc, val, &n) != 0 || n < (int64_t)LIMIT_TRANSCRIPT_MIN_BYTES ||
-		    (uint64_t)n > LIMIT_TRANSCRIPT_MAX_BYTES)
-			return bad(e, 400, "bad_request", "transcript_bytes is a whole number of bytes "
-				   "from %llu to %llu", (unsigned long long)LIMIT_TRANSCRIPT_MIN_BYTES,
-				   (unsigned long long)LIMIT_TRANSCRIPT_MAX_BYTES);
-		req->transcript_bytes = (uint64_t)n;
+		return parse_transcript_bytes(req, doc, val, e);
 	} else if (json_str_eq(doc, k, "resources")) {
 		return parse_resources(req, doc, val, e);
 	} else if (json_str_eq(doc, k, "require_tier")) {
@@ -667,24 +706,11 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 	} else if (json_str_eq(doc, k, "egress")) {
 		return parse_egress(req, doc, val, e);
 	} else if (json_str_eq(doc, k, "mounts")) {
-		if (doc->tok[val].type != JSON_ARRAY)
-			return bad(e, 400, "bad_request", "mounts is an array");
-		for (int i = json_first(doc, val); i >= 0; i = json_next(doc, val, i))
-			if (parse_mount(req, t, cfg, doc, i, e) != 0)
-				return -1;
+		return parse_mounts(req, t, cfg, doc, val, e);
 	} else {
-		goto unknown;
+		return unknown_field(doc, k, e);
 	}
 	return 0;
-unknown:
-	/* the name is echoed only when it looks like a field's (a typo of one): any other may be
-	 * a secret pasted in the wrong place */
-	json_str(doc, k, key, sizeof(key));
-	if (strlen(key) > 24 || strspn(key, "abcdefghijklmnopqrstuvwxyz_") != strlen(key))
-		key[0] = '\0';
-	return bad(e, 400, "bad_request", "unknown field%s%s (known: name runtime image env mounts "
-		   "network cmd labels disk_bytes transcript_bytes resources writable_root require_tier profile egress)",
-		   key[0] ? " " : "", key);
 }
 
 int request_create_parse(struct create_req *req, const struct config *cfg,

@@ -62,7 +62,10 @@ struct sandbox *sandbox_slot(uint32_t i)
 
 uint32_t sandbox_index(const struct sandbox *sb)
 {
-	return (uint32_t)(sb - T.sb);
+	uint32_t i = (uint32_t)(sb - T.sb);
+
+	ASSERT(i < T.nsb);
+	return i;
 }
 
 uint32_t sandbox_live(void)
@@ -118,8 +121,7 @@ struct sandbox *sandbox_new(void)
 
 		if (in_use(sb))
 			continue;
-		memset(sb, 0, offsetof(struct sandbox, call));
-		sb->call_active = false;
+		memset(sb, 0, sizeof(*sb));
 		sb->gen = gen + 1;
 		sb->subnet = -1;
 		sb->waiter = -1;
@@ -128,6 +130,7 @@ struct sandbox *sandbox_new(void)
 		sb->state = SB_CREATING;
 		sb->lc = LC_NEW;
 		T.live++;
+		ASSERT(T.live <= T.nsb);
 		return sb;
 	}
 	return NULL;
@@ -146,6 +149,7 @@ void sandbox_claim_undo(struct sandbox *sb)
 
 void sandbox_free(struct sandbox *sb)
 {
+	ASSERT(sb->state != SB_FREE && T.live > 0);
 	sandbox_release_ids(sb);
 	sb->pool = sb->claimed = false;
 	if (sb->init_pidfd >= 0)
@@ -214,10 +218,10 @@ void sandbox_release_ids(struct sandbox *sb)
 		}
 	}
 	if (sb->uid_taken)
-		idalloc_free(&T.uids, sb->uid);
+		ASSERT(idalloc_free(&T.uids, sb->uid) == 0);
 	sb->uid_taken = false;
 	if (sb->subnet >= 0)
-		idalloc_free(subnet_map(), (uint32_t)sb->subnet);
+		ASSERT(idalloc_free(subnet_map(), (uint32_t)sb->subnet) == 0);
 	sb->subnet = -1;
 }
 

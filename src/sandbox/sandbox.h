@@ -18,7 +18,6 @@
 #include "sandbox/reqcheck.h"
 #include "sandbox/posture.h"
 #include "sandbox/request.h"
-#include "runtime/runtime.h"
 #include "sandbox/strrun.h"
 #include "sandbox/subnet.h"
 
@@ -63,12 +62,10 @@ enum lc_state {
 #define LC_PEND_DIE 2
 #define LC_PEND_DESTROY 4
 
-#define SB_ID_BYTES 37
-
 _Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
 
 struct sandbox {
-	enum sb_state state;          /* the phase, set from lc (lifecycle.c) */
+	enum sb_state state;          /* the phase, set from lc (lifecycle/steps.c) */
 	enum lc_state lc;             /* where its life is (lifecycle.h) */
 	uint32_t gen;                 /* bumped whenever the slot is reused */
 	char name[SB_NAME_BYTES];
@@ -84,9 +81,9 @@ struct sandbox {
 	uint32_t claim_env_len;
 	char claim_env[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
 	char instance_id[SB_ID_BYTES];
-	char container_id[RT_ID_BYTES];
+	char container_id[SB_ENGINE_ID_BYTES];
 	char network[SB_NET_BYTES];   /* the network's name (ours, or the operator's) */
-	char network_id[RT_ID_BYTES];
+	char network_id[SB_ENGINE_ID_BYTES];
 	char image[CONFIG_STR_BYTES];
 	char subnet_text[20];
 	uint32_t uid;
@@ -156,9 +153,6 @@ struct sandbox {
 	uint32_t mounts_len;
 	struct policy_mount_id mount_id[LIMIT_SANDBOX_MOUNTS]; /* what each source was, checked */
 	struct posture posture;       /* its tier and why (posture.h); kept in sandbox.json */
-	/* the runtime call of the current step (sandbox_new clears what is above it) */
-	struct rt_call call;
-	bool call_active;
 };
 
 /* The table: nsb slots at sb and the control-uid map's bits (control_uid_min..max of cfg,
@@ -194,6 +188,16 @@ int sandbox_take_subnet(struct sandbox *sb);
 /* Gives uid and subnet back (a uid a conflicting twin also claims stays reserved for it). */
 void sandbox_release_ids(struct sandbox *sb);
 const char *sandbox_state_name(const struct sandbox *sb);
+/* Its record, instances/<id>/sandbox.json (0600; record.c): a temp file, fsync, rename, fsync
+ * of the directory, so a restarted agenticd reads the old record or the new one. */
+int sandbox_record_write(const struct config *cfg, const struct sandbox *sb);
+/* Reads instances/<id>/sandbox.json into sb (the fields it holds) and its state word: 0,
+ * -ENOENT or ERR_PARSE. */
+int sandbox_record_read(const struct config *cfg, const char *id, struct sandbox *sb,
+			char *state, size_t state_size);
+/* Calls fn for every instance id that has a sandbox.json, until fn returns non-zero. */
+int sandbox_record_each(const struct config *cfg, int (*fn)(void *ctx, const char *id),
+			void *ctx);
 /* key: an ISO 8601 UTC time of wall ms (ms 0: null); key NULL: the value alone. */
 void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms);
 /* Pins the sandbox's container PID 1 (sb->pid, State.Pid) as sb->init_pidfd, for the resolver,

@@ -1,5 +1,5 @@
-/* share.c: the agentshare's instances/<id>/: the sandbox record (atomic write, read back), the
- * workspace image and its mount, and retiring an instance (share.h). */
+/* share.c: the agentshare's instances/<id>/: the instance directory, the workspace image and
+ * its mount, and retiring an instance (share.h). The record in it is sandbox/record.c's. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,14 +14,12 @@
 
 #include "json/json.h"
 #include "workspace/host.h"
-#include "sandbox/posture.h"
-#include "transcript/runlog.h"
 #include "workspace/share.h"
 #include "workspace/workspace.h"
 
 static pid_t deleting[LIMIT_WORKSPACE_DELETERS]; /* the workspace-deleting children running */
 
-int share_make(const struct config *cfg, const struct sandbox *sb, char *err, size_t err_size)
+int share_make(const struct config *cfg, const char *id, char *err, size_t err_size)
 {
 	char dir[LIMIT_PATH_BYTES];
 	int r = 0;
@@ -29,7 +27,7 @@ int share_make(const struct config *cfg, const struct sandbox *sb, char *err, si
 	snprintf(dir, sizeof(dir), "%s/instances", cfg->agentshare_root);
 	if (host_mkdirs(dir, 0700) != 0)
 		r = -errno;
-	if (r == 0 && (r = host_instance_dir(cfg, sb->instance_id, dir, sizeof(dir))) == 0 &&
+	if (r == 0 && (r = host_instance_dir(cfg, id, dir, sizeof(dir))) == 0 &&
 	    mkdir(dir, 0700) != 0)
 		r = -errno;
 	if (r != 0)
@@ -91,11 +89,11 @@ static int make_image(const char *img, uint64_t bytes, uint64_t transcripts,
 	return r;
 }
 
-int share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
-			 size_t err_size)
+int share_make_workspace(const struct config *cfg, const char *id, uint64_t disk_bytes, bool vm,
+			 uint64_t transcripts, char *err, size_t err_size)
 {
 	char ws[LIMIT_PATH_BYTES + 16], img[LIMIT_PATH_BYTES + 16];
-	int r = workspace_paths(cfg, sb->instance_id, ws, img, sizeof(ws));
+	int r = workspace_paths(cfg, id, ws, img, sizeof(ws));
 
 	if (r != 0) {
 		snprintf(err, err_size, "the sandbox's workspace path is too long");
@@ -109,8 +107,7 @@ int share_make_workspace(const struct config *cfg, const struct sandbox *sb, cha
 		return r;
 	}
 	/* a VM's image is its guest's disk: never mounted on the host as well */
-	if ((r = make_image(img, sb->disk_bytes, sandbox_transcript_budget(sb) +
-			    transcript_owed(sb), cfg, err, err_size)) == 0 && !sb->vm &&
+	if ((r = make_image(img, disk_bytes, transcripts, cfg, err, err_size)) == 0 && !vm &&
 	    (r = workspace_mount(img, ws, err, err_size)) != 0)
 		unlink(img);
 	if (r != 0)
@@ -118,14 +115,14 @@ int share_make_workspace(const struct config *cfg, const struct sandbox *sb, cha
 	return r;
 }
 
-int share_mount_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+int share_mount_workspace(const struct config *cfg, const char *id, bool vm, char *err,
 			  size_t err_size)
 {
 	char ws[LIMIT_PATH_BYTES + 16], img[LIMIT_PATH_BYTES + 16];
 	struct stat st;
-	int r = workspace_paths(cfg, sb->instance_id, ws, img, sizeof(ws));
+	int r = workspace_paths(cfg, id, ws, img, sizeof(ws));
 
-	if (r != 0 || lstat(img, &st) != 0 || sb->vm)
+	if (r != 0 || lstat(img, &st) != 0 || vm)
 		return 0; /* no image: a workspace made before images, a plain directory; a VM's
 			   * is its guest's disk */
 	if ((r = workspace_mounted(ws)) != 0) {
@@ -247,251 +244,6 @@ void share_sweep_empty(const struct config *cfg)
 	closedir(d);
 }
 
-static void write_strrun(struct json_writer *w, const char *key, const char *run, uint32_t len)
-{
-	json_key(w, key);
-	json_arr_begin(w);
-	for (const char *p = NULL; (p = strrun_next(run, len, p));)
-		json_str_write(w, p);
-	json_arr_end(w);
-}
-
-int share_write_record(const struct config *cfg, const struct sandbox *sb)
-{
-	static char text[LIMIT_SANDBOX_CMD_BYTES + LIMIT_SANDBOX_LABEL_BYTES +
-			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES];
-	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 32], tmp[LIMIT_PATH_BYTES + 32];
-	struct buf b;
-	struct json_writer w;
-	int fd, r;
-	ssize_t n;
-
-	if ((r = host_instance_dir(cfg, sb->instance_id, dir, sizeof(dir))) != 0)
-		return r;
-	buf_init(&b, text, sizeof(text));
-	json_writer_init(&w, &b);
-	json_obj_begin(&w);
-	json_key(&w, "name");
-	json_str_write(&w, sb->name);
-	json_key(&w, "agent_id");
-	json_str_write(&w, sb->agent_id);
-	json_key(&w, "pool");
-	json_bool_write(&w, sb->pool);
-	json_key(&w, "claimed");
-	json_bool_write(&w, sb->claimed);
-	/* a claim's env stays out of every agentshare file (its values may be credentials): a
-	 * restarted agenticd knows it no more, and the init keeps what it was given */
-	json_key(&w, "instance_id");
-	json_str_write(&w, sb->instance_id);
-	json_key(&w, "state");
-	json_str_write(&w, sb->state == SB_READY ? "ready" : sb->state == SB_REMOVING ? "removing"
-						 : "creating");
-	json_key(&w, "control_uid");
-	json_int_write(&w, sb->uid);
-	json_key(&w, "subnet");
-	json_str_write(&w, sb->subnet_text);
-	json_key(&w, "network");
-	json_str_write(&w, sb->network);
-	json_key(&w, "network_id");
-	json_str_write(&w, sb->network_id);
-	json_key(&w, "network_managed");
-	json_bool_write(&w, sb->net_managed);
-	json_key(&w, "container_id");
-	json_str_write(&w, sb->container_id);
-	json_key(&w, "image");
-	json_str_write(&w, sb->image);
-	json_key(&w, "created_ms");
-	json_int_write(&w, sb->created_ms);
-	json_key(&w, "ready_ms");
-	json_int_write(&w, sb->ready_ms);
-	json_key(&w, "keep_workspace");
-	json_bool_write(&w, sb->keep_workspace);
-	json_key(&w, "disk_bytes");
-	json_int_write(&w, (int64_t)sb->disk_bytes);
-	json_key(&w, "transcript_bytes");
-	json_int_write(&w, (int64_t)sb->transcript_bytes);
-	json_key(&w, "writable_root");
-	json_bool_write(&w, sb->writable_root);
-	json_key(&w, "runtime");
-	json_str_write(&w, sb->vm ? "vm" : "docker");
-	write_strrun(&w, "cmd", sb->cmd, sb->cmd_len);
-	write_strrun(&w, "labels", sb->labels, sb->labels_len);
-	write_strrun(&w, "mounts", sb->mounts, sb->mounts_len);
-	json_key(&w, "mount_ro");
-	json_int_write(&w, sb->mount_ro);
-	json_key(&w, "posture");
-	posture_record_write(&w, &sb->posture);
-	/* the policy's normalised text ("" for none), so a restarted agenticd enforces it */
-	json_key(&w, "egress");
-	json_str_write(&w, sb->egress_json);
-	json_obj_end(&w);
-	if ((r = json_writer_finish(&w)) != 0 || buf_append(&b, "\n", 1) != 0)
-		return r ? r : ERR_LIMIT;
-	snprintf(path, sizeof(path), "%s/sandbox.json", dir);
-	snprintf(tmp, sizeof(tmp), "%s/.sandbox.json.tmp", dir);
-	/* temp + fsync + rename: a reader (a restarted agenticd) sees the old or the new record */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, b.data, b.len);
-	r = n == (ssize_t)b.len ? 0 : n < 0 ? -errno : -EIO;
-	if (r == 0 && fsync(fd) != 0)
-		r = -errno;
-	close(fd);
-	if (r == 0 && rename(tmp, path) != 0)
-		r = -errno;
-	if (r != 0) {
-		unlink(tmp);
-		return r;
-	}
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-	return 0;
-}
-
-static int read_strrun(const struct json_doc *doc, int arr, char *run, uint32_t *len,
-		       uint32_t cap, uint16_t *count)
-{
-	char s[CONFIG_STR_BYTES * 4];
-
-	*len = 0;
-	*count = 0;
-	if (arr < 0)
-		return 0;
-	if (doc->tok[arr].type != JSON_ARRAY)
-		return ERR_PARSE;
-	for (int i = json_first(doc, arr); i >= 0; i = json_next(doc, arr, i)) {
-		if (json_str(doc, i, s, sizeof(s)) < 0 || strrun_add(run, len, cap, s) != 0)
-			return ERR_PARSE;
-		(*count)++;
-	}
-	return 0;
-}
-
-int share_read_record(const struct config *cfg, const char *id, struct sandbox *sb,
-		      char *state, size_t state_size)
-{
-	static char text[LIMIT_SANDBOX_CMD_BYTES * 2 + LIMIT_SANDBOX_LABEL_BYTES * 2 +
-			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384 + 2 * EGRESS_POLICY_BYTES];
-	static struct egress_policy pol;
-	static struct json_token tok[2048];
-	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 16];
-	struct json_doc doc;
-	int64_t v;
-	bool bv;
-	uint16_t npairs;
-	ssize_t n;
-	int fd, r, pt;
-
-	if ((r = host_instance_dir(cfg, id, dir, sizeof(dir))) != 0)
-		return r;
-	snprintf(path, sizeof(path), "%s/sandbox.json", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, text, sizeof(text));
-	close(fd);
-	if (n <= 0 || (size_t)n == sizeof(text))
-		return ERR_PARSE;
-	if (json_parse(&doc, text, (size_t)n, tok, ARRAY_LEN(tok)) != 0 ||
-	    doc.tok[0].type != JSON_OBJECT)
-		return ERR_PARSE;
-	if (json_str(&doc, json_obj_get(&doc, 0, "name"), sb->name, sizeof(sb->name)) < 0 ||
-	    json_str(&doc, json_obj_get(&doc, 0, "instance_id"), sb->instance_id,
-		     sizeof(sb->instance_id)) < 0 ||
-	    json_str(&doc, json_obj_get(&doc, 0, "state"), state, state_size) < 0 ||
-	    json_int(&doc, json_obj_get(&doc, 0, "control_uid"), &v) != 0 || v < 0 ||
-	    v > UINT32_MAX)
-		return ERR_PARSE;
-	sb->uid = (uint32_t)v;
-	json_str(&doc, json_obj_get(&doc, 0, "subnet"), sb->subnet_text, sizeof(sb->subnet_text));
-	json_str(&doc, json_obj_get(&doc, 0, "network"), sb->network, sizeof(sb->network));
-	json_str(&doc, json_obj_get(&doc, 0, "network_id"), sb->network_id,
-		 sizeof(sb->network_id));
-	json_str(&doc, json_obj_get(&doc, 0, "container_id"), sb->container_id,
-		 sizeof(sb->container_id));
-	json_str(&doc, json_obj_get(&doc, 0, "image"), sb->image, sizeof(sb->image));
-	if (json_bool(&doc, json_obj_get(&doc, 0, "network_managed"), &bv) == 0)
-		sb->net_managed = bv;
-	if (json_bool(&doc, json_obj_get(&doc, 0, "keep_workspace"), &bv) == 0)
-		sb->keep_workspace = bv;
-	if (json_bool(&doc, json_obj_get(&doc, 0, "writable_root"), &bv) == 0)
-		sb->writable_root = bv;
-	sb->vm = json_str_eq(&doc, json_obj_get(&doc, 0, "runtime"), "vm");
-	if (json_int(&doc, json_obj_get(&doc, 0, "created_ms"), &v) == 0)
-		sb->created_ms = v;
-	if (json_int(&doc, json_obj_get(&doc, 0, "ready_ms"), &v) == 0)
-		sb->ready_ms = v;
-	if (json_int(&doc, json_obj_get(&doc, 0, "mount_ro"), &v) == 0)
-		sb->mount_ro = (uint32_t)v;
-	if (json_int(&doc, json_obj_get(&doc, 0, "disk_bytes"), &v) == 0 && v > 0)
-		sb->disk_bytes = (uint64_t)v;
-	if (json_int(&doc, json_obj_get(&doc, 0, "transcript_bytes"), &v) == 0 && v > 0)
-		sb->transcript_bytes = (uint64_t)v;
-	if (read_strrun(&doc, json_obj_get(&doc, 0, "cmd"), sb->cmd, &sb->cmd_len,
-			sizeof(sb->cmd), &sb->ncmd) != 0 ||
-	    read_strrun(&doc, json_obj_get(&doc, 0, "labels"), sb->labels, &sb->labels_len,
-			sizeof(sb->labels), &npairs) != 0 ||
-	    read_strrun(&doc, json_obj_get(&doc, 0, "mounts"), sb->mounts, &sb->mounts_len,
-			sizeof(sb->mounts), &sb->nmounts) != 0)
-		return ERR_PARSE;
-	sb->nlabels = npairs / 2;
-	sb->nmounts /= 2;
-	/* a record from before warm sandboxes: its container was made with its name */
-	if (json_str(&doc, json_obj_get(&doc, 0, "agent_id"), sb->agent_id,
-		     sizeof(sb->agent_id)) <= 0)
-		snprintf(sb->agent_id, sizeof(sb->agent_id), "%s", sb->name);
-	if (json_bool(&doc, json_obj_get(&doc, 0, "pool"), &bv) == 0)
-		sb->pool = bv;
-	if (json_bool(&doc, json_obj_get(&doc, 0, "claimed"), &bv) == 0)
-		sb->claimed = bv;
-	sb->claim_env_len = 0;
-	sb->nclaim_env = 0;
-	/* a record from before postures has none: T0 until the engine's view is read, and its
-	 * request (env) is gone, so nothing is known of it at create */
-	if ((pt = json_obj_get(&doc, 0, "posture")) >= 0 &&
-	    posture_record_read(&doc, pt, &sb->posture) != 0)
-		return ERR_PARSE;
-	/* a record from before egress policies has none; one that no longer reads as a policy
-	 * leaves the sandbox with none, egress closed: it is not opened on a guess */
-	sb->egress_json[0] = '\0';
-	if ((pt = json_obj_get(&doc, 0, "egress")) >= 0 &&
-	    (json_str(&doc, pt, sb->egress_json, sizeof(sb->egress_json)) < 0 ||
-	     (sb->egress_json[0] && egress_policy_parse(sb->egress_json, strlen(sb->egress_json),
-							&pol, NULL, 0) != 0))) {
-		sb->egress_json[0] = '\0';
-		log_warn("sandbox.json egress policy unreadable; egress off", "name=%s",
-			 log_q(sb->name));
-	}
-	return 0;
-}
-
-int share_each_record(const struct config *cfg, int (*fn)(void *ctx, const char *id), void *ctx)
-{
-	char dir[LIMIT_PATH_BYTES], rec[LIMIT_PATH_BYTES + 320];
-	struct dirent *de;
-	DIR *d;
-	int r = 0;
-
-	snprintf(dir, sizeof(dir), "%s/instances", cfg->agentshare_root);
-	d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while (r == 0 && (de = readdir(d))) {
-		struct stat st;
-
-		if (de->d_name[0] == '.' || strlen(de->d_name) >= SB_ID_BYTES)
-			continue;
-		snprintf(rec, sizeof(rec), "%s/%s/sandbox.json", dir, de->d_name);
-		if (lstat(rec, &st) == 0 && S_ISREG(st.st_mode))
-			r = fn(ctx, de->d_name);
-	}
-	closedir(d);
-	return r;
-}
-
 /* Deletes everything below the directory dfd, never following a symlink. A few passes, since
  * a directory listing that changes under us may skip entries. */
 static void rmtree_at(int dfd, int depth)
@@ -529,13 +281,13 @@ static void rmtree_at(int dfd, int depth)
 	}
 }
 
-void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_workspace)
+void share_retire(const struct config *cfg, const char *id, bool drop_workspace)
 {
 	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 32];
 	int dfd, r;
 	pid_t child;
 
-	if (host_instance_dir(cfg, sb->instance_id, dir, sizeof(dir)) != 0)
+	if (host_instance_dir(cfg, id, dir, sizeof(dir)) != 0)
 		return;
 	snprintf(p, sizeof(p), "%s/sandbox.json", dir);
 	unlink(p);
@@ -547,7 +299,7 @@ void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_
 	 * loop device goes with the mount. */
 	snprintf(p, sizeof(p), "%s/workspace", dir);
 	if (workspace_mounted(p) == 1 && (r = workspace_unmount(p)) != 0)
-		log_warn("workspace not unmounted", "instance=%s error=%s", log_q(sb->instance_id),
+		log_warn("workspace not unmounted", "instance=%s error=%s", log_q(id),
 			 log_q(strerror(-r)));
 	if (!drop_workspace) {
 		rmdir(dir);
@@ -579,7 +331,7 @@ void share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_
 	}
 	close(dfd);
 	if (child < 0)
-		log_warn("workspace left behind", "instance=%s reason=%s", log_q(sb->instance_id),
+		log_warn("workspace left behind", "instance=%s reason=%s", log_q(id),
 			 "\"cannot fork a deleting child\"");
 	for (uint32_t i = 0; child > 0 && i < LIMIT_WORKSPACE_DELETERS; i++)
 		if (!deleting[i]) {

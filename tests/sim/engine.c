@@ -642,22 +642,28 @@ static int f_scan_now(void *self, int (*each_subnet)(void *ctx, const char *cidr
 }
 
 /* The workspace: a plain directory, not an ext4 image on a loop device. */
-static int f_workspace_make(void *self, const struct sandbox *sb, char *err, size_t err_size)
+/* The workspace of instance id (name: its sandbox's, for the trace). */
+static int ws_make(const char *id, const char *name, char *err, size_t err_size)
 {
 	char dir[LIMIT_PATH_BYTES + 16];
 
 	if (chance(knobs.fail / 4)) {
 		snprintf(err, err_size, "the agentshare cannot hold the workspace (simulated)");
-		trace("share: workspace of %s: no space", sb->name);
+		trace("share: workspace of %s: no space", name);
 		return -ENOSPC;
 	}
-	host_instance_dir(&agenticd->cfg, sb->instance_id, dir, sizeof(dir) - 16);
+	host_instance_dir(&agenticd->cfg, id, dir, sizeof(dir) - 16);
 	strcat(dir, "/workspace");
 	if (mkdir(dir, 0700) != 0) {
 		snprintf(err, err_size, "mkdir %s: %s", dir, strerror(errno));
 		return -errno;
 	}
 	return 0;
+}
+
+static int f_workspace_make(void *self, const struct sandbox *sb, char *err, size_t err_size)
+{
+	return ws_make(sb->instance_id, sb->name, err, err_size);
 }
 
 static int f_workspace_mount(void *self, const struct sandbox *sb, char *err, size_t err_size)
@@ -668,14 +674,13 @@ static int f_workspace_mount(void *self, const struct sandbox *sb, char *err, si
 void sim_rmtree(const char *path);
 
 /* The record part as share_retire does it; the workspace deleted here, not in a child. */
-static void f_workspace_retire(void *self, const struct sandbox *sb, bool drop_workspace)
+static void ws_retire(const char *id, const char *name, bool drop_workspace)
 {
 	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 32];
 
-	if (host_instance_dir(&agenticd->cfg, sb->instance_id, dir, sizeof(dir)) != 0)
+	if (host_instance_dir(&agenticd->cfg, id, dir, sizeof(dir)) != 0)
 		return;
-	trace("share: retire %s instance=%.8s drop_workspace=%d", sb->name, sb->instance_id,
-	      drop_workspace);
+	trace("share: retire %s instance=%.8s drop_workspace=%d", name, id, drop_workspace);
 	snprintf(p, sizeof(p), "%s/sandbox.json", dir);
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/.sandbox.json.tmp", dir);
@@ -689,6 +694,11 @@ static void f_workspace_retire(void *self, const struct sandbox *sb, bool drop_w
 	snprintf(p, sizeof(p), "%s/workspace", dir);
 	sim_rmtree(p);
 	rmdir(dir);
+}
+
+static void f_workspace_retire(void *self, const struct sandbox *sb, bool drop_workspace)
+{
+	ws_retire(sb->instance_id, sb->name, drop_workspace);
 }
 
 static const struct runtime_ops fake_ops = {
@@ -1473,20 +1483,33 @@ static void dcrash(void)
 	}
 }
 
-/* runtime_docker's workspace: the same plain directories as the fake runtime's */
-int __wrap_share_make_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
-				size_t err_size)
+/* The name of the sandbox of instance id, for the trace (share.h knows an instance by its id
+ * alone); the id when no sandbox in the table has it. */
+static const char *instance_name(const char *id)
 {
-	return f_workspace_make(NULL, sb, err, err_size);
+	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+		const struct sandbox *sb = sandbox_slot(i);
+
+		if (sb->state != SB_FREE && strcmp(sb->instance_id, id) == 0)
+			return sb->name;
+	}
+	return id;
 }
 
-int __wrap_share_mount_workspace(const struct config *cfg, const struct sandbox *sb, char *err,
+/* runtime_docker's workspace: the same plain directories as the fake runtime's */
+int __wrap_share_make_workspace(const struct config *cfg, const char *id, uint64_t disk_bytes,
+				bool vm, uint64_t transcripts, char *err, size_t err_size)
+{
+	return ws_make(id, instance_name(id), err, err_size);
+}
+
+int __wrap_share_mount_workspace(const struct config *cfg, const char *id, bool vm, char *err,
 				 size_t err_size)
 {
 	return 0;
 }
 
-void __wrap_share_retire(const struct config *cfg, const struct sandbox *sb, bool drop_workspace)
+void __wrap_share_retire(const struct config *cfg, const char *id, bool drop_workspace)
 {
-	f_workspace_retire(NULL, sb, drop_workspace);
+	ws_retire(id, instance_name(id), drop_workspace);
 }

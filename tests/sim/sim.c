@@ -371,6 +371,7 @@ void *__wrap_realloc(void *p, size_t n)
 static struct daemon D;
 static struct sandbox table[NSB];
 static struct transcript_sb transcripts[NSB];
+static struct lc_sb lcs[NSB];
 static struct runtime *rt;
 /* SIM_RUNTIME=docker: the real Docker runtime and its call queue over the wrapped client */
 static bool docker_mode;
@@ -440,8 +441,8 @@ static void daemon_setup(bool fresh)
 	hooks.create_failed = hook_create_failed;
 	hooks.removed = hook_removed;
 	lifecycle_start(&(struct lifecycle_config){ .cfg = &D.cfg, .sb = table, .nsb = NSB,
-						    .rt = rt, .pool = &D.pool, .hooks = &hooks,
-						    .check = false });
+						    .slots = lcs, .rt = rt, .pool = &D.pool,
+						    .hooks = &hooks, .check = false });
 }
 
 /* Start-up: recovery from the records and the engine, then the loop's first calls. */

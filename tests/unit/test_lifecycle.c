@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/agent_slot.h"
@@ -21,12 +23,14 @@
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
 #include "lifecycle/recover.h"
+#include "lifecycle/steps.h"
 #include "workspace/share.h"
 
 #define NSB 4
 
 static struct daemon d;
 static struct sandbox table[NSB];
+static struct lc_sb lcs[NSB];
 static uint64_t uid_bits[(600000 + 63) / 64], subnet_bits[(4096 + 63) / 64];
 static uint64_t foreign_bits[(4096 + 63) / 64];
 static char root[64];
@@ -120,7 +124,7 @@ static void fake_retire(void *self, const struct sandbox *sb, bool drop)
 	(void)self;
 	fk.ws_retired++;
 	fk.ws_dropped += drop;
-	share_retire(&d.cfg, sb, false); /* the record and the (empty) directory */
+	share_retire(&d.cfg, sb->instance_id, false); /* the record and the (empty) directory */
 }
 
 /* Recovery's synchronous reads of the fake engine: at most one container and one network. */
@@ -392,7 +396,7 @@ static struct netpool pool;
 static void start(bool with_pool)
 {
 	struct lifecycle_config lc = {
-		.cfg = &d.cfg, .sb = table, .nsb = NSB, .rt = &fake_rt,
+		.cfg = &d.cfg, .sb = table, .nsb = NSB, .slots = lcs, .rt = &fake_rt,
 		.pool = with_pool ? &pool : NULL, .hooks = &hooks, .check = true,
 	};
 
@@ -563,7 +567,7 @@ static void assert_nothing_held(void)
 
 	for (uint32_t i = 0; i < NSB; i++) {
 		assert_int_equal(table[i].lc, LC_FREE);
-		assert_false(table[i].call_active);
+		assert_false(lc_of(&table[i])->call_active);
 		assert_false(table[i].uid_taken);
 		assert_int_equal(table[i].subnet, -1);
 	}
@@ -867,7 +871,7 @@ static void test_a_failed_teardown_step_is_retried(void **state)
 
 	answer(s, RT_ENGINE);
 	assert_int_equal(sb->lc, LC_RM_CT_REMOVE);
-	assert_false(sb->call_active);
+	assert_false(lc_of(sb)->call_active);
 	assert_true(sb->retry_at > now_ms);
 	lifecycle_tick(now_ms);
 	assert_null(fk.pending[s]);
@@ -909,7 +913,7 @@ static void test_a_destroy_drops_a_pending_refresh_retry(void **state)
 	fk.begin_error = -ECONNREFUSED;
 	assert_int_equal(signal_(sb, LC_EV_CT_START), 0);
 	assert_int_equal(sb->lc, LC_READY_REFRESH);
-	assert_false(sb->call_active);
+	assert_false(lc_of(sb)->call_active);
 	assert_true(sb->retry_at != 0);
 	fk.cts--;
 	assert_int_equal(signal_(sb, LC_EV_CT_DESTROY), 0);
@@ -1027,7 +1031,7 @@ static void test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state(
 	assert_int_equal(seen.taint_kind, RT_EV_EXEC);
 	assert_string_equal(seen.taint_source, "exec_start");
 	assert_int_equal(sb->lc, LC_CT_INSPECT);
-	assert_true(sb->call_active);
+	assert_true(lc_of(sb)->call_active);
 	answer(slot_of(sb), RT_OK);
 	assert_int_equal(seen.net_reads, 1);     /* the create's inspect read its network */
 	assert_true(seen.net_ok);
@@ -1184,7 +1188,7 @@ static void test_a_create_whose_answer_was_lost_leaves_nothing(void **state)
 	answer(slot_of(sb), RT_OK);
 	assert_int_equal(fk.nets, 1);
 	assert_int_equal(sb->lc, LC_RB_NET_REMOVE);
-	assert_string_equal(sb->call.id, sb->network);
+	assert_string_equal(lc_of(sb)->call.id, sb->network);
 	finish_rollback(sb);
 	assert_int_equal(seen.status, 502);
 	assert_nothing_held();
@@ -1197,10 +1201,10 @@ static void test_a_create_whose_answer_was_lost_leaves_nothing(void **state)
 	answer(slot_of(sb), RT_OK);
 	assert_int_equal(fk.cts, 1);
 	assert_int_equal(sb->lc, LC_RB_CT_FIND);
-	assert_string_equal(sb->call.id, sb->name);
+	assert_string_equal(lc_of(sb)->call.id, sb->name);
 	answer(slot_of(sb), RT_OK);
 	assert_int_equal(sb->lc, LC_RB_CT_REMOVE);
-	assert_string_equal(sb->call.id, fk.ct_id);
+	assert_string_equal(lc_of(sb)->call.id, fk.ct_id);
 	finish_rollback(sb);
 	assert_string_equal(seen.code, "engine");
 	assert_nothing_held();
@@ -1235,11 +1239,11 @@ static void test_a_create_whose_answer_was_lost_leaves_nothing(void **state)
 	sb = drive(LC_RB_CT_FIND);
 	answer(slot_of(sb), RT_ENGINE);
 	assert_int_equal(sb->lc, LC_RB_CT_FIND);
-	assert_false(sb->call_active);
+	assert_false(lc_of(sb)->call_active);
 	assert_true(sb->retry_at > 0);
 	now_ms = sb->retry_at;
 	lifecycle_tick(now_ms);
-	assert_true(sb->call_active);
+	assert_true(lc_of(sb)->call_active);
 	answer(slot_of(sb), RT_GONE);
 	finish_rollback(sb);
 	assert_nothing_held();
@@ -1309,8 +1313,8 @@ static void test_the_invariant_check_catches_a_broken_sandbox(void **state)
 {
 	struct sandbox *sb = drive(LC_READY);
 	struct lifecycle_config lc = {
-		.cfg = &d.cfg, .sb = table, .nsb = NSB, .rt = &fake_rt, .hooks = &hooks,
-		.check = false, /* log, do not abort */
+		.cfg = &d.cfg, .sb = table, .nsb = NSB, .slots = lcs, .rt = &fake_rt,
+		.hooks = &hooks, .check = false, /* log, do not abort */
 	};
 
 	lifecycle_start(&lc);
@@ -1318,15 +1322,74 @@ static void test_the_invariant_check_catches_a_broken_sandbox(void **state)
 	sb->ct_exists = false;
 	assert_false(lifecycle_check(sb));
 	sb->ct_exists = true;
-	sb->call_active = true;
+	lc_slot(sb)->call_active = true;
 	assert_false(lifecycle_check(sb));
-	sb->call_active = false;
+	lc_slot(sb)->call_active = false;
+}
+
+/* The mutation test of the ASSERTs (base.h): an invariant broken on purpose, in a child, must
+ * abort it with "assertion failed" and the file of the check; the same run unbroken passes. */
+static void break_and_expect_abort(void (*mutate)(struct sandbox *sb), const char *where)
+{
+	char out[512] = "";
+	int fds[2], st = 0;
+	ssize_t n, got = 0;
+	pid_t child;
+
+	assert_int_equal(pipe(fds), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		dup2(fds[1], 2);
+		close(fds[0]);
+		mutate(drive(LC_CT_CREATE));
+		_exit(0); /* not caught: the parent sees exit 0 */
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], out + got, sizeof(out) - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGABRT);
+	assert_non_null(strstr(out, "agentic: assertion failed: "));
+	assert_non_null(strstr(out, where));
+}
+
+/* a step's call begun while the call of the step before still runs */
+static void begin_twice(struct sandbox *sb)
+{
+	lc_enter(sb, LC_CT_START);
+}
+
+/* a slot given back twice */
+static void free_twice(struct sandbox *sb)
+{
+	sandbox_free(sb);
+	sandbox_free(sb);
+}
+
+/* a READY without a container */
+static void ready_without_container(struct sandbox *sb)
+{
+	sb->container_id[0] = '\0';
+	lc_set_state(sb, LC_READY);
+}
+
+static void test_a_broken_invariant_aborts_on_its_assertion(void **state)
+{
+	break_and_expect_abort(begin_twice, "src/lifecycle/steps.c:");
+	break_and_expect_abort(free_twice, "src/sandbox/sandbox.c:");
+	break_and_expect_abort(ready_without_container, "src/lifecycle/steps.c:");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_every_state_takes_or_refuses_every_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_broken_invariant_aborts_on_its_assertion, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_create_then_remove_leaves_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_create_failure_rolls_back_to_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failures_without_the_engine_roll_back_too, setup, teardown),

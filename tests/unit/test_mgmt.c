@@ -211,15 +211,15 @@ static void test_record_round_trip_is_0600_and_atomic(void **state)
 	strrun_add(sb->labels, &sb->labels_len, sizeof(sb->labels), "team");
 	strrun_add(sb->labels, &sb->labels_len, sizeof(sb->labels), "blue");
 	sb->state = SB_READY;
-	assert_int_equal(share_make(&d.cfg, sb, path, sizeof(path)), 0);
-	assert_int_equal(share_write_record(&d.cfg, sb), 0);
+	assert_int_equal(share_make(&d.cfg, sb->instance_id, path, sizeof(path)), 0);
+	assert_int_equal(sandbox_record_write(&d.cfg, sb), 0);
 	snprintf(path, sizeof(path), "%s/instances/%s/sandbox.json", root, sb->instance_id);
 	assert_int_equal(stat(path, &s), 0);
 	assert_int_equal(s.st_mode & 0777, 0600);
 	snprintf(path, sizeof(path), "%s/instances/%s/.sandbox.json.tmp", root, sb->instance_id);
 	assert_int_not_equal(access(path, F_OK), 0);
 	memset(&back, 0, sizeof(back));
-	assert_int_equal(share_read_record(&d.cfg, sb->instance_id, &back, st, sizeof(st)), 0);
+	assert_int_equal(sandbox_record_read(&d.cfg, sb->instance_id, &back, st, sizeof(st)), 0);
 	assert_string_equal(st, "ready");
 	assert_string_equal(back.name, "sbx-one");
 	assert_int_equal(back.uid, 200123);
@@ -240,7 +240,7 @@ static void test_record_round_trip_is_0600_and_atomic(void **state)
 	snprintf(path, sizeof(path), "%s/instances/%s", root, sb->instance_id);
 	assert_int_equal(access(path, F_OK), 0); /* a dir with a record stays */
 
-	share_retire(&d.cfg, sb, false);
+	share_retire(&d.cfg, sb->instance_id, false);
 	assert_int_not_equal(access(path, F_OK), 0); /* record gone, and nothing else was in it */
 	snprintf(path, sizeof(path), "%s/instances", root);
 	rmdir(path);
@@ -263,8 +263,8 @@ static void test_corrupt_record_is_a_parse_error(void **state)
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	assert_true(write(fd, "{\"name\": 1}", 11) == 11);
 	close(fd);
-	assert_int_equal(share_read_record(&d.cfg, "x", &back, st, sizeof(st)), ERR_PARSE);
-	assert_int_equal(share_read_record(&d.cfg, "missing", &back, st, sizeof(st)), -ENOENT);
+	assert_int_equal(sandbox_record_read(&d.cfg, "x", &back, st, sizeof(st)), ERR_PARSE);
+	assert_int_equal(sandbox_record_read(&d.cfg, "missing", &back, st, sizeof(st)), -ENOENT);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/instances/x", root);
 	rmdir(path);
