@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "daemon/daemon.h"
 #include "lifecycle/lifecycle.h"
+#include "runtime/runtime_vm.h"
 
 /* stdio's stdout and stderr macros hide AgentMessage's fields of those names; nothing below
  * writes to a stdio stream. */
@@ -336,7 +337,7 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 		 log_q(sb->instance_id), sb->uid);
 	/* a claimed warm sandbox's init learns its claim again after every registration (it
 	 * may have restarted with its container, whose env is the pool's), before any command */
-	if (sb->lc == LC_CLAIM_INIT || ((sb->claimed || sb->vm) && (sb->nclaim_env || sb->ncreds)))
+	if (sb->lc == LC_CLAIM_INIT || ((sb->claimed || sb->vm) && (sb->nclaim_env || vm_of(sb)->ncreds)))
 		agent_claim_send(sb);
 }
 
@@ -355,21 +356,21 @@ static int vm_creds_add(struct sandbox *sb, Agentic__Sandbox__V1__SandboxClaim *
 
 	c->files = file_list;
 	c->n_files = 0;
-	for (uint32_t i = 0; i < sb->ncreds && i < PROFILE_CREDS_MAX; i++) {
+	for (uint32_t i = 0; i < vm_of(sb)->ncreds && i < PROFILE_CREDS_MAX; i++) {
 		long len;
 
-		snprintf(path, sizeof(path), "%s/%s", cfg->vm_credentials_dir, sb->creds[i].id);
+		snprintf(path, sizeof(path), "%s/%s", cfg->vm_credentials_dir, vm_of(sb)->creds[i].id);
 		len = egress_secret_read(path, secrets[i]);
 		if (len < 0) {
 			log_warn("credential not sent: its secret file cannot be read", "name=%s "
-				 "credential=%s", log_q(sb->name), log_q(sb->creds[i].id));
+				 "credential=%s", log_q(sb->name), log_q(vm_of(sb)->creds[i].id));
 			return -1;
 		}
 		secrets[i][len] = '\0';
-		if (sb->creds[i].file) {
+		if (vm_of(sb)->creds[i].file) {
 			file_entries[c->n_files] = (Agentic__Sandbox__V1__SandboxClaim__FilesEntry)
 				AGENTIC__SANDBOX__V1__SANDBOX_CLAIM__FILES_ENTRY__INIT;
-			file_entries[c->n_files].key = sb->creds[i].name;
+			file_entries[c->n_files].key = (char *)vm_of(sb)->creds[i].name;
 			file_entries[c->n_files].value.data = secrets[i];
 			file_entries[c->n_files].value.len = (size_t)len;
 			file_list[c->n_files] = &file_entries[c->n_files];
@@ -377,7 +378,7 @@ static int vm_creds_add(struct sandbox *sb, Agentic__Sandbox__V1__SandboxClaim *
 		} else if (*n < LIMIT_SANDBOX_ENV) {
 			entries[*n] = (Agentic__Sandbox__V1__SandboxClaim__EnvEntry)
 				AGENTIC__SANDBOX__V1__SANDBOX_CLAIM__ENV_ENTRY__INIT;
-			entries[*n].key = sb->creds[i].name;
+			entries[*n].key = (char *)vm_of(sb)->creds[i].name;
 			entries[*n].value = (char *)secrets[i];
 			env[*n] = &entries[*n];
 			(*n)++;
@@ -418,7 +419,7 @@ void agent_claim_send(struct sandbox *sb)
 	c.n_env = n;
 	/* a VM's credentials, read now from their files (admin.c checked them at the create):
 	 * in this message alone, wiped once it is queued */
-	if (sb->ncreds && vm_creds_add(sb, &c, entries, env, &n) != 0) {
+	if (vm_of(sb)->ncreds && vm_creds_add(sb, &c, entries, env, &n) != 0) {
 		memset(secrets, 0, sizeof(secrets));
 		agent_drop(sb, "a credential's secret file cannot be read");
 		return;
@@ -433,7 +434,7 @@ void agent_claim_send(struct sandbox *sb)
 		return;
 	}
 	if (sb->vm && sb->lc == LC_WAIT_READY)
-		sb->vm_claim_owed = true;
+		runtime_vm_claim_owed(sb, true);
 	log_info("claim sent", "name=%s pool_name=%s env=%u files=%u", log_q(sb->name),
 		 log_q(sb->agent_id), (unsigned)n, (unsigned)c.n_files);
 }
@@ -822,7 +823,7 @@ static void connect_message(struct grpc_call *call, const ProtobufCMessage *msg)
 		struct lc_event ev = { .kind = LC_EV_CLAIM_REFUSED };
 		char why[128];
 
-		if (sb->agent_authed && sb->vm && sb->lc == LC_WAIT_READY && sb->vm_claim_owed) {
+		if (sb->agent_authed && sb->vm && sb->lc == LC_WAIT_READY && vm_of(sb)->claim_owed) {
 			/* a VM's env and credentials: taken, or the create fails */
 			snprintf(why, sizeof(why), "%s", ca->error);
 			ev.kind = why[0] ? LC_EV_CLAIM_REFUSED : LC_EV_CLAIMED;

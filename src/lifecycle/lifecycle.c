@@ -8,6 +8,7 @@
 
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
+#include "runtime/runtime_vm.h"
 #include "sandbox/reqcheck.h"
 #include "sandbox/posture.h"
 #include "workspace/share.h"
@@ -537,14 +538,7 @@ static int on_create(struct sandbox *sb, struct create_req *req)
 			}
 		sb->nclaim_env = (uint16_t)req->nenv;
 		/* the credentials' ids and targets; their secrets are read when sent (agent.c) */
-		for (uint32_t i = 0; i < req->ncreds && i < PROFILE_CREDS_MAX; i++) {
-			snprintf(sb->creds[i].id, sizeof(sb->creds[i].id), "%s", req->creds[i].id);
-			snprintf(sb->creds[i].name, sizeof(sb->creds[i].name), "%s",
-				 req->creds[i].name);
-			sb->creds[i].file = req->creds[i].file;
-		}
-		sb->ncreds = (uint8_t)(req->ncreds < PROFILE_CREDS_MAX ? req->ncreds
-								 : PROFILE_CREDS_MAX);
+		runtime_vm_creds_set(sb, req);
 	} else if (req->network) {
 		snprintf(sb->network, sizeof(sb->network), "%s", req->network);
 	} else if (lc.pool && netpool_take(lc.pool, &w)) {
@@ -960,7 +954,7 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 		if (sb->lc == LC_WAIT_READY || family_of(sb) == F_READY)
 			HOOK(agent_ready, sb);
 		/* a VM's env and credentials are in place before it is ready (LC_EV_CLAIMED) */
-		if (sb->lc == LC_WAIT_READY && !sb->vm_claim_owed)
+		if (sb->lc == LC_WAIT_READY && !vm_of(sb)->claim_owed)
 			finish_create(sb);
 		else if (family_of(sb) == F_READY) /* idle or refreshing: both are ready */
 			log_info("agent ready again", "name=%s instance=%s uid=%u", log_q(sb->name),
@@ -988,7 +982,7 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 		return on_claim(sb);
 	case LC_EV_CLAIMED:
 		if (sb->lc == LC_WAIT_READY && sb->vm) {
-			sb->vm_claim_owed = false;
+			runtime_vm_claim_owed(sb, false);
 			if (sb->agent_ready)
 				finish_create(sb);
 			return 0;
@@ -999,7 +993,7 @@ static int dispatch(struct sandbox *sb, const struct lc_event *ev)
 		return 0;
 	case LC_EV_CLAIM_REFUSED:
 		if (sb->lc == LC_WAIT_READY && sb->vm) {
-			sb->vm_claim_owed = false;
+			runtime_vm_claim_owed(sb, false);
 			fail_create(sb, 500, "init_refused", "the VM's init refused its env or "
 				    "credentials: %s", ev->why ? ev->why : "no reason given");
 			return 0;
