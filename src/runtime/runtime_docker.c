@@ -62,7 +62,6 @@ static const char **container_env(const struct runtime_docker *d, const struct s
 	for (uint32_t i = 0; i < req->nenv; i++)
 		env[ne++] = req->env[i];
 	env[ne] = NULL;
-	ASSERT(ne < ARRAY_LEN(env));
 	return env;
 }
 
@@ -98,7 +97,6 @@ static const struct docker_kv *container_labels(const struct runtime_docker *d,
 	for (uint32_t i = 0; i < req->nlabels; i++)
 		labels[nl++] = req->labels[i];
 	labels[nl] = (struct docker_kv){ NULL, NULL };
-	ASSERT(nl < ARRAY_LEN(labels));
 	return labels;
 }
 
@@ -131,7 +129,6 @@ static void container_mounts(const struct runtime_docker *d, const struct sandbo
 	for (uint32_t i = 0; i < req->nmounts; i++)
 		mounts[nm++] = req->mounts[i];
 	mounts[nm] = (struct docker_mount){ NULL, NULL, false };
-	ASSERT(nm < ARRAY_LEN(mounts));
 	spec->tmpfs = tmpfs;
 	spec->mounts = mounts;
 }
@@ -398,6 +395,7 @@ static void slot_finish(struct rd_slot *s, struct rt_call *rc)
 {
 	struct runtime_docker *d = s->d;
 
+	ASSERT(s->call == rc && !engine_job_busy(&s->job));
 	s->call = NULL;
 	if (d->rt.sink.call_done)
 		d->rt.sink.call_done(d->rt.sink.ctx, rc);
@@ -463,6 +461,7 @@ static int rd_call(void *self, struct rt_call *rc)
 	s = &d->slot[rc->slot];
 	if (s->call)
 		return ERR_STATE;
+	ASSERT(!engine_job_busy(&s->job));
 	memset(&rc->res, 0, sizeof(rc->res));
 	s->call = rc;
 	s->net_phase = false;
@@ -582,6 +581,15 @@ static int rd_networks(void *self, int (*fn)(void *ctx, const char *id, const ch
 	return list_ours(self, true, &e, err, err_size);
 }
 
+/* A failed inspect: -ENOENT when the object is not there, the error's text in err. */
+static int inspect_error(const struct docker_error *e, char *err, size_t err_size)
+{
+	docker_error_text(e, err, err_size);
+	if (e->code == DOCKER_ERR_API && e->status == 404)
+		return -ENOENT;
+	return e->code ? e->code : -EIO;
+}
+
 static int rd_inspect(void *self, const char *id, struct rt_container *out, char *err,
 		      size_t err_size)
 {
@@ -590,10 +598,7 @@ static int rd_inspect(void *self, const char *id, struct rt_container *out, char
 	struct docker_error e;
 
 	if (docker_container_inspect(d->c.dc, id, &ct, &e) != 0) {
-		docker_error_text(&e, err, err_size);
-		if (e.code == DOCKER_ERR_API && e.status == 404)
-			return -ENOENT;
-		return e.code ? e.code : -EIO;
+		return inspect_error(&e, err, err_size);
 	}
 	memset(out, 0, sizeof(*out));
 	memcpy(out->id, ct.id, sizeof(out->id));
@@ -624,10 +629,7 @@ static int rd_net_inspect(void *self, const char *id, struct rt_network *out, ch
 	struct docker_error e;
 
 	if (docker_network_inspect(d->c.dc, id, &net, &e) != 0) {
-		docker_error_text(&e, err, err_size);
-		if (e.code == DOCKER_ERR_API && e.status == 404)
-			return -ENOENT;
-		return e.code ? e.code : -EIO;
+		return inspect_error(&e, err, err_size);
 	}
 	memset(out, 0, sizeof(*out));
 	memcpy(out->id, net.id, sizeof(out->id));

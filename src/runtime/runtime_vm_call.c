@@ -168,6 +168,7 @@ int vm_call(void *self, struct rt_call *c)
 			 : "a VM call without its sandbox");
 		return ERR_STATE;
 	}
+	ASSERT(s->wait == W_NONE);
 	memset(&c->res, 0, sizeof(c->res));
 	s->call = c;
 	switch (c->op) {
@@ -206,6 +207,7 @@ static void deliver(struct runtime_vm *v, struct vm_slot *s)
 {
 	struct rt_call *c = s->call;
 
+	ASSERT(c && s->wait == W_ANSWER);
 	s->call = NULL;
 	s->wait = W_NONE;
 	if (v->rt.sink.call_done)

@@ -17,6 +17,7 @@ void vm_watch(struct vm_slot *s, int fd, int kind)
 				  .data.u64 = ((uint64_t)s->v->c.tag << 32) |
 					      (s->index * 4u + (uint32_t)kind) };
 
+	ASSERT(s->index < s->v->c.slots);
 	if (s->v->c.epfd >= 0)
 		epoll_ctl(s->v->c.epfd, EPOLL_CTL_ADD, fd, &ev);
 }
@@ -46,6 +47,7 @@ void vm_ring_add(struct vm_slot *s, const char *data, size_t len)
 		memmove(s->ring, s->ring + drop, s->ring_len - drop);
 		s->ring_len -= drop;
 	}
+	ASSERT(s->ring_len + len <= cap);
 	memcpy(s->ring + s->ring_len, data, len);
 	s->ring_len += len;
 }
@@ -76,6 +78,7 @@ void vm_answer(struct vm_slot *s, enum rt_outcome o, const char *fmt, ...)
 	struct rt_call *c = s->call;
 	va_list ap;
 
+	ASSERT(c);
 	c->res.outcome = o;
 	if (fmt && o != RT_OK) {
 		va_start(ap, fmt);
