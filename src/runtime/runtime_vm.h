@@ -17,7 +17,9 @@
  * session of its own, with -sandbox on, -nodefaults, -no-user-config, -nic none: it outlives
  * an agenticd restart and is adopted again from vm.json (pid checked against its start
  * time). It is a clone child with no exit signal, so agenticd's SIGCHLD reaping never takes
- * it; its pidfd says when it exits (a guest panic ends QEMU too: panic=-1, -no-reboot). */
+ * it; its pidfd says when it exits (a guest panic ends QEMU too: panic=-1, -no-reboot).
+ *
+ * Its files (src/runtime/runtime_vm_*.c) and what each holds: runtime_vm_priv.h. */
 #ifndef AGENTIC_MGMT_RUNTIME_VM_H
 #define AGENTIC_MGMT_RUNTIME_VM_H
 

@@ -9,7 +9,9 @@
 static struct {
 	struct vm_sb *slots;
 	uint32_t n;
-	struct vm_sb scratch;         /* no table set up (a unit test, the simulator): everyone's */
+	struct vm_sb scratch;         /* no table set up (a unit test, the simulator): the last
+				       * sandbox's to use it (another one finds it reset) */
+	const struct sandbox *owner;  /* whose entry it is now */
 } V;
 
 void vm_sb_init(struct vm_sb *slots, uint32_t nslots)
@@ -29,6 +31,9 @@ static struct vm_sb *vm_sb_slot(const struct sandbox *sb)
 
 		ASSERT(i < V.n);
 		e = &V.slots[i];
+	} else if (V.owner != sb) {
+		V.owner = sb;
+		e->gen = sb->gen + 1;
 	}
 	if (e->gen != sb->gen) {
 		memset(e, 0, sizeof(*e));

@@ -17,7 +17,6 @@ void vm_watch(struct vm_slot *s, int fd, int kind)
 				  .data.u64 = ((uint64_t)s->v->c.tag << 32) |
 					      (s->index * 4u + (uint32_t)kind) };
 
-	ASSERT(s->index < s->v->c.slots);
 	if (s->v->c.epfd >= 0)
 		epoll_ctl(s->v->c.epfd, EPOLL_CTL_ADD, fd, &ev);
 }
