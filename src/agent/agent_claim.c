@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/runtime_vm.h"
 #include "agent.pb-c.h"
 #include "agent/agent_slot.h"
 #include "egress/broker.h"
@@ -26,21 +27,21 @@ static int vm_creds_add(struct sandbox *sb, Agentic__Sandbox__V1__SandboxClaim *
 
 	c->files = file_list;
 	c->n_files = 0;
-	for (uint32_t i = 0; i < sb->ncreds && i < PROFILE_CREDS_MAX; i++) {
+	for (uint32_t i = 0; i < vm_of(sb)->ncreds && i < PROFILE_CREDS_MAX; i++) {
 		long len;
 
-		snprintf(path, sizeof(path), "%s/%s", agent_cfg->vm_credentials_dir, sb->creds[i].id);
+		snprintf(path, sizeof(path), "%s/%s", agent_cfg->vm_credentials_dir, vm_of(sb)->creds[i].id);
 		len = egress_secret_read(path, secrets[i]);
 		if (len < 0) {
 			log_warn("credential not sent: its secret file cannot be read", "name=%s "
-				 "credential=%s", log_q(sb->name), log_q(sb->creds[i].id));
+				 "credential=%s", log_q(sb->name), log_q(vm_of(sb)->creds[i].id));
 			return -1;
 		}
 		secrets[i][len] = '\0';
-		if (sb->creds[i].file) {
+		if (vm_of(sb)->creds[i].file) {
 			file_entries[c->n_files] = (Agentic__Sandbox__V1__SandboxClaim__FilesEntry)
 				AGENTIC__SANDBOX__V1__SANDBOX_CLAIM__FILES_ENTRY__INIT;
-			file_entries[c->n_files].key = sb->creds[i].name;
+			file_entries[c->n_files].key = (char *)vm_of(sb)->creds[i].name;
 			file_entries[c->n_files].value.data = secrets[i];
 			file_entries[c->n_files].value.len = (size_t)len;
 			file_list[c->n_files] = &file_entries[c->n_files];
@@ -48,7 +49,7 @@ static int vm_creds_add(struct sandbox *sb, Agentic__Sandbox__V1__SandboxClaim *
 		} else if (*n < LIMIT_SANDBOX_ENV) {
 			entries[*n] = (Agentic__Sandbox__V1__SandboxClaim__EnvEntry)
 				AGENTIC__SANDBOX__V1__SANDBOX_CLAIM__ENV_ENTRY__INIT;
-			entries[*n].key = sb->creds[i].name;
+			entries[*n].key = (char *)vm_of(sb)->creds[i].name;
 			entries[*n].value = (char *)secrets[i];
 			env[*n] = &entries[*n];
 			(*n)++;
@@ -90,7 +91,7 @@ void agent_claim_send(struct sandbox *sb)
 	c.n_env = n;
 	/* a VM's credentials, read now from their files (admin.c checked them at the create):
 	 * in this message alone, wiped once it is queued */
-	if (sb->ncreds && vm_creds_add(sb, &c, entries, env, &n) != 0) {
+	if (vm_of(sb)->ncreds && vm_creds_add(sb, &c, entries, env, &n) != 0) {
 		memset(secrets, 0, sizeof(secrets));
 		agent_drop(sb, "a credential's secret file cannot be read");
 		return;
@@ -105,7 +106,7 @@ void agent_claim_send(struct sandbox *sb)
 		return;
 	}
 	if (sb->vm && sb->lc == LC_WAIT_READY)
-		sb->vm_claim_owed = true;
+		runtime_vm_claim_owed(sb, true);
 	log_info("claim sent", "name=%s pool_name=%s env=%u files=%u", log_q(sb->name),
 		 log_q(sb->agent_id), (unsigned)n, (unsigned)c.n_files);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/runtime_vm.h"
 #include "agent.pb-c.h"
 #include "agent/agent_slot.h"
 #include "agent/exec.h"
@@ -98,7 +99,7 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 		 log_q(sb->instance_id), sb->uid);
 	/* a claimed warm sandbox's init learns its claim again after every registration (it
 	 * may have restarted with its container, whose env is the pool's), before any command */
-	if (sb->lc == LC_CLAIM_INIT || ((sb->claimed || sb->vm) && (sb->nclaim_env || sb->ncreds)))
+	if (sb->lc == LC_CLAIM_INIT || ((sb->claimed || sb->vm) && (sb->nclaim_env || vm_of(sb)->ncreds)))
 		agent_claim_send(sb);
 }
 
@@ -289,7 +290,7 @@ static void on_claim_ack(struct sandbox *sb, const struct agent_sb *a,
 	struct lc_event ev = { .kind = LC_EV_CLAIM_REFUSED };
 	char why[128];
 
-	if (a->authed && sb->vm && sb->lc == LC_WAIT_READY && sb->vm_claim_owed) {
+	if (a->authed && sb->vm && sb->lc == LC_WAIT_READY && vm_of(sb)->claim_owed) {
 		/* a VM's env and credentials: taken, or the create fails */
 		snprintf(why, sizeof(why), "%s", ca->error);
 		ev.kind = why[0] ? LC_EV_CLAIM_REFUSED : LC_EV_CLAIMED;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/runtime_vm.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
 #include "lifecycle/steps.h"
@@ -72,14 +73,7 @@ static bool take_vm(struct sandbox *sb, const struct create_req *req)
 		}
 	sb->nclaim_env = (uint16_t)req->nenv;
 	/* the credentials' ids and targets; their secrets are read when sent (agent.c) */
-	for (uint32_t i = 0; i < req->ncreds && i < PROFILE_CREDS_MAX; i++) {
-		snprintf(sb->creds[i].id, sizeof(sb->creds[i].id), "%s", req->creds[i].id);
-		snprintf(sb->creds[i].name, sizeof(sb->creds[i].name), "%s",
-			 req->creds[i].name);
-		sb->creds[i].file = req->creds[i].file;
-	}
-	sb->ncreds = (uint8_t)(req->ncreds < PROFILE_CREDS_MAX ? req->ncreds
-							 : PROFILE_CREDS_MAX);
+		runtime_vm_creds_set(sb, req);
 	return true;
 }
 

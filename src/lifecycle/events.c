@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/runtime_vm.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
 #include "lifecycle/steps.h"
@@ -123,7 +124,7 @@ static int on_agent_ready(struct sandbox *sb)
 	if (sb->lc == LC_WAIT_READY || lc_family_of(sb) == F_READY)
 		HOOK(agent_ready, sb);
 	/* a VM's env and credentials are in place before it is ready (LC_EV_CLAIMED) */
-	if (sb->lc == LC_WAIT_READY && !sb->vm_claim_owed)
+	if (sb->lc == LC_WAIT_READY && !vm_of(sb)->claim_owed)
 		lc_finish_create(sb);
 	else if (lc_family_of(sb) == F_READY) /* idle or refreshing: both are ready */
 		log_info("agent ready again", "name=%s instance=%s uid=%u", log_q(sb->name),
@@ -149,7 +150,7 @@ static int on_deadline(struct sandbox *sb)
 static int on_claimed(struct sandbox *sb)
 {
 	if (sb->lc == LC_WAIT_READY && sb->vm) {
-		sb->vm_claim_owed = false;
+		runtime_vm_claim_owed(sb, false);
 		if (lifecycle_agent_ready(lc_conf.hooks, sb))
 			lc_finish_create(sb);
 		return 0;
@@ -163,7 +164,7 @@ static int on_claimed(struct sandbox *sb)
 static int on_claim_refused(struct sandbox *sb, const char *why)
 {
 	if (sb->lc == LC_WAIT_READY && sb->vm) {
-		sb->vm_claim_owed = false;
+		runtime_vm_claim_owed(sb, false);
 		lc_fail_create(sb, 500, "init_refused", "the VM's init refused its env or "
 			       "credentials: %s", why ? why : "no reason given");
 		return 0;

@@ -94,6 +94,7 @@ static void wait_push(struct engine *e, struct engine_job *j)
  * caller's engine_start. */
 static void job_begun(struct engine_job *j)
 {
+	ASSERT(!j->active);
 	j->active = true;
 	j->reg_fd = -1;
 	j->soon = true;
@@ -125,6 +126,7 @@ int engine_start(struct engine *e, struct engine_job *j)
 
 void engine_end(struct engine *e, struct engine_job *j)
 {
+	ASSERT(!j->waiting);
 	job_unregister(e, j);
 	docker_call_end(&j->call);
 	j->active = false;
@@ -136,7 +138,10 @@ static void jobs_kick(struct engine *e)
 {
 	while (e->wait_head >= 0) {
 		struct engine_job *j = e->jobs[e->wait_head];
-		int r = j->begin(j);
+		int r;
+
+		ASSERT(j->waiting);
+		r = j->begin(j);
 
 		if (r == DOCKER_ERR_BUSY) {
 			docker_call_end(&j->call);

@@ -1,6 +1,6 @@
 /* runtime_docker.c: the Docker Engine runtime: a sandbox's network and container as the
- * engine makes them, its results turned into runtime outcomes, the event stream, and the
- * synchronous calls of recovery (runtime.h). */
+ * engine makes them, its results turned into runtime outcomes, and the
+ * synchronous calls of recovery (runtime.h); the event stream is runtime_docker_events.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -39,37 +39,14 @@ bool runtime_docker_fault_init_env(void)
 
 static char scratch_env[LIMIT_SANDBOX_ENV + 16][128];
 
-static int begin_container_create(struct runtime_docker *d, struct docker_call *call,
-				  const struct rt_call *c)
+/* The init's environment, then the request's: a NULL-ended list in static storage. */
+static const char **container_env(const struct runtime_docker *d, const struct sandbox *sb,
+				  const struct create_req *req)
 {
-	const struct sandbox *sb = c->sb;
 	const struct config *cfg = d->c.cfg;
-	const struct create_req *req = sb ? sb->req : NULL;
 	static const char *env[LIMIT_SANDBOX_ENV + 16];
-	static struct docker_kv labels[LIMIT_SANDBOX_LABELS + 16]; /* 11 of ours, the NULL */
-	static struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 4];
-	static const char *const entry[] = { "/sbin/agentic-init", NULL };
-	static const char *const cap_drop[] = { "ALL", NULL };
-	static const char *const cap_add[] = { "SETUID", "SETGID", NULL };
-	static const char *secopt[] = { "no-new-privileges", NULL, NULL };
-	/* The embedded resolver forwards names it does not know to the container's Dns servers;
-	 * given any, it dials them from the container's own network namespace (on every engine
-	 * version), and nothing answers on the container's loopback, so no name leaves the
-	 * sandbox. Without one it would use the host's resolvers, a loopback one from the host's
-	 * namespace (CVE-2024-29018). No search domain: the host's would be appended to names. */
-	static const char *const dns[] = { "127.0.0.1", NULL };
-	static const char *const dns_search[] = { ".", NULL };
-	static const struct docker_kv sysctls[] = {
-		{ "net.ipv6.conf.all.disable_ipv6", "1" }, { NULL, NULL }
-	};
-	static char tmpfs_opts[160], tmp_opts[96], uid_s[16], wl_s[16], ws[LIMIT_PATH_BYTES + 16];
-	static struct docker_kv tmpfs[3], storage[2];
-	static char size_s[24];
-	struct docker_container_spec spec = { 0 };
-	uint32_t ne = 0, nl = 0, nm = 0;
+	uint32_t ne = 0;
 
-	if (!req)
-		return ERR_STATE;
 #define ENV(...) snprintf(scratch_env[ne], sizeof(scratch_env[ne]), __VA_ARGS__), \
 		 env[ne] = scratch_env[ne], ne++
 	ENV("AGENT_ID=%s", sb->agent_id);
@@ -85,6 +62,19 @@ static int begin_container_create(struct runtime_docker *d, struct docker_call *
 	for (uint32_t i = 0; i < req->nenv; i++)
 		env[ne++] = req->env[i];
 	env[ne] = NULL;
+	return env;
+}
+
+/* Our labels, then the request's: a NULL-ended list in static storage. */
+static const struct docker_kv *container_labels(const struct runtime_docker *d,
+						const struct rt_call *c,
+						const struct create_req *req)
+{
+	const struct sandbox *sb = c->sb;
+	const struct config *cfg = d->c.cfg;
+	static struct docker_kv labels[LIMIT_SANDBOX_LABELS + 16]; /* 11 of ours, the NULL */
+	static char uid_s[16], wl_s[16];
+	uint32_t nl = 0;
 
 	snprintf(uid_s, sizeof(uid_s), "%u", sb->uid);
 	snprintf(wl_s, sizeof(wl_s), "%u", cfg->workload_uid);
@@ -107,6 +97,18 @@ static int begin_container_create(struct runtime_docker *d, struct docker_call *
 	for (uint32_t i = 0; i < req->nlabels; i++)
 		labels[nl++] = req->labels[i];
 	labels[nl] = (struct docker_kv){ NULL, NULL };
+	return labels;
+}
+
+/* The tmpfs mounts and the bind mounts (ours, then the request's) into spec. */
+static void container_mounts(const struct runtime_docker *d, const struct sandbox *sb,
+			     const struct create_req *req, struct docker_container_spec *spec)
+{
+	const struct config *cfg = d->c.cfg;
+	static struct docker_mount mounts[LIMIT_SANDBOX_MOUNTS + 4];
+	static char tmpfs_opts[160], tmp_opts[96], ws[LIMIT_PATH_BYTES + 16];
+	static struct docker_kv tmpfs[3];
+	uint32_t nm = 0;
 
 	snprintf(tmpfs_opts, sizeof(tmpfs_opts),
 		 "rw,noexec,nosuid,nodev,mode=0700,uid=%u,gid=%u,size=64k", sb->uid, sb->uid);
@@ -127,22 +129,50 @@ static int begin_container_create(struct runtime_docker *d, struct docker_call *
 	for (uint32_t i = 0; i < req->nmounts; i++)
 		mounts[nm++] = req->mounts[i];
 	mounts[nm] = (struct docker_mount){ NULL, NULL, false };
+	spec->tmpfs = tmpfs;
+	spec->mounts = mounts;
+}
 
+static int begin_container_create(struct runtime_docker *d, struct docker_call *call,
+				  const struct rt_call *c)
+{
+	const struct sandbox *sb = c->sb;
+	const struct config *cfg = d->c.cfg;
+	const struct create_req *req = sb ? sb->req : NULL;
+	static const char *const entry[] = { "/sbin/agentic-init", NULL };
+	static const char *const cap_drop[] = { "ALL", NULL };
+	static const char *const cap_add[] = { "SETUID", "SETGID", NULL };
+	static const char *secopt[] = { "no-new-privileges", NULL, NULL };
+	/* The embedded resolver forwards names it does not know to the container's Dns servers;
+	 * given any, it dials them from the container's own network namespace (on every engine
+	 * version), and nothing answers on the container's loopback, so no name leaves the
+	 * sandbox. Without one it would use the host's resolvers, a loopback one from the host's
+	 * namespace (CVE-2024-29018). No search domain: the host's would be appended to names. */
+	static const char *const dns[] = { "127.0.0.1", NULL };
+	static const char *const dns_search[] = { ".", NULL };
+	static const struct docker_kv sysctls[] = {
+		{ "net.ipv6.conf.all.disable_ipv6", "1" }, { NULL, NULL }
+	};
+	static struct docker_kv storage[2];
+	static char size_s[24];
+	struct docker_container_spec spec = { 0 };
+
+	if (!req)
+		return ERR_STATE;
 	spec.name = sb->name;
 	spec.image = sb->image;
 	spec.user = "0:0";
 	spec.entrypoint = entry;
-	spec.env = env;
-	spec.labels = labels;
+	spec.env = container_env(d, sb, req);
+	spec.labels = container_labels(d, c, req);
 	spec.cap_drop = cap_drop;
 	spec.cap_add = cap_add;
 	secopt[1] = d->c.seccomp_opt;
 	spec.security_opt = secopt;
 	spec.dns = dns;
 	spec.dns_search = dns_search;
-	spec.tmpfs = tmpfs;
+	container_mounts(d, sb, req, &spec);
 	spec.sysctls = sysctls;
-	spec.mounts = mounts;
 	spec.network_mode = sb->network;
 	spec.pids_limit = req->pids ? req->pids : cfg->default_pids_limit;
 	spec.memory = (int64_t)(req->memory_bytes ? req->memory_bytes : cfg->default_memory_bytes);
@@ -365,6 +395,7 @@ static void slot_finish(struct rd_slot *s, struct rt_call *rc)
 {
 	struct runtime_docker *d = s->d;
 
+	ASSERT(s->call == rc && !engine_job_busy(&s->job));
 	s->call = NULL;
 	if (d->rt.sink.call_done)
 		d->rt.sink.call_done(d->rt.sink.ctx, rc);
@@ -430,6 +461,7 @@ static int rd_call(void *self, struct rt_call *rc)
 	s = &d->slot[rc->slot];
 	if (s->call)
 		return ERR_STATE;
+	ASSERT(!engine_job_busy(&s->job));
 	memset(&rc->res, 0, sizeof(rc->res));
 	s->call = rc;
 	s->net_phase = false;
@@ -442,170 +474,6 @@ static int rd_call(void *self, struct rt_call *rc)
 	return r;
 }
 
-/* ---- the event stream ---- */
-
-/* The engine's actions the stream delivers, as the engine spells them (an exec's action
- * goes on with its command line after a colon: the docker client keeps the word only). */
-static const struct {
-	const char *action;
-	enum rt_event ev;
-} actions[] = {
-	{ "start", RT_EV_START },
-	{ "die", RT_EV_DIE },
-	{ "destroy", RT_EV_DESTROY },
-	{ "exec_create", RT_EV_EXEC },
-	{ "exec_start", RT_EV_EXEC },
-	{ "update", RT_EV_CHANGED },         /* `docker update`: its limits */
-	{ "extract-to-dir", RT_EV_CHANGED }, /* `docker cp` into it */
-	{ "commit", RT_EV_CHANGED },         /* an image made of it */
-	{ "rename", RT_EV_CHANGED },
-	{ "connect", RT_EV_NET_CONNECT },    /* a network event, about the network */
-};
-
-/* A container's life from before the setup is what recovery read already: only what was
- * done to it comes from that window. */
-static void on_container_event(struct runtime_docker *d, const struct docker_event *ev,
-			       enum rt_event kind, const char *word)
-{
-	char owner[64], old_name[SB_NAME_BYTES + 2], new_name[SB_NAME_BYTES + 2];
-	struct rt_notice n = { .ev = kind, .container_id = ev->id, .source = word };
-
-	if (kind <= RT_EV_DESTROY && ev->time_nano < d->live_from_ns)
-		return;
-	/* the label filter, here: the stream has none, or it would drop the network events */
-	if (docker_event_attr(ev, "agentic-daemon", owner, sizeof(owner)) != 0 ||
-	    strcmp(owner, d->c.owner) != 0)
-		return;
-	/* a rename's names, without the engine's leading '/': a claim's own rename is no taint */
-	if (strcmp(word, "rename") == 0 &&
-	    docker_event_attr(ev, "oldName", old_name, sizeof(old_name)) == 0 &&
-	    docker_event_attr(ev, "name", new_name, sizeof(new_name)) == 0) {
-		n.old_name = old_name + (old_name[0] == '/');
-		n.new_name = new_name + (new_name[0] == '/');
-	}
-	d->rt.sink.event(d->rt.sink.ctx, &n);
-}
-
-static void on_network_event(struct runtime_docker *d, const struct docker_event *ev,
-			     const char *word)
-{
-	char ct[RT_ID_BYTES], name[SB_NET_BYTES];
-	struct rt_notice n = { .ev = RT_EV_NET_CONNECT, .container_id = ct, .source = word,
-			       .net_name = name, .net_id = ev->id };
-
-	if (docker_event_attr(ev, "container", ct, sizeof(ct)) != 0)
-		return;
-	if (docker_event_attr(ev, "name", name, sizeof(name)) != 0)
-		name[0] = '\0';
-	d->rt.sink.event(d->rt.sink.ctx, &n);
-}
-
-static int on_event(void *ctx, const struct docker_event *ev)
-{
-	struct runtime_docker *d = ctx;
-	bool network;
-
-	if (ev->oversized) {
-		log_warn("an engine event too large to read was skipped",
-			 "limit_bytes=%u", LIMIT_DOCKER_EVENT_BYTES);
-		return 0;
-	}
-	if (ev->time_nano)
-		d->events_since = ev->time_nano / 1000000000;
-	network = strcmp(ev->type, "network") == 0;
-	if (!d->rt.sink.event || (!network && strcmp(ev->type, "container") != 0))
-		return 0;
-	for (size_t i = 0; i < ARRAY_LEN(actions); i++) {
-		if (strcmp(ev->action, actions[i].action) != 0 ||
-		    network != (actions[i].ev == RT_EV_NET_CONNECT))
-			continue;
-		if (network)
-			on_network_event(d, ev, actions[i].action);
-		else
-			on_container_event(d, ev, actions[i].ev, actions[i].action);
-		break;
-	}
-	return 0;
-}
-
-static int events_begin(struct engine_job *j)
-{
-	struct runtime_docker *d = j->ctx;
-	char filters[384];
-	size_t n;
-
-	n = (size_t)snprintf(filters, sizeof(filters), "{\"type\":[\"container\",\"network\"],"
-			     "\"event\":[");
-	for (size_t i = 0; i < ARRAY_LEN(actions) && n < sizeof(filters); i++)
-		n += (size_t)snprintf(filters + n, sizeof(filters) - n, "%s\"%s\"", i ? "," : "",
-				      actions[i].action);
-	if (n >= sizeof(filters) - 3)
-		return ERR_LIMIT;
-	snprintf(filters + n, sizeof(filters) - n, "]}");
-	return docker_events_begin(&j->call, d->c.dc, filters, d->events_since, on_event, d);
-}
-
-/* ---- the last event's time, kept for the next start ---- */
-
-static int64_t since_read(const char *path)
-{
-	char buf[32];
-	uint64_t v = 0;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	if (parse_u64(buf, INT64_MAX, &v) != 0)
-		return 0;
-	return (int64_t)v;
-}
-
-/* Written whole then renamed: a crash leaves the old time or the new one. */
-static void since_write(struct runtime_docker *d)
-{
-	char tmp[LIMIT_PATH_BYTES + 8], buf[32];
-	int fd, n;
-	bool ok;
-
-	if (!d->c.since_path || d->since_saved == d->events_since)
-		return;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", d->c.since_path);
-	n = snprintf(buf, sizeof(buf), "%lld\n", (long long)d->events_since);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 && errno == ENOENT)
-		return; /* the agentshare is made with the first sandbox: tried again then */
-	ok = fd >= 0 && write(fd, buf, (size_t)n) == n;
-	if (fd >= 0 && close(fd) != 0)
-		ok = false;
-	if (ok && rename(tmp, d->c.since_path) != 0)
-		ok = false;
-	if (!ok) {
-		log_warn("cannot keep the engine events' time", "path=%s error=%s",
-			 log_q(d->c.since_path), log_q(strerror(errno)));
-		unlink(tmp);
-	}
-	d->since_saved = d->events_since;
-}
-
-static void events_done(struct engine_job *j, int r)
-{
-	struct runtime_docker *d = j->ctx;
-	char text[512];
-
-	docker_error_text(&j->call.error, text, sizeof(text));
-	engine_end(&d->eng, j);
-	if (d->stopping)
-		return;
-	log_warn("event stream ended; reopening", "error=%s", log_q(r ? text : "end of stream"));
-	d->events_retry = clock_mono_ms() + EVENTS_RETRY_MS;
-}
 
 static void rd_start(void *self)
 {
@@ -629,7 +497,7 @@ static void rd_stop(void *self)
 	d->stopping = true;
 	if (d->events.active)
 		engine_end(&d->eng, &d->events);
-	since_write(d);
+	rd_since_write(d);
 }
 
 static void rd_tick(void *self, int64_t now)
@@ -641,7 +509,7 @@ static void rd_tick(void *self, int64_t now)
 		rd_start(d);
 	if (d->since_saved != d->events_since && now - d->since_save_at >= EVENTS_SINCE_SAVE_MS) {
 		d->since_save_at = now;
-		since_write(d);
+		rd_since_write(d);
 	}
 }
 
@@ -713,6 +581,15 @@ static int rd_networks(void *self, int (*fn)(void *ctx, const char *id, const ch
 	return list_ours(self, true, &e, err, err_size);
 }
 
+/* A failed inspect: -ENOENT when the object is not there, the error's text in err. */
+static int inspect_error(const struct docker_error *e, char *err, size_t err_size)
+{
+	docker_error_text(e, err, err_size);
+	if (e->code == DOCKER_ERR_API && e->status == 404)
+		return -ENOENT;
+	return e->code ? e->code : -EIO;
+}
+
 static int rd_inspect(void *self, const char *id, struct rt_container *out, char *err,
 		      size_t err_size)
 {
@@ -721,10 +598,7 @@ static int rd_inspect(void *self, const char *id, struct rt_container *out, char
 	struct docker_error e;
 
 	if (docker_container_inspect(d->c.dc, id, &ct, &e) != 0) {
-		docker_error_text(&e, err, err_size);
-		if (e.code == DOCKER_ERR_API && e.status == 404)
-			return -ENOENT;
-		return e.code ? e.code : -EIO;
+		return inspect_error(&e, err, err_size);
 	}
 	memset(out, 0, sizeof(*out));
 	memcpy(out->id, ct.id, sizeof(out->id));
@@ -755,10 +629,7 @@ static int rd_net_inspect(void *self, const char *id, struct rt_network *out, ch
 	struct docker_error e;
 
 	if (docker_network_inspect(d->c.dc, id, &net, &e) != 0) {
-		docker_error_text(&e, err, err_size);
-		if (e.code == DOCKER_ERR_API && e.status == 404)
-			return -ENOENT;
-		return e.code ? e.code : -EIO;
+		return inspect_error(&e, err, err_size);
 	}
 	memset(out, 0, sizeof(*out));
 	memcpy(out->id, net.id, sizeof(out->id));
@@ -862,13 +733,13 @@ int runtime_docker_init(struct runtime_docker *d, const struct runtime_docker_co
 		d->slot[i].job.done = slot_done;
 		engine_add(&d->eng, &d->slot[i].job);
 	}
-	d->events.begin = events_begin;
-	d->events.done = events_done;
+	d->events.begin = rd_events_begin;
+	d->events.done = rd_events_done;
 	d->events.ctx = d;
 	d->events.urgent = true;
 	engine_add(&d->eng, &d->events);
 	d->live_from_ns = clock_wall_ms() * 1000000;
-	d->events_since = c->since_path ? since_read(c->since_path) : 0;
+	d->events_since = c->since_path ? rd_since_read(c->since_path) : 0;
 	/* none kept, or a time ahead of the clock (set back since): from now on */
 	if (d->events_since <= 0 || d->events_since > c->events_since)
 		d->events_since = c->events_since;

@@ -52,6 +52,13 @@ size_t runtime_docker_storage_bytes(uint32_t slots);
  * more) and when the stream stops. */
 int runtime_docker_init(struct runtime_docker *d, const struct runtime_docker_config *c,
 			void *storage, size_t size);
+/* The event stream's job (runtime_docker_events.c), for runtime_docker.c: its begin and done,
+ * and the last event's time read from since_path (0: none) and written there when it moved. */
+int rd_events_begin(struct engine_job *j);
+void rd_events_done(struct engine_job *j, int r);
+int64_t rd_since_read(const char *path);
+void rd_since_write(struct runtime_docker *d);
+
 /* Test-only failpoint: true when agenticd runs with AGENTIC_FAULT=init-env, which hands every
  * new init a control gid that differs from its uid. The init must refuse that environment, and
  * the fault tests prove such a create is rolled back completely. Logged loudly at start. */

@@ -17,7 +17,9 @@
  * session of its own, with -sandbox on, -nodefaults, -no-user-config, -nic none: it outlives
  * an agenticd restart and is adopted again from vm.json (pid checked against its start
  * time). It is a clone child with no exit signal, so agenticd's SIGCHLD reaping never takes
- * it; its pidfd says when it exits (a guest panic ends QEMU too: panic=-1, -no-reboot). */
+ * it; its pidfd says when it exits (a guest panic ends QEMU too: panic=-1, -no-reboot).
+ *
+ * Its files (src/runtime/runtime_vm_*.c) and what each holds: runtime_vm_priv.h. */
 #ifndef AGENTIC_MGMT_RUNTIME_VM_H
 #define AGENTIC_MGMT_RUNTIME_VM_H
 
@@ -28,7 +30,9 @@
 
 #include "base/limits.h"
 #include "config/config.h"
+#include "profile/profile.h"
 #include "runtime/runtime.h"
+#include "sandbox/request.h"
 
 struct sandbox;
 struct vm_slot;
@@ -68,6 +72,31 @@ struct runtime_vm {
 	size_t probe_len;
 	struct runtime rt;
 };
+
+/* A sandbox's VM state: one per sandbox slot, in the table runtime_vm_init takes with its
+ * slots (runtime_vm_sb.c), written only by the functions below. Reset when the sandbox slot
+ * is reused (seen by its gen). */
+struct vm_sb {
+	uint32_t gen;                 /* the sandbox slot's gen it belongs to */
+	/* a VM's credentials (its profile's credential_refs), sent with its claim: the secrets
+	 * are read from vm_credentials_dir when sent, never kept; not recorded (a restarted
+	 * agenticd sends no claim: the guest's init keeps what it took) */
+	struct vm_cred {
+		char id[PROFILE_ID_BYTES];
+		char name[REQUEST_CRED_NAME_BYTES];
+		bool file;
+	} creds[PROFILE_CREDS_MAX];
+	uint8_t ncreds;
+	bool claim_owed;              /* a VM's claim sent at create, its ack not in yet */
+};
+
+/* sb's VM state, read-only (all zero for a sandbox not of runtime "vm", and before any
+ * table is set up: a unit test's or the simulator's). */
+const struct vm_sb *vm_of(const struct sandbox *sb);
+/* The credentials' ids and targets of req (a VM's create), kept for its claims. */
+void runtime_vm_creds_set(struct sandbox *sb, const struct create_req *req);
+/* Whether sb's claim, sent at its create, waits for the init's ack. */
+void runtime_vm_claim_owed(struct sandbox *sb, bool owed);
 
 /* The heap runtime_vm_init takes for `slots` VM slots (agenticd's budget counts it). */
 size_t runtime_vm_storage_bytes(uint32_t slots);

@@ -102,17 +102,8 @@ struct sandbox {
 	bool writable_root;           /* its root layer is writable, up to disk_bytes */
 	uint64_t transcript_bytes;    /* its runs' budget on the agentshare (0: a record from
 				       * before budgets, held to transcript_budget_bytes) */
-	bool vm;                      /* runtime "vm": a QEMU guest (runtime_vm.h) */
-	/* a VM's credentials (its profile's credential_refs), sent with its claim: the secrets
-	 * are read from vm_credentials_dir when sent, never kept; not recorded (a restarted
-	 * agenticd sends no claim: the guest's init keeps what it took) */
-	struct sb_cred {
-		char id[PROFILE_ID_BYTES];
-		char name[REQUEST_CRED_NAME_BYTES];
-		bool file;
-	} creds[PROFILE_CREDS_MAX];
-	uint8_t ncreds;
-	bool vm_claim_owed;           /* a VM's claim sent at create, its ack not in yet */
+	bool vm;                      /* runtime "vm": a QEMU guest (runtime_vm.h; its state:
+				       * vm_of) */
 	int64_t pid;                  /* State.Pid, 0 when not running */
 	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
 	int init_pidfd;               /* that process, pinned when pid was read; -1: none */
