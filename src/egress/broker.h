@@ -48,11 +48,15 @@ struct egress_bucket {
 bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now);
 
 size_t egress_storage_bytes(const struct config *cfg);
+/* The loop's epoll tags for the broker's sockets (the high 32 bits of an event's data, an
+ * index in the low): a slot's data and control sockets, a sandbox slot's listener. */
+struct egress_tags {
+	uint32_t data, ctl, listen;
+};
 /* At start: the config, this binary (the worker is `self_exe egress-worker`), the loop's
- * epoll fd (the slots' sockets are watched there with TAG_EGRESS_DATA / TAG_EGRESS_CTL and
- * the slot index), storage. */
-void egress_init(const struct config *cfg, const char *self_exe, int epfd, void *storage,
-		 size_t len);
+ * epoll fd (the slots' sockets are watched there with tags and the slot index), storage. */
+void egress_init(const struct config *cfg, const char *self_exe, int epfd,
+		 const struct egress_tags *tags, void *storage, size_t len);
 
 /* At start, once agenticd holds its lock and before any worker: every process of the egress
  * uids (egress_uid - egress_max_connections + 1 .. egress_uid) whose parent is no agenticd, a

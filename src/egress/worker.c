@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "egress/audit.h"
 #include "egress/confine.h"
 #include "egress/head.h"
 #include "egress/policy.h"
@@ -469,16 +470,18 @@ _Static_assert(AUDIT_LINE_MAX < CTL_MAX, "an audit record fits one control packe
 static bool audit(struct worker *w)
 {
 	static char line[AUDIT_LINE_MAX + 1];
-	char ts[96], path[sizeof(w->head.path)];
+	char path[sizeof(w->head.path)];
+	struct egress_audit a = {
+		.sandbox = w->sandbox, .instance = w->instance, .conn = w->conn, .kind = w->kind,
+		.method = w->have_head ? w->head.method : "", .host = w->have_head ? w->head.host : "",
+		.port = w->have_head ? w->head.port : 0, .path = path,
+		.decision = decision_words[w->decision], .reason = egress_reason_word(w->reason),
+		.status = w->status, .bytes_up = (int64_t)w->bytes_up,
+		.bytes_down = (int64_t)w->bytes_down, .duration_ms = clock_mono_ms() - w->start_ms,
+		.end = egress_end_word(w->end),
+	};
 	struct buf b;
-	struct json_writer jw;
-	struct tm tm;
-	int64_t now = clock_wall_ms();
-	time_t secs = (time_t)(now / 1000);
 
-	gmtime_r(&secs, &tm);
-	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(now % 1000));
 	path[0] = '\0';
 	if (w->have_head) {
 		size_t pn = strcspn(w->head.path, "?"); /* never the query */
@@ -486,42 +489,7 @@ static bool audit(struct worker *w)
 		path[pn] = '\0';
 	}
 	buf_init(&b, line, sizeof(line) - 1);
-	json_writer_init(&jw, &b);
-	json_obj_begin(&jw);
-	json_key(&jw, "ts");
-	json_str_write(&jw, ts);
-	json_key(&jw, "sandbox");
-	json_str_write(&jw, w->sandbox);
-	json_key(&jw, "instance");
-	json_str_write(&jw, w->instance);
-	json_key(&jw, "conn");
-	json_int_write(&jw, w->conn);
-	json_key(&jw, "kind");
-	json_str_write(&jw, w->kind);
-	json_key(&jw, "method");
-	json_str_write(&jw, w->have_head ? w->head.method : "");
-	json_key(&jw, "host");
-	json_str_write(&jw, w->have_head ? w->head.host : "");
-	json_key(&jw, "port");
-	json_int_write(&jw, w->have_head ? w->head.port : 0);
-	json_key(&jw, "path");
-	json_str_write(&jw, path);
-	json_key(&jw, "decision");
-	json_str_write(&jw, decision_words[w->decision]);
-	json_key(&jw, "reason");
-	json_str_write(&jw, egress_reason_word(w->reason));
-	json_key(&jw, "status");
-	json_int_write(&jw, w->status);
-	json_key(&jw, "bytes_up");
-	json_int_write(&jw, (int64_t)w->bytes_up);
-	json_key(&jw, "bytes_down");
-	json_int_write(&jw, (int64_t)w->bytes_down);
-	json_key(&jw, "duration_ms");
-	json_int_write(&jw, clock_mono_ms() - w->start_ms);
-	json_key(&jw, "end");
-	json_str_write(&jw, egress_end_word(w->end));
-	json_obj_end(&jw);
-	if (json_writer_finish(&jw) != 0) {
+	if (egress_audit_write(&b, &a) != 0) {
 		log_error("egress audit line not written", "sandbox=%s conn=%lld",
 			  log_q(w->sandbox), (long long)w->conn);
 		return false;
