@@ -47,6 +47,21 @@ struct egress_bucket {
 };
 bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now);
 
+/* A sandbox's egress state, in a table of the broker's own (a slot a sandbox slot, taken
+ * with the rest at start), written only by the broker: the init's proxy listener taken over
+ * for direct connections (egress_listener_take): a dup from the init (pidfd_getfd), -1:
+ * none; the init's pid it came from; watched while checked and the sandbox is served. */
+struct egress_sb {
+	uint32_t gen;                 /* the sandbox's generation it is of */
+	int lfd;
+	int64_t lfd_pid;
+	bool lfd_watched;
+	bool lfd_ok;                  /* checked, and accept worked on it so far */
+	bool armable;                 /* a connection came: a worker waits for the next */
+};
+/* sb's (none yet, or a sandbox slot used again: lfd -1, nothing else set). */
+const struct egress_sb *egress_of(const struct sandbox *sb);
+
 size_t egress_storage_bytes(const struct config *cfg);
 /* The loop's epoll tags for the broker's sockets (the high 32 bits of an event's data, an
  * index in the low): a slot's data and control sockets, a sandbox slot's listener. */

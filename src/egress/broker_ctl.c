@@ -131,7 +131,7 @@ static void ctl_over(struct eslot *s)
 		 * hold back every sandbox's spares and arming */
 		if (!s->served)
 			bst.spare_backoff_until = clock_mono_ms() + 1000;
-		if (s->sb->gen == s->sb_gen && s->sb->egress_lfd >= 0 && s->sb->egress_lfd_ok)
+		if (s->sb->gen == s->sb_gen && broker_sb(s->sb)->lfd >= 0 && broker_sb(s->sb)->lfd_ok)
 			broker_listen_watch(s->sb, true);
 	}
 	if (!s->record_seen)

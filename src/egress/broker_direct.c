@@ -41,11 +41,11 @@ void broker_listen_watch(struct sandbox *sb, bool on)
 {
 	struct epoll_event e = { .events = EPOLLIN };
 
-	if (sb->egress_lfd < 0 || sb->egress_lfd_watched == on)
+	if (broker_sb(sb)->lfd < 0 || broker_sb(sb)->lfd_watched == on)
 		return;
 	e.data.u64 = broker_tag(bst.tags.listen, sandbox_index(sb));
-	if (epoll_ctl(bst.epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, sb->egress_lfd, &e) == 0 || !on)
-		sb->egress_lfd_watched = on;
+	if (epoll_ctl(bst.epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, broker_sb(sb)->lfd, &e) == 0 || !on)
+		broker_sb(sb)->lfd_watched = on;
 }
 
 static void disarm(struct sandbox *sb, bool rewatch);
@@ -56,21 +56,21 @@ void egress_listener_drop(struct sandbox *sb)
 	struct linger off = { 0, 0 };
 
 	disarm(sb, false);
-	sb->egress_armable = false;
-	if (sb->egress_lfd < 0)
+	broker_sb(sb)->armable = false;
+	if (broker_sb(sb)->lfd < 0)
 		return;
 	broker_listen_watch(sb, false);
-	setsockopt(sb->egress_lfd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
-	close(sb->egress_lfd);
-	sb->egress_lfd = -1;
-	sb->egress_lfd_pid = 0;
-	sb->egress_lfd_ok = false;
+	setsockopt(broker_sb(sb)->lfd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+	close(broker_sb(sb)->lfd);
+	broker_sb(sb)->lfd = -1;
+	broker_sb(sb)->lfd_pid = 0;
+	broker_sb(sb)->lfd_ok = false;
 }
 
 void egress_listener_stop(struct sandbox *sb)
 {
 	disarm(sb, false);
-	sb->egress_armable = false;
+	broker_sb(sb)->armable = false;
 	broker_listen_watch(sb, false);
 }
 
@@ -104,11 +104,11 @@ bool egress_listener_take(struct sandbox *sb)
 	if (!bst.cfg->egress_direct || bst.nslots == 0 || !sb->agent_egress || sb->agent_egress_fd < 0 ||
 	    sb->init_pidfd < 0 || sb->pid <= 0 || sb->vm)
 		return false;
-	if (sb->egress_lfd >= 0 && sb->egress_lfd_pid == sb->pid) {
+	if (broker_sb(sb)->lfd >= 0 && broker_sb(sb)->lfd_pid == sb->pid) {
 		/* the same init, registered again (agenticd's restart is a new table) */
-		if (sb->egress_lfd_ok && !armed_of(sb))
+		if (broker_sb(sb)->lfd_ok && !armed_of(sb))
 			broker_listen_watch(sb, true);
-		return sb->egress_lfd_ok;
+		return broker_sb(sb)->lfd_ok;
 	}
 	/* another init: the container started again, and the one before is gone with it */
 	egress_listener_drop(sb);
@@ -118,8 +118,8 @@ bool egress_listener_take(struct sandbox *sb)
 			 "name=%s error=%s", log_q(sb->name), log_q(err_str(-errno)));
 		return false;
 	}
-	sb->egress_lfd = fd;
-	sb->egress_lfd_pid = sb->pid;
+	broker_sb(sb)->lfd = fd;
+	broker_sb(sb)->lfd_pid = sb->pid;
 	if (!egress_listener_ok(fd, EGRESS_PROXY_PORT) ||
 	    fcntl(fd, F_SETFL, O_NONBLOCK | O_RDWR) != 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO,
@@ -129,9 +129,9 @@ bool egress_listener_take(struct sandbox *sb)
 			 "name=%s fd=%d", log_q(sb->name), sb->agent_egress_fd);
 		return false;
 	}
-	sb->egress_lfd_ok = true;
+	broker_sb(sb)->lfd_ok = true;
 	broker_listen_watch(sb, true);
-	return sb->egress_lfd_watched;
+	return broker_sb(sb)->lfd_watched;
 }
 
 /* A refusal said to the workload itself, then its socket closed. The socket is agenticd's
@@ -173,7 +173,7 @@ static void direct_start(struct sandbox *sb, int fd)
 	broker_close_data(s);
 	s->direct = true;
 	/* the sandbox uses egress: its next connection is awaited by a worker of its own */
-	sb->egress_armable = true;
+	broker_sb(sb)->armable = true;
 	bst.arm_wanted = true;
 	log_debug("egress connection", "name=%s conn=%llu direct=1", log_q(s->name),
 		  (unsigned long long)s->conn);
@@ -215,7 +215,7 @@ static void disarm(struct sandbox *sb, bool rewatch)
 		broker_close_ctl(s);
 		broker_slot_maybe_free(s);
 	}
-	if (rewatch && sb->egress_lfd >= 0 && sb->egress_lfd_ok)
+	if (rewatch && broker_sb(sb)->lfd >= 0 && broker_sb(sb)->lfd_ok)
 		broker_listen_watch(sb, true);
 }
 
@@ -245,7 +245,7 @@ static int arm_slot(struct eslot *s, struct sandbox *sb, bool reuse)
 		return 0;
 	broker_slot_claim(s, sb, reuse);
 	s->armed = true;
-	r = broker_worker_start(s, sb->egress_lfd, false);
+	r = broker_worker_start(s, broker_sb(sb)->lfd, false);
 	if (r != 0) {
 		s->armed = false;
 		s->quiet = true;
@@ -286,7 +286,7 @@ void broker_armed_accepted(struct eslot *s)
 	s->armed = false;
 	s->direct = true;
 	s->started_ms = clock_mono_ms(); /* the connection's, not the arming's */
-	if (sb->gen == s->sb_gen && sb->egress_lfd >= 0 && sb->egress_lfd_ok)
+	if (sb->gen == s->sb_gen && broker_sb(sb)->lfd >= 0 && broker_sb(sb)->lfd_ok)
 		broker_listen_watch(sb, true);
 	bst.arm_wanted = true;
 	if (bst.spare_defer_until < clock_mono_ms())
@@ -308,8 +308,8 @@ void broker_disarm_stale(void)
 /* sb may have a worker armed on its listener now (one it has aside). */
 static bool armable(const struct sandbox *sb)
 {
-	return sb->state == SB_READY && sb->egress_armable && sb->egress_lfd >= 0 &&
-	       sb->egress_lfd_ok && sb->egress_json[0] && sb->run.open && !lifecycle_going(sb);
+	return sb->state == SB_READY && broker_sb(sb)->armable && broker_sb(sb)->lfd >= 0 &&
+	       broker_sb(sb)->lfd_ok && sb->egress_json[0] && sb->run.open && !lifecycle_going(sb);
 }
 
 void broker_arm_all(void)
@@ -364,14 +364,14 @@ void egress_policy_changed(struct sandbox *sb)
  * egress: the listener is not watched any more and its armed worker is killed. false then. */
 static bool listener_sound(struct sandbox *sb)
 {
-	int fl = fcntl(sb->egress_lfd, F_GETFL);
+	int fl = fcntl(broker_sb(sb)->lfd, F_GETFL);
 
 	if (fl >= 0 && (fl & O_NONBLOCK))
 		return true;
 	log_warn("egress listener made blocking by a worker, not watched any more",
 		 "name=%s", log_q(sb->name));
 	broker_listen_watch(sb, false);
-	sb->egress_lfd_ok = false;
+	broker_sb(sb)->lfd_ok = false;
 	disarm(sb, false);
 	return false;
 }
@@ -380,7 +380,7 @@ void egress_listen_event(uint32_t idx)
 {
 	struct sandbox *sb = sandbox_slot(idx);
 
-	if (!sb || sb->egress_lfd < 0)
+	if (!sb || broker_sb(sb)->lfd < 0)
 		return;
 	/* a few a turn: a sandbox that floods connections shares the loop with the rest */
 	for (int i = 0; i < 8; i++) {
@@ -389,7 +389,7 @@ void egress_listen_event(uint32_t idx)
 		if (!listener_sound(sb))
 			return;
 		/* blocking, as the data socket a worker is used to (it asks MSG_DONTWAIT itself) */
-		fd = accept4(sb->egress_lfd, NULL, NULL, SOCK_CLOEXEC);
+		fd = accept4(broker_sb(sb)->lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) {
 				listener_sound(sb);
@@ -400,7 +400,7 @@ void egress_listen_event(uint32_t idx)
 			log_warn("egress listener failed, not watched any more", "name=%s error=%s",
 				 log_q(sb->name), log_q(err_str(-errno)));
 			broker_listen_watch(sb, false);
-			sb->egress_lfd_ok = false;
+			broker_sb(sb)->lfd_ok = false;
 			return;
 		}
 		direct_start(sb, fd);

@@ -86,7 +86,8 @@ struct broker_state {
 	struct egress_tags tags;       /* the loop's epoll tags for the broker's sockets */
 	struct eslot *slots;
 	struct bucket *buckets;
-	uint32_t nslots, nbuckets;
+	struct egress_sb *sbs;         /* a sandbox slot's egress state (egress_of) */
+	uint32_t nslots, nbuckets;     /* nbuckets: the sandbox slots, of buckets and sbs */
 	bool stopping;                 /* SIGTERM: no new worker */
 	bool egress_used;              /* a connection came: a spare worker is kept from now on */
 	bool spare_wanted;             /* one was claimed: egress_tick starts the next */
@@ -107,6 +108,9 @@ static inline uint64_t broker_tag(uint32_t tag, uint32_t idx)
 {
 	return ((uint64_t)tag << 32) | idx;
 }
+
+/* egress_of, to write: sb's, reset when its slot holds another sandbox now. */
+struct egress_sb *broker_sb(const struct sandbox *sb);
 
 /* broker_table.c: carves storage (egress_storage_bytes of cfg) into the slots and buckets;
  * false when it is too small (no slot then). */

@@ -2,6 +2,7 @@
  * daemon's region at start; the credit both ways and the rate's token bucket (pure). */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "egress/broker_slot.h"
 
@@ -17,7 +18,8 @@ size_t egress_storage_bytes(const struct config *c)
 {
 	return r64((size_t)c->egress_max_connections * sizeof(struct eslot)) +
 	       (size_t)c->egress_max_connections * (EGRESS_WINDOW + EGRESS_CHUNK) +
-	       r64((size_t)c->max_sandboxes * sizeof(struct bucket));
+	       r64((size_t)c->max_sandboxes * sizeof(struct bucket)) +
+	       r64((size_t)c->max_sandboxes * sizeof(struct egress_sb));
 }
 
 bool broker_table_init(void *storage, size_t len)
@@ -40,7 +42,35 @@ bool broker_table_init(void *storage, size_t len)
 		bst.slots[i].data = bst.slots[i].ctl = bst.slots[i].pidfd = -1;
 	}
 	bst.buckets = (struct bucket *)p;
+	p += r64((size_t)bst.nbuckets * sizeof(struct bucket));
+	bst.sbs = (struct egress_sb *)p;
+	for (uint32_t i = 0; i < bst.nbuckets; i++)
+		bst.sbs[i].lfd = -1;
 	return true;
+}
+
+struct egress_sb *broker_sb(const struct sandbox *sb)
+{
+	uint32_t i = sandbox_index(sb);
+	struct egress_sb *e;
+
+	ASSERT(i < bst.nbuckets);
+	e = &bst.sbs[i];
+	if (e->gen != sb->gen) {
+		memset(e, 0, sizeof(*e));
+		e->gen = sb->gen;
+		e->lfd = -1;
+	}
+	return e;
+}
+
+const struct egress_sb *egress_of(const struct sandbox *sb)
+{
+	static const struct egress_sb none = { .lfd = -1 };
+
+	if (!bst.sbs || bst.sbs[sandbox_index(sb)].gen != sb->gen)
+		return &none;
+	return &bst.sbs[sandbox_index(sb)];
 }
 
 /* ---- credit (pure) ---- */

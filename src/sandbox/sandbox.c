@@ -34,7 +34,7 @@ void sandbox_table_init(const struct config *cfg, struct sandbox *sb, uint32_t n
 		sb[i].subnet = -1;
 		sb[i].waiter = -1;
 		sb[i].init_pidfd = sb[i].peer_pidfd = -1;
-		sb[i].egress_lfd = sb[i].agent_egress_fd = -1;
+		sb[i].agent_egress_fd = -1;
 	}
 }
 
@@ -137,7 +137,7 @@ struct sandbox *sandbox_new(void)
 		sb->waiter = -1;
 		sb->init_pidfd = -1;
 		sb->peer_pidfd = -1;
-		sb->egress_lfd = sb->agent_egress_fd = -1;
+		sb->agent_egress_fd = -1;
 		sb->state = SB_CREATING;
 		sb->lc = LC_NEW;
 		T.live++;
@@ -182,15 +182,13 @@ void sandbox_table_reset(void)
 			close(sb->init_pidfd);
 		if (sb->peer_pidfd >= 0)
 			close(sb->peer_pidfd);
-		if (sb->egress_lfd >= 0)
-			close(sb->egress_lfd);
 		runlog_abandon(sb);
 		memset(sb, 0, sizeof(*sb));
 		sb->gen = gen + 1;
 		sb->subnet = -1;
 		sb->waiter = -1;
 		sb->init_pidfd = sb->peer_pidfd = -1;
-		sb->egress_lfd = sb->agent_egress_fd = -1;
+		sb->agent_egress_fd = -1;
 	}
 	idalloc_init(&T.uids, T.uids.bits, T.uids.first, T.uids.count);
 	subnet_reset();

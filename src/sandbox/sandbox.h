@@ -143,14 +143,6 @@ struct sandbox {
 	bool agent_egress;            /* registered with the label agentic-egress=1 */
 	int agent_egress_fd;          /* the number of the init's proxy listener (label
 				       * agentic-egress-listener), -1: none said */
-	/* the init's proxy listener taken over for direct connections (egress.c, "direct"):
-	 * a dup from the init (pidfd_getfd), -1: none; the init's pid it came from; watched
-	 * while checked and the sandbox is served */
-	int egress_lfd;
-	int64_t egress_lfd_pid;
-	bool egress_lfd_watched;
-	bool egress_lfd_ok;           /* checked, and accept worked on it so far */
-	bool egress_armable;          /* a connection came: a worker waits for the next */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
 	char egress_json[EGRESS_POLICY_BYTES];
 	/* the init's own report of itself (registration label agentic-self-status: lines of its
