@@ -231,6 +231,7 @@ void egress_call_message(struct grpc_call *call, const ProtobufCMessage *msg)
 				memmove(s->up, s->up + s->cr.up_off, s->cr.up_len);
 				s->cr.up_off = 0;
 			}
+			ASSERT(s->cr.up_off + s->cr.up_len + m->data.len <= EGRESS_WINDOW);
 			memcpy(s->up + s->cr.up_off + s->cr.up_len, m->data.data, m->data.len);
 			s->cr.up_len += (uint32_t)m->data.len;
 		}

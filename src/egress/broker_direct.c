@@ -244,6 +244,7 @@ static int arm_slot(struct eslot *s, struct sandbox *sb, bool reuse)
 	if (!broker_rate_take(sb))
 		return 0;
 	broker_slot_claim(s, sb, reuse);
+	ASSERT(armed_count() < ARMED_MAX);
 	s->armed = true;
 	r = broker_worker_start(s, broker_sb(sb)->lfd, false);
 	if (r != 0) {

@@ -29,7 +29,8 @@ void egress_event(uint32_t idx, bool ctl, uint32_t events)
 		broker_disarm_stale();
 		return;
 	}
-	if (idx >= bst.nslots || !(s = &bst.slots[idx])->used)
+	ASSERT(idx < bst.nslots);
+	if (!(s = &bst.slots[idx])->used)
 		return;
 	if (ctl) {
 		if (s->ctl >= 0)

@@ -127,6 +127,7 @@ static bool down_pump(struct eslot *s)
 	s->report_owed = false;
 	s->cr.up_reported = s->cr.up_consumed;
 	s->cr.down_sent += s->down_len;
+	ASSERT(s->cr.down_sent - s->cr.down_acked <= EGRESS_WINDOW);
 	s->down_len = 0;
 	if (eof)
 		s->down_eof_sent = true;
@@ -171,6 +172,7 @@ static void up_write(struct eslot *s)
 		s->cr.up_off += (uint32_t)n;
 		s->cr.up_len -= (uint32_t)n;
 		s->cr.up_consumed += (uint64_t)n;
+		ASSERT(s->cr.up_consumed <= s->cr.up_in);
 	}
 	if (!s->cr.up_len)
 		s->cr.up_off = 0;

@@ -132,5 +132,6 @@ bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now)
 	if (b->milli < 1000)
 		return false;
 	b->milli -= 1000;
+	ASSERT(b->milli < cap);
 	return true;
 }

@@ -221,6 +221,7 @@ static int worker_spawn(struct eslot *s)
 		r = -errno;
 		goto fail;
 	}
+	ASSERT((uint32_t)(s - bst.slots) < bst.nslots); /* its uid is in the egress range */
 	{
 		struct worker_args wa = { dp[1], cp[1], -1,
 					  (long)(bst.cfg->egress_uid - (uint32_t)(s - bst.slots)) };
