@@ -1,10 +1,11 @@
-/* egress.h: agenticd's half of the egress path (docs/EGRESS.md): the AgentService/Egress call
+/* broker.h: agenticd's half of the egress path (docs/EGRESS.md): the AgentService/Egress call
  * of a sandbox's init, relayed to a worker process (`agentic egress-worker`) per connection,
  * the credit both ways, the worker's control packets (secrets, its audit record), the audit
  * lines agenticd writes itself, and the per-sandbox rate limit.
  *
- * A fixed table of egress_max_connections slots, each with its two buffers, taken from the
- * daemon's region at start (egress_storage_bytes); nothing is allocated after. */
+ * A fixed table of egress_max_connections slots, each with its two buffers, and a table of
+ * each sandbox slot's egress state (egress_of), taken from the daemon's region at start
+ * (egress_storage_bytes); nothing is allocated after. Its files: broker_slot.h. */
 #ifndef AGENTIC_MGMT_EGRESS_H
 #define AGENTIC_MGMT_EGRESS_H
 
@@ -87,7 +88,7 @@ void egress_call_half_close(struct grpc_call *call);
 void egress_call_writable(struct grpc_call *call);
 void egress_call_done(struct grpc_call *call, int status, const char *message);
 
-/* Direct connections (egress.c, "direct connections"), for an init that registered with
+/* Direct connections (broker_direct.c), for an init that registered with
  * agentic-egress-listener: takes its listener over and watches it; true when the init is to
  * stop accepting on it (the registration's answer says egress=direct), false when it goes
  * on carrying its connections over Egress calls. */

@@ -1,4 +1,4 @@
-/* egress_view.c: a sandbox's egress as the admin API shows it (egress_view.h). */
+/* view.c: a sandbox's egress as the admin API shows it (view.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
