@@ -29,7 +29,7 @@ bool broker_table_init(void *storage, size_t len)
 	bst.nslots = bst.cfg->egress_max_connections;
 	bst.nbuckets = bst.cfg->max_sandboxes;
 	if (len < egress_storage_bytes(bst.cfg)) {
-		bst.nslots = 0;
+		bst.nslots = bst.nbuckets = 0;
 		return false;
 	}
 	bst.slots = (struct eslot *)p;
