@@ -279,7 +279,9 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 	foreign_bits = carve(&p, ((nsub + 63) / 64) * 8);
 	sandbox_table_init(cfg, sb, d->nsb, uid_bits);
 	subnet_init(cfg, subnet_bits, foreign_bits);
-	egress_init(cfg, d->self_exe, d->epfd, carve(&p, b->egress), b->egress);
+	egress_init(cfg, d->self_exe, d->epfd,
+		    &(const struct egress_tags){ TAG_EGRESS_DATA, TAG_EGRESS_CTL, TAG_EGRESS_LISTEN },
+		    carve(&p, b->egress), b->egress);
 	r = grpc_server_init(&b->gcfg, carve(&p, b->grpc), b->grpc, &d->grpc);
 	if (r == 0)
 		r = grpc_server_init(&b->acfg, carve(&p, b->agrpc), b->agrpc, &d->admin_grpc);

@@ -28,42 +28,91 @@ static bool line_byte(uint8_t c)
 	return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
+/* One byte of a chunk's size line (C_SIZE, C_EXT, C_SIZE_LF): 0, or ERR_PARSE. */
+static int size_byte(struct egress_body *b, uint8_t c)
+{
+	switch (b->state) {
+	case C_SIZE:
+		if (hex_value(c) >= 0) {
+			if (++b->digits > SIZE_DIGITS_MAX)
+				return ERR_PARSE;
+			b->left = b->left * 16 + (uint64_t)hex_value(c);
+		} else if (b->digits > 0 && c == ';') {
+			b->state = C_EXT;
+		} else if (b->digits > 0 && c == '\r') {
+			b->state = C_SIZE_LF;
+		} else {
+			return ERR_PARSE;
+		}
+		return 0;
+	case C_EXT:
+		if (c == '\r')
+			b->state = C_SIZE_LF;
+		else if (!line_byte(c))
+			return ERR_PARSE;
+		return 0;
+	default: /* C_SIZE_LF */
+		if (c != '\n')
+			return ERR_PARSE;
+		b->state = b->left == 0 ? C_TRAILER_START : C_DATA;
+		return 0;
+	}
+}
+
+/* One byte after a chunk's data, of a trailer line or of the end: 0, ERR_PARSE, or
+ * ERR_STATE (no state of the machine). */
+static int frame_byte(struct egress_body *b, uint8_t c)
+{
+	switch (b->state) {
+	case C_DATA_CR:
+		if (c != '\r')
+			return ERR_PARSE;
+		b->state = C_DATA_LF;
+		return 0;
+	case C_DATA_LF:
+		if (c != '\n')
+			return ERR_PARSE;
+		b->state = C_SIZE;
+		b->digits = 0;
+		b->left = 0;
+		return 0;
+	case C_TRAILER_START:
+		if (c == '\r')
+			b->state = C_END_LF;
+		else if (line_byte(c) && c != ' ' && c != '\t')
+			b->state = C_TRAILER;
+		else
+			return ERR_PARSE;
+		return 0;
+	case C_TRAILER:
+		if (c == '\r')
+			b->state = C_TRAILER_LF;
+		else if (!line_byte(c))
+			return ERR_PARSE;
+		return 0;
+	case C_TRAILER_LF:
+		if (c != '\n')
+			return ERR_PARSE;
+		b->state = C_TRAILER_START;
+		return 0;
+	case C_END_LF:
+		if (c != '\n')
+			return ERR_PARSE;
+		b->done = true;
+		return 0;
+	default:
+		return ERR_STATE;
+	}
+}
+
 static long chunked_take(struct egress_body *b, const uint8_t *in, size_t n)
 {
 	size_t i = 0;
 
 	while (i < n && !b->done) {
-		uint8_t c = in[i];
+		int r;
 
-		switch (b->state) {
-		case C_SIZE:
-			if (hex_value(c) >= 0) {
-				if (++b->digits > SIZE_DIGITS_MAX)
-					return ERR_PARSE;
-				b->left = b->left * 16 + (uint64_t)hex_value(c);
-			} else if (b->digits > 0 && c == ';') {
-				b->state = C_EXT;
-			} else if (b->digits > 0 && c == '\r') {
-				b->state = C_SIZE_LF;
-			} else {
-				return ERR_PARSE;
-			}
-			i++;
-			break;
-		case C_EXT:
-			if (c == '\r')
-				b->state = C_SIZE_LF;
-			else if (!line_byte(c))
-				return ERR_PARSE;
-			i++;
-			break;
-		case C_SIZE_LF:
-			if (c != '\n')
-				return ERR_PARSE;
-			b->state = b->left == 0 ? C_TRAILER_START : C_DATA;
-			i++;
-			break;
-		case C_DATA: {
+		if (b->state == C_DATA) {
 			size_t take = n - i;
 
 			if ((uint64_t)take > b->left)
@@ -72,53 +121,13 @@ static long chunked_take(struct egress_body *b, const uint8_t *in, size_t n)
 			i += take;
 			if (b->left == 0)
 				b->state = C_DATA_CR;
-			break;
+			continue;
 		}
-		case C_DATA_CR:
-			if (c != '\r')
-				return ERR_PARSE;
-			b->state = C_DATA_LF;
-			i++;
-			break;
-		case C_DATA_LF:
-			if (c != '\n')
-				return ERR_PARSE;
-			b->state = C_SIZE;
-			b->digits = 0;
-			b->left = 0;
-			i++;
-			break;
-		case C_TRAILER_START:
-			if (c == '\r')
-				b->state = C_END_LF;
-			else if (line_byte(c) && c != ' ' && c != '\t')
-				b->state = C_TRAILER;
-			else
-				return ERR_PARSE;
-			i++;
-			break;
-		case C_TRAILER:
-			if (c == '\r')
-				b->state = C_TRAILER_LF;
-			else if (!line_byte(c))
-				return ERR_PARSE;
-			i++;
-			break;
-		case C_TRAILER_LF:
-			if (c != '\n')
-				return ERR_PARSE;
-			b->state = C_TRAILER_START;
-			i++;
-			break;
-		case C_END_LF:
-			if (c != '\n')
-				return ERR_PARSE;
-			b->done = true;
-			i++;
-			break;
-		default:
-			return ERR_STATE;
-		}
+		r = b->state == C_SIZE || b->state == C_EXT || b->state == C_SIZE_LF ?
+			    size_byte(b, in[i]) : frame_byte(b, in[i]);
+		if (r < 0)
+			return r;
+		i++;
 	}
 	return (long)i;
 }

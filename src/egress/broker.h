@@ -1,10 +1,11 @@
-/* egress.h: agenticd's half of the egress path (docs/EGRESS.md): the AgentService/Egress call
+/* broker.h: agenticd's half of the egress path (docs/EGRESS.md): the AgentService/Egress call
  * of a sandbox's init, relayed to a worker process (`agentic egress-worker`) per connection,
  * the credit both ways, the worker's control packets (secrets, its audit record), the audit
  * lines agenticd writes itself, and the per-sandbox rate limit.
  *
- * A fixed table of egress_max_connections slots, each with its two buffers, taken from the
- * daemon's region at start (egress_storage_bytes); nothing is allocated after. */
+ * A fixed table of egress_max_connections slots, each with its two buffers, and a table of
+ * each sandbox slot's egress state (egress_of), taken from the daemon's region at start
+ * (egress_storage_bytes); nothing is allocated after. Its files: broker_slot.h. */
 #ifndef AGENTIC_MGMT_EGRESS_H
 #define AGENTIC_MGMT_EGRESS_H
 
@@ -47,12 +48,31 @@ struct egress_bucket {
 };
 bool egress_bucket_take(struct egress_bucket *b, uint32_t rate, int64_t now);
 
+/* A sandbox's egress state, in a table of the broker's own (a slot a sandbox slot, taken
+ * with the rest at start), written only by the broker: the init's proxy listener taken over
+ * for direct connections (egress_listener_take): a dup from the init (pidfd_getfd), -1:
+ * none; the init's pid it came from; watched while checked and the sandbox is served. */
+struct egress_sb {
+	uint32_t gen;                 /* the sandbox's generation it is of */
+	int lfd;
+	int64_t lfd_pid;
+	bool lfd_watched;
+	bool lfd_ok;                  /* checked, and accept worked on it so far */
+	bool armable;                 /* a connection came: a worker waits for the next */
+};
+/* sb's (none yet, or a sandbox slot used again: lfd -1, nothing else set). */
+const struct egress_sb *egress_of(const struct sandbox *sb);
+
 size_t egress_storage_bytes(const struct config *cfg);
+/* The loop's epoll tags for the broker's sockets (the high 32 bits of an event's data, an
+ * index in the low): a slot's data and control sockets, a sandbox slot's listener. */
+struct egress_tags {
+	uint32_t data, ctl, listen;
+};
 /* At start: the config, this binary (the worker is `self_exe egress-worker`), the loop's
- * epoll fd (the slots' sockets are watched there with TAG_EGRESS_DATA / TAG_EGRESS_CTL and
- * the slot index), storage. */
-void egress_init(const struct config *cfg, const char *self_exe, int epfd, void *storage,
-		 size_t len);
+ * epoll fd (the slots' sockets are watched there with tags and the slot index), storage. */
+void egress_init(const struct config *cfg, const char *self_exe, int epfd,
+		 const struct egress_tags *tags, void *storage, size_t len);
 
 /* At start, once agenticd holds its lock and before any worker: every process of the egress
  * uids (egress_uid - egress_max_connections + 1 .. egress_uid) whose parent is no agenticd, a
@@ -69,7 +89,7 @@ void egress_call_half_close(struct grpc_call *call);
 void egress_call_writable(struct grpc_call *call);
 void egress_call_done(struct grpc_call *call, int status, const char *message);
 
-/* Direct connections (egress.c, "direct connections"), for an init that registered with
+/* Direct connections (broker_direct.c), for an init that registered with
  * agentic-egress-listener: takes its listener over and watches it; true when the init is to
  * stop accepting on it (the registration's answer says egress=direct), false when it goes
  * on carrying its connections over Egress calls. */

@@ -51,6 +51,14 @@ enum egress_reason {
 	ER_COUNT
 };
 const char *egress_reason_word(enum egress_reason r);
+/* s in ASCII lowercase, in place (a name, a header). */
+void egress_lower(char *s);
+/* s is an IPv4 or IPv6 address literal. */
+bool egress_ip_literal(const char *s);
+/* path's n bytes hold nothing an upstream may read as another path: no dot segment (raw,
+ * percent-encoded, or behind ";parameters"), encoded slash or backslash, backslash, control
+ * byte or space. */
+bool egress_path_plain(const char *path, size_t n);
 
 struct egress_allow {
 	char host[EGRESS_HOST_BYTES];  /* lowercase; for a suffix entry, what follows "*." */

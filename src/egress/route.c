@@ -182,16 +182,20 @@ static void put_port(struct out *w, unsigned port)
 		put(w, &d[--n], 1);
 }
 
-long egress_route_rewrite_framed(const struct egress_head *h, const struct egress_route *rt,
-				 const uint8_t *secret, size_t secret_len, char *out, size_t cap,
-				 struct egress_body *b)
-{
-	struct out w = { out, 0, cap, false };
-	const char *p = h->raw, *end = h->raw + h->raw_len, *v;
-	bool have_len = false, have_te = false;
-	uint64_t length = 0;
+/* What the head's framing headers said. */
+struct framing {
+	bool have_len, have_te;
+	uint64_t length;
+};
 
-	memset(b, 0, sizeof(*b));
+/* The head, the route's header and the secret can be rewritten into a request: 0, or
+ * ERR_PARSE / ERR_LIMIT. */
+static int rewrite_check(const struct egress_head *h, const struct egress_route *rt,
+			 const uint8_t *secret, size_t secret_len)
+{
+	const char *end = h->raw + h->raw_len;
+	size_t hl = strlen(rt->header);
+
 	if (!h->raw || h->raw_len < 4 || memcmp(end - 4, "\r\n\r\n", 4) != 0)
 		return ERR_PARSE;
 	if (!h->method[0] || !h->path[0] || h->path[0] != '/')
@@ -212,24 +216,83 @@ long egress_route_rewrite_framed(const struct egress_head *h, const struct egres
 	for (const char *q = rt->header; *q; q++)
 		if (!tchar((uint8_t)*q))
 			return ERR_PARSE;
-	if (name_is(rt->header, strlen(rt->header), "content-length") ||
-	    name_is(rt->header, strlen(rt->header), "transfer-encoding") ||
-	    name_is(rt->header, strlen(rt->header), "host") ||
-	    name_is(rt->header, strlen(rt->header), "connection") ||
-	    name_is(rt->header, strlen(rt->header), "accept-encoding"))
+	if (name_is(rt->header, hl, "content-length") ||
+	    name_is(rt->header, hl, "transfer-encoding") || name_is(rt->header, hl, "host") ||
+	    name_is(rt->header, hl, "connection") || name_is(rt->header, hl, "accept-encoding"))
 		return ERR_PARSE;
 	for (size_t i = 0; i < secret_len; i++)
 		if (secret[i] == '\r' || secret[i] == '\n' || secret[i] == 0)
 			return ERR_PARSE;
+	return 0;
+}
 
-	puts_(&w, h->method);
-	put(&w, " ", 1);
-	puts_(&w, h->path);
-	puts_(&w, " HTTP/1.1\r\nHost: ");
-	puts_(&w, rt->up_host);
-	if (rt->up_port != 443)
-		put_port(&w, rt->up_port);
-	put(&w, "\r\n", 2);
+/* A framing header's value, noted in f: 0, or ERR_PARSE for one read two ways. */
+static int framing_note(struct framing *f, const char *name, size_t nlen, const char *v,
+			size_t vlen)
+{
+	if (name_is(name, nlen, "content-length")) {
+		if (f->have_len || parse_length(v, vlen, &f->length) < 0)
+			return ERR_PARSE;
+		f->have_len = true;
+	} else if (name_is(name, nlen, "transfer-encoding")) {
+		/* chunked alone: a coding list ("gzip, chunked") or a second header is a
+		 * framing another parser may read differently. */
+		if (f->have_te || !name_is(v, vlen, "chunked"))
+			return ERR_PARSE;
+		f->have_te = true;
+	}
+	return 0;
+}
+
+/* One header line at *pp, copied to w unless dropped: 1 at the empty line (the head's end),
+ * 0 for a header, ERR_PARSE. */
+static int header_copy(struct out *w, const char **pp, const char *end,
+		       const struct egress_route *rt, struct framing *f)
+{
+	const char *p = *pp, *line = p, *colon = NULL, *eol, *v;
+	size_t nlen, vlen;
+
+	if (p >= end)
+		return ERR_PARSE;
+	/* One header line: CRLF-ended, no bare CR or LF, no NUL, not a continuation. */
+	while (p < end && *p != '\n') {
+		if ((*p == '\r' && (p + 1 >= end || p[1] != '\n')) || *p == 0)
+			return ERR_PARSE;
+		if (*p == ':' && !colon)
+			colon = p;
+		p++;
+	}
+	if (p >= end || p == line || p[-1] != '\r')
+		return ERR_PARSE;
+	eol = p - 1;
+	*pp = ++p;
+	if (eol == line)
+		return 1; /* the empty line: the head's end */
+	if (*line == ' ' || *line == '\t' || !colon || colon == line)
+		return ERR_PARSE;
+	for (const char *q = line; q < colon; q++)
+		if (!tchar((uint8_t)*q))
+			return ERR_PARSE;
+	nlen = (size_t)(colon - line);
+	v = colon + 1;
+	while (v < eol && (*v == ' ' || *v == '\t'))
+		v++;
+	vlen = (size_t)(eol - v);
+	while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+		vlen--;
+	if (framing_note(f, line, nlen, v, vlen) < 0)
+		return ERR_PARSE;
+	if (!is_dropped(line, nlen, rt))
+		put(w, line, (size_t)(p - line));
+	return 0;
+}
+
+/* The request line, then the head's other lines as header_copy has them: 0 or ERR_PARSE. */
+static int headers_copy(struct out *w, const struct egress_head *h,
+			const struct egress_route *rt, struct framing *f)
+{
+	const char *p = h->raw, *end = h->raw + h->raw_len;
+	int r;
 
 	/* The request line was the head parser's; skip it, checking only that it is one line. */
 	while (p < end && *p != '\n') {
@@ -242,86 +305,70 @@ long egress_route_rewrite_framed(const struct egress_head *h, const struct egres
 	if (p == h->raw || p[-1] != '\r')
 		return ERR_PARSE;
 	p++;
-	for (;;) {
-		const char *line = p, *colon = NULL, *eol;
-		size_t nlen, vlen;
-
-		if (p >= end)
-			return ERR_PARSE;
-		/* One header line: CRLF-ended, no bare CR or LF, no NUL, not a continuation. */
-		while (p < end && *p != '\n') {
-			if ((*p == '\r' && (p + 1 >= end || p[1] != '\n')) || *p == 0)
-				return ERR_PARSE;
-			if (*p == ':' && !colon)
-				colon = p;
-			p++;
-		}
-		if (p >= end || p == line || p[-1] != '\r')
-			return ERR_PARSE;
-		eol = p - 1;
-		p++;
-		if (eol == line)
-			break; /* the empty line: the head's end */
-		if (*line == ' ' || *line == '\t' || !colon || colon == line)
-			return ERR_PARSE;
-		for (const char *q = line; q < colon; q++)
-			if (!tchar((uint8_t)*q))
-				return ERR_PARSE;
-		nlen = (size_t)(colon - line);
-		v = colon + 1;
-		while (v < eol && (*v == ' ' || *v == '\t'))
-			v++;
-		vlen = (size_t)(eol - v);
-		while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
-			vlen--;
-		if (name_is(line, nlen, "content-length")) {
-			if (have_len || parse_length(v, vlen, &length) < 0)
-				return ERR_PARSE;
-			have_len = true;
-		} else if (name_is(line, nlen, "transfer-encoding")) {
-			/* chunked alone: a coding list ("gzip, chunked") or a second header is a
-			 * framing another parser may read differently. */
-			if (have_te || !name_is(v, vlen, "chunked"))
-				return ERR_PARSE;
-			have_te = true;
-		}
-		if (is_dropped(line, nlen, rt))
-			continue;
-		put(&w, line, (size_t)(p - line));
-	}
-	if (p != end)
-		return ERR_PARSE; /* an empty line before the head's end */
-	if (have_len && have_te)
+	while ((r = header_copy(w, &p, end, rt, f)) == 0)
+		;
+	if (r < 0 || p != end)
+		return ERR_PARSE; /* p != end: an empty line before the head's end */
+	if (f->have_len && f->have_te)
 		return ERR_PARSE;
+	return 0;
+}
 
-	if (rt->header[0]) {
-		const char *t = rt->value;
+/* The route's header with the secret in its value: 0, or ERR_PARSE. */
+static int route_header_put(struct out *w, const struct egress_route *rt,
+			    const uint8_t *secret, size_t secret_len)
+{
+	const char *t = rt->value;
 
-		puts_(&w, rt->header);
-		puts_(&w, ": ");
-		while (*t) {
-			if (strncmp(t, "{secret}", 8) == 0) {
-				put(&w, secret, secret_len);
-				t += 8;
-			} else {
-				if (*t == '\r' || *t == '\n')
-					return ERR_PARSE;
-				put(&w, t++, 1);
-			}
+	puts_(w, rt->header);
+	puts_(w, ": ");
+	while (*t) {
+		if (strncmp(t, "{secret}", 8) == 0) {
+			put(w, secret, secret_len);
+			t += 8;
+		} else {
+			if (*t == '\r' || *t == '\n')
+				return ERR_PARSE;
+			put(w, t++, 1);
 		}
-		put(&w, "\r\n", 2);
 	}
+	put(w, "\r\n", 2);
+	return 0;
+}
+
+long egress_route_rewrite_framed(const struct egress_head *h, const struct egress_route *rt,
+				 const uint8_t *secret, size_t secret_len, char *out, size_t cap,
+				 struct egress_body *b)
+{
+	struct out w = { out, 0, cap, false };
+	struct framing f = { 0 };
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	if ((r = rewrite_check(h, rt, secret, secret_len)) != 0)
+		return r;
+	puts_(&w, h->method);
+	put(&w, " ", 1);
+	puts_(&w, h->path);
+	puts_(&w, " HTTP/1.1\r\nHost: ");
+	puts_(&w, rt->up_host);
+	if (rt->up_port != 443)
+		put_port(&w, rt->up_port);
+	put(&w, "\r\n", 2);
+	if (headers_copy(&w, h, rt, &f) != 0 ||
+	    (rt->header[0] && route_header_put(&w, rt, secret, secret_len) != 0))
+		return ERR_PARSE;
 	puts_(&w, "Accept-Encoding: identity\r\nConnection: close\r\n\r\n");
 	if (w.over)
 		return ERR_LIMIT;
 	if (w.len < cap)
 		out[w.len] = 0;
-	if (have_te) {
+	if (f.have_te) {
 		b->kind = EB_CHUNKED;
-	} else if (have_len) {
+	} else if (f.have_len) {
 		b->kind = EB_LENGTH;
-		b->left = length;
-		b->done = length == 0;
+		b->left = f.length;
+		b->done = f.length == 0;
 	} else {
 		b->kind = EB_NONE;
 		b->done = true;
@@ -471,20 +518,18 @@ static bool over_cap(struct relay *x, size_t more)
 	return x->r->bytes_up + x->up_seen + more > x->c->max_bytes;
 }
 
-/* One pass of every move that needs no waiting: true when a byte moved. Sets x->r->end (and
- * returns false) when the route is over. */
-static bool relay_step(struct relay *x, bool *over)
+/* The engine takes what is pending for the upstream; then the next piece of it: true when a
+ * byte moved. */
+static bool up_send(struct relay *x)
 {
-	const struct egress_route_call *c = x->c;
-	struct egress_route_result *r = x->r;
 	bool moved = false;
 
-	/* up: the engine takes what is pending; then the next piece */
 	while (x->up_len > 0) {
 		size_t n = egress_tls_send(x->up, x->up_len);
 
 		if (n == 0)
 			break;
+		ASSERT(n <= x->up_len);
 		x->up += n;
 		x->up_len -= n;
 		moved = true;
@@ -493,104 +538,141 @@ static bool relay_step(struct relay *x, bool *over)
 	}
 	if (x->up_len == 0 && x->up_stage == 0) {
 		x->up_stage = 1;
-		x->up = (const uint8_t *)c->head->rest;
+		x->up = (const uint8_t *)x->c->head->rest;
 		x->up_len = x->rest_take;
 	}
 	if (x->up_len == 0 && x->up_stage == 1)
 		x->up_stage = 2;
+	return moved;
+}
+
+/* The client's next bytes of the body, framed: 1 when some came, 0 none, -1 when the route
+ * is over (x->r->end set). */
+static int up_read(struct relay *x)
+{
+	const struct egress_route_call *c = x->c;
+	struct egress_route_result *r = x->r;
+	ssize_t n = recv(c->client_fd, up_buf, sizeof(up_buf), 0);
+	long take;
+
+	if (n == 0)
+		x->client_eof = true;
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+		r->end = EE_CLIENT_GONE;
+		return -1;
+	}
+	if (n < 0)
+		return 0;
+	if (over_cap(x, (size_t)n)) {
+		r->end = EE_BYTE_CAP;
+		return -1;
+	}
+	r->bytes_up += (uint64_t)n;
+	take = egress_body_take(&x->body, up_buf, (size_t)n);
+	if (take < 0) {
+		/* A chunk line no parser agrees on: cut, and answer when the upstream has said
+		 * nothing yet. */
+		r->reason = ER_BAD_REQUEST;
+		r->end = EE_CLOSED;
+		if (!x->sent_any_down && x->down_len == 0)
+			answer(c, r, "400 Bad Request", "bad_request");
+		return -1;
+	}
+	x->up = up_buf;
+	x->up_len = (size_t)take;
+	return 1;
+}
+
+/* Up: 1 when a byte moved, 0 none, -1 when the route is over. */
+static int up_step(struct relay *x)
+{
+	int moved = up_send(x), n;
+
 	if (x->up_len == 0 && x->up_stage == 2 && !x->body.done && !x->client_eof) {
-		ssize_t n = recv(c->client_fd, up_buf, sizeof(up_buf), 0);
-
-		if (n > 0) {
-			long take;
-
-			if (over_cap(x, (size_t)n)) {
-				r->end = EE_BYTE_CAP;
-				*over = true;
-				return false;
-			}
-			r->bytes_up += (uint64_t)n;
-			take = egress_body_take(&x->body, up_buf, (size_t)n);
-			if (take < 0) {
-				/* A chunk line no parser agrees on: cut, and answer when the upstream
-				 * has said nothing yet. */
-				r->reason = ER_BAD_REQUEST;
-				r->end = EE_CLOSED;
-				if (!x->sent_any_down && x->down_len == 0)
-					answer(c, r, "400 Bad Request", "bad_request");
-				*over = true;
-				return false;
-			}
-			x->up = up_buf;
-			x->up_len = (size_t)take;
-			moved = true;
-		} else if (n == 0) {
-			x->client_eof = true;
-			r->end = EE_CLIENT_GONE;
-			*over = true;
-			return false;
-		} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-			r->end = EE_CLIENT_GONE;
-			*over = true;
-			return false;
-		}
+		if ((n = up_read(x)) < 0)
+			return -1;
+		moved |= n;
 	}
 	if (x->up_len == 0 && x->body.done && x->up_stage == 2 && !x->up_flushed) {
 		egress_tls_flush();
 		x->up_flushed = true;
 	}
+	return moved;
+}
 
-	/* down: to the workload what is masked; then the next piece from the engine */
+/* To the workload what is masked: 1 when a byte moved, 0 none, -1 when it is gone. */
+static int down_write(struct relay *x)
+{
+	int moved = 0;
+
 	while (x->down_at < x->down_len) {
-		ssize_t n = send(c->client_fd, masked + x->down_at, x->down_len - x->down_at,
+		ssize_t n = send(x->c->client_fd, masked + x->down_at, x->down_len - x->down_at,
 				 MSG_NOSIGNAL);
 
 		if (n > 0) {
+			ASSERT((size_t)n <= x->down_len - x->down_at);
 			x->down_at += (size_t)n;
-			r->bytes_down += (uint64_t)n;
+			x->r->bytes_down += (uint64_t)n;
 			x->sent_any_down = true;
-			moved = true;
+			moved = 1;
 			continue;
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			break;
-		r->end = EE_CLIENT_GONE;
-		*over = true;
-		return false;
-	}
-	if (x->down_at == x->down_len && !x->up_eof) {
-		long n = egress_tls_recv(down_buf, sizeof(down_buf));
-
-		x->down_at = x->down_len = 0;
-		if (n > 0) {
-			if (over_cap(x, (size_t)n)) {
-				r->end = EE_BYTE_CAP;
-				*over = true;
-				return false;
-			}
-			x->up_seen += (uint64_t)n;
-			status_feed(&x->st, down_buf, (size_t)n);
-			x->down_len = egress_mask_feed(&mask, down_buf, (size_t)n, masked);
-			moved = true;
-		} else if (n == 0) {
-			x->up_eof = true;
-			x->down_len = egress_mask_flush(&mask, masked);
-			moved = true;
-		} else if (n != EGRESS_TLS_AGAIN) {
-			log_warn("egress upstream failed", "host=%s error=%s code=%d",
-				 log_q(c->route->up_host), log_q(egress_tls_error_word()),
-				 egress_tls_error_code());
-			r->end = EE_UPSTREAM_ERROR;
-			*over = true;
-			return false;
-		}
-	}
-	if (x->up_eof && x->down_at == x->down_len) {
-		r->end = EE_CLOSED;
-		*over = true;
-		return false;
+		x->r->end = EE_CLIENT_GONE;
+		return -1;
 	}
 	return moved;
+}
+
+/* The engine's next piece of the answer, masked: 1 when it moved, 0 none, -1 when the route
+ * is over. */
+static int down_read(struct relay *x)
+{
+	long n = egress_tls_recv(down_buf, sizeof(down_buf));
+
+	x->down_at = x->down_len = 0;
+	if (n > 0) {
+		if (over_cap(x, (size_t)n)) {
+			x->r->end = EE_BYTE_CAP;
+			return -1;
+		}
+		x->up_seen += (uint64_t)n;
+		status_feed(&x->st, down_buf, (size_t)n);
+		x->down_len = egress_mask_feed(&mask, down_buf, (size_t)n, masked);
+		return 1;
+	}
+	if (n == 0) {
+		x->up_eof = true;
+		x->down_len = egress_mask_flush(&mask, masked);
+		return 1;
+	}
+	if (n == EGRESS_TLS_AGAIN)
+		return 0;
+	log_warn("egress upstream failed", "host=%s error=%s code=%d",
+		 log_q(x->c->route->up_host), log_q(egress_tls_error_word()),
+		 egress_tls_error_code());
+	x->r->end = EE_UPSTREAM_ERROR;
+	return -1;
+}
+
+/* One pass of every move that needs no waiting: true when a byte moved. Sets x->r->end (and
+ * returns false, *over true) when the route is over. */
+static bool relay_step(struct relay *x, bool *over)
+{
+	int up, down = 0, more = 0;
+
+	if ((up = up_step(x)) < 0 || (down = down_write(x)) < 0 ||
+	    (x->down_at == x->down_len && !x->up_eof && (more = down_read(x)) < 0)) {
+		*over = true;
+		return false;
+	}
+	if (x->up_eof && x->down_at == x->down_len) {
+		x->r->end = EE_CLOSED;
+		*over = true;
+		return false;
+	}
+	return up || down || more;
 }
 
 static void relay(struct relay *x)

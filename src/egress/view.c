@@ -1,12 +1,12 @@
-/* egress_view.c: a sandbox's egress as the admin API shows it (egress_view.h). */
+/* view.c: a sandbox's egress as the admin API shows it (view.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "egress/audit.h"
 #include "egress/view.h"
 #include "workspace/host.h"
 #include "transcript/runlog.h"
@@ -149,47 +149,20 @@ void egress_view_audit(struct json_writer *w, const struct sandbox *sb, uint32_t
 int egress_audit_policy(struct sandbox *sb, const char *source)
 {
 	static struct egress_policy pol;
-	char line[1024], ts[40];
-	struct json_writer w;
+	char line[1024];
 	struct buf b;
-	int64_t ms = clock_wall_ms();
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
 	bool has = sb->egress_json[0] != '\0';
 	int fd, r;
 
 	if (has && egress_policy_parse(sb->egress_json, strlen(sb->egress_json), &pol, NULL, 0) != 0)
 		has = false;
-	gmtime_r(&t, &tm);
-	snprintf(ts + strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm), 16, ".%03dZ",
-		 (int)(ms % 1000));
 	buf_init(&b, line, sizeof(line) - 1);
-	json_writer_init(&w, &b);
-	json_obj_begin(&w);
-	json_key(&w, "ts");
-	json_str_write(&w, ts);
-	json_key(&w, "sandbox");
-	json_str_write(&w, sb->name);
-	json_key(&w, "instance");
-	json_str_write(&w, sb->instance_id);
-	json_key(&w, "conn");
-	json_int_write(&w, 0);
-	json_key(&w, "kind");
-	json_str_write(&w, "policy");
-	json_key(&w, "decision");
-	json_str_write(&w, "set");
-	json_key(&w, "reason");
-	json_str_write(&w, source);
-	json_key(&w, "mode");
-	json_str_write(&w, !has ? "off" : pol.mode == EGRESS_REPORT ? "report" : "enforce");
-	json_key(&w, "allow");
-	json_int_write(&w, has ? pol.nallow : 0);
-	json_key(&w, "routes");
-	json_int_write(&w, has ? pol.nroutes : 0);
-	json_key(&w, "status");
-	json_int_write(&w, 0);
-	json_obj_end(&w);
-	if (json_writer_finish(&w) != 0 || buf_append(&b, "\n", 1) != 0)
+	if (egress_audit_write(&b, &(const struct egress_audit){
+		    .sandbox = sb->name, .instance = sb->instance_id, .kind = "policy",
+		    .decision = "set", .reason = source,
+		    .mode = !has ? "off" : pol.mode == EGRESS_REPORT ? "report" : "enforce",
+		    .allow = has ? pol.nallow : 0, .routes = has ? pol.nroutes : 0 }) != 0 ||
+	    buf_append(&b, "\n", 1) != 0)
 		return ERR_LIMIT;
 	fd = egress_view_audit_open(sb, O_WRONLY | O_APPEND | O_CREAT);
 	if (fd < 0) {

@@ -1,4 +1,4 @@
-/* egress_view.h: a sandbox's egress as the admin API shows it (GET and PUT
+/* view.h: a sandbox's egress as the admin API shows it (GET and PUT
  * /api/v1/containers/NAME/egress, admin-v2's profiles): the normalised policy as a JSON
  * object, and the last lines of the run's audit (egress.jsonl), each parsed. */
 #ifndef AGENTIC_MGMT_EGRESS_VIEW_H
@@ -26,8 +26,8 @@ void egress_view_audit(struct json_writer *w, const struct sandbox *sb, uint32_t
 int egress_view_audit_open(const struct sandbox *sb, int flags);
 
 /* The kind "policy" audit line (decision "set", reason source: "create" or "api", and the
- * mode) in the run's egress.jsonl: 0 or -errno. The one writer of that line (the relay's
- * workers and agenticd's busy/worker_failed lines are egress/broker.c's). */
+ * mode) in the run's egress.jsonl: 0 or -errno. Its format is egress_audit_write's (audit.h),
+ * as every audit line's; the connections' lines are written by broker_audit.c. */
 int egress_audit_policy(struct sandbox *sb, const char *source);
 
 #endif

@@ -36,7 +36,6 @@ void sandbox_table_init(const struct config *cfg, struct sandbox *sb, uint32_t n
 		sb[i].subnet = -1;
 		sb[i].waiter = -1;
 		sb[i].init_pidfd = -1;
-		sb[i].egress_lfd = -1;
 	}
 }
 
@@ -126,7 +125,6 @@ struct sandbox *sandbox_new(void)
 		sb->subnet = -1;
 		sb->waiter = -1;
 		sb->init_pidfd = -1;
-		sb->egress_lfd = -1;
 		sb->state = SB_CREATING;
 		sb->lc = LC_NEW;
 		T.live++;
@@ -168,14 +166,11 @@ void sandbox_table_reset(void)
 
 		if (sb->init_pidfd >= 0)
 			close(sb->init_pidfd);
-		if (sb->egress_lfd >= 0)
-			close(sb->egress_lfd);
 		memset(sb, 0, sizeof(*sb));
 		sb->gen = gen + 1;
 		sb->subnet = -1;
 		sb->waiter = -1;
 		sb->init_pidfd = -1;
-		sb->egress_lfd = -1;
 	}
 	idalloc_init(&T.uids, T.uids.bits, T.uids.first, T.uids.count);
 	subnet_reset();

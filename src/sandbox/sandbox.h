@@ -110,14 +110,6 @@ struct sandbox {
 	int64_t created_ms, ready_ms; /* wall clock */
 	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
 	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
-	/* the init's proxy listener taken over for direct connections (egress.c, "direct"):
-	 * a dup from the init (pidfd_getfd), -1: none; the init's pid it came from; watched
-	 * while checked and the sandbox is served */
-	int egress_lfd;
-	int64_t egress_lfd_pid;
-	bool egress_lfd_watched;
-	bool egress_lfd_ok;           /* checked, and accept worked on it so far */
-	bool egress_armable;          /* a connection came: a worker waits for the next */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
 	char egress_json[EGRESS_POLICY_BYTES];
 	/* the admin connection waiting for this create or remove, or -1 */
