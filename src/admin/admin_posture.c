@@ -225,9 +225,9 @@ void admin_egress_put(struct admin_conn *c, struct sandbox *sb, const char *quer
 	/* kept first: a policy in force that a restart would not bring back (the old one, maybe
 	 * looser, would come back instead) is no change to answer 200 for */
 	memcpy(old_json, sb->egress_json, sizeof(old_json));
-	memcpy(sb->egress_json, norm, sizeof(sb->egress_json));
+	sandbox_egress_json_set(sb, norm);
 	if (sb->dir_made && (r = sandbox_record_write(admin_state.ac.cfg, sb)) != 0) {
-		memcpy(sb->egress_json, old_json, sizeof(sb->egress_json));
+		sandbox_egress_json_set(sb, old_json);
 		log_warn("cannot write sandbox.json", "name=%s error=%s", log_q(sb->name),
 			 log_q(err_str(r)));
 		admin_respond_error(c, 507, "record_unwritable", "the sandbox's record cannot be "

@@ -27,40 +27,12 @@ void admin_containers_list(struct admin_conn *c, struct sandbox *unused, const c
 
 /* ---- create ---- */
 
-/* The request's cmd, labels and mounts, kept with the sandbox. */
-static int keep_request(struct sandbox *sb, const struct create_req *req)
+/* A VM on this host's hardware hypervisor (its posture says so). */
+static bool hw_vm(const struct create_req *req)
 {
-	int r = 0;
-
-	for (uint32_t i = 0; r == 0 && i < req->ncmd; i++)
-		r = strrun_add(sb->cmd, &sb->cmd_len, sizeof(sb->cmd), req->cmd[i]);
-	for (uint32_t i = 0; r == 0 && i < req->nlabels; i++) {
-		r = strrun_add(sb->labels, &sb->labels_len, sizeof(sb->labels), req->labels[i].key);
-		if (r == 0)
-			r = strrun_add(sb->labels, &sb->labels_len, sizeof(sb->labels),
-				       req->labels[i].value);
-	}
-	for (uint32_t i = 0; r == 0 && i < req->nmounts; i++) {
-		r = strrun_add(sb->mounts, &sb->mounts_len, sizeof(sb->mounts), req->mounts[i].source);
-		if (r == 0)
-			r = strrun_add(sb->mounts, &sb->mounts_len, sizeof(sb->mounts),
-				       req->mounts[i].target);
-		if (req->mounts[i].read_only)
-			sb->mount_ro |= 1u << i;
-		sb->mount_id[i] = req->mount_id[i];
-	}
-	posture_from_request(&sb->posture, req);
-	if (req->vm && admin_state.ac.vm && strcmp(runtime_vm_accel(admin_state.ac.vm), "kvm") == 0)
-		sb->posture.isolation = POSTURE_VM_HARDWARE;
-	memcpy(sb->egress_json, req->egress_json, sizeof(sb->egress_json));
-	/* report mode lets out what enforce would not: T0 from the first connection on */
-	if (req->egress_json[0] && req->egress_report)
-		posture_taint(sb, POSTURE_EGRESS_REPORT_ONLY, "create");
-	sb->ncmd = (uint16_t)req->ncmd;
-	sb->nlabels = (uint16_t)req->nlabels;
-	sb->nmounts = (uint16_t)req->nmounts;
-	return r;
+	return req->vm && admin_state.ac.vm && strcmp(runtime_vm_accel(admin_state.ac.vm), "kvm") == 0;
 }
+
 
 /* Admission by tier: a create that would be T0 (posture_request_reasons: a raw credential in
  * its env, an operator network) while T1 is required (its require_tier, or min_tier = T1) is
@@ -120,56 +92,18 @@ static struct sandbox *warm_pick(void)
 	return NULL;
 }
 
-/* The claim's request kept with the sandbox, as a cold create keeps it (keep_request), but
- * the engine's view of its network, read when it was made, stays; its env is kept to be
- * given to the init. 0, or -1 (too long to keep: nothing is claimed). */
-static int keep_claim(struct sandbox *sb, const struct create_req *req)
-{
-	struct posture was = sb->posture;
-	int r = keep_request(sb, req);
 
-	sb->posture.net_checked = was.net_checked;
-	sb->posture.net_ok = was.net_ok;
-	sb->posture.taints = was.taints;
-	memcpy(sb->posture.taint_ms, was.taint_ms, sizeof(was.taint_ms));
-	for (uint32_t i = 0; r == 0 && i < req->nenv; i++)
-		r = strrun_add(sb->claim_env, &sb->claim_env_len, sizeof(sb->claim_env), req->env[i]);
-	sb->nclaim_env = (uint16_t)req->nenv;
-	if (r != 0) {
-		sandbox_claim_undo(sb);
-		return -1;
-	}
-	return 0;
-}
-
-/* The create's name, else sbx-<8 hex> that no other sandbox has (sb may be a warm one, which
- * sandbox_by_name never finds). */
-static void name_sandbox(struct sandbox *sb, const char *name)
-{
-	const struct sandbox *o;
-	char hex[16];
-
-	if (name) {
-		snprintf(sb->name, sizeof(sb->name), "%s", name);
-		return;
-	}
-	do {
-		random_hex(hex, 8);
-		snprintf(sb->name, sizeof(sb->name), "sbx-%s", hex);
-	} while ((o = sandbox_by_name(sb->name)) && o != sb);
-}
 
 static bool claim_start(struct admin_conn *c, struct sandbox *sb, const struct create_req *req)
 {
-	if (keep_claim(sb, req) != 0)
+	if (lifecycle_keep_claim(sb, req, hw_vm(req)) != 0)
 		return false;
-	name_sandbox(sb, req->name);
+	lifecycle_name(sb, req->name, false);
 	if (lifecycle_signal(sb, LC_EV_CLAIM) != 0) {
 		sandbox_claim_undo(sb);
 		return false;
 	}
-	sb->waiter = (int32_t)admin_conn_index(c);
-	sb->waiter_gen = c->gen;
+	sandbox_waiter_set(sb, (int32_t)admin_conn_index(c), c->gen);
 	c->phase = AC_WAIT;
 	return true;
 }
@@ -269,15 +203,13 @@ void admin_create_start(struct admin_conn *c)
 		admin_respond_error(c, 503, "capacity", m);
 		return;
 	}
-	name_sandbox(sb, req->name);
-	memcpy(sb->agent_id, sb->name, sizeof(sb->agent_id));
-	if (keep_request(sb, req) != 0) {
+	lifecycle_name(sb, req->name, true);
+	if (lifecycle_keep_request(sb, req, hw_vm(req)) != 0) {
 		sandbox_free(sb);
 		admin_respond_error(c, 400, "bad_request", "cmd, labels or mounts too long to keep");
 		return;
 	}
-	sb->waiter = (int32_t)admin_conn_index(c);
-	sb->waiter_gen = c->gen;
+	sandbox_waiter_set(sb, (int32_t)admin_conn_index(c), c->gen);
 	c->phase = AC_WAIT;
 	lifecycle_create(sb, req);
 }
@@ -324,8 +256,7 @@ void admin_remove_start(struct admin_conn *c, struct sandbox *sb, const char *qu
 		admin_respond_error(c, 409, "busy", "the sandbox is already being removed");
 		return;
 	}
-	sb->waiter = (int32_t)admin_conn_index(c);
-	sb->waiter_gen = c->gen;
+	sandbox_waiter_set(sb, (int32_t)admin_conn_index(c), c->gen);
 	c->phase = AC_WAIT;
 	lifecycle_remove(sb, admin_query_flag(query, "force"), admin_query_flag(query, "keep_workspace"));
 }

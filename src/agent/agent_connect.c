@@ -192,7 +192,7 @@ static void connect_start(struct grpc_call *call)
 		return;
 	}
 	a->call = call;
-	sb->t_auth = clock_mono_ms();
+	sandbox_auth_mark(sb, clock_mono_ms());
 	a->authed = false;
 	a->registered = false;
 	a->ready = false;

@@ -26,7 +26,7 @@ static void hook_claim_refused(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
 	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
-	sb->waiter = -1;
+	sandbox_waiter_set(sb, -1, sb->waiter_gen);
 }
 
 static void hook_claim_send(void *ctx, struct sandbox *sb)

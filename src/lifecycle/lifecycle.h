@@ -267,4 +267,15 @@ bool lifecycle_going(const struct sandbox *sb);
 bool lifecycle_check(const struct sandbox *sb);
 const char *lifecycle_state_name(enum lc_state s);
 
+/* What a create keeps with its sandbox before lifecycle_create (keep.c): its cmd, labels,
+ * mounts, posture (hw: a VM on a hardware hypervisor) and egress policy; 0, or a negative
+ * code when they are too long to keep. */
+int lifecycle_keep_request(struct sandbox *sb, const struct create_req *req, bool hw);
+/* A claim's: the same, but the engine's view of the warm sandbox's network stays, and its
+ * env is kept for the init; 0, or -1 (nothing is claimed: the sandbox is as it was). */
+int lifecycle_keep_claim(struct sandbox *sb, const struct create_req *req, bool hw);
+/* The create's name, else sbx-<8 hex> no other sandbox has (sb may be a warm one, which
+ * sandbox_by_name never finds); with agent_id, a cold create's, the name its init says. */
+void lifecycle_name(struct sandbox *sb, const char *name, bool agent_id);
+
 #endif

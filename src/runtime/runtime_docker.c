@@ -10,6 +10,7 @@
 
 #include "runtime/runtime_docker.h"
 #include "sandbox/sandbox.h"
+#include "transcript/runlog.h"
 #include "workspace/host.h"
 #include "workspace/share.h"
 
@@ -212,23 +213,8 @@ static int begin_network_create(struct runtime_docker *d, struct docker_call *c,
 
 static int collect_log(void *ctx, int stream, const uint8_t *data, size_t len)
 {
-	struct sandbox *sb = ctx;
-	size_t cap = sizeof(sb->init_log) - 1;
-
 	(void)stream;
-	if (len > cap) {
-		data += len - cap;
-		len = cap;
-	}
-	if (sb->log_len + len > cap) {
-		size_t drop = sb->log_len + len - cap;
-
-		memmove(sb->init_log, sb->init_log + drop, sb->log_len - drop);
-		sb->log_len -= (uint32_t)drop;
-	}
-	memcpy(sb->init_log + sb->log_len, data, len);
-	sb->log_len += (uint32_t)len;
-	sb->init_log[sb->log_len] = '\0';
+	sandbox_init_log_append(ctx, (const char *)data, len);
 	return 0;
 }
 
@@ -257,8 +243,7 @@ static int slot_begin(struct engine_job *j)
 			return docker_network_inspect_begin(&j->call, dc, s->net);
 		return docker_container_inspect_begin(&j->call, dc, c->id);
 	case RT_CT_LOGS:
-		c->sb->log_len = 0;
-		c->sb->init_log[0] = '\0';
+		sandbox_init_log_set(c->sb, "", 0);
 		return docker_container_logs_begin(&j->call, dc, c->id, false, LIMIT_CREATE_LOG_LINES,
 						   false, collect_log, c->sb);
 	case RT_CT_STOP:

@@ -39,8 +39,8 @@ static void inspect_answer(struct vm_slot *s, struct rt_call *c)
  * (a line "[ secs] ...") but the panic's, printable text only (the console is the guest's). */
 static void logs_answer(struct vm_slot *s, struct rt_call *c)
 {
-	struct sandbox *sb = c->sb;
-	size_t cap = sizeof(sb->init_log) - 1, n = 0, end = s->ring_len;
+	static char text[LIMIT_CREATE_LOG_BYTES];
+	size_t cap = sizeof(text) - 1, n = 0, end = s->ring_len;
 
 	vm_drain_fd(s, &s->con_fd);
 	vm_drain_fd(s, &s->out_fd);
@@ -59,19 +59,18 @@ static void logs_answer(struct vm_slot *s, struct rt_call *c)
 		if (keep && n + len > cap)
 			break;
 		if (keep) {
-			memmove(sb->init_log + len, sb->init_log, n);
+			memmove(text + len, text, n);
 			for (size_t i = 0; i < len; i++) {
 				char ch = line[i];
 
-				sb->init_log[i] = (ch >= 0x20 && ch < 0x7f) || ch == '\n' ? ch
+				text[i] = (ch >= 0x20 && ch < 0x7f) || ch == '\n' ? ch
 						  : ch == '\r' ? ' ' : '?';
 			}
 			n += len;
 		}
 		end = b;
 	}
-	sb->init_log[n] = '\0';
-	sb->log_len = (uint32_t)n;
+	sandbox_init_log_set(c->sb, text, n);
 	vm_answer(s, RT_OK, NULL);
 }
 

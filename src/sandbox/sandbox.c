@@ -12,7 +12,6 @@
 #include "workspace/host.h"
 #include "sandbox/sandbox.h"
 /* sandbox_json reads the agent's state (agent_of): it moves above agent (admin) */
-#include "agent/agent.h"
 
 /* The table and the uid map, in storage agenticd.c takes from its region at start. */
 static struct sandbox_table {
@@ -327,4 +326,50 @@ int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *
 		}
 	}
 	return 0;
+}
+
+/* ---- what the modules above tell a sandbox's record ---- */
+
+void sandbox_waiter_set(struct sandbox *sb, int32_t conn, uint32_t gen)
+{
+	sb->waiter = conn;
+	sb->waiter_gen = gen;
+}
+
+void sandbox_egress_json_set(struct sandbox *sb, const char *json)
+{
+	snprintf(sb->egress_json, sizeof(sb->egress_json), "%s", json);
+}
+
+void sandbox_auth_mark(struct sandbox *sb, int64_t mono_ms)
+{
+	sb->t_auth = mono_ms;
+}
+
+void sandbox_init_log_set(struct sandbox *sb, const char *text, size_t len)
+{
+	if (len >= sizeof(sb->init_log))
+		len = sizeof(sb->init_log) - 1;
+	memcpy(sb->init_log, text, len);
+	sb->init_log[len] = '\0';
+	sb->log_len = (uint32_t)len;
+}
+
+void sandbox_init_log_append(struct sandbox *sb, const char *data, size_t len)
+{
+	size_t cap = sizeof(sb->init_log) - 1;
+
+	if (len > cap) {
+		data += len - cap;
+		len = cap;
+	}
+	if (sb->log_len + len > cap) {
+		size_t drop = sb->log_len + len - cap;
+
+		memmove(sb->init_log, sb->init_log + drop, sb->log_len - drop);
+		sb->log_len -= (uint32_t)drop;
+	}
+	memcpy(sb->init_log + sb->log_len, data, len);
+	sb->log_len += (uint32_t)len;
+	sb->init_log[sb->log_len] = '\0';
 }

@@ -199,4 +199,14 @@ int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *
 pid_t sandbox_pidfd_pid(int pidfd);
 
 
+/* What the modules above tell a sandbox's record, each written here only: the admin
+ * connection waiting for its create or remove (-1: none), its egress policy (normalised
+ * JSON, "" for none), when its init's stream was accepted (monotonic ms), and the init's
+ * last log lines (set, or appended keeping the tail that fits). */
+void sandbox_waiter_set(struct sandbox *sb, int32_t conn, uint32_t gen);
+void sandbox_egress_json_set(struct sandbox *sb, const char *json);
+void sandbox_auth_mark(struct sandbox *sb, int64_t mono_ms);
+void sandbox_init_log_set(struct sandbox *sb, const char *text, size_t len);
+void sandbox_init_log_append(struct sandbox *sb, const char *data, size_t len);
+
 #endif
