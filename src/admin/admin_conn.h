@@ -10,7 +10,7 @@
  *   admin_v2.c       the /api/v2/admin routes
  *   admin_posture.c  posture, taints, the egress policy
  *   admin_info.c     info, /metrics, the verifier
- *   admin.c          the route table, admin_init, a create's or remove's end
+ *   admin_routes.c    the route table, admin_init, a create's or remove's end
  *
  * What a lower file must reach above it (the gRPC pump, the next request on a connection, the
  * route table) admin_init hands it in struct admin_hooks. */
@@ -76,7 +76,7 @@ void admin_exec_drop(struct admin_conn *c, int why);
 void admin_query_value(const char *query, const char *name, char *out, size_t size);
 bool admin_query_flag(const char *query, const char *name);
 
-/* ---- the route handlers, for admin.c's table ---- */
+/* ---- the route handlers, for admin_routes.c's table ---- */
 /* admin_sandbox.c */
 void admin_containers_list(struct admin_conn *c, struct sandbox *unused, const char *query);
 void admin_containers_create(struct admin_conn *c, struct sandbox *unused, const char *query);

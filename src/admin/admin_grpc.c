@@ -1,5 +1,5 @@
 /* admin_grpc.c: gRPC on the admin socket: agentic.sandbox.v1.AgentService/Exec, for
- * connections admin.c found opening with the HTTP/2 preface. A call is an exec session whose
+ * connections admin_http.c found opening with the HTTP/2 preface. A call is an exec session whose
  * sink frames output in an admin connection slot's out/spill as the upgraded stream does;
  * admin_grpc_pump sends it on as ExecOutput messages, one at a time as the call's send buffer
  * frees, then the final one with complete set. The request passes the same checks, in the same

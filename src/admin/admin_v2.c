@@ -1,4 +1,4 @@
-/* admin_v2.c: the admin-v2 routes (docs/API.md: admin-v2), in admin.c's route table:
+/* admin_v2.c: the admin-v2 routes (docs/API.md: admin-v2), in admin_routes.c's route table:
  *
  *   POST   /api/v2/admin/instances       create from a startup profile (201 + the sandbox)
  *   GET    /api/v2/admin/instances       list

@@ -89,7 +89,7 @@ void agent_claim_send(struct sandbox *sb)
 	c.name = sb->name;
 	c.env = env;
 	c.n_env = n;
-	/* a VM's credentials, read now from their files (admin.c checked them at the create):
+	/* a VM's credentials, read now from their files (admin_sandbox.c checked them at the create):
 	 * in this message alone, wiped once it is queued */
 	if (vm_of(sb)->ncreds && vm_creds_add(sb, &c, entries, env, &n) != 0) {
 		memset(secrets, 0, sizeof(secrets));

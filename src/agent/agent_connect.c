@@ -83,7 +83,7 @@ static void ack(struct grpc_call *call, struct sandbox *sb)
 	 * policy's (none: each call is refused FAILED_PRECONDITION and the init answers 503) */
 	if (as->egress) {
 		egress.key = "egress";
-		/* direct: agenticd accepts on the init's listener (egress.c) */
+		/* direct: agenticd accepts on the init's listener (broker_direct.c) */
 		egress.value = egress_listener_take(sb, as->egress_fd) ? "direct" : "1";
 		config[a.n_config++] = &egress;
 	}

@@ -306,7 +306,7 @@ _Static_assert(LIMIT_SANDBOX_MEMORY_MIN_BYTES >= LIMIT_SANDBOX_TMP_BYTES / 2 &&
 #define LIMIT_TRANSCRIPT_MAX_BYTES (1ull << 40)
 #define LIMIT_TRANSCRIPT_LINES_DIV 16u
 
-/* ---- agenticd exec spill (src/admin/admin.c) ---- */
+/* ---- agenticd exec spill (src/admin/admin_conn.c) ---- */
 /* Exec output a client has not taken waits in a spill file, at most exec_spill_max_bytes per
  * client; a spill never takes the last 1/LIMIT_EXEC_SPILL_FREE_DIV of its filesystem (the
  * transcripts' room). The filesystem is asked every LIMIT_EXEC_SPILL_CHECK_BYTES spilled, and

@@ -1,4 +1,4 @@
-/* internal.h: what the files of src/docker share; not for other modules. */
+/* docker_internal.h: what the files of src/docker share; not for other modules. */
 #ifndef AGENTIC_DOCKER_INTERNAL_H
 #define AGENTIC_DOCKER_INTERNAL_H
 

@@ -1,4 +1,4 @@
-/* client.c: the gRPC client: one connection to a Unix socket or a character device (a virtio
+/* grpc_client.c: the gRPC client: one connection to a Unix socket or a character device (a virtio
  * serial port), redialled when lost, calls with metadata and deadlines, on its own epoll fd
  * (stable across reconnects). */
 #include <errno.h>

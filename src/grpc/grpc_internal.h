@@ -1,4 +1,4 @@
-/* internal.h: private to src/grpc/: the connection and call records the server and client
+/* grpc_internal.h: private to src/grpc/: the connection and call records the server and client
  * share, and the functions of call.c that drive them. Not for other modules. */
 #ifndef AGENTIC_GRPC_INTERNAL_H
 #define AGENTIC_GRPC_INTERNAL_H

@@ -1,4 +1,4 @@
-/* agent.c: the init's Connect stream to agenticd: register, heartbeat, redial with backoff.
+/* channel.c: the init's Connect stream to agenticd: register, heartbeat, redial with backoff.
  * (No <stdio.h> here: its stdout/stderr macros would clash with AgentMessage's fields.) */
 #include <errno.h>
 #include <fcntl.h>

@@ -43,7 +43,7 @@ struct init_sysinfo {
  * on, total memory. Fields that cannot be read stay empty or 0. */
 void init_sysinfo_read(struct init_sysinfo *si);
 
-/* ---- the agent channel (agent.c) ----
+/* ---- the agent channel (channel.c) ----
  * One Connect stream to agenticd over the agent socket: registration, READY heartbeats at the
  * interval the ack names, answers to pings; redialled with backoff (INIT_BACKOFF_MIN_MS
  * doubling to INIT_BACKOFF_MAX_MS) whenever the stream ends, registering and sending READY
@@ -86,7 +86,7 @@ struct init_agent {
 	uint32_t epoch;
 	uint64_t next_off[2];     /* the offset of the next stdout, stderr byte */
 	uint64_t next_seq;        /* the seq of the last result sent */
-	/* Egress (egress.c): announced with the label agentic-egress=1; served while the ack of
+	/* Egress (proxy.c): announced with the label agentic-egress=1; served while the ack of
 	 * this stream holds egress=1. */
 	int egress_ok;
 	struct init_egress *egress;
@@ -267,7 +267,7 @@ struct init_out {
 int init_cmds_peek(struct init_cmds *c, struct init_out *o);
 void init_cmds_consume(struct init_cmds *c);
 
-/* ---- egress (egress.c) ----
+/* ---- egress (proxy.c) ----
  * The proxy listener on 127.0.0.1:EGRESS_PROXY_PORT, opened at setup (before any workload
  * runs; a failed bind is logged and the init goes on without), and one Egress call on the
  * agent connection per accepted connection (docs/EGRESS.md: the wire): at most

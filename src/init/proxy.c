@@ -1,7 +1,7 @@
-/* egress.c: the init's half of the egress path (docs/EGRESS.md): the proxy listener on
+/* proxy.c: the init's half of the egress path (docs/EGRESS.md): the proxy listener on
  * 127.0.0.1:EGRESS_PROXY_PORT inside the sandbox, and one Egress call on the agent connection
  * per accepted connection, carrying the workload's bytes both ways without looking at them.
- * (No <stdio.h> here, as in agent.c: its stdout/stderr macros clash with AgentMessage's.)
+ * (No <stdio.h> here, as in channel.c: its stdout/stderr macros clash with AgentMessage's.)
  *
  * Credit, per direction: up (workload → agenticd) never more than EGRESS_WINDOW bytes sent
  * and not reported consumed by agenticd, so the socket is not read while the window is full;

@@ -58,7 +58,7 @@ static void take_request(struct sandbox *sb, const struct create_req *req)
 }
 
 /* A VM has no network at all (-nic none); its env reaches the init over the control channel
- * once it registers, as a claim's does (agent.c), never the command line. false: the create
+ * once it registers, as a claim's does (agent_claim.c), never the command line. false: the create
  * failed. */
 static bool take_vm(struct sandbox *sb, const struct create_req *req)
 {
@@ -72,7 +72,7 @@ static bool take_vm(struct sandbox *sb, const struct create_req *req)
 			return false;
 		}
 	sb->nclaim_env = (uint16_t)req->nenv;
-	/* the credentials' ids and targets; their secrets are read when sent (agent.c) */
+	/* the credentials' ids and targets; their secrets are read when sent (agent_claim.c) */
 		runtime_vm_creds_set(sb, req);
 	return true;
 }

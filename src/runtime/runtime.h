@@ -1,7 +1,7 @@
 /* runtime.h: what runs a sandbox, seen from the lifecycle: networks and containers made,
  * started, read, stopped and removed, the engine's container events, and the host side of a
  * workspace. Docker is the first implementation (runtime_docker.c); a VM runtime or a test's
- * fake is another `struct runtime_ops`, and lifecycle.c does not change.
+ * fake is another `struct runtime_ops`, and the lifecycle (src/lifecycle) does not change.
  *
  * Two kinds of operation:
  *  - asynchronous calls (runtime_call): one at a time per call slot, answered later through

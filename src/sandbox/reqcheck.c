@@ -1,4 +1,4 @@
-/* policy.c: request checks (names, labels, mounts) and secret scrubbing of free text. */
+/* reqcheck.c: request checks (names, labels, mounts) and secret scrubbing of free text. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>

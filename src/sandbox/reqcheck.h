@@ -1,4 +1,4 @@
-/* policy.h: what a create request may ask for: names, labels, host mounts; and the scrubbing
+/* reqcheck.h: what a create request may ask for: names, labels, host mounts; and the scrubbing
  * of secret-shaped text before anything reaches a log line or an error. */
 #ifndef AGENTIC_MGMT_POLICY_H
 #define AGENTIC_MGMT_POLICY_H

@@ -50,7 +50,7 @@ struct transcript_sb {
 	uint64_t used;                /* what its runs' files hold: read at each run's start or
 				       * adoption, then counted at each write (its budget is
 				       * sandbox_transcript_budget) */
-	/* the output-ack stream (agent.c, OutputAck in agent.proto): what the transcript has of
+	/* the output-ack stream (agent_outack.c, OutputAck in agent.proto): what the transcript has of
 	 * the init's numbered output decides what is written */
 	bool out_stalled;             /* a transcript write failed: resume at out_retry_ms */
 	bool out_ack_owed;            /* an ack (or resume) did not fit the send queue */
@@ -75,7 +75,7 @@ uint64_t transcript_owed(const struct sandbox *except);
 enum transcript_op {
 	TR_CHARGE,       /* a bytes another module wrote to the run's directory (the egress
 			   * audit) count in the sandbox's transcript budget */
-	TR_OUT_CONNECT,  /* the output-ack stream, as agent.c drives it: a new connection,
+	TR_OUT_CONNECT,  /* the output-ack stream, as agent_outack.c drives it: a new connection,
 			   * nothing stalled, owed or logged */
 	TR_OUT_ACK_OWED, /* an ack (or resume) is owed (a: 1) or not (a: 0) */
 	TR_OUT_ACKED,    /* an ack went out: no resume owed, nothing unacked */

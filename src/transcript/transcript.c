@@ -2,7 +2,7 @@
  * (storage agenticd.c takes at start), the accessor, a slot's reset when it is reused (seen by
  * its gen: the module resets its own entry, the sandbox table never calls up; runlog_abandon
  * forgets it at once), the budget other modules owe, and the writes they ask for (transcript_op: the egress
- * audit's charge, the output-ack stream's state as agent.c drives it). */
+ * audit's charge, the output-ack stream's state as agent_outack.c drives it). */
 #include <string.h>
 #include <unistd.h>
 

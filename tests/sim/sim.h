@@ -19,6 +19,7 @@
 #include "lifecycle/recover.h"
 #include "workspace/host.h"
 #include "workspace/share.h"
+#include "transcript/runlog.h"
 
 /* ---- the PRNG: splitmix64, seeded per run; nothing else may decide ---- */
 extern uint64_t sim_rng;
