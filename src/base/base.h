@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "limits.h"
 
@@ -195,6 +196,9 @@ int parse_u64(const char *s, uint64_t max, uint64_t *out);
  * the file fills all of buf (size buf one byte over the largest file you accept); -errno when a
  * read fails. The caller opens and closes fd. */
 int fd_read_all(int fd, void *buf, size_t cap, size_t *len);
+/* A small file's first cap - 1 bytes into buf, NUL-terminated (a longer one, /proc/cpuinfo,
+ * is cut there): a /proc file read in one call. Its length, or -1. */
+ssize_t file_read_small(const char *path, char *buf, size_t cap);
 /* SO_PASSRIGHTS 0 on a Unix socket: a peer's sendmsg with SCM_RIGHTS fails (EPERM) instead of
  * leaving descriptors in its queue. Set on a listener, the connections it accepts have it from
  * their first byte. Without it, a descriptor someone passed is closed by the kernel in the

@@ -18,18 +18,11 @@
 static int proc_ids(long pid, unsigned long *ruid, unsigned long *euid, long *ppid, bool *zombie)
 {
 	char path[64], buf[4096];
-	ssize_t n;
-	int fd;
 	const char *u, *pp, *st;
 
 	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (file_read_small(path, buf, sizeof(buf)) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	u = strstr(buf, "\nUid:");
 	pp = strstr(buf, "\nPPid:");
 	st = strstr(buf, "\nState:");

@@ -19,7 +19,7 @@ void vm_tsc_read(struct runtime_vm *v)
 	double mhz = 0;
 
 	v->tsc_arg[0] = '\0';
-	if (vm_read_small("/proc/cpuinfo", buf, sizeof(buf)) <= 0)
+	if (file_read_small("/proc/cpuinfo", buf, sizeof(buf)) <= 0)
 		return;
 	if ((p = strstr(buf, "\ncpu MHz")) && (p = strchr(p, ':')) && sscanf(p + 1, "%lf", &mhz) == 1 &&
 	    mhz >= 100 && mhz < 100000)
@@ -36,7 +36,7 @@ static void probe_cache(const struct runtime_vm *v, bool write, char *accel, siz
 	ssize_t n;
 	int fd;
 
-	vm_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
+	file_read_small("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
 	snprintf(path, sizeof(path), "%s/vm/accel", v->c.cfg->state_dir);
 	if (write) {
 		n = snprintf(text, sizeof(text), "%s %s\n", accel, boot);
@@ -49,7 +49,7 @@ static void probe_cache(const struct runtime_vm *v, bool write, char *accel, siz
 		return;
 	}
 	accel[0] = '\0';
-	if (vm_read_small(path, text, sizeof(text)) <= 0)
+	if (file_read_small(path, text, sizeof(text)) <= 0)
 		return;
 	/* "kvm BOOT" or "tcg BOOT": this boot's reading */
 	if (boot[0] && (strncmp(text, "kvm ", 4) == 0 || strncmp(text, "tcg ", 4) == 0) &&

@@ -107,7 +107,6 @@ int vm_dir(const struct runtime_vm *v, const char *instance, char *out, size_t s
 int vm_path(const struct runtime_vm *v, const char *instance, const char *file, char *out,
 	    size_t size);
 /* A small file's first cap - 1 bytes into buf, NUL-terminated; its length, or -1. */
-ssize_t vm_read_small(const char *path, char *buf, size_t cap);
 /* When pid started, in clock ticks since boot (/proc/PID/stat), 0: unknown. */
 uint64_t vm_proc_start(pid_t pid);
 int vm_write_all(int fd, const char *p, size_t n);

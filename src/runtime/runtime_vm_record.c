@@ -30,22 +30,6 @@ int vm_path(const struct runtime_vm *v, const char *instance, const char *file, 
 	return r;
 }
 
-/* A small file's first cap - 1 bytes into buf, NUL-terminated (a longer one, /proc/cpuinfo,
- * is cut there); its length, or -1. */
-ssize_t vm_read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
-	size_t n = 0;
-
-	buf[0] = '\0';
-	if (fd < 0)
-		return -1;
-	r = fd_read_all(fd, buf, cap - 1, &n);
-	close(fd);
-	buf[n] = '\0';
-	return r < 0 ? -1 : (ssize_t)n;
-}
-
 /* Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot. */
 uint64_t vm_proc_start(pid_t pid)
 {
@@ -54,7 +38,7 @@ uint64_t vm_proc_start(pid_t pid)
 	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (vm_read_small(path, buf, sizeof(buf)) <= 0)
+	if (file_read_small(path, buf, sizeof(buf)) <= 0)
 		return 0;
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
@@ -116,7 +100,7 @@ int vm_record_read(const struct runtime_vm *v, const char *instance, pid_t *pid,
 
 	if (vm_path(v, instance, "vm.rec", path, sizeof(path)) != 0)
 		return -ENAMETOOLONG;
-	if (vm_read_small(path, text, sizeof(text)) <= 0)
+	if (file_read_small(path, text, sizeof(text)) <= 0)
 		return errno == ENOENT ? -ENOENT : -EIO;
 	/* pid 0: written before QEMU's start, which did not get as far as its own record */
 	if (sscanf(text, "pid %d\nstart %llu\ncontrol_uid %u", &p, &st, &u) != 3 || p < 0)

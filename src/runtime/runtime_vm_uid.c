@@ -21,7 +21,7 @@ bool vm_range_subordinate(uint64_t lo, uint64_t hi)
 	static const char *const files[] = { "/etc/subuid", "/etc/subgid" };
 
 	for (size_t f = 0; f < ARRAY_LEN(files); f++) {
-		if (vm_read_small(files[f], text, sizeof(text)) <= 0)
+		if (file_read_small(files[f], text, sizeof(text)) <= 0)
 			continue;
 		for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 			unsigned long long start, count;
@@ -63,7 +63,7 @@ pid_t vm_id_holder(uint32_t id, pid_t except)
 			if (name[0] < '1' || name[0] > '9' || strtol(name, NULL, 10) == except)
 				continue;
 			snprintf(path, sizeof(path), "/proc/%s/status", name);
-			if (vm_read_small(path, st, sizeof(st)) <= 0)
+			if (file_read_small(path, st, sizeof(st)) <= 0)
 				continue;
 			if ((p = strstr(st, "\nUid:")) && sscanf(p + 5, "%u %u %u %u", &u[0], &u[1], &u[2],
 								    &u[3]) == 4 &&

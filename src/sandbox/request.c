@@ -598,31 +598,16 @@ static int parse_egress(struct create_req *req, const struct json_doc *doc, int 
 	return 0;
 }
 
-static int parse_disk_bytes(struct create_req *req, const struct json_doc *doc, int val,
-			    struct request_error *e)
+/* A byte count from min to max, for the field key. */
+static int parse_bytes(uint64_t *out, const char *key, uint64_t min, uint64_t max,
+		       const struct json_doc *doc, int val, struct request_error *e)
 {
 	int64_t n;
 
-	if (json_int(doc, val, &n) != 0 || n < (int64_t)LIMIT_DISK_MIN_BYTES ||
-	    (uint64_t)n > LIMIT_DISK_MAX_BYTES)
-		return bad(e, 400, "bad_request", "disk_bytes is a whole number of bytes from "
-			   "%llu to %llu", (unsigned long long)LIMIT_DISK_MIN_BYTES,
-			   (unsigned long long)LIMIT_DISK_MAX_BYTES);
-	req->disk_bytes = (uint64_t)n;
-	return 0;
-}
-
-static int parse_transcript_bytes(struct create_req *req, const struct json_doc *doc, int val,
-				  struct request_error *e)
-{
-	int64_t n;
-
-	if (json_int(doc, val, &n) != 0 || n < (int64_t)LIMIT_TRANSCRIPT_MIN_BYTES ||
-	    (uint64_t)n > LIMIT_TRANSCRIPT_MAX_BYTES)
-		return bad(e, 400, "bad_request", "transcript_bytes is a whole number of bytes "
-			   "from %llu to %llu", (unsigned long long)LIMIT_TRANSCRIPT_MIN_BYTES,
-			   (unsigned long long)LIMIT_TRANSCRIPT_MAX_BYTES);
-	req->transcript_bytes = (uint64_t)n;
+	if (json_int(doc, val, &n) != 0 || n < (int64_t)min || (uint64_t)n > max)
+		return bad(e, 400, "bad_request", "%s is a whole number of bytes from %llu to %llu",
+			   key, (unsigned long long)min, (unsigned long long)max);
+	*out = (uint64_t)n;
 	return 0;
 }
 
@@ -689,9 +674,12 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 	} else if (json_str_eq(doc, k, "labels")) {
 		return parse_labels(req, t, doc, val, e);
 	} else if (json_str_eq(doc, k, "disk_bytes")) {
-		return parse_disk_bytes(req, doc, val, e);
+		return parse_bytes(&req->disk_bytes, "disk_bytes", LIMIT_DISK_MIN_BYTES,
+				   LIMIT_DISK_MAX_BYTES, doc, val, e);
 	} else if (json_str_eq(doc, k, "transcript_bytes")) {
-		return parse_transcript_bytes(req, doc, val, e);
+		return parse_bytes(&req->transcript_bytes, "transcript_bytes",
+				   LIMIT_TRANSCRIPT_MIN_BYTES, LIMIT_TRANSCRIPT_MAX_BYTES, doc, val,
+				   e);
 	} else if (json_str_eq(doc, k, "resources")) {
 		return parse_resources(req, doc, val, e);
 	} else if (json_str_eq(doc, k, "require_tier")) {

@@ -251,18 +251,11 @@ void sandbox_time_write(struct json_writer *w, const char *key, int64_t ms)
 pid_t sandbox_pidfd_pid(int pidfd)
 {
 	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	long n;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (file_read_small(path, buf, sizeof(buf)) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	p = strstr(buf, "\nPid:\t");
 	if (!p)
 		return -1;
