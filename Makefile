@@ -197,13 +197,26 @@ $(SIM_PROG): $(SIM_SRCS) tests/sim/sim.h $(BUILD)/asan/libagentic.a
 	@$(CC) $(TEST_CFLAGS) -o $@ $(SIM_SRCS) $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS) \
 		$(SIM_WRAPS:%=-Wl,--wrap=%)
 
+# The simulator over a lifecycle with one invariant broken on purpose (a call's end not
+# recorded, so the next call of that sandbox begins while one runs): it must stop on the
+# ASSERT in lc_begin (tests/integration/test_assert_live). The mutant's objects come before
+# the library, so its events.c stands in for the real one.
+SIM_MUTANT := $(BUILD)/asan/mutant/sim_call_stuck
+$(SIM_MUTANT): $(SIM_SRCS) tests/sim/sim.h src/lifecycle/events.c $(BUILD)/asan/libagentic.a
+	@mkdir -p $(@D)
+	sed 's|^\tlc_slot(sb)->call_active = false;$$|\t/* mutant: the call stays active */|' \
+		src/lifecycle/events.c > $(@D)/events_call_stuck.c
+	! cmp -s src/lifecycle/events.c $(@D)/events_call_stuck.c
+	@$(CC) $(TEST_CFLAGS) -o $@ $(SIM_SRCS) $(@D)/events_call_stuck.c \
+		$(BUILD)/asan/libagentic.a $(TEST_LDFLAGS) $(SIM_WRAPS:%=-Wl,--wrap=%)
+
 # SEEDS=N seeds from SEED_BASE (default 1), or SEED=n alone (its trace printed on failure).
 SEEDS ?= 1000
 simulate: $(SIM_PROG)
 	SEEDS=$(SEEDS) $(SIM_PROG)
 
 PROBES   := $(patsubst tests/static/%.c,$(BUILD)/musl/probe/%,$(wildcard tests/static/*.c))
-test-build: $(UNIT_TESTS) $(REPLAYS) $(MUTANT) $(PROBES) $(ASAN_PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
+test-build: $(UNIT_TESTS) $(REPLAYS) $(MUTANT) $(SIM_MUTANT) $(PROBES) $(ASAN_PROBES) $(INTEG_PROGS) $(GRPCTEST) $(SIM_PROG)
 
 check: bootstrap
 	$(MAKE) all third_party test-build vm-kernel
