@@ -113,14 +113,8 @@ int grpc_meta_add(struct grpc_call *call, int kind, const char *key, size_t klen
 void grpc_meta_drop(struct grpc_call *call, int kind);
 /* grpc_meta_add for each of md ("-bin" values base64-encoded). */
 int grpc_meta_add_md(struct grpc_call *call, int kind, const struct grpc_md *md, size_t n);
-/* Appends the meta records of kind to f (at most max entries); returns the new count. */
-size_t grpc_meta_fields(const struct grpc_call *call, int kind, struct h2_field *f, size_t n,
-			size_t max);
 /* The raw status message kept in the meta buffer, NUL-terminated into out, or NULL. */
 const char *grpc_meta_message(const struct grpc_call *call, char *out, size_t cap);
-/* grpc-status, grpc-message (percent-encoded) and the trailing metadata, appended to f. */
-size_t grpc_status_fields(const struct grpc_call *call, struct h2_field *f, size_t n,
-			  size_t max, char *status, char *msg, size_t msg_cap);
 /* Server: the response headers (with the status: a trailers-only response). */
 int grpc_send_response_headers(struct grpc_call *call, int trailers_only);
 /* Server: the trailers. */

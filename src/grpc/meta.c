@@ -68,8 +68,8 @@ int grpc_meta_add_md(struct grpc_call *call, int kind, const struct grpc_md *md,
 }
 
 /* Appends the meta records of kind to f (at most max entries); returns the new count. */
-size_t grpc_meta_fields(const struct grpc_call *call, int kind, struct h2_field *f, size_t n,
-			  size_t max)
+static size_t grpc_meta_fields(const struct grpc_call *call, int kind, struct h2_field *f,
+				size_t n, size_t max)
 {
 	uint32_t off = 0;
 
@@ -106,8 +106,8 @@ const char *grpc_meta_message(const struct grpc_call *call, char *out, size_t ca
 /* ---- headers and trailers ---- */
 
 /* grpc-status, grpc-message (percent-encoded) and the trailing metadata, appended to f. */
-size_t grpc_status_fields(const struct grpc_call *call, struct h2_field *f, size_t n,
-			    size_t max, char *status, char *msg, size_t msg_cap)
+static size_t grpc_status_fields(const struct grpc_call *call, struct h2_field *f, size_t n,
+				 size_t max, char *status, char *msg, size_t msg_cap)
 {
 	char raw[GRPC_MD_BYTES];
 
