@@ -119,6 +119,7 @@ $(BUILD)/asan/libagentic.a: $(TEST_OBJS) | $(ASAN_BEARSSL)
 
 # A unit test that stands in for a layer below the one it tests names the functions it wraps.
 UNIT_WRAP_test_exec_sink := -Wl,--wrap=exec_stdin,--wrap=exec_detach,--wrap=grpc_call_send \
+	-Wl,--wrap=exec_resize \
 	-Wl,--wrap=grpc_call_flush,--wrap=grpc_call_finish,--wrap=grpc_call_set_user
 $(BUILD)/asan/unit/%: tests/unit/%.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)

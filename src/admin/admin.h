@@ -64,6 +64,8 @@ struct admin_conn {
 	int32_t exec;
 	bool upgraded;
 	struct frame_reader fr;
+	uint8_t resize[4];        /* a resize frame's payload so far (rows, cols: 16 bits BE) */
+	uint8_t resize_have;
 	/* output beyond `out`, waiting on disk so a slow client costs neither memory nor bytes */
 	int spill_fd;
 	uint64_t spill_w, spill_r;

@@ -178,8 +178,27 @@ static void ndjson_done(void *ctx, int32_t exit_code, int64_t duration_ms, const
 	admin_flush(c);
 }
 
-/* Upgraded: stdin frames from the client, handed on as the session takes them; frames of
- * other types are skipped, so clients may add some. */
+/* n payload bytes of a resize frame (whose last piece is this when last): the size goes to
+ * the session once the frame is whole; a frame not of 4 bytes, or a session without a tty,
+ * changes nothing. */
+static void resize_take(struct admin_conn *c, const uint8_t *p, uint32_t n, bool last)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (c->resize_have < sizeof(c->resize))
+			c->resize[c->resize_have] = p[i];
+		if (c->resize_have <= sizeof(c->resize))
+			c->resize_have++;  /* past 4: too long, ignored */
+	}
+	if (!last)
+		return;
+	if (c->resize_have == sizeof(c->resize))
+		exec_resize(c->exec, (uint16_t)(c->resize[0] << 8 | c->resize[1]),
+			    (uint16_t)(c->resize[2] << 8 | c->resize[3]));
+	c->resize_have = 0;
+}
+
+/* Upgraded: stdin frames from the client, handed on as the session takes them, and resize
+ * frames; frames of other types are skipped, so clients may add some. */
 static void exec_read_stdin(struct admin_conn *c)
 {
 	while (c->exec >= 0 && c->roff < c->rlen) {
@@ -200,6 +219,8 @@ static void exec_read_stdin(struct admin_conn *c)
 		}
 		in = frame_reader_type(&c->fr) == FRAME_STDIN;
 		n = c->fr.left < avail ? c->fr.left : avail;
+		if (frame_reader_type(&c->fr) == FRAME_RESIZE)
+			resize_take(c, c->rbuf + c->roff, n, n == c->fr.left);
 		took = in ? exec_stdin(c->exec, c->rbuf + c->roff, n, false) : n;
 		if (took == 0)
 			return; /* a chunk is in flight: the sink's stdin_taken comes back */
@@ -337,6 +358,7 @@ void admin_exec_route(struct admin_conn *c, struct sandbox *sb, const char *quer
 	}
 	c->exec = x;
 	frame_reader_init(&c->fr);
+	c->resize_have = 0;
 	c->out_off = c->out_len = 0;
 	buf_init(&head, hstore, sizeof(hstore));
 	if (c->upgraded) {

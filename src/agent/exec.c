@@ -38,6 +38,7 @@ struct exec {
 	int64_t sent_us;           /* monotonic us: the request went to the init */
 	bool eof_sent;
 	bool eof_wanted;
+	bool tty;                  /* on a pseudo-terminal (exec_resize) */
 	uint32_t stdin_len;
 	uint64_t stdin_sent, stdin_acked;
 	uint8_t stdin_buf[STDIN_CHUNK];
@@ -263,11 +264,15 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec
 	cr.timeout_seconds = req->timeout_seconds;
 	cr.capture_output = 1;
 	cr.run_as = "";
+	cr.tty = req->tty;
+	cr.rows = req->rows;
+	cr.cols = req->cols;
 	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_COMMAND;
 	m.command = &cr;
 	if ((r = request_send(sb, a->call, x, req, &m)) != 0)
 		return r;
 	x->used = true;
+	x->tty = req->tty;
 	x->started = clock_mono_ms();
 	x->sent_us = clock_mono_us();
 	a->exec_running++;
@@ -304,6 +309,35 @@ size_t exec_stdin(int32_t xi, const void *data, size_t len, bool eof)
 		x->eof_wanted = true;
 	send_stdin(x, false);
 	return take;
+}
+
+int exec_resize(int32_t xi, uint16_t rows, uint16_t cols)
+{
+	Agentic__Sandbox__V1__PtyResize rz = AGENTIC__SANDBOX__V1__PTY_RESIZE__INIT;
+	Agentic__Sandbox__V1__PtyControl pc = AGENTIC__SANDBOX__V1__PTY_CONTROL__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+	struct exec *x = xi >= 0 && xi < LIMIT_EXECS ? &execs[xi] : NULL;
+	struct sandbox *sb = x && x->used ? exec_sandbox(x) : NULL;
+	const struct agent_sb *a;
+
+	if (!sb)
+		return -ESRCH;
+	if (!x->tty)
+		return -EINVAL;
+	a = agent_slot(sb);
+	if (!a->call || !a->registered)
+		return -EAGAIN;
+	rz.rows = rows;
+	rz.cols = cols;
+	pc.command_id = x->id;
+	pc.action_case = AGENTIC__SANDBOX__V1__PTY_CONTROL__ACTION_RESIZE;
+	pc.resize = &rz;
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_PTY_CONTROL;
+	m.pty_control = &pc;
+	if (grpc_call_send(a->call, &m.base) != 0)
+		return -EAGAIN;
+	grpc_call_flush(a->call);
+	return 0;
 }
 
 void exec_detach(int32_t xi)

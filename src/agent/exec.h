@@ -68,6 +68,11 @@ static inline bool exec_transcript_error(int x)
 /* Stdin from the client: takes up to len bytes (0 when a chunk is still in flight: the sink's
  * stdin_taken says when to offer more). */
 size_t exec_stdin(int32_t x, const void *data, size_t len, bool eof);
+/* A tty session's new window size (req->tty: the session runs on a pseudo-terminal in the
+ * init, its output all stream 0, its stdin typed into the terminal): sent to the init as
+ * PtyControl.resize. 0, -ESRCH (no such session), -EINVAL (not a tty), -EAGAIN (the agent
+ * cannot take it now: dropped; the next resize carries the size). */
+int exec_resize(int32_t x, uint16_t rows, uint16_t cols);
 /* The client is gone: the sink is forgotten, stdin ends, output goes on to the transcript. */
 void exec_detach(int32_t x);
 /* A command id as agenticd writes it, "x<slot>.<gen>", read back exactly: each number decimal

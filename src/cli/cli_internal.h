@@ -74,6 +74,16 @@ const char *cli_posture_line(const struct json_doc *doc, int p, char *out, size_
 int cli_verb_egress(int argc, char **argv, struct opts *o);
 extern const char cli_egress_help[];
 int cli_verb_exec(int argc, char **argv, struct opts *o);     /* cli_exec.c */
+/* ---- cli_tty.c: the caller's terminal, for exec -t ---- */
+/* fd (a terminal) into raw mode, put back by cli_tty_restore, at exit and by the signals that
+ * end this process; SIGWINCH noted (cli_tty_winched). 0 or -errno. */
+int cli_tty_raw(int fd);
+void cli_tty_restore(void);
+/* True once per window change since the last call. */
+bool cli_tty_winched(void);
+/* The terminal's size: 0, or -1. */
+int cli_tty_size(uint16_t *rows, uint16_t *cols);
+
 extern const char cli_exec_help[];
 int cli_verb_logs(int argc, char **argv, struct opts *o);
 extern const char cli_logs_help[];

@@ -19,6 +19,7 @@ enum frame_type {
 	FRAME_STDOUT = 1,
 	FRAME_STDERR = 2,
 	FRAME_EXIT = 3,    /* the last frame: a JSON object with exit_code (and error) */
+	FRAME_RESIZE = 4,  /* client to agenticd, a tty exec's: rows, cols (16 bits BE each) */
 };
 
 /* Writes a head for a payload of len bytes. */

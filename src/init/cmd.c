@@ -1,6 +1,8 @@
 /* cmd.c: workload commands (docs/SECURITY.md): each runs as the workload uid under its own
  * subreaper supervisor, which keeps the control uid; its output is kept in a bounded buffer
- * until the agent channel takes it, and the pipes are left unread while that buffer is full. */
+ * until the agent channel takes it, and the pipes (or a tty command's pty master) are left
+ * unread while that buffer is full. The environment and exec area are cmdenv.c's, the
+ * pseudo-terminal pty.c's (the table: cmdtab.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,12 +14,9 @@
 
 #include "base/base.h"
 #include "init/env.h"
+#include "init/cmdtab.h"
 #include "init/init.h"
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#define REC_HDR 5                 /* an output record: kind byte, 32-bit length, data */
-#define REC_STDOUT 1
-#define REC_STDERR 2
 
 static const char *const stage_names[] = {
 	[INIT_STAGE_DROP] = "taking the workload identity",
@@ -26,52 +25,7 @@ static const char *const stage_names[] = {
 	[INIT_STAGE_FORK] = "forking the command",
 	[INIT_STAGE_CHDIR] = "entering the working directory",
 	[INIT_STAGE_EXEC] = "executing the command",
-};
-
-struct init_cmd {
-	int used;
-	char id[LIMIT_INIT_COMMAND_ID + 1];
-	pid_t sup;                /* the supervisor, until the init reaps it */
-	pid_t pgid;               /* the command's process group, from the supervisor */
-	int sup_status;
-	int sup_reaped;
-	int fd[INIT_FD_COUNT];         /* init's ends; -1 once closed */
-	int watched[INIT_FD_COUNT];    /* registered with the event loop */
-	int stdin_eof;            /* close stdin once its buffer drains */
-	uint64_t stdin_written, stdin_acked;
-	int timed_out;
-	int stopped;              /* its supervisor was told to kill the tree */
-	int shutdown;             /* the sandbox is stopping: SIGTERM went to its group */
-	int32_t timeout_s;
-	int fail_stage, fail_errno;
-	int64_t started_ms, deadline_ms, reaped_ms;
-	int64_t started_us, reaped_us; /* the same, finer: the result's duration_us */
-	char error[INIT_ERROR_BYTES];
-	struct buf out, in;
-};
-
-struct refusal {
-	char id[LIMIT_INIT_COMMAND_ID + 1];
-	char error[INIT_ERROR_BYTES];
-};
-
-struct init_cmds {
-	struct init_cmds_config cfg;
-	struct init_cmd cmd[LIMIT_INIT_COMMANDS];
-	struct refusal refusals[LIMIT_INIT_REFUSALS];
-	unsigned ref_head, ref_len;
-	unsigned cursor;
-	int64_t kill_at;          /* stopping: when the trees still alive are killed (0: not) */
-	/* what init_cmds_peek handed out: a refusal (-1) or a slot, and whether a result */
-	int peek_slot, peek_result;
-	const char **base_env;    /* environ without AGENT_*, HOME, USER, LOGNAME, then the
-				   * claim's env (init_cmds_claim) */
-	size_t nbase;
-	char **environ;           /* the container's environment */
-	char home[LIMIT_PATH_BYTES], user[64];
-	uint8_t *scratch;         /* the exec area: what the supervisor of the command being
-				   * started reads (argv, envp, their strings, cwd) */
-	size_t scratch_used;      /* how much of it the last build_exec wrote */
+	[INIT_STAGE_TTY] = "taking the pseudo-terminal as its controlling terminal",
 };
 
 /* ---- storage ---- */
@@ -88,96 +42,6 @@ size_t init_cmds_storage_bytes(void)
 	return 128 + align64(sizeof(struct init_cmds)) +
 	       LIMIT_INIT_COMMANDS * align64(LIMIT_INIT_OUTPUT_BYTES + LIMIT_INIT_STDIN_BYTES) +
 	       LIMIT_INIT_ENV_VARS * sizeof(char *);
-}
-
-static int env_key_is(const char *entry, const char *key)
-{
-	size_t n = strlen(key);
-
-	return strncmp(entry, key, n) == 0 && entry[n] == '=';
-}
-
-static int env_valid_key(const char *k);
-
-static bool ids_key(const char *entry)
-{
-	return env_key_is(entry, "HOME") || env_key_is(entry, "USER") ||
-	       env_key_is(entry, "LOGNAME");
-}
-
-/* Does "K=V" entry name key (its length klen)? */
-static bool entry_names(const char *entry, const char *key, size_t klen)
-{
-	return strncmp(entry, key, klen) == 0 && entry[klen] == '=';
-}
-
-/* The base env: the container's (without AGENT_*, HOME, USER, LOGNAME), less what the claim's
- * nclaim entries (claim_text, "K=V" each after the other) replace, then those. 0 or ERR_LIMIT
- * (and then nbase is 0: the caller refuses). */
-static int base_env_fill(struct init_cmds *c, const char *claim, size_t nclaim)
-{
-	c->nbase = 0;
-	for (char **e = c->environ; *e; e++) {
-		const char *k = claim;
-		bool replaced = false;
-
-		if (init_env_is_private(*e) || ids_key(*e))
-			continue;
-		for (size_t i = 0; i < nclaim && !replaced; i++, k += strlen(k) + 1)
-			replaced = entry_names(*e, k, strcspn(k, "="));
-		if (replaced)
-			continue;
-		if (c->nbase == LIMIT_INIT_ENV_VARS - 8 - LIMIT_SANDBOX_ENV)
-			return ERR_LIMIT;
-		c->base_env[c->nbase++] = *e;
-	}
-	for (size_t i = 0; i < nclaim; i++, claim += strlen(claim) + 1)
-		c->base_env[c->nbase++] = claim;
-	return 0;
-}
-
-/* The claim's "K=V" strings, outside the table's storage: a command's supervisor reads them
- * after the fork, which wipes that storage (the environment's strings are kept the same way) */
-static char claim_text[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
-
-int init_cmds_claim(struct init_cmds *c, const Agentic__Sandbox__V1__SandboxClaim *m,
-		    const char **why)
-{
-	static char text[LIMIT_SANDBOX_CLAIM_ENV_BYTES];
-	size_t len = 0, n = 0;
-
-	*why = "the claim has more env entries than a create may have";
-	if (m->n_env > LIMIT_SANDBOX_ENV)
-		return ERR_LIMIT;
-	for (size_t i = 0; i < m->n_env; i++) {
-		const char *key = m->env[i]->key, *value = m->env[i]->value;
-		size_t kl = strlen(key), vl = strlen(value);
-		bool later = false;
-
-		*why = "env names must be non-empty and free of '='";
-		if (!env_valid_key(key))
-			return ERR_PARSE;
-		*why = "env may not set AGENT_* variables (they are the init's alone)";
-		if (strncmp(key, "AGENT_", 6) == 0)
-			return ERR_PARSE;
-		for (size_t j = i + 1; j < m->n_env && !later; j++)
-			later = strcmp(key, m->env[j]->key) == 0;
-		if (later || strcmp(key, "HOME") == 0 || strcmp(key, "USER") == 0 ||
-		    strcmp(key, "LOGNAME") == 0)
-			continue;
-		*why = "the claim's env does not fit the init's claim buffer";
-		if (kl + vl + 2 > sizeof(text) - len)
-			return ERR_LIMIT;
-		memcpy(text + len, key, kl);
-		text[len + kl] = '=';
-		memcpy(text + len + kl + 1, value, vl + 1);
-		len += kl + vl + 2;
-		n++;
-	}
-	/* checked whole, then put in place: a refused claim changes nothing. It fits: setup
-	 * kept room for LIMIT_SANDBOX_ENV entries past the container's. */
-	memcpy(claim_text, text, len);
-	return base_env_fill(c, claim_text, n);
 }
 
 int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t len,
@@ -204,7 +68,7 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 	c->base_env = arena_alloc(&carve, LIMIT_INIT_ENV_VARS * sizeof(char *), 8);
 	c->scratch = cfg->exec_area;
 	c->environ = cfg->environ;
-	if (base_env_fill(c, NULL, 0) != 0) {
+	if (cmd_base_env_fill(c, NULL, 0) != 0) {
 		*why = "the container's environment has too many variables for workloads";
 		return ERR_LIMIT;
 	}
@@ -337,109 +201,6 @@ static void stop_command(struct init_cmds *c, struct init_cmd *k)
 	k->stopped = 1;
 }
 
-/* Copies s into the scratch arena; NULL when it is full. */
-static char *scratch_cat(struct arena *a, const char *k, const char *eq, const char *v)
-{
-	size_t kl = strlen(k), el = strlen(eq), vl = strlen(v);
-	char *p = arena_alloc(a, kl + el + vl + 1, 1);
-
-	if (!p)
-		return NULL;
-	memcpy(p, k, kl);
-	memcpy(p + kl, eq, el);
-	memcpy(p + kl + el, v, vl + 1);
-	return p;
-}
-
-/* True when the request's env names the variable of entry ("NAME=value"). */
-static int overridden(const Agentic__Sandbox__V1__CommandRequest *req, const char *entry)
-{
-	for (size_t i = 0; i < req->n_env; i++)
-		if (env_key_is(entry, req->env[i]->key))
-			return 1;
-	return 0;
-}
-
-static int env_valid_key(const char *k)
-{
-	return *k && !strchr(k, '=');
-}
-
-/* Builds what the supervisor needs from req in the exec area (argv, envp, PATH, cwd), every
- * string copied there, since the request itself lives in storage the fork wipes: the
- * container's environment without AGENT_*, then HOME, USER, LOGNAME of the workload user,
- * then the request's env, each later one replacing an earlier one of the same name. 0, or
- * an error with *why on refusal. */
-static int build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req,
-		      struct init_spawn *sp, const char **why)
-{
-	struct arena a;
-	char **argv, **envp;
-	size_t ne = 0, nmax = c->nbase + 4 + req->n_env;
-
-	arena_init(&a, c->scratch, LIMIT_INIT_EXEC_BYTES);
-	*why = "the command's arguments and environment exceed the init's exec limit";
-	if (req->n_args > LIMIT_INIT_ARGS || nmax > LIMIT_INIT_ENV_VARS)
-		return ERR_LIMIT;
-	argv = arena_alloc(&a, (req->n_args + 2) * sizeof(char *), 8);
-	envp = arena_alloc(&a, (nmax + 1) * sizeof(char *), 8);
-	if (!argv || !envp)
-		return ERR_LIMIT;
-	for (size_t i = 0; i <= req->n_args; i++)
-		if (!(argv[i] = scratch_cat(&a, i ? req->args[i - 1] : req->command, "", "")))
-			return ERR_LIMIT;
-	argv[req->n_args + 1] = NULL;
-	sp->cwd = req->working_dir[0] ? scratch_cat(&a, req->working_dir, "", "") : INIT_WORKSPACE;
-	if (!sp->cwd)
-		return ERR_LIMIT;
-	for (size_t i = 0; i < req->n_env; i++) {
-		*why = "env names must be non-empty and free of '='";
-		if (!env_valid_key(req->env[i]->key))
-			return ERR_PARSE;
-		*why = "env may not set AGENT_* variables (they are the init's alone)";
-		if (strncmp(req->env[i]->key, "AGENT_", 6) == 0)
-			return ERR_PARSE;
-	}
-	for (size_t i = 0; i < c->nbase; i++)
-		if (!overridden(req, c->base_env[i]))
-			envp[ne++] = (char *)c->base_env[i];
-	{
-		const char *ids[3][2] = { { "HOME", c->home }, { "USER", c->user },
-					  { "LOGNAME", c->user } };
-
-		*why = "the command's arguments and environment exceed the init's exec limit";
-		for (int i = 0; i < 3; i++) {
-			char *e = scratch_cat(&a, ids[i][0], "=", ids[i][1]);
-
-			if (!e)
-				return ERR_LIMIT;
-			if (!overridden(req, e))
-				envp[ne++] = e;
-		}
-	}
-	for (size_t i = 0; i < req->n_env; i++) {
-		int later = 0;
-
-		/* a name given twice: the last one wins */
-		for (size_t j = i + 1; j < req->n_env && !later; j++)
-			later = strcmp(req->env[i]->key, req->env[j]->key) == 0;
-		if (later)
-			continue;
-		envp[ne] = scratch_cat(&a, req->env[i]->key, "=", req->env[i]->value);
-		if (!envp[ne++])
-			return ERR_LIMIT;
-	}
-	sp->path = DEFAULT_PATH;
-	for (size_t i = 0; i < ne; i++)
-		if (env_key_is(envp[i], "PATH"))
-			sp->path = envp[i] + 5;
-	envp[ne] = NULL;
-	sp->argv = argv;
-	sp->envp = envp;
-	c->scratch_used = a.used;
-	return 0;
-}
-
 static void slot_reset(struct init_cmd *k)
 {
 	struct buf out = k->out, in = k->in;
@@ -494,6 +255,32 @@ static int pipes_make(int p[INIT_FD_COUNT][2])
 	return -1;
 }
 
+/* A tty command's stdio into p, laid out as pipes_make's: the child's ends are the pty's
+ * slave (three descriptors), the init's its master (written as IN, read as OUT), no stderr,
+ * and the ctl pipe. 0, or -1 with none left open. */
+static int pty_make(const Agentic__Sandbox__V1__CommandRequest *req, int p[INIT_FD_COUNT][2])
+{
+	int m, s, ok;
+
+	if (cmd_pty_open(req->rows, req->cols, &m, &s) != 0)
+		return -1;
+	p[INIT_FD_IN][0] = s;
+	p[INIT_FD_IN][1] = m;
+	p[INIT_FD_OUT][0] = fcntl(m, F_DUPFD_CLOEXEC, 0);
+	p[INIT_FD_OUT][1] = fcntl(s, F_DUPFD_CLOEXEC, 0);
+	p[INIT_FD_ERR][0] = -1;
+	p[INIT_FD_ERR][1] = fcntl(s, F_DUPFD_CLOEXEC, 0);
+	ok = p[INIT_FD_OUT][0] >= 0 && p[INIT_FD_OUT][1] >= 0 && p[INIT_FD_ERR][1] >= 0 &&
+	     pipe2(p[INIT_FD_CTL], O_CLOEXEC) == 0;
+	if (ok)
+		return 0;
+	for (int i = 0; i < INIT_FD_CTL; i++)
+		for (int e = 0; e < 2; e++)
+			if (p[i][e] >= 0)
+				close(p[i][e]);
+	return -1;
+}
+
 void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req)
 {
 	int p[INIT_FD_COUNT][2], r;
@@ -511,15 +298,16 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 		refuse(c, req->command_id, "too many commands running in this sandbox");
 		return;
 	}
-	r = build_exec(c, req, &sp, &why);
+	r = cmd_build_exec(c, req, &sp, &why);
 	if (r) {
 		memset(c->scratch, 0, LIMIT_INIT_EXEC_BYTES); /* what it wrote before it gave up */
 		refuse(c, req->command_id, why);
 		return;
 	}
-	if (pipes_make(p) != 0) {
+	if ((req->tty ? pty_make(req, p) : pipes_make(p)) != 0) {
 		memset(c->scratch, 0, c->scratch_used);
-		refuse(c, req->command_id, "cannot create the command's pipes");
+		refuse(c, req->command_id, req->tty ? "cannot open a pseudo-terminal (/dev/ptmx)"
+			  : "cannot create the command's pipes");
 		return;
 	}
 	sp.fd[INIT_FD_IN] = p[INIT_FD_IN][0];
@@ -529,6 +317,7 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 	sp.uid = c->cfg.workload_uid;
 	sp.gid = c->cfg.workload_gid;
 	sp.control_uid = c->cfg.control_uid;
+	sp.tty = req->tty;
 	/* the supervisor gets no copy of the storage (MADV_WIPEONFORK, init.c): sp and the exec
 	 * area are all it reads */
 	pid = fork();
@@ -552,8 +341,10 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 		return;
 	}
 	for (int i = 0; i < INIT_FD_COUNT; i++)
-		fcntl(k->fd[i], F_SETFL, O_NONBLOCK);
+		if (k->fd[i] >= 0)
+			fcntl(k->fd[i], F_SETFL, O_NONBLOCK);
 	k->used = 1;
+	k->tty = req->tty;
 	k->sup = pid;
 	strcpy(k->id, req->command_id);
 	k->started_ms = clock_mono_ms();
@@ -563,6 +354,14 @@ void init_cmds_start(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReq
 						  : INT64_MAX;
 	watch(c, k, INIT_FD_CTL, 1);
 	pipes_update(c, k);
+}
+
+/* Stdin has ended and all of it is written: a tty's EOF key typed (pty.c), then closed. */
+static void stdin_end(struct init_cmds *c, struct init_cmd *k)
+{
+	if (k->tty && k->fd[INIT_FD_IN] >= 0)
+		cmd_pty_eof(k->fd[INIT_FD_IN]);
+	fd_close(c, k, INIT_FD_IN);
 }
 
 void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk *in)
@@ -583,20 +382,29 @@ void init_cmds_stdin(struct init_cmds *c, const Agentic__Sandbox__V1__StdinChunk
 	if (k->in.len)
 		watch(c, k, INIT_FD_IN, 1);
 	else if (k->stdin_eof)
-		fd_close(c, k, INIT_FD_IN);
+		stdin_end(c, k);
 }
 
 void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyControl *pc)
 {
 	struct init_cmd *k = find(c, pc->command_id);
+	/* a tty's master: OUT stays open after stdin's end closed IN */
+	int m = !k || !k->tty ? -1 : k->fd[INIT_FD_OUT] >= 0 ? k->fd[INIT_FD_OUT] : k->fd[INIT_FD_IN];
+	pid_t pg;
 	int sig, r;
 
+	if (m >= 0 && pc->action_case == AGENTIC__SANDBOX__V1__PTY_CONTROL__ACTION_RESIZE &&
+	    (r = cmd_pty_resize(m, pc->resize->rows, pc->resize->cols)) != 0)
+		log_warn("cannot resize a command's terminal", "err=%s", log_q(err_str(r)));
 	if (!k || pc->action_case != AGENTIC__SANDBOX__V1__PTY_CONTROL__ACTION_SIGNAL)
 		return;
 	sig = pc->signal->signal_number;
 	if (sig < 1 || sig > 64 || k->sup_reaped || k->pgid <= 0)
 		return;
-	r = kill_as_workload(c, -k->pgid, sig);
+	/* a tty: its foreground job, as a key typed would reach it (the workload's to choose, and
+	 * the kill is made as the workload uid: it reaches nothing else) */
+	pg = m >= 0 ? cmd_pty_foreground(m) : 0;
+	r = kill_as_workload(c, -(pg ? pg : k->pgid), sig);
 	if (r && r != -ESRCH)
 		log_warn("cannot signal a command", "signal=%d err=%s", sig, log_q(err_str(r)));
 }
@@ -631,7 +439,7 @@ static void read_ctl(struct init_cmds *c, struct init_cmd *k)
 		if (r.tag == INIT_CTL_PID) {
 			k->pgid = r.a;
 		} else if (r.tag == INIT_CTL_FAIL && !k->fail_stage && r.a >= INIT_STAGE_DROP &&
-			   r.a <= INIT_STAGE_EXEC) {
+			   r.a <= INIT_STAGE_TTY) {
 			k->fail_stage = r.a;
 			k->fail_errno = r.b;
 		}
@@ -650,11 +458,14 @@ static void write_stdin(struct init_cmds *c, struct init_cmd *k, uint32_t events
 		buf_consume(&k->in, (size_t)n);
 		k->stdin_written += (uint64_t)n;
 	}
-	if ((n < 0 && errno != EAGAIN && errno != EINTR) ||
-	    (events & (EPOLLERR | EPOLLHUP)) || (!k->in.len && k->stdin_eof)) {
-		/* the command closed its stdin, or we are done with it */
+	if ((n < 0 && errno != EAGAIN && errno != EINTR) || (events & (EPOLLERR | EPOLLHUP))) {
+		/* the command closed its stdin */
 		k->in.len = 0;
 		fd_close(c, k, INIT_FD_IN);
+		return;
+	}
+	if (!k->in.len && k->stdin_eof) {
+		stdin_end(c, k);
 		return;
 	}
 	if (!k->in.len)

@@ -139,6 +139,10 @@ static int mount_kernel_fs(void)
 	    mount_at("devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"))
 		return 1;
 	console_ensure();
+	/* tty commands' terminals (pty.c), as Docker mounts them; a guest without goes on and
+	 * refuses tty commands */
+	(void)mount_at("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		       "ptmxmode=0666,mode=0620,gid=5");
 	snprintf(shm, sizeof(shm), "mode=1777,size=%u", GUEST_SHM_BYTES);
 	return mount_at("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, shm);
 }

@@ -127,6 +127,13 @@ void init_agent_stop(struct init_agent *a, int timeout_ms);
  * container's environment without AGENT_*, HOME, USER and LOGNAME of the workload user (from
  * /etc/passwd; else /workspace and the uid), then the request's env; its cwd is working_dir or
  * /workspace; it leads its own process group.
+ *   - tty (pty.c): stdin, stdout and stderr are a new pseudo-terminal's slave instead, the
+ *     controlling terminal of the command's own session (setsid, TIOCSCTTY), rows x cols;
+ *     the init keeps the master: stdin chunks are typed into it, what it reads from it is the
+ *     command's stdout (no stderr), with the pipes' buffers, acks and flow control.
+ *     PtyControl.resize sets the window size. Stdin's eof types the terminal's EOF key once
+ *     (c_cc[VEOF], ^D) and stops writing: a reader in canonical mode (cat, a shell at its
+ *     prompt) sees the end of its input, as when a user types ^D.
  *   - A command ends when its main process does: the supervisor then SIGKILLs what the
  *     command left behind and exits with the main process's code (128+signal when killed);
  *     126/127 when it could not be executed (127: not found), with the reason in error.
@@ -160,6 +167,8 @@ struct init_spawn {
 	char *const *envp;
 	const char *path;         /* PATH's value, for a command without a slash */
 	const char *cwd;
+	int tty;                  /* fd[IN..ERR] are a pty's slave: the command starts its own
+				   * session with it as the controlling terminal */
 };
 
 /* What the supervisor and the command tell the init through the ctl pipe: one write each,
@@ -171,7 +180,7 @@ struct init_ctl {
 #define INIT_CTL_PID 'P'          /* a: the command's pid, which leads its process group */
 #define INIT_CTL_FAIL 'F'         /* a: the stage (below), b: errno */
 enum { INIT_STAGE_DROP = 1, INIT_STAGE_SUBREAPER, INIT_STAGE_FDS, INIT_STAGE_FORK,
-       INIT_STAGE_CHDIR, INIT_STAGE_EXEC };
+       INIT_STAGE_CHDIR, INIT_STAGE_EXEC, INIT_STAGE_TTY };
 
 /* In the child of the init's fork(), which reads nothing of the init's but sp, the stack and
  * the exec area, and keeps the control identity: becomes a subreaper, moves the spawn's fds to
@@ -230,7 +239,8 @@ int init_cmds_claim(struct init_cmds *c, const Agentic__Sandbox__V1__SandboxClai
 #define INIT_CLAIM_FILES_MAX 8
 int init_claim_files(const Agentic__Sandbox__V1__SandboxClaim *m, uint32_t uid, uint32_t gid,
 		     const char **why);
-/* Sends the signal to the command's process group. */
+/* Sends the signal to the command's process group (a tty command's: its terminal's foreground
+ * group, the command's own when it has none), or resizes a tty command's terminal. */
 void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyControl *pc);
 /* An event on a command fd (tag >= INIT_TAG_CMD_FIRST). */
 void init_cmds_io(struct init_cmds *c, uint64_t tag, uint32_t events);

@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -131,7 +132,13 @@ static _Noreturn void command_exec(const struct init_spawn *sp)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	sigaction(SIGPIPE, &dfl, NULL);
-	setpgid(0, 0);
+	if (!sp->tty) {
+		setpgid(0, 0);
+	} else if (setsid() < 0 || ioctl(0, TIOCSCTTY, 0) != 0) {
+		/* its own session (and group), the terminal its controlling one */
+		ctl_send(3, INIT_CTL_FAIL, INIT_STAGE_TTY, errno);
+		_exit(126);
+	}
 	oom_first();
 	/* this child alone becomes the workload: its parent, the supervisor, stays out of reach */
 	if (priv_drop_to_workload(sp->uid, sp->gid) != 0) {

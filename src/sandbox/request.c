@@ -793,9 +793,17 @@ static int exec_field(struct exec_req *er, struct request_text *t, const struct 
 			return bad(e, 400, "bad_request", "timeout_seconds is a whole number >= 0 "
 				   "(0: none)");
 		er->timeout_seconds = (int32_t)s;
+	} else if (json_str_eq(doc, k, "tty")) {
+		if (json_bool(doc, val, &er->tty) != 0)
+			return bad(e, 400, "bad_request", "tty is true or false");
+	} else if (json_str_eq(doc, k, "rows") || json_str_eq(doc, k, "cols")) {
+		if (json_int(doc, val, &s) != 0 || s < 0 || s > 65535)
+			return bad(e, 400, "bad_request", "rows and cols are whole numbers from 0 "
+				   "to 65535 (0: the default, 24 x 80)");
+		*(json_str_eq(doc, k, "rows") ? &er->rows : &er->cols) = (uint16_t)s;
 	} else {
 		return bad(e, 400, "bad_request", "unknown field (known: cmd env working_dir "
-			   "timeout_seconds)");
+			   "timeout_seconds tty rows cols)");
 	}
 	return 0;
 }

@@ -129,10 +129,12 @@ struct exec_req {
 	uint32_t nenv;
 	const char *working_dir;
 	int32_t timeout_seconds;
+	bool tty;                 /* on a pseudo-terminal of rows x cols (0: 24 x 80) */
+	uint16_t rows, cols;
 };
 
-/* An exec's JSON body, {"cmd": [...], "env", "working_dir", "timeout_seconds"}, into er (its
- * strings in t), then request_exec_check. 0, or -1 with e. */
+/* An exec's JSON body, {"cmd": [...], "env", "working_dir", "timeout_seconds", "tty", "rows",
+ * "cols"}, into er (its strings in t), then request_exec_check. 0, or -1 with e. */
 int request_exec_parse(struct exec_req *er, struct request_text *t, const void *body,
 		       size_t len, struct request_error *e);
 /* For a front end that carries the parts apart: one more argument (the program first); one

@@ -326,6 +326,46 @@ static void test_exec_refuses_more_args_than_the_limit_both_ways(void **state)
 	assert_string_equal(ej.message, "cmd is an array of at most 64 strings");
 }
 
+/* "tty", "rows", "cols": a tty exec's terminal; bad values refused in words. */
+static void test_exec_tty_fields(void **state)
+{
+	static const struct {
+		const char *json;
+		int ok;
+		bool tty;
+		uint16_t rows, cols;
+	} cases[] = {
+		{ "{\"cmd\":[\"sh\"],\"tty\":true,\"rows\":33,\"cols\":111}", 1, true, 33, 111 },
+		{ "{\"cmd\":[\"sh\"],\"tty\":false}", 1, false, 0, 0 },
+		{ "{\"cmd\":[\"sh\"],\"tty\":true,\"rows\":65535,\"cols\":0}", 1, true, 65535, 0 },
+		{ "{\"cmd\":[\"sh\"]}", 1, false, 0, 0 },
+		{ "{\"cmd\":[\"sh\"],\"tty\":1}", 0, false, 0, 0 },
+		{ "{\"cmd\":[\"sh\"],\"tty\":\"yes\"}", 0, false, 0, 0 },
+		{ "{\"cmd\":[\"sh\"],\"tty\":true,\"rows\":65536}", 0, false, 0, 0 },
+		{ "{\"cmd\":[\"sh\"],\"tty\":true,\"cols\":-1}", 0, false, 0, 0 },
+		{ "{\"cmd\":[\"sh\"],\"tty\":true,\"cols\":2.5}", 0, false, 0, 0 },
+	};
+	static char text[LIMIT_ADMIN_BODY_BYTES];
+
+	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+		struct request_text t = { text, 0, sizeof(text) };
+		struct request_error e = { 0 };
+		struct exec_req a;
+		int r = request_exec_parse(&a, &t, cases[i].json, strlen(cases[i].json), &e);
+
+		if (!cases[i].ok) {
+			if (r != -1 || e.status != 400 || !(strstr(e.message, "tty is true or false") ||
+							    strstr(e.message, "rows and cols")))
+				fail_msg("case %zu: %d %d \"%s\"", i, r, e.status, e.message);
+			continue;
+		}
+		assert_int_equal(r, 0);
+		assert_int_equal(a.tty, cases[i].tty);
+		assert_int_equal(a.rows, cases[i].rows);
+		assert_int_equal(a.cols, cases[i].cols);
+	}
+}
+
 static void test_create_parse_refusals(void **state)
 {
 	static const struct {
@@ -592,6 +632,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_route_table_finds_each_route_and_its_name, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_rules_and_words_are_the_same_for_json_and_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_refuses_more_args_than_the_limit_both_ways, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_tty_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_parse_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_parse_v2_fields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_path_is_404_and_a_known_path_with_another_method_405_with_allow, setup, teardown),

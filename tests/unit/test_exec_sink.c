@@ -70,6 +70,17 @@ void __wrap_exec_detach(int32_t x)
 		__real_exec_detach(x);
 }
 
+static int resizes;
+static uint16_t resize_rows, resize_cols;
+
+int __wrap_exec_resize(int32_t x, uint16_t rows, uint16_t cols)
+{
+	resizes++;
+	resize_rows = rows;
+	resize_cols = cols;
+	return 0;
+}
+
 struct sent {
 	int kind;                  /* 0 ExecOutput, 1 ManagementMessage */
 	int stream, complete, exit_code;
@@ -160,7 +171,7 @@ static int setup(void **state)
 	agenticd = &d; /* agenticd_watch, the loop's */
 	pass_through = false;
 	stdin_len = stdin_calls = 0;
-	stdin_eofs = detaches = 0;
+	stdin_eofs = detaches = resizes = 0;
 	stdin_refuse = 0;
 	stdin_most = SIZE_MAX;
 	nsent = 0;
@@ -307,6 +318,40 @@ static void test_stream_sink_hands_stdin_on_in_order_at_the_sessions_pace(void *
 	admin_event((uint32_t)(c - conns), EPOLLIN | EPOLLRDHUP);
 	assert_int_equal(stdin_len, 8);
 	assert_int_equal(c->phase, AC_EXEC);
+}
+
+/* Resize frames (type 4: rows, cols, 16 bits BE each) go to exec_resize once whole, however
+ * the bytes are split; one of another size is ignored; stdin around them is unchanged. */
+static void test_stream_sink_hands_resize_frames_to_the_session(void **state)
+{
+	struct admin_conn *c = exec_conn(true, false);
+	uint8_t wire[256];
+	size_t n = 0;
+
+	frame_head_put(wire + n, FRAME_STDIN, 2);
+	memcpy(wire + n + 8, "ab", 2);
+	n += 10;
+	frame_head_put(wire + n, FRAME_RESIZE, 4);
+	memcpy(wire + n + 8, "\x00\x21\x01\x02", 4);     /* 33 x 258 */
+	n += 12;
+	frame_head_put(wire + n, FRAME_RESIZE, 5);          /* too long: ignored */
+	memcpy(wire + n + 8, "\x00\x01\x00\x01\x00", 5);
+	n += 13;
+	frame_head_put(wire + n, FRAME_RESIZE, 3);          /* too short: ignored */
+	memcpy(wire + n + 8, "\x00\x01\x00", 3);
+	n += 11;
+	frame_head_put(wire + n, FRAME_STDIN, 2);
+	memcpy(wire + n + 8, "cd", 2);
+	n += 10;
+	for (size_t i = 0; i < n; i += 3) {
+		assert_int_equal(write(peer, wire + i, n - i < 3 ? n - i : 3), (ssize_t)(n - i < 3 ? n - i : 3));
+		admin_event((uint32_t)(c - conns), EPOLLIN);
+	}
+	assert_int_equal(resizes, 1);
+	assert_int_equal(resize_rows, 33);
+	assert_int_equal(resize_cols, 258);
+	assert_int_equal(stdin_len, 4);
+	assert_memory_equal(stdin_got, "abcd", 4);
 }
 
 /* ---- NDJSON ---- */
@@ -490,6 +535,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_stream_sink_frames_output_then_the_exit_frame_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stream_sink_hands_stdin_on_in_order_at_the_sessions_pace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stream_sink_hands_resize_frames_to_the_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ndjson_sink_writes_base64_lines_in_chunks_then_the_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ndjson_sink_splits_large_output_into_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_grpc_sink_sends_messages_as_the_buffer_frees_then_complete, setup, teardown),
