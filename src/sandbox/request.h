@@ -129,6 +129,9 @@ struct exec_req {
 	uint32_t nenv;
 	const char *working_dir;
 	int32_t timeout_seconds;
+	/* the transcript gets the start line and the result, not the output (a file transfer:
+	 * docs/TRANSCRIPTS.md "Quiet commands") */
+	bool quiet;
 };
 
 /* An exec's JSON body, {"cmd": [...], "env", "working_dir", "timeout_seconds"}, into er (its
