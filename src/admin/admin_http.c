@@ -227,6 +227,7 @@ static void parse_buffered(struct admin_conn *c)
 				log_debug("100-continue not sent", "error=%s", log_q(strerror(errno)));
 			/* a streamed route reads its body itself, unbounded */
 			if (streamed_route(c)) {
+				c->keep_alive = false; /* until its handler owns the body */
 				dispatch(c);
 				break;
 			}
