@@ -200,11 +200,14 @@ int main(int argc, char **argv)
 
 	base = base ? base + 1 : argv[0];
 	/* Inside a sandbox the only copy of this build is the init's bind, /sbin/agentic-init,
-	 * which takes no argument: `agentic-init probe ...` is the probe, as the verifier runs it.
+	 * which takes no argument: `agentic-init probe ...` is the probe, as the verifier runs it,
+	 * and `agentic-init file ...` the file applet, as agenticd's file operations run it (the
+	 * exec path makes the program argv[0], so the applet is named by the first argument).
 	 * In a VM guest the copy is /init: `/init probe ...` there (never PID 1, the init). */
 	if ((strcmp(base, "agentic-init") == 0 || (strcmp(argv[0], "/init") == 0 && getpid() != 1)) &&
-	    argc > 1 && strcmp(argv[1], "probe") == 0)
-		return run_applet(find_applet("agentic-probe"), argc - 1, argv + 1);
+	    argc > 1 && (strcmp(argv[1], "probe") == 0 || strcmp(argv[1], "file") == 0))
+		return run_applet(find_applet(argv[1][0] == 'p' ? "agentic-probe" : "agentic-file"),
+				  argc - 1, argv + 1);
 	/* A VM guest's initramfs holds this binary as /init, which the kernel runs as PID 1:
 	 * that is the init (runtime "vm"). */
 	if (strcmp(argv[0], "/init") == 0 && getpid() == 1)

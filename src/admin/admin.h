@@ -28,7 +28,7 @@ struct sandbox;
 
 /* ---- admin connections (the table admin_init is handed, max_admin_connections) ---- */
 enum admin_phase { AC_FREE = 0, AC_READ, AC_WAIT, AC_WRITE, AC_LIST, AC_ZOMBIE, AC_EXEC,
-		   AC_FILE };
+		   AC_FILE, AC_FILEOP };
 
 struct admin_conn {
 	enum admin_phase phase;
@@ -81,6 +81,11 @@ struct admin_conn {
 	/* AC_FILE: a transcript file being sent */
 	int file_fd;
 	uint64_t file_left;
+	/* AC_FILEOP (admin_files.c): a file operation in the sandbox (agent/fileop.h; -1: none),
+	 * its output queued as an exec's is; a PUT's body slice waiting in rbuf for the sandbox */
+	int32_t fileop;
+	bool file_is_put, file_head, file_body_end;
+	uint32_t file_pend_off, file_pend_len;
 };
 
 /* ---- start-up (agenticd.c) ---- */

@@ -15,6 +15,7 @@
 
 #include "json/json.h"
 #include "admin/admin_conn.h"
+#include "agent/fileop.h"
 
 static char item[16384]; /* one sandbox rendered, for a streamed list */
 
@@ -92,6 +93,7 @@ struct admin_conn *admin_conn_take(void)
 	c->rlen = c->roff = c->body_len = c->out_len = c->out_off = 0;
 	c->body_too_big = false;
 	c->exec = -1;
+	c->fileop = -1;
 	c->upgraded = false;
 	c->sniffed = false;
 	c->call = NULL;
@@ -113,6 +115,9 @@ void admin_conn_close(struct admin_conn *c)
 	if (c->phase == AC_EXEC && c->exec >= 0)
 		exec_detach(c->exec);
 	c->exec = -1;
+	if (c->fileop >= 0)
+		fileop_cancel(c->fileop);
+	c->fileop = -1;
 	if (c->spill_fd >= 0)
 		close(c->spill_fd);
 	if (c->file_fd >= 0)
@@ -517,7 +522,7 @@ void admin_flush(struct admin_conn *c)
 			c->out_off = c->out_len = 0;
 			list_fill(c);
 		}
-		if (c->phase == AC_EXEC && c->out_off == c->out_len)
+		if ((c->phase == AC_EXEC || c->phase == AC_FILEOP) && c->out_off == c->out_len)
 			admin_exec_refill(c);
 		if (c->phase == AC_FILE && c->out_off == c->out_len)
 			file_refill(c);
@@ -543,7 +548,13 @@ void admin_flush(struct admin_conn *c)
 			admin_watch(c, EPOLLIN);
 		return;
 	}
-	if (c->phase == AC_EXEC || (c->phase == AC_FILE && !c->file_left)) {
+	if (c->phase == AC_FILEOP && c->fileop >= 0) {
+		/* a GET waits for a hang-up only; a PUT's reads are admin_files.c's to watch */
+		if (!c->file_is_put)
+			admin_watch(c, 0);
+		return;
+	}
+	if (c->phase == AC_EXEC || c->phase == AC_FILEOP || (c->phase == AC_FILE && !c->file_left)) {
 		if (c->file_fd >= 0)
 			close(c->file_fd);
 		c->file_fd = -1;

@@ -4,6 +4,7 @@
  *
  *   admin_conn.c     the slots, their descriptors on the loop, answers, the spill, the flush
  *   admin_exec.c     the exec route and its sinks
+ *   admin_files.c    the file routes (GET, PUT .../files) on agent/fileop.h
  *   admin_grpc.c     gRPC Exec on the admin socket
  *   admin_http.c     the listener, reading and parsing, routing through the table it is handed
  *   admin_sandbox.c  sandbox routes: list, create, inspect, remove, logs
@@ -92,6 +93,13 @@ void admin_posture_get(struct admin_conn *c, struct sandbox *sb, const char *que
 void admin_taint_post(struct admin_conn *c, struct sandbox *sb, const char *query);
 void admin_egress_get(struct admin_conn *c, struct sandbox *sb, const char *query);
 void admin_egress_put(struct admin_conn *c, struct sandbox *sb, const char *query);
+/* admin_files.c: GET and PUT /api/v1/containers/NAME/files?path=P (PUT: a streamed route),
+ * and the connection's events while its file operation runs (AC_FILEOP) */
+void admin_files_get(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_files_put(struct admin_conn *c, struct sandbox *sb, const char *query);
+void admin_files_event(struct admin_conn *c, uint32_t events);
+/* route is dispatched at its head, its handler reading the body itself (the PUT) */
+bool admin_files_streamed(const struct admin_route *route);
 /* admin_info.c */
 void admin_info_get(struct admin_conn *c, struct sandbox *unused, const char *query);
 void admin_metrics_get(struct admin_conn *c, struct sandbox *unused, const char *query);

@@ -135,6 +135,20 @@ static void dispatch(struct admin_conn *c)
 	route->handler(c, sb, query);
 }
 
+/* The request whose head is parsed goes to a streamed route (allowed peers only). */
+static bool streamed_route(const struct admin_conn *c)
+{
+	const struct http_parser *p = &c->parser;
+	char target[512], name[128], allow[64];
+	const struct admin_route *route;
+
+	snprintf(target, sizeof(target), "%s", http_parser_str(p, p->target));
+	target[strcspn(target, "?")] = '\0';
+	return c->allowed && admin_route_find(http_parser_str(p, p->method), target, &route, name,
+					      sizeof(name), allow, sizeof(allow)) == 0 &&
+	       admin_files_streamed(route);
+}
+
 /* ---- HTTP/2 on the admin socket: handed to the admin gRPC service ---- */
 
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -211,6 +225,12 @@ static void parse_buffered(struct admin_conn *c)
 			if (expect && strcasecmp(expect, "100-continue") == 0 && c->allowed &&
 			    admin_send_now(c->fd, 100, NULL, NULL, 0) < 0)
 				log_debug("100-continue not sent", "error=%s", log_q(strerror(errno)));
+			/* a streamed route reads its body itself, unbounded */
+			if (streamed_route(c)) {
+				c->keep_alive = false; /* until its handler owns the body */
+				dispatch(c);
+				break;
+			}
 			if (c->parser.framing == HTTP_BODY_LENGTH &&
 			    c->parser.content_length > LIMIT_ADMIN_BODY_BYTES) {
 				too_big(c);
@@ -247,6 +267,10 @@ void admin_event(uint32_t index, uint32_t events)
 	}
 	if (c->phase == AC_EXEC) {
 		admin_exec_event(c, events);
+		return;
+	}
+	if (c->phase == AC_FILEOP) {
+		admin_files_event(c, events);
 		return;
 	}
 	if (c->phase == AC_WAIT) {
@@ -309,7 +333,9 @@ void admin_accept(void)
 		c->phase = AC_READ;
 		c->idle_since = clock_mono_ms();
 		http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
-		c->parser.body_limit = LIMIT_ADMIN_BODY_BYTES;
+		/* LIMIT_ADMIN_BODY_BYTES is parse_buffered's to enforce, past the head: a streamed
+		 * route (a file's PUT) takes a body of any length */
+		c->parser.body_limit = UINT64_MAX;
 		c->allowed = host_admin_peer_ok(fd, admin_state.ac.group_known, admin_state.ac.gid, &c->uid,
 						&c->pid, why, sizeof(why)) == 0;
 		if (!c->allowed) {

@@ -10,6 +10,8 @@
  *                                        `Connection: Upgrade` + `Upgrade: tcp` the framed
  *                                        bidirectional stream (docs/API.md)
  *   GET    /api/v1/containers/NAME/logs  a run's transcript (?run=, ?stream=stdout|stderr)
+ *   GET    /api/v1/containers/NAME/files?path=P  a file's bytes, read in the sandbox as uid 10001
+ *   PUT    /api/v1/containers/NAME/files?path=P  the body (streamed) into that file
  *   GET    /api/v1/containers/NAME/posture          its tier and why
  *   POST   /api/v1/containers/NAME/posture/taints   an operator's taint {"reason": WORD}
  *   GET    /api/v1/containers/NAME/egress   its egress policy and the last audit lines
@@ -41,6 +43,8 @@ static const struct admin_route routes[] = {
 	{ "DELETE", API "/containers/*", admin_remove_start, false },
 	{ "POST", API "/containers/*/exec", admin_exec_route, false },
 	{ "GET", API "/containers/*/logs", admin_container_logs, false },
+	{ "GET", API "/containers/*/files", admin_files_get, false },
+	{ "PUT", API "/containers/*/files", admin_files_put, false },
 	{ "GET", API "/containers/*/posture", admin_posture_get, false },
 	{ "POST", API "/containers/*/posture/taints", admin_taint_post, false },
 	{ "GET", API "/containers/*/egress", admin_egress_get, false },

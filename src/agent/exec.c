@@ -39,6 +39,7 @@ struct exec {
 	bool eof_sent;
 	bool eof_wanted;
 	bool tty;                  /* on a pseudo-terminal (exec_resize) */
+	bool quiet;                /* exec_req.quiet: output counted, not written */
 	uint32_t stdin_len;
 	uint64_t stdin_sent, stdin_acked;
 	uint8_t stdin_buf[STDIN_CHUNK];
@@ -273,6 +274,7 @@ int exec_begin(struct sandbox *sb, const struct exec_req *req, const struct exec
 		return r;
 	x->used = true;
 	x->tty = req->tty;
+	x->quiet = req->quiet;
 	x->started = clock_mono_ms();
 	x->sent_us = clock_mono_us();
 	a->exec_running++;
@@ -357,7 +359,8 @@ size_t exec_output(struct sandbox *sb, const char *id, int stream, const void *d
 		   bool exact)
 {
 	struct exec *x = by_id(sb, id);
-	size_t n = runlog_output(sb, stream, data, len), give = exact ? n : len;
+	size_t n = x && x->quiet ? runlog_quiet(sb, stream, len) : runlog_output(sb, stream, data, len),
+	       give = exact ? n : len;
 
 	metrics_exec_bytes(stream, give);
 	if (!x || !x->sink.ops || !give)

@@ -493,4 +493,21 @@ _Static_assert(DOCKER_LIST_MAX >= LIMIT_SANDBOX_CMD_ARGS &&
 _Static_assert(EGRESS_CHUNK + 64 <= GRPC_SMALL_MESSAGE && EGRESS_WINDOW >= 2 * EGRESS_CHUNK,
 	       "a chunk is a small message; a window holds two");
 
+
+/* ---- file operations (src/init/fileop.c, src/agent/fileop.c; docs/API.md "Files") ---- */
+/* One result line of the file applet (an entry as JSON), escapes included: a longer one is
+ * not written (the applet answers ENAMETOOLONG, or leaves that entry out of a list). */
+#define LIMIT_FILEOP_LINE_BYTES 12288u
+/* Levels a list may descend and a remove may go down at most. */
+#define LIMIT_FILEOP_DEPTH 64u
+/* File operations agenticd runs at once (each holds a line buffer), and their deadlines:
+ * a transfer's (read, write), every other one's. */
+#define LIMIT_FILEOPS 16u
+#define LIMIT_FILEOP_TRANSFER_S 3600
+#define LIMIT_FILEOP_META_S 300
+/* The applet's error line kept for the client. */
+#define LIMIT_FILEOP_MESSAGE_BYTES 256u
+_Static_assert(LIMIT_FILEOP_LINE_BYTES >= 2u * LIMIT_PATH_BYTES + 512u,
+	       "a line holds a path and a symlink's target with room for the fields");
+
 #endif

@@ -26,6 +26,7 @@ const char cli_usage[] =
 	"  rm       remove a sandbox\n"
 	"  exec     run a command in a sandbox\n"
 	"  logs     print a run's transcript\n"
+	"  cp       copy a file into or out of a sandbox\n"
 	"  profiles list agenticd's startup profiles, show one, check a file offline\n";
 
 static const char ls_help[] =
@@ -272,6 +273,7 @@ static const struct verb verbs[] = {
 	{ "rm", verb_rm, rm_help },
 	{ "exec", cli_verb_exec, cli_exec_help },
 	{ "logs", cli_verb_logs, cli_logs_help },
+	{ "cp", cli_verb_cp, cli_cp_help },
 	{ "profiles", verb_profiles, profiles_help },
 };
 

@@ -106,6 +106,11 @@ static int parse_body(struct json_doc *doc)
 	return 0;
 }
 
+void cli_body_taken(size_t len)
+{
+	body_len = len;
+}
+
 /* Prints an error answer; returns the exit status 1. */
 int cli_api_error(int status)
 {

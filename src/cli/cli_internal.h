@@ -41,6 +41,8 @@ extern struct json_token cli_tok[65536];
  * 200 body is written to out_fd instead when out_fd >= 0. Returns the last http_conn_wait
  * event: HTTP_EV_DONE, HTTP_EV_UPGRADE, or an error (ANSWER_OUT_FAILED). */
 int cli_read_answer(int out_fd);
+/* cli_body holds len bytes of an answer read some other way (cp's upload). */
+void cli_body_taken(size_t len);
 /* Prints an error answer; returns the exit status 1. */
 int cli_api_error(int status);
 /* One request that must be answered with status want. Returns 0 with the answer parsed into
@@ -87,5 +89,7 @@ int cli_tty_size(uint16_t *rows, uint16_t *cols);
 extern const char cli_exec_help[];
 int cli_verb_logs(int argc, char **argv, struct opts *o);
 extern const char cli_logs_help[];
+int cli_verb_cp(int argc, char **argv, struct opts *o);       /* cli_cp.c */
+extern const char cli_cp_help[];
 
 #endif

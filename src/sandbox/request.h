@@ -131,6 +131,9 @@ struct exec_req {
 	int32_t timeout_seconds;
 	bool tty;                 /* on a pseudo-terminal of rows x cols (0: 24 x 80) */
 	uint16_t rows, cols;
+	/* the transcript gets the start line and the result, not the output (a file transfer:
+	 * docs/TRANSCRIPTS.md "Quiet commands") */
+	bool quiet;
 };
 
 /* An exec's JSON body, {"cmd": [...], "env", "working_dir", "timeout_seconds", "tty", "rows",

@@ -263,6 +263,8 @@ static void metrics_json(struct json_writer *w, const struct sandbox *sb,
 		json_int_write(w, (int64_t)t->run.dropped[s]);
 		json_key(w, s ? "stderr_mark" : "stdout_mark");
 		json_int_write(w, (int64_t)t->run.mark[s]);
+		json_key(w, s ? "stderr_quiet" : "stdout_quiet");
+		json_int_write(w, (int64_t)t->run.quiet[s]);
 	}
 	json_key(w, "lines_dropped");
 	json_int_write(w, (int64_t)t->run.lines_dropped);
@@ -430,6 +432,7 @@ static void adopt_metrics(struct sandbox *sb, int rfd)
 	for (int s = 0; s < 2; s++) {
 		t->run.dropped[s] = metric(&doc, s ? "stderr_dropped" : "stdout_dropped");
 		t->run.mark[s] = metric(&doc, s ? "stderr_mark" : "stdout_mark");
+		t->run.quiet[s] = metric(&doc, s ? "stderr_quiet" : "stdout_quiet");
 		t->run.cut[s] = t->run.dropped[s] || t->run.mark[s];
 	}
 	t->run.lines_dropped = metric(&doc, "lines_dropped");
@@ -503,7 +506,7 @@ static bool adopt(struct sandbox *sb, int ifd, const char *key)
 		if (t->run.mark[s] > t->run.bytes[s])
 			t->run.mark[s] = t->run.bytes[s];
 		t->run.bytes[s] -= t->run.mark[s];
-		t->out_next[s] = t->run.bytes[s] + t->run.dropped[s];
+		t->out_next[s] = t->run.bytes[s] + t->run.dropped[s] + t->run.quiet[s];
 	}
 	return true;
 }
@@ -706,13 +709,27 @@ size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t le
 	return len;
 }
 
+size_t runlog_quiet(struct sandbox *sb, int stream, size_t len)
+{
+	struct transcript_sb *t = transcript_slot(sb);
+
+	if (stream >= 0 && stream <= 1 && t->run.open)
+		t->run.quiet[stream] += len;
+	return len;
+}
+
+/* A stream with quiet output may also lack the last of it (metrics.json written before
+ * agenticd died): counted as quiet. */
 bool runlog_skip(struct sandbox *sb, int stream, uint64_t len)
 {
 	struct transcript_sb *t = transcript_slot(sb);
 
-	if (stream < 0 || stream > 1 || !t->run.open || !t->run.cut[stream])
+	if (stream < 0 || stream > 1 || !t->run.open || (!t->run.cut[stream] && !t->run.quiet[stream]))
 		return false;
-	t->run.dropped[stream] += len;
+	if (t->run.cut[stream])
+		t->run.dropped[stream] += len;
+	else
+		t->run.quiet[stream] += len;
 	return true;
 }
 

@@ -30,6 +30,7 @@ struct run {
 	 * once, with a mark in its file; what comes after is acked to the init, not written */
 	bool cut[2];
 	uint64_t dropped[2];          /* bytes of the stream not written */
+	uint64_t quiet[2];            /* bytes of quiet commands (exec_req.quiet): counted only */
 	uint64_t mark[2];             /* bytes of the cut's mark in the stream's file */
 	uint64_t lines_dropped;       /* commands.log and events lines not written */
 	uint32_t commands, running;
@@ -167,6 +168,9 @@ static inline void runlog_event(struct sandbox *sb, const char *event)
  * write). Output past the budget is cut: a mark in the file, a transcript_cut event, then
  * counted only (run.dropped, metrics.json). Less than len only for a write that failed. */
 size_t runlog_output(struct sandbox *sb, int stream, const void *data, size_t len);
+/* Output of a quiet command (a file transfer): counted in the run's stream offsets
+ * (metrics.json stdout_quiet, stderr_quiet), never written. Returns len. */
+size_t runlog_quiet(struct sandbox *sb, int stream, size_t len);
 /* Bytes of a cut stream the run has not seen (an adopted run whose metrics.json was older
  * than the cut's last count): counted as dropped; false, and nothing counted, when the
  * stream is not cut (a gap to be sent again). */
