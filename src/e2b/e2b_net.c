@@ -803,3 +803,39 @@ int e2b_net_apply(struct create_req *req, const char *egress_json, struct reques
 {
 	return request_egress_set(req, egress_json, e);
 }
+
+static void info_host(struct json_writer *w, const char *host, uint16_t port, bool suffix,
+		      uint16_t def)
+{
+	char s[EGRESS_HOST_BYTES + 16];
+
+	if (port == def)
+		snprintf(s, sizeof(s), "%s%s", suffix ? "*." : "", host);
+	else
+		snprintf(s, sizeof(s), strchr(host, ':') ? "%s[%s]:%u" : "%s%s:%u",
+			 suffix ? "*." : "", host, (unsigned)port);
+	json_str_write(w, s);
+}
+
+void e2b_net_info(const char *egress_json, struct json_writer *w)
+{
+	char err[8];
+
+	if (!egress_json[0] ||
+	    egress_policy_parse(egress_json, strlen(egress_json), &out, err, sizeof(err)) != 0)
+		memset(&out, 0, sizeof(out));
+	json_obj_begin(w);
+	json_key(w, "allowOut");
+	json_arr_begin(w);
+	for (uint32_t i = 0; i < out.nallow; i++)
+		info_host(w, out.allow[i].host, out.allow[i].port, out.allow[i].suffix, 443);
+	for (uint32_t i = 0; i < out.nroutes; i++)
+		info_host(w, out.routes[i].host, out.routes[i].port, false, 80);
+	json_arr_end(w);
+	json_key(w, "denyOut");
+	json_arr_begin(w);
+	json_str_write(w, "0.0.0.0/0");
+	json_str_write(w, "::/0");
+	json_arr_end(w);
+	json_obj_end(w);
+}

@@ -34,4 +34,12 @@ int e2b_net_policy(const struct config *cfg, const char *body, size_t len, char 
  * proxy's variables in env. Call it once req's env is in. 0, or -1 with e. */
 int e2b_net_apply(struct create_req *req, const char *egress_json, struct request_error *e);
 
+/* What a sandbox with egress policy egress_json ("" none) got, as E2B's SandboxDetail
+ * `network` (getInfo): {"allowOut": [its destinations and routes' hosts: "name", "*.name",
+ * ":port" when not 443], "denyOut": ["0.0.0.0/0", "::/0"]} (what allowOut does not name is
+ * denied). Never a route's header, value or secret file. A policy that does not read is
+ * written as none. */
+struct json_writer;
+void e2b_net_info(const char *egress_json, struct json_writer *w);
+
 #endif

@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "e2b/e2b_net.h"
 #include "egress/policy.h"
+#include "json/json.h"
 
 static struct config cfg;
 static char res[EGRESS_POLICY_BYTES], why[1024];
@@ -341,6 +342,31 @@ static void test_the_result_is_what_a_create_stores(void **state)
 	assert_int_equal(e2b_net_apply(&req, "{\"allow\":7}", &e), -1);
 	assert_int_equal(e.status, 422);
 	assert_string_equal(e.code, "egress_invalid");
+}
+
+static void test_what_the_sandbox_got_as_e2b_network_info(void **state)
+{
+	char text[2048];
+	struct buf b;
+	struct json_writer w;
+
+	set_op(OP);
+	buf_init(&b, text, sizeof(text) - 1);
+	json_writer_init(&w, &b);
+	e2b_net_info(cfg.e2b_egress_json, &w);
+	assert_int_equal(json_writer_finish(&w), 0);
+	text[b.len] = '\0';
+	assert_string_equal(text, "{\"allowOut\":[\"pypi.org\",\"*.githubusercontent.com\","
+			    "\"api.x.com:8443\",\"1.2.3.4\",\"10.9.8.7:5432\",\"api.anthropic.com\"],"
+			    "\"denyOut\":[\"0.0.0.0/0\",\"::/0\"]}");
+	assert_null(strstr(text, "x-api-key"));
+	assert_null(strstr(text, "secrets"));
+	buf_init(&b, text, sizeof(text) - 1);
+	json_writer_init(&w, &b);
+	e2b_net_info("", &w);
+	assert_int_equal(json_writer_finish(&w), 0);
+	text[b.len] = '\0';
+	assert_string_equal(text, "{\"allowOut\":[],\"denyOut\":[\"0.0.0.0/0\",\"::/0\"]}");
 }
 
 /* ---- the policy file ---- */
@@ -726,6 +752,7 @@ int main(void)
 		cmocka_unit_test(test_inbound_options_are_ignored_and_egress_proxy_refused),
 		cmocka_unit_test(test_bad_input_is_refused_and_changes_nothing),
 		cmocka_unit_test(test_the_result_is_what_a_create_stores),
+		cmocka_unit_test(test_what_the_sandbox_got_as_e2b_network_info),
 		cmocka_unit_test(test_the_policy_file_loads_strictly),
 		cmocka_unit_test(test_never_wider_than_the_operator),
 	};
