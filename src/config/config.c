@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -61,6 +62,7 @@ static const struct key keys[] = {
 	{ "egress_io_timeout_ms", K_U32, F(egress_io_timeout_ms), 1000, 3600000 },
 	{ "egress_direct", K_U32, F(egress_direct), 0, 1 },
 	{ "egress_audit_max_bytes", K_BYTES, F(egress_audit_max_bytes), 64u << 10, 1ull << 40 },
+	{ "e2b_egress_policy", K_PATH_OR_EMPTY, F(e2b_egress_policy), 0, 0 },
 	{ "vm_kernel_dir", K_PATH_OR_EMPTY, F(vm_kernel_dir), 0, 0 },
 	{ "vm_accel", K_STR, F(vm_accel), 0, 0 },
 	{ "vm_uid_offset", K_U32, F(vm_uid_offset), 1, 0x7fffffff },
@@ -363,6 +365,60 @@ int config_load(struct config *cfg, const char *path, int explicit_path, char *e
 		snprintf(err, err_size, "%s:%s", path, why);
 		return ERR_PARSE;
 	}
+	return 0;
+}
+
+/* The policy file's bytes into text (cap): its length, or -1 with why. */
+static ssize_t policy_file_read(const char *path, char *text, size_t cap, char *why, size_t n)
+{
+	struct stat st;
+	size_t len = 0;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(why, n, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		snprintf(why, n, "not a regular file");
+	else if (st.st_uid != 0 && st.st_uid != geteuid())
+		snprintf(why, n, "owned by uid %u, not root: it bounds every E2B sandbox's egress",
+			 (unsigned)st.st_uid);
+	else if (st.st_mode & 022)
+		snprintf(why, n, "writable by group or other (mode %04o): it bounds every E2B "
+			 "sandbox's egress; chmod go-w", (unsigned)(st.st_mode & 07777));
+	else if ((r = fd_read_all(fd, text, cap, &len)) == ERR_LIMIT)
+		snprintf(why, n, "larger than %zu bytes", cap - 1);
+	else if (r < 0)
+		snprintf(why, n, "cannot read: %s", strerror((int)-r));
+	else
+		why[0] = '\0';
+	close(fd);
+	return why[0] ? -1 : (ssize_t)len;
+}
+
+int config_e2b_egress_load(struct config *cfg, char *err, size_t err_size)
+{
+	static char text[EGRESS_POLICY_BYTES + 1];
+	static struct egress_policy pol;
+	char why[256];
+	ssize_t len;
+
+	if (!cfg->e2b_egress_policy[0]) {
+		cfg->e2b_egress_json[0] = '\0';
+		return 0;
+	}
+	len = policy_file_read(cfg->e2b_egress_policy, text, sizeof(text), why, sizeof(why));
+	if (len >= 0 && egress_policy_parse(text, (size_t)len, &pol, why, sizeof(why)) != 0)
+		len = -1;
+	if (len < 0) {
+		snprintf(err, err_size, "e2b_egress_policy %s: %s", cfg->e2b_egress_policy, why);
+		return ERR_PARSE;
+	}
+	/* what the reader took fits EGRESS_POLICY_BYTES normalised (policy.h) */
+	len = egress_policy_write(&pol, cfg->e2b_egress_json, sizeof(cfg->e2b_egress_json));
+	ASSERT(len > 0);
 	return 0;
 }
 

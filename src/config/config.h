@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "egress/policy.h"
 
 #define CONFIG_PATH_DEFAULT "/etc/agentic/agenticd.conf"
 /* CONFIG_MAX_ALLOWED_MOUNTS, CONFIG_STR_BYTES, CONFIG_LINE_BYTES and CONFIG_FILE_MAX_BYTES
@@ -52,6 +53,10 @@ struct config {
 	char secret_dir[CONFIG_STR_BYTES];      /* where a route's secret_file may be */
 	uint32_t egress_io_timeout_ms;          /* a worker's idle limit either way */
 	uint64_t egress_audit_max_bytes;        /* a run's egress.jsonl, at most */
+	/* the most egress an E2B sandbox may get (docs/E2B.md "Network options"): a policy file,
+	 * "": none at all; and its policy, normalised, as config_e2b_egress_load read it */
+	char e2b_egress_policy[CONFIG_STR_BYTES];
+	char e2b_egress_json[EGRESS_POLICY_BYTES];
 	bool min_tier_t1;                       /* min_tier = T1: a create that would be T0 is refused */
 	/* the VM runtime (docs/VM.md) */
 	char vm_kernel_dir[CONFIG_STR_BYTES];   /* vmlinuz and modules/; "": beside the binary */
@@ -76,6 +81,12 @@ int config_load(struct config *cfg, const char *path, int explicit_path, char *e
 
 /* The i-th key the parser knows, or NULL past the last. */
 const char *config_key_name(size_t i);
+
+/* Reads the policy file e2b_egress_policy names (root's or agenticd's own, not writable by
+ * group or other, a regular file of at most EGRESS_POLICY_BYTES, egress/policy.h's format)
+ * into e2b_egress_json, normalised; unset: "". At start: a bad file stops agenticd. 0, or
+ * ERR_PARSE / -errno with "e2b_egress_policy FILE: what is wrong" in err and cfg unchanged. */
+int config_e2b_egress_load(struct config *cfg, char *err, size_t err_size);
 
 /* Environment overrides named in the docs (AGENTSHARE_ROOT). */
 void config_apply_env(struct config *cfg);

@@ -683,6 +683,10 @@ static int config_read(struct daemon *d, const char *path, bool explicit_path)
 		fprintf(stderr, "agenticd: %s: %s\n", path, err);
 		return -1;
 	}
+	if (config_e2b_egress_load(&d->cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "agenticd: %s\n", err);
+		return -1;
+	}
 	config_log_apply(&d->cfg);
 	profile_bytes = seccomp_opt_for(&d->cfg, d->seccomp_opt, sizeof(d->seccomp_opt), err,
 					sizeof(err));
