@@ -112,6 +112,8 @@ $(BUILD)/asan/src/workspace/host.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
 $(BUILD)/asan/src/workspace/host.o: | $(ASAN_BEARSSL)
 $(BUILD)/asan/src/vmimage/image.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
 $(BUILD)/asan/src/vmimage/image.o: | $(ASAN_BEARSSL)
+$(BUILD)/asan/src/e2b/e2b_state.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
+$(BUILD)/asan/src/e2b/e2b_state.o: | $(ASAN_BEARSSL)
 
 $(BUILD)/asan/libagentic.a: $(TEST_OBJS) | $(ASAN_BEARSSL)
 	rm -f $@

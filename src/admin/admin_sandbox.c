@@ -103,7 +103,7 @@ static bool claim_start(struct admin_conn *c, struct sandbox *sb, const struct c
 		sandbox_claim_undo(sb);
 		return false;
 	}
-	sandbox_waiter_set(sb, (int32_t)admin_conn_index(c), c->gen);
+	sandbox_waiter_set(sb, SB_WAITER_ADMIN, (int32_t)admin_conn_index(c), c->gen);
 	c->phase = AC_WAIT;
 	return true;
 }
@@ -209,7 +209,7 @@ void admin_create_start(struct admin_conn *c)
 		admin_respond_error(c, 400, "bad_request", "cmd, labels or mounts too long to keep");
 		return;
 	}
-	sandbox_waiter_set(sb, (int32_t)admin_conn_index(c), c->gen);
+	sandbox_waiter_set(sb, SB_WAITER_ADMIN, (int32_t)admin_conn_index(c), c->gen);
 	c->phase = AC_WAIT;
 	lifecycle_create(sb, req);
 }
@@ -256,7 +256,7 @@ void admin_remove_start(struct admin_conn *c, struct sandbox *sb, const char *qu
 		admin_respond_error(c, 409, "busy", "the sandbox is already being removed");
 		return;
 	}
-	sandbox_waiter_set(sb, (int32_t)admin_conn_index(c), c->gen);
+	sandbox_waiter_set(sb, SB_WAITER_ADMIN, (int32_t)admin_conn_index(c), c->gen);
 	c->phase = AC_WAIT;
 	lifecycle_remove(sb, admin_query_flag(query, "force"), admin_query_flag(query, "keep_workspace"));
 }

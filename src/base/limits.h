@@ -135,6 +135,31 @@ _Static_assert(GRPC_DEADLINE_GRACE_MS >= 100 && GRPC_DEADLINE_GRACE_MS <= 1000,
 #define LIMIT_ADMIN_OUT_BYTES (32u * 1024u)
 /* An idle admin connection is closed after this long. */
 #define LIMIT_ADMIN_IDLE_MS 60000
+/* The E2B listener (src/e2b/): a connection's request head, read buffer, whole body (a
+ * control-plane create, a unary Connect message) and output (a whole answer, or a streamed
+ * answer's chunks as they go). A head must arrive within LIMIT_E2B_HEAD_MS of its first byte,
+ * a whole body within LIMIT_E2B_BODY_MS, a streamed body may pause at most
+ * LIMIT_E2B_STALL_MS; an idle keep-alive socket lives LIMIT_E2B_IDLE_MS (the Keep-Alive hint
+ * says LIMIT_E2B_KEEPALIVE_S: the client closes first). */
+#define LIMIT_E2B_HEAD_BYTES (8u * 1024u)
+#define LIMIT_E2B_READ_BYTES (4u * 1024u)
+#define LIMIT_E2B_BODY_BYTES (32u * 1024u)
+#define LIMIT_E2B_OUT_BYTES (32u * 1024u)
+#define LIMIT_E2B_HEAD_MS 10000
+#define LIMIT_E2B_BODY_MS 30000
+#define LIMIT_E2B_STALL_MS 60000
+#define LIMIT_E2B_KEEPALIVE_S 30
+#define LIMIT_E2B_IDLE_MS 35000
+#define LIMIT_E2B_CONNECTIONS 4096
+/* E2B's own fields of a sandbox (template, metadata, token hash, start) in its record. */
+#define LIMIT_E2B_RECORD_BYTES 3072u
+#define LIMIT_E2B_METADATA_BYTES 2048u
+_Static_assert(LIMIT_E2B_KEEPALIVE_S >= 5 && LIMIT_E2B_IDLE_MS > LIMIT_E2B_KEEPALIVE_S * 1000,
+	       "undici keeps an idle socket 4 s unless told: the hint is longer, and kept");
+_Static_assert(LIMIT_E2B_BODY_BYTES <= LIMIT_ADMIN_BODY_BYTES &&
+	       LIMIT_E2B_METADATA_BYTES + 512u <= LIMIT_E2B_RECORD_BYTES &&
+	       LIMIT_E2B_HEAD_BYTES <= LIMIT_HTTP_HEAD_BYTES,
+	       "an E2B create fits a create request; metadata fits the record");
 /* What one create may ask for. */
 #define LIMIT_SANDBOX_ENV 128
 #define LIMIT_SANDBOX_CMD_ARGS 64

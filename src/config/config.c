@@ -6,11 +6,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include "config/config.h"
 
 enum key_type { K_STR, K_PATH, K_PATH_OR_EMPTY, K_U32, K_BYTES, K_CIDR, K_MOUNTS, K_LEVEL,
-		K_TIER };
+		K_TIER, K_LISTEN };
 
 struct key {
 	const char *name;
@@ -68,6 +69,9 @@ static const struct key keys[] = {
 	{ "vm_uid_offset", K_U32, F(vm_uid_offset), 1, 0x7fffffff },
 	{ "vm_ready_timeout_ms", K_U32, F(vm_ready_timeout_ms), 1000, 600000 },
 	{ "vm_credentials_dir", K_PATH, F(vm_credentials_dir), 0, 0 },
+	{ "e2b_listen", K_LISTEN, F(e2b_listen), 0, 0 },
+	{ "e2b_max_connections", K_U32, F(e2b_max_connections), 1, LIMIT_E2B_CONNECTIONS },
+	{ "e2b_base_image", K_STR, F(e2b_base_image), 0, 0 },
 };
 
 const char *config_key_name(size_t i)
@@ -123,6 +127,43 @@ void config_defaults(struct config *cfg)
 	cfg->vm_uid_offset = 800000;
 	cfg->vm_ready_timeout_ms = 120000;
 	set_str(cfg->vm_credentials_dir, "/etc/agentic/credentials");
+	/* e2b_listen "": the E2B listener is off */
+	cfg->e2b_max_connections = 128;
+	set_str(cfg->e2b_base_image, "agentic/e2b:local");
+}
+
+/* "HOST:PORT": an IPv4 literal, or an IPv6 one in brackets, and a port from 1 to 65535. */
+int config_listen_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	unsigned long port;
+	char *end;
+	size_t hl;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!colon || colon == s)
+		return -EINVAL;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || port < 1 || port > 65535)
+		return -EINVAL;
+	hl = (size_t)(colon - s);
+	if (s[0] == '[' && hl > 2 && s[hl - 1] == ']' && hl - 2 < sizeof(host)) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		snprintf(host, sizeof(host), "%.*s", (int)(hl - 2), s + 1);
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*a);
+		return inet_pton(AF_INET6, host, &a->sin6_addr) == 1 ? 0 : -EINVAL;
+	}
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	snprintf(host, sizeof(host), "%.*s", (int)hl, s);
+	((struct sockaddr_in *)ss)->sin_family = AF_INET;
+	((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	*len = sizeof(struct sockaddr_in);
+	return inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
 /* Decimal with an optional binary suffix (k, m, g, t; "KiB" spellings accepted). */
@@ -208,6 +249,19 @@ static int set_key(struct config *cfg, const struct key *k, const char *val, cha
 	uint64_t v;
 
 	switch (k->type) {
+	case K_LISTEN: {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
+		if (*val && (strlen(val) >= CONFIG_STR_BYTES ||
+			     config_listen_addr(val, &ss, &len) != 0)) {
+			snprintf(why, why_size, "%s is HOST:PORT with an IPv4 address or a bracketed "
+				 "IPv6 one ([::1]:PORT), or empty (off)", k->name);
+			return ERR_PARSE;
+		}
+		set_str((char *)field, val);
+		return 0;
+	}
 	case K_PATH_OR_EMPTY:
 		if (!*val) {
 			*(char *)field = '\0';
@@ -443,6 +497,7 @@ static const char *key_text(const struct config *cfg, const struct key *k, char 
 	case K_STR:
 	case K_PATH:
 	case K_PATH_OR_EMPTY:
+	case K_LISTEN:
 		snprintf(out, size, "%s", (const char *)field);
 		break;
 	case K_U32:

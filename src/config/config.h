@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "base/base.h"
 #include "egress/policy.h"
@@ -64,7 +65,14 @@ struct config {
 	uint32_t vm_uid_offset;                 /* QEMU's uid: the control uid + this */
 	uint32_t vm_ready_timeout_ms;           /* a VM's boot and its init's registration */
 	char vm_credentials_dir[CONFIG_STR_BYTES]; /* a VM's credential_refs: ID's secret is ID */
+	/* the E2B-compatible API (docs/E2B.md) */
+	char e2b_listen[CONFIG_STR_BYTES];      /* HOST:PORT of its TCP listener; "": off */
+	uint32_t e2b_max_connections;           /* its connections at once */
+	char e2b_base_image[CONFIG_STR_BYTES];  /* the image of E2B's template "base" */
 };
+
+/* "HOST:PORT" (an IPv4 literal, or [IPv6]) into a socket address: 0 or -EINVAL. */
+int config_listen_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len);
 
 /* Fills cfg with the built-in defaults (config/agenticd.conf documents each). */
 void config_defaults(struct config *cfg);

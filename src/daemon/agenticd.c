@@ -21,6 +21,7 @@
 #include "agent/exec.h"
 #include "config/profiles.h"
 #include "daemon/daemon.h"
+#include "e2b/e2b.h"
 #include "egress/broker.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
@@ -73,6 +74,8 @@ struct budget {
 	size_t egress;                 /* the egress slots and their buffers */
 	size_t agents;                 /* the agent connection state of each sandbox slot */
 	size_t transcripts;            /* the transcript state of each sandbox slot */
+	size_t e2b;                    /* the E2B listener's connections and fields (0: off) */
+	uint32_t e2b_conns;
 	struct grpc_server_config gcfg;
 	struct grpc_server_config acfg; /* gRPC Exec on the admin socket */
 	struct docker_client_config dcfg;
@@ -157,8 +160,10 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	b->docker = heap_block(docker_client_footprint(&b->dcfg));
 	b->scratch = 2 * heap_block(recover_scratch_bytes(cfg->max_sandboxes));
 	b->egress = round64(egress_storage_bytes(cfg));
+	b->e2b_conns = cfg->e2b_listen[0] ? cfg->e2b_max_connections : 0;
+	b->e2b = round64(e2b_storage_bytes(b->e2b_conns, cfg->max_sandboxes));
 	b->total_region = b->sandboxes + b->admin + b->jobs + b->grpc + b->agrpc + b->egress +
-			  b->agents + b->transcripts;
+			  b->agents + b->transcripts + b->e2b;
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + heap_block(runtime_vm_storage_bytes(cfg->max_sandboxes)) +
 			(1u << 20);
@@ -287,6 +292,9 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 		r = grpc_server_init(&b->acfg, carve(&p, b->agrpc), b->agrpc, &d->admin_grpc);
 	if (r != 0)
 		return r;
+	e2b_init(&(struct e2b_config){ .cfg = cfg, .storage = carve(&p, b->e2b),
+				       .nconns = b->e2b_conns, .nsb = d->nsb, .epfd = d->epfd,
+				       .tag_listen = TAG_E2B_LISTEN, .tag_conn = TAG_E2B_CONN });
 	/* the budget's seal: what was carved is what budget_compute counted, no more */
 	ASSERT((size_t)(p - region) <= b->total_region);
 	admin_init(&(struct admin_config){
@@ -322,6 +330,8 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 			&fd, err, err_size);
 	if (r == 0)
 		admin_listen(fd);
+	if (r == 0 && e2b_listen(err, err_size) != 0)
+		r = -EINVAL;
 	return r;
 }
 
@@ -523,7 +533,7 @@ static bool arm_timer(struct daemon *d)
 	int64_t now = clock_mono_ms(), next = lifecycle_next_deadline(now), rl = runlog_next_deadline();
 	bool due = next <= now;
 	int64_t retry = agent_next_deadline(), ver = verify_next_deadline(now);
-	int64_t eg = egress_next_deadline();
+	int64_t eg = egress_next_deadline(), e2 = e2b_next_deadline();
 	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
 	struct itimerspec its = { 0 };
 
@@ -535,7 +545,9 @@ static bool arm_timer(struct daemon *d)
 		next = ver;
 	if (eg < next)
 		next = eg;
-	due |= ver <= now;
+	if (e2 < next)
+		next = e2;
+	due |= ver <= now || e2 <= now;
 	if (g >= 0 && now + g < next)
 		next = now + g;
 	if (ag >= 0 && now + ag < next)
@@ -567,11 +579,24 @@ static void on_signal(struct daemon *d)
 			log_info("stopping", "signal=%u creates_in_flight_roll_back=1 sandboxes_keep_running=1",
 				 si.ssi_signo);
 			admin_shutdown();
+			e2b_shutdown();
 			egress_shutdown();
 			d->stopping = true;
 			lifecycle_shutdown();
 		}
 	}
+}
+
+/* Every module's timers and deferred work, at each turn of the loop. */
+static void ticks(void)
+{
+	lifecycle_tick(clock_mono_ms());
+	agent_tick(clock_mono_ms());
+	runlog_tick(clock_mono_ms());
+	verify_tick(clock_mono_ms());
+	egress_tick(clock_mono_ms());
+	admin_tick(clock_mono_ms());
+	e2b_tick(clock_mono_ms());
 }
 
 static int run_loop(struct daemon *d)
@@ -626,23 +651,25 @@ static int run_loop(struct daemon *d)
 			case TAG_EGRESS_LISTEN:
 				egress_listen_event(idx);
 				break;
+			case TAG_E2B_LISTEN:
+				e2b_accept();
+				break;
+			case TAG_E2B_CONN:
+				e2b_event(idx, evs[i].events);
+				break;
 			}
 		}
 		if (grpc_server_timeout(d->grpc) == 0)
 			grpc_server_run(d->grpc, 0);
 		if (grpc_server_timeout(d->admin_grpc) == 0)
 			grpc_server_run(d->admin_grpc, 0);
-		lifecycle_tick(clock_mono_ms());
-		agent_tick(clock_mono_ms());
-		runlog_tick(clock_mono_ms());
-		verify_tick(clock_mono_ms());
-		egress_tick(clock_mono_ms());
-		admin_tick(clock_mono_ms());
+		ticks();
 		if (d->stopping) {
 			if (!stop_started)
 				stop_started = clock_mono_ms();
 			/* answers to the clients of rolled-back creates get a moment to leave */
-			if (!lifecycle_busy() && (!admin_answering() || clock_mono_ms() - stop_started > 5000)) {
+			if (!lifecycle_busy() && ((!admin_answering() && !e2b_answering()) ||
+						  clock_mono_ms() - stop_started > 5000)) {
 				/* the runs go on without us: their metrics as they are now */
 				runlog_tick(INT64_MAX);
 				return 0;
@@ -740,11 +767,12 @@ static int budget_take(struct daemon *d, struct budget *b, uint8_t **region)
 	log_info("memory budget", "budget_bytes=%zu max_sandboxes=%u sandbox_table_bytes=%zu "
 		 "sandbox_bytes=%zu admin_connections=%u admin_bytes=%zu agent_connections=%u "
 		 "agent_guest_connections=%u grpc_bytes=%zu admin_grpc_bytes=%zu docker_bytes=%zu recovery_bytes=%zu "
-		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu verify_bytes=%zu", d->budget,
+		 "exec_sessions=%u exec_table_bytes=%zu image_bytes=%zu verify_bytes=%zu "
+		 "e2b_connections=%u e2b_bytes=%zu", d->budget,
 		 d->cfg.max_sandboxes, b->sandboxes, sizeof(struct sandbox),
 		 d->cfg.max_admin_connections, b->admin, b->gcfg.reserved_connections,
 		 b->gcfg.max_connections, b->grpc, b->agrpc, b->docker,
-		 b->scratch, exec_table_slots(), b->execs, b->image, b->verify);
+		 b->scratch, exec_table_slots(), b->execs, b->image, b->verify, b->e2b_conns, b->e2b);
 	return 0;
 }
 
@@ -798,6 +826,7 @@ static int start_up(struct daemon *d, struct budget *b, uint8_t *region)
 		return fail("cannot set up the runtime", err_str(r));
 	if (recover_state(d->rt, err, sizeof(err)) != 0)
 		return fail("cannot recover the sandboxes", err);
+	e2b_recover();
 	if (open_sockets(d, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
 	if (!host_rights_refused)

@@ -1,11 +1,12 @@
 /* daemon_hooks.c: the lifecycle's hooks as agenticd wires them (agenticd_hooks): what a
- * sandbox's life reports to the parts above the lifecycle: the admin API's waiting client
- * answered, the agent socket told, exec sessions, transcripts and the egress listener ended,
+ * sandbox's life reports to the parts above the lifecycle: the waiting client answered (the
+ * admin API's or the E2B API's), the agent socket told, exec sessions, transcripts and the egress listener ended,
  * a taint traced once the sandbox's run is open. tests/sim runs these, with its own answers. */
 #include "admin/admin.h"
 #include "agent/agent.h"
 #include "agent/exec.h"
 #include "daemon/daemon.h"
+#include "e2b/e2b.h"
 #include "egress/broker.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/taint.h"
@@ -14,19 +15,37 @@
 #include "sandbox/sandbox.h"
 #include "transcript/runlog.h"
 
+/* The front end waiting for sb's create or remove gets its answer. */
+static void finish_sandbox(const struct sandbox *sb, int status)
+{
+	if (sb->waiter_kind == SB_WAITER_E2B)
+		e2b_finish_sandbox(sb->waiter, sb->waiter_gen, sb, status);
+	else
+		admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, status);
+}
+
+static void finish_error(const struct sandbox *sb)
+{
+	if (sb->waiter_kind == SB_WAITER_E2B)
+		e2b_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
+	else
+		admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code,
+				   sb->error);
+}
+
 static void hook_created(void *ctx, struct sandbox *sb, int64_t took_ms)
 {
 	(void)ctx;
 	if (!sb->pool)
 		metrics_provision(took_ms);
-	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
+	finish_sandbox(sb, 201);
 }
 
 static void hook_claim_refused(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
-	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
-	sandbox_waiter_set(sb, -1, sb->waiter_gen);
+	finish_error(sb);
+	sandbox_waiter_set(sb, sb->waiter_kind, -1, sb->waiter_gen);
 }
 
 static void hook_claim_send(void *ctx, struct sandbox *sb)
@@ -38,13 +57,13 @@ static void hook_claim_send(void *ctx, struct sandbox *sb)
 static void hook_create_failed(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
-	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
+	finish_error(sb);
 }
 
 static void hook_removed(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
-	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 200);
+	finish_sandbox(sb, 200);
 }
 
 static void hook_pid_known(void *ctx, struct sandbox *sb)
@@ -63,6 +82,7 @@ static void hook_stopped(void *ctx, struct sandbox *sb, const char *exec_why, co
 {
 	(void)ctx;
 	egress_listener_stop(sb);
+	e2b_sandbox_gone(sb);
 	exec_sandbox_gone(sb, exec_why);
 	runlog_stop(sb, run_why);
 }
@@ -73,6 +93,7 @@ static void hook_released(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
 	agent_forget(sb);
+	e2b_sandbox_gone(sb);
 	egress_listener_drop(sb);
 	untraced_drop(sb);
 }

@@ -220,6 +220,7 @@ static void adopt_record(struct sandbox *sb, const struct rec *rec)
 	sb->ready_ms = rec->sb.ready_ms;
 	sb->disk_bytes = rec->sb.disk_bytes;
 	sb->transcript_bytes = rec->sb.transcript_bytes;
+	memcpy(sb->e2b_json, rec->sb.e2b_json, sizeof(sb->e2b_json)); /* the E2B API's fields */
 	sb->writable_root = rec->sb.writable_root;
 	sb->vm = rec->sb.vm;     /* its runtime takes its QEMU back at start (runtime_vm.h) */
 	sb->posture = rec->sb.posture;   /* its reasons at create and its taints: sticky */

@@ -79,6 +79,11 @@ static void record_fields(struct json_writer *w, const struct sandbox *sb)
 	/* the policy's normalised text ("" for none), so a restarted agenticd enforces it */
 	json_key(w, "egress");
 	json_str_write(w, sb->egress_json);
+	/* the E2B API's fields (a token's hash, never the token) */
+	if (sb->e2b_json[0]) {
+		json_key(w, "e2b");
+		json_str_write(w, sb->e2b_json);
+	}
 	json_obj_end(w);
 }
 
@@ -116,7 +121,8 @@ static int write_atomic(const char *dir, const struct buf *b)
 int sandbox_record_write(const struct config *cfg, const struct sandbox *sb)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES + LIMIT_SANDBOX_LABEL_BYTES +
-			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES];
+			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES +
+			 2 * LIMIT_E2B_RECORD_BYTES];
 	char dir[LIMIT_PATH_BYTES];
 	struct buf b;
 	struct json_writer w;
@@ -156,7 +162,8 @@ static int read_strrun(const struct json_doc *doc, int arr, char *run, uint32_t 
 static int record_load(const char *dir, struct json_doc *doc)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES * 2 + LIMIT_SANDBOX_LABEL_BYTES * 2 +
-			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384 + 2 * EGRESS_POLICY_BYTES];
+			 LIMIT_SANDBOX_MOUNT_BYTES * 2 + 16384 + 2 * EGRESS_POLICY_BYTES +
+			 2 * LIMIT_E2B_RECORD_BYTES];
 	static struct json_token tok[2048];
 	char path[LIMIT_PATH_BYTES + 16];
 	ssize_t n;
@@ -269,6 +276,8 @@ static int read_policies(const struct json_doc *doc, struct sandbox *sb)
 		log_warn("sandbox.json egress policy unreadable; egress off", "name=%s",
 			 log_q(sb->name));
 	}
+	if (json_str(doc, json_obj_get(doc, 0, "e2b"), sb->e2b_json, sizeof(sb->e2b_json)) < 0)
+		sb->e2b_json[0] = '\0';
 	return 0;
 }
 

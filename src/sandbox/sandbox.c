@@ -323,8 +323,10 @@ int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *
 
 /* ---- what the modules above tell a sandbox's record ---- */
 
-void sandbox_waiter_set(struct sandbox *sb, int32_t conn, uint32_t gen)
+void sandbox_waiter_set(struct sandbox *sb, enum sb_waiter_kind kind, int32_t conn,
+			uint32_t gen)
 {
+	sb->waiter_kind = kind;
 	sb->waiter = conn;
 	sb->waiter_gen = gen;
 }
@@ -332,6 +334,12 @@ void sandbox_waiter_set(struct sandbox *sb, int32_t conn, uint32_t gen)
 void sandbox_egress_json_set(struct sandbox *sb, const char *json)
 {
 	snprintf(sb->egress_json, sizeof(sb->egress_json), "%s", json);
+}
+
+bool sandbox_e2b_json_set(struct sandbox *sb, const char *json)
+{
+	return (size_t)snprintf(sb->e2b_json, sizeof(sb->e2b_json), "%s", json) <
+	       sizeof(sb->e2b_json);
 }
 
 void sandbox_auth_mark(struct sandbox *sb, int64_t mono_ms)

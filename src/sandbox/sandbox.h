@@ -62,6 +62,9 @@ enum lc_state {
 #define LC_PEND_DIE 2
 #define LC_PEND_DESTROY 4
 
+/* Which front end waits for a create or remove (sandbox_waiter_set). */
+enum sb_waiter_kind { SB_WAITER_ADMIN = 0, SB_WAITER_E2B = 1 };
+
 _Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
 
 struct sandbox {
@@ -112,9 +115,13 @@ struct sandbox {
 	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
 	char egress_json[EGRESS_POLICY_BYTES];
-	/* the admin connection waiting for this create or remove, or -1 */
+	/* the front end's connection waiting for this create or remove, or -1, and whose */
 	int32_t waiter;
 	uint32_t waiter_gen;
+	enum sb_waiter_kind waiter_kind;
+	/* the E2B API's own fields (e2b/e2b_state.c: template, metadata, token hash, start), a
+	 * JSON object kept in sandbox.json so a restart keeps them; "": not an E2B sandbox */
+	char e2b_json[LIMIT_E2B_RECORD_BYTES];
 	int err_status;               /* HTTP status of a failed create */
 	const char *err_code;         /* its API error code */
 	char error[SB_ERROR_BYTES];
@@ -199,12 +206,15 @@ int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *
 pid_t sandbox_pidfd_pid(int pidfd);
 
 
-/* What the modules above tell a sandbox's record, each written here only: the admin
+/* What the modules above tell a sandbox's record, each written here only: the front end's
  * connection waiting for its create or remove (-1: none), its egress policy (normalised
- * JSON, "" for none), when its init's stream was accepted (monotonic ms), and the init's
- * last log lines (set, or appended keeping the tail that fits). */
-void sandbox_waiter_set(struct sandbox *sb, int32_t conn, uint32_t gen);
+ * JSON, "" for none), the E2B API's fields (JSON, "" for none; false when it does not fit),
+ * when its init's stream was accepted (monotonic ms), and the init's last log lines (set, or
+ * appended keeping the tail that fits). */
+void sandbox_waiter_set(struct sandbox *sb, enum sb_waiter_kind kind, int32_t conn,
+			uint32_t gen);
 void sandbox_egress_json_set(struct sandbox *sb, const char *json);
+bool sandbox_e2b_json_set(struct sandbox *sb, const char *json);
 void sandbox_auth_mark(struct sandbox *sb, int64_t mono_ms);
 void sandbox_init_log_set(struct sandbox *sb, const char *text, size_t len);
 void sandbox_init_log_append(struct sandbox *sb, const char *data, size_t len);

@@ -1,0 +1,54 @@
+/* e2b_internal.h: e2b/'s own header (nothing outside src/e2b includes it): what the module's
+ * files share beyond contract C2 (e2b_conn.h). e2b_conn.h lists which file may call which. */
+#ifndef AGENTIC_E2B_INTERNAL_H
+#define AGENTIC_E2B_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "e2b/e2b.h"
+#include "e2b/e2b_conn.h"
+#include "e2b/e2b_state.h"
+
+struct config;
+
+
+/* ---- e2b_user.c ---- */
+/* A query's parameter, percent-decoded, cut to size; "" when absent. */
+void e2b_query_value(const char *query, const char *name, char *out, size_t size);
+/* The request is a Connect call (process.Process, filesystem.Filesystem). */
+bool e2b_is_connect(const struct e2b_conn *c);
+
+/* ---- e2b_api.c: the control plane's handlers (arg: the path's sandbox id, or "") ---- */
+void e2b_api_create(struct e2b_conn *c, const char *arg);
+void e2b_api_connect(struct e2b_conn *c, const char *id);
+void e2b_api_get(struct e2b_conn *c, const char *id);
+void e2b_api_delete(struct e2b_conn *c, const char *id);
+void e2b_api_timeout(struct e2b_conn *c, const char *id);
+void e2b_api_list(struct e2b_conn *c, const char *arg);
+/* The create slots (ncreates of storage): creates in flight at once. */
+#define E2B_CREATES 16
+size_t e2b_api_bytes(uint32_t ncreates);
+void e2b_api_start(const struct config *cfg, void *storage, uint32_t ncreates);
+/* The sandbox an id names for the API: made through it, and not going; NULL: 404 for it. */
+struct sandbox *e2b_api_sandbox(const char *id);
+/* The API is stopping (agenticd's SIGTERM): creates are refused. */
+void e2b_api_stop(void);
+
+/* ---- what the other modules give (H6's and H8's, stubbed in e2b_stubs.c until merged) ---- */
+bool e2b_key_valid(const char *key);
+int e2b_keys_open(const char *state_dir);
+int e2b_net_policy(const struct config *cfg, const char *body, size_t len, char *egress_json,
+		   size_t cap, char *why, size_t why_cap);
+struct create_req;
+struct request_error;
+struct runtime_vm;
+enum sb_waiter_kind;
+struct sandbox *lifecycle_admit(struct create_req *req, const struct runtime_vm *vm,
+				enum sb_waiter_kind kind, int32_t conn, uint32_t gen,
+				struct request_error *e);
+int lifecycle_expiry_set(struct sandbox *sb, int64_t at_ms);
+int64_t lifecycle_expiry(const struct sandbox *sb);
+
+#endif
