@@ -1,11 +1,12 @@
 /* daemon_hooks.c: the lifecycle's hooks as agenticd wires them (agenticd_hooks): what a
- * sandbox's life reports to the parts above the lifecycle: the admin API's waiting client
- * answered, the agent socket told, exec sessions, transcripts and the egress listener ended,
+ * sandbox's life reports to the parts above the lifecycle: the waiting client answered
+ * through its front end (admin API or E2B API, by sb->waiter_kind), the agent socket told, exec sessions, transcripts and the egress listener ended,
  * a taint traced once the sandbox's run is open. tests/sim runs these, with its own answers. */
 #include "admin/admin.h"
 #include "agent/agent.h"
 #include "agent/exec.h"
 #include "daemon/daemon.h"
+#include "e2b/e2b.h"
 #include "egress/broker.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/taint.h"
@@ -14,19 +15,38 @@
 #include "sandbox/sandbox.h"
 #include "transcript/runlog.h"
 
+/* The waiting client's answer, through the front end it came from. */
+static void finish_sandbox(struct sandbox *sb, int status)
+{
+	if (sb->waiter_kind == SB_WAITER_E2B)
+		e2b_finish_sandbox(sb->waiter, sb->waiter_gen, sb, status);
+	else
+		admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, status);
+}
+
+static void finish_error(struct sandbox *sb)
+{
+	if (sb->waiter_kind == SB_WAITER_E2B)
+		e2b_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code,
+				 sb->error);
+	else
+		admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code,
+				   sb->error);
+}
+
 static void hook_created(void *ctx, struct sandbox *sb, int64_t took_ms)
 {
 	(void)ctx;
 	if (!sb->pool)
 		metrics_provision(took_ms);
-	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 201);
+	finish_sandbox(sb, 201);
 }
 
 static void hook_claim_refused(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
-	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
-	sandbox_waiter_set(sb, -1, sb->waiter_gen);
+	finish_error(sb);
+	sandbox_waiter_set(sb, SB_WAITER_ADMIN, -1, sb->waiter_gen);
 }
 
 static void hook_claim_send(void *ctx, struct sandbox *sb)
@@ -38,13 +58,13 @@ static void hook_claim_send(void *ctx, struct sandbox *sb)
 static void hook_create_failed(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
-	admin_finish_error(sb->waiter, sb->waiter_gen, sb->err_status, sb->err_code, sb->error);
+	finish_error(sb);
 }
 
 static void hook_removed(void *ctx, struct sandbox *sb)
 {
 	(void)ctx;
-	admin_finish_sandbox(sb->waiter, sb->waiter_gen, sb, 200);
+	finish_sandbox(sb, 200);
 }
 
 static void hook_pid_known(void *ctx, struct sandbox *sb)
@@ -159,4 +179,6 @@ const struct lifecycle_hooks agenticd_hooks = {
 	.network_read = hook_network_read,
 	.agent_ready = hook_agent_ready,
 	.agent_is_ready = agent_is_ready,
+	.secret_read = egress_secret_read,
+	.secret_check = egress_secret_check,
 };

@@ -186,6 +186,13 @@ struct lifecycle_hooks {
 	void (*agent_ready)(void *ctx, struct sandbox *sb);
 	/* Whether the agent is READY now (agent.h: agent_is_ready); NULL: never. */
 	bool (*agent_is_ready)(void *ctx, const struct sandbox *sb);
+	/* A create's admission (lifecycle_admit) of the secrets the broker reads: a VM
+	 * credential's file (egress_secret_read: its length or -1) and a policy's secret files
+	 * (egress_secret_check: 0, or -1 with why). NULL: a credential is refused, a policy's
+	 * files are not checked. */
+	long (*secret_read)(const char *path, uint8_t *out);
+	int (*secret_check)(const struct config *cfg, const struct egress_policy *pol, char *why,
+			    size_t cap);
 	int64_t (*mono_ms)(void);     /* NULL: clock_mono_ms */
 	int64_t (*wall_ms)(void);     /* NULL: clock_wall_ms */
 	void *ctx;
@@ -266,6 +273,19 @@ bool lifecycle_going(const struct sandbox *sb);
  * on) when one is broken. */
 bool lifecycle_check(const struct sandbox *sb);
 const char *lifecycle_state_name(enum lc_state s);
+
+/* A parsed create admitted (admit.c), for any front end: refused by tier (422 tier_refused),
+ * the VM runtime unavailable (422 runtime_unavailable), a VM's credentials unreadable or too
+ * large (422 credential_unavailable, credentials_too_large), a policy's secret outside
+ * secret_dir (422 egress_invalid), its name taken (409 name_taken), at capacity (503
+ * capacity), too long to keep (400); else a warm sandbox claimed when one fits, or a slot and
+ * lifecycle_create. The sandbox, its waiter (kind, conn, gen) set: the answer comes through
+ * the hooks (it may already have come: the slot may be free again); or NULL with e filled
+ * and nothing changed. vm: the VM runtime (NULL: none). */
+struct runtime_vm;
+struct sandbox *lifecycle_admit(struct create_req *req, const struct runtime_vm *vm,
+				enum sb_waiter_kind kind, int32_t conn, uint32_t gen,
+				struct request_error *e);
 
 /* What a create keeps with its sandbox before lifecycle_create (keep.c): its cmd, labels,
  * mounts, posture (hw: a VM on a hardware hypervisor) and egress policy; 0, or a negative

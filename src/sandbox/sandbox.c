@@ -323,8 +323,10 @@ int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *
 
 /* ---- what the modules above tell a sandbox's record ---- */
 
-void sandbox_waiter_set(struct sandbox *sb, int32_t conn, uint32_t gen)
+void sandbox_waiter_set(struct sandbox *sb, enum sb_waiter_kind kind, int32_t conn,
+			uint32_t gen)
 {
+	sb->waiter_kind = kind;
 	sb->waiter = conn;
 	sb->waiter_gen = gen;
 }

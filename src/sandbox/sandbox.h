@@ -64,6 +64,10 @@ enum lc_state {
 
 _Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
 
+/* Which front end waits for a sandbox's create or remove (sandbox.waiter): the daemon's
+ * hooks answer it through that front end's connection table. */
+enum sb_waiter_kind { SB_WAITER_ADMIN = 0, SB_WAITER_E2B = 1 };
+
 struct sandbox {
 	enum sb_state state;          /* the phase, set from lc (lifecycle/steps.c) */
 	enum lc_state lc;             /* where its life is (lifecycle.h) */
@@ -112,9 +116,10 @@ struct sandbox {
 	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
 	char egress_json[EGRESS_POLICY_BYTES];
-	/* the admin connection waiting for this create or remove, or -1 */
+	/* the connection waiting for this create or remove, or -1, and whose it is */
 	int32_t waiter;
 	uint32_t waiter_gen;
+	enum sb_waiter_kind waiter_kind;
 	int err_status;               /* HTTP status of a failed create */
 	const char *err_code;         /* its API error code */
 	char error[SB_ERROR_BYTES];
@@ -199,11 +204,12 @@ int sandbox_check_binds(const struct sandbox *sb, const struct policy_mount_id *
 pid_t sandbox_pidfd_pid(int pidfd);
 
 
-/* What the modules above tell a sandbox's record, each written here only: the admin
- * connection waiting for its create or remove (-1: none), its egress policy (normalised
+/* What the modules above tell a sandbox's record, each written here only: the connection
+ * waiting for its create or remove (-1: none) and its front end, its egress policy (normalised
  * JSON, "" for none), when its init's stream was accepted (monotonic ms), and the init's
  * last log lines (set, or appended keeping the tail that fits). */
-void sandbox_waiter_set(struct sandbox *sb, int32_t conn, uint32_t gen);
+void sandbox_waiter_set(struct sandbox *sb, enum sb_waiter_kind kind, int32_t conn,
+			uint32_t gen);
 void sandbox_egress_json_set(struct sandbox *sb, const char *json);
 void sandbox_auth_mark(struct sandbox *sb, int64_t mono_ms);
 void sandbox_init_log_set(struct sandbox *sb, const char *text, size_t len);
