@@ -250,8 +250,8 @@ static inline int lifecycle_signal(struct sandbox *sb, enum lc_event_kind kind)
 
 /* The loop's turn: the runtime's tick (its answers reach lifecycle_on as CALL_DONE), the
  * container events the runtime reported since the last turn (acted on now, for sandboxes
- * with no call running; the others when theirs ends), deadlines and retries due at now, the
- * warm pool. */
+ * with no call running; the others when theirs ends), deadlines and retries due at now,
+ * expiries due at the wall clock's now (lifecycle_expiry), the warm pool. */
 void lifecycle_tick(int64_t now);
 /* The engine's view of sb's networks (nc from CT_INSPECT or recovery's inspect) to the
  * hooks: network_read, and tainted when another network is attached. Nothing when it was
@@ -294,6 +294,12 @@ int lifecycle_keep_request(struct sandbox *sb, const struct create_req *req, boo
 /* A claim's: the same, but the engine's view of the warm sandbox's network stays, and its
  * env is kept for the init; 0, or -1 (nothing is claimed: the sandbox is as it was). */
 int lifecycle_keep_claim(struct sandbox *sb, const struct create_req *req, bool hw);
+/* A sandbox's expiry (wall ms; 0: none): a create's ttl_ms counted from the moment it is
+ * ready (its answer), kept in its record (a restart keeps it). lifecycle_tick removes a READY sandbox past it (force,
+ * logged "sandbox expired"). lifecycle_expiry_set changes it (at_ms <= 0: none) and rewrites
+ * the record of a ready sandbox: 0 or its error (the new expiry holds in memory). */
+int lifecycle_expiry_set(struct sandbox *sb, int64_t at_ms);
+int64_t lifecycle_expiry(const struct sandbox *sb);
 /* The create's name, else sbx-<8 hex> no other sandbox has (sb may be a warm one, which
  * sandbox_by_name never finds); with agent_id, a cold create's, the name its init says. */
 void lifecycle_name(struct sandbox *sb, const char *name, bool agent_id);

@@ -112,6 +112,8 @@ struct sandbox {
 	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
 	int init_pidfd;               /* that process, pinned when pid was read; -1: none */
 	int64_t created_ms, ready_ms; /* wall clock */
+	int64_t expires_at;           /* wall ms: removed then (its TTL); 0: never */
+	int64_t ttl_ms;               /* a create's TTL until it is ready: then expires_at */
 	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
 	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */
