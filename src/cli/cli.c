@@ -26,7 +26,8 @@ const char cli_usage[] =
 	"  rm       remove a sandbox\n"
 	"  exec     run a command in a sandbox\n"
 	"  logs     print a run's transcript\n"
-	"  profiles list agenticd's startup profiles, show one, check a file offline\n";
+	"  profiles list agenticd's startup profiles, show one, check a file offline\n"
+	"  e2b-key  mint, list and remove the E2B API's keys\n";
 
 static const char ls_help[] =
 	"usage: agentic ls\n"
@@ -273,6 +274,7 @@ static const struct verb verbs[] = {
 	{ "exec", cli_verb_exec, cli_exec_help },
 	{ "logs", cli_verb_logs, cli_logs_help },
 	{ "profiles", verb_profiles, profiles_help },
+	{ "e2b-key", cli_verb_e2bkey, cli_e2bkey_help },
 };
 
 static const struct verb *find(const char *name)

@@ -77,5 +77,7 @@ int cli_verb_exec(int argc, char **argv, struct opts *o);     /* cli_exec.c */
 extern const char cli_exec_help[];
 int cli_verb_logs(int argc, char **argv, struct opts *o);
 extern const char cli_logs_help[];
+int cli_verb_e2bkey(int argc, char **argv, struct opts *o);   /* cli_e2bkey.c */
+extern const char cli_e2bkey_help[];
 
 #endif
