@@ -82,7 +82,8 @@ void admin_remove_start(struct admin_conn *c, struct sandbox *sb, const char *qu
 	lifecycle_remove(sb, admin_query_flag(query, "force"), admin_query_flag(query, "keep_workspace"));
 }
 
-/* ---- logs: a run's stdout.log or stderr.log, as it is now ---- */
+/* ---- logs: a run's stdout.log or stderr.log, as it is now, or followed (?follow=1: the
+ * current run's, as it grows, until the sandbox is removed) ---- */
 
 void admin_container_logs(struct admin_conn *c, struct sandbox *sb, const char *query)
 {
@@ -91,12 +92,17 @@ void admin_container_logs(struct admin_conn *c, struct sandbox *sb, const char *
 		{ NULL, NULL },
 	};
 	char run[64], stream[16];
+	bool follow = admin_query_flag(query, "follow");
 	int fd, r, s;
 
 	admin_query_value(query, "run", run, sizeof(run));
 	admin_query_value(query, "stream", stream, sizeof(stream));
 	if (stream[0] && strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
 		admin_respond_error(c, 400, "bad_request", "stream is stdout or stderr");
+		return;
+	}
+	if (follow && run[0]) {
+		admin_respond_error(c, 400, "bad_request", "follow is for the current run: no run");
 		return;
 	}
 	s = strcmp(stream, "stderr") == 0;
@@ -109,5 +115,8 @@ void admin_container_logs(struct admin_conn *c, struct sandbox *sb, const char *
 		admin_respond_error(c, 404, "not_found", run[0] ? "no such run" : "the sandbox has no run yet");
 		return;
 	}
-	admin_respond_file(c, fd, fields);
+	if (follow)
+		admin_respond_follow(c, fd, sb, fields);
+	else
+		admin_respond_file(c, fd, fields);
 }
