@@ -110,6 +110,9 @@ $(BUILD)/asan/src/egress/tls.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
 $(BUILD)/asan/src/egress/tls.o: | $(ASAN_BEARSSL)
 $(BUILD)/asan/src/workspace/host.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
 $(BUILD)/asan/src/workspace/host.o: | $(ASAN_BEARSSL)
+$(BUILD)/asan/src/e2b/e2b_keys.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
+$(BUILD)/asan/src/e2b/e2b_keys.o: | $(ASAN_BEARSSL)
+$(BUILD)/asan/unit/test_e2b_keys: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
 $(BUILD)/asan/src/vmimage/image.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
 $(BUILD)/asan/src/vmimage/image.o: | $(ASAN_BEARSSL)
 $(BUILD)/asan/src/e2b/e2b_state.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc

@@ -28,7 +28,7 @@ struct sandbox;
 
 /* ---- admin connections (the table admin_init is handed, max_admin_connections) ---- */
 enum admin_phase { AC_FREE = 0, AC_READ, AC_WAIT, AC_WRITE, AC_LIST, AC_ZOMBIE, AC_EXEC,
-		   AC_FILE, AC_FILEOP };
+		   AC_FILE, AC_FILEOP, AC_FOLLOW };
 
 struct admin_conn {
 	enum admin_phase phase;
@@ -78,7 +78,8 @@ struct admin_conn {
 	bool sniffed;                 /* the first bytes were checked for the HTTP/2 preface */
 	int32_t exit_code;
 	char error[256];
-	/* AC_FILE: a transcript file being sent */
+	/* AC_FILE: a transcript file being sent; AC_FOLLOW: one followed as it grows (chunked),
+	 * until the sandbox at that slot and gen goes (follow_end: its last chunk is queued) */
 	int file_fd;
 	uint64_t file_left;
 	/* AC_FILEOP (admin_files.c): a file operation in the sandbox (agent/fileop.h; -1: none),
@@ -86,6 +87,8 @@ struct admin_conn {
 	int32_t fileop;
 	bool file_is_put, file_head, file_body_end;
 	uint32_t file_pend_off, file_pend_len;
+	uint32_t follow_slot, follow_gen;
+	bool follow_end;
 };
 
 /* ---- start-up (agenticd.c) ---- */
@@ -117,7 +120,8 @@ void admin_listen(int fd);
 /* Accepts pending connections, checking each peer (SO_PEERCRED, SO_PEERGROUPS). */
 void admin_accept(void);
 void admin_event(uint32_t index, uint32_t events);
-/* Closes connections idle for LIMIT_ADMIN_IDLE_MS. */
+/* Closes connections idle for LIMIT_ADMIN_IDLE_MS; sends followed transcripts' new bytes
+ * (every turn of the loop). */
 void admin_tick(int64_t now);
 /* Stops accepting (closes the listener); open exchanges finish. */
 void admin_shutdown(void);
@@ -160,9 +164,9 @@ void admin_respond_error(struct admin_conn *c, int status, const char *code, con
 /* Sends what is queued (a gRPC call: admin_grpc_pump); a whole answer ends the exchange. */
 void admin_flush(struct admin_conn *c);
 
-/* A create parsed into c->req (request_create_parse): admitted by tier (422 tier_refused
- * when T1 is required and it would be T0), then a sandbox slot, its name, and the lifecycle's
- * create; the answer comes at its end. Every create route ends here. */
+/* A create parsed into c->req (request_create_parse), admitted by the lifecycle
+ * (lifecycle_admit: a refusal answered at once); the answer comes at its end. Every create
+ * route ends here. */
 void admin_create_start(struct admin_conn *c);
 /* A whole JSON answer: body (a newline is added), or the sandbox's JSON. */
 void admin_respond(struct admin_conn *c, int status, struct buf *body);

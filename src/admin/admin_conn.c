@@ -368,6 +368,52 @@ static void file_refill(struct admin_conn *c)
 	c->file_left -= (uint64_t)n;
 }
 
+/* The followed sandbox is going or gone: what its file holds now is the last of it. */
+static bool follow_over(const struct admin_conn *c)
+{
+	const struct sandbox *sb = sandbox_slot(c->follow_slot);
+
+	return !sb || sb->gen != c->follow_gen || sb->state == SB_FREE ||
+	       sb->state == SB_REMOVING;
+}
+
+/* Refills an empty `out` with what the followed file holds past what was sent, as one chunk;
+ * at its end, once the sandbox is going, the last chunk. Nothing when there is nothing new. */
+static void follow_refill(struct admin_conn *c)
+{
+	static uint8_t data[LIMIT_ADMIN_OUT_BYTES - 32];
+	bool over = follow_over(c); /* before the read: no byte written before it is missed */
+	struct buf b;
+	ssize_t n;
+
+	c->out_off = c->out_len = 0;
+	if (c->follow_end)
+		return;
+	buf_init(&b, c->out, sizeof(c->out));
+	n = read(c->file_fd, data, sizeof(data));
+	if (n > 0)
+		http_chunk_write(&b, data, (size_t)n);
+	else if (n < 0 || over)
+		c->follow_end = http_chunk_end(&b) == 0;
+	c->out_len = (uint32_t)b.len;
+}
+
+void admin_respond_follow(struct admin_conn *c, int fd, const struct sandbox *sb,
+			  const struct http_field *fields)
+{
+	struct buf b;
+
+	c->file_fd = fd;
+	c->follow_slot = sandbox_index(sb);
+	c->follow_gen = sb->gen;
+	c->follow_end = false;
+	buf_init(&b, c->out, sizeof(c->out));
+	http_response_head_write(&b, 200, fields, HTTP_CHUNKED, !c->keep_alive);
+	c->out_off = 0;
+	c->out_len = (uint32_t)b.len;
+	c->phase = AC_FOLLOW;
+}
+
 /* Sends the whole file fd (taken) as the answer, from the loop as the socket drains. */
 void admin_respond_file(struct admin_conn *c, int fd, const struct http_field *fields)
 {
@@ -526,6 +572,8 @@ void admin_flush(struct admin_conn *c)
 			admin_exec_refill(c);
 		if (c->phase == AC_FILE && c->out_off == c->out_len)
 			file_refill(c);
+		if (c->phase == AC_FOLLOW && c->out_off == c->out_len)
+			follow_refill(c);
 		if (c->out_off == c->out_len)
 			break;
 		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
@@ -554,7 +602,12 @@ void admin_flush(struct admin_conn *c)
 			admin_watch(c, 0);
 		return;
 	}
-	if (c->phase == AC_EXEC || c->phase == AC_FILEOP || (c->phase == AC_FILE && !c->file_left)) {
+	if (c->phase == AC_FOLLOW && !c->follow_end) {
+		admin_watch(c, 0); /* the client's hang-up; new bytes come with the loop's turns */
+		return;
+	}
+	if (c->phase == AC_EXEC || c->phase == AC_FILEOP || (c->phase == AC_FILE && !c->file_left) ||
+	    c->phase == AC_FOLLOW) {
 		if (c->file_fd >= 0)
 			close(c->file_fd);
 		c->file_fd = -1;

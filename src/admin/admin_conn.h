@@ -11,6 +11,7 @@
  *   admin_v2.c       the /api/v2/admin routes
  *   admin_posture.c  posture, taints, the egress policy
  *   admin_info.c     info, /metrics, the verifier
+ *   admin_e2b.c      the E2B API's keys
  *   admin_routes.c    the route table, admin_init, a create's or remove's end
  *
  * What a lower file must reach above it (the gRPC pump, the next request on a connection, the
@@ -70,6 +71,11 @@ void admin_respond_error_fields(struct admin_conn *c, int status, const char *co
 				const char *msg, const struct http_field *fields);
 /* Sends the whole file fd (taken) as the answer, from the loop as the socket drains. */
 void admin_respond_file(struct admin_conn *c, int fd, const struct http_field *fields);
+/* Follows the file fd (taken) of sandbox sb: a chunked answer of what it holds, then of what
+ * is appended, read at every turn of the loop (admin_tick) into the connection's own buffer,
+ * until sb is removed (its last bytes, then the last chunk) or the client hangs up. */
+void admin_respond_follow(struct admin_conn *c, int fd, const struct sandbox *sb,
+			  const struct http_field *fields);
 /* The session stops feeding c (why: admin_exec_queue's error): the client gets what is
  * queued, then an end that cannot pass for a whole answer (c->error says why). */
 void admin_exec_drop(struct admin_conn *c, int why);
@@ -100,6 +106,10 @@ void admin_files_put(struct admin_conn *c, struct sandbox *sb, const char *query
 void admin_files_event(struct admin_conn *c, uint32_t events);
 /* route is dispatched at its head, its handler reading the body itself (the PUT) */
 bool admin_files_streamed(const struct admin_route *route);
+/* admin_e2b.c: the E2B keys (the segment: a key's id) */
+void admin_e2b_key_create(struct admin_conn *c, struct sandbox *unused, const char *query);
+void admin_e2b_keys_list(struct admin_conn *c, struct sandbox *unused, const char *query);
+void admin_e2b_key_delete(struct admin_conn *c, struct sandbox *unused, const char *query);
 /* admin_info.c */
 void admin_info_get(struct admin_conn *c, struct sandbox *unused, const char *query);
 void admin_metrics_get(struct admin_conn *c, struct sandbox *unused, const char *query);

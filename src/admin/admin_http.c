@@ -261,7 +261,12 @@ void admin_event(uint32_t index, uint32_t events)
 	ASSERT(index < admin_state.ac.nconns);
 	if (c->phase == AC_FREE || c->phase == AC_ZOMBIE || c->fd < 0)
 		return;
-	if (c->phase == AC_WRITE || c->phase == AC_LIST || c->phase == AC_FILE) {
+	if (c->phase == AC_FOLLOW && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+		admin_conn_close(c);
+		return;
+	}
+	if (c->phase == AC_WRITE || c->phase == AC_LIST || c->phase == AC_FILE ||
+	    c->phase == AC_FOLLOW) {
 		admin_flush(c);
 		return;
 	}
@@ -296,7 +301,7 @@ void admin_event(uint32_t index, uint32_t events)
 		parse_buffered(c);
 	}
 	if (c->phase == AC_WRITE || c->phase == AC_LIST || c->phase == AC_EXEC ||
-	    c->phase == AC_FILE)
+	    c->phase == AC_FILE || c->phase == AC_FOLLOW)
 		admin_flush(c);
 	else if (c->phase == AC_WAIT)
 		admin_watch(c, 0);
@@ -355,6 +360,8 @@ void admin_tick(int64_t now)
 		if ((c->phase == AC_READ || c->phase == AC_WRITE || c->phase == AC_LIST) &&
 		    now - c->idle_since > LIMIT_ADMIN_IDLE_MS)
 			admin_conn_close(c);
+		else if (c->phase == AC_FOLLOW && c->out_off == c->out_len)
+			admin_flush(c); /* what was appended since the last turn */
 	}
 }
 

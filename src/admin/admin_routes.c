@@ -18,13 +18,15 @@
  *   PUT    /api/v1/containers/NAME/egress   replaces the policy (docs/EGRESS.md "Policy")
  *                                           (both also as /api/v2/admin/instances/NAME/egress)
  *   GET    /api/v1/info                the daemon
+ *   GET,POST /api/v1/e2b-keys          the E2B API's keys: list, mint (the only answer with a
+ *                                      key); DELETE /api/v1/e2b-keys/ID removes one
  *   GET    /metrics                    Prometheus text
  *   GET,POST /api/v1/containers/NAME/verify   the verifier (verify.c); POST /api/v1/verify?container=ID
  *   /api/v2/admin/instances[/NAME], /api/v2/admin/profiles[/ID]: admin-v2, in admin_v2.c
  *
  * Errors are {"error": {"code": ..., "message": ...}}; a path no route has is 404, a path
  * with other methods 405 with Allow. The handlers are in admin_sandbox.c, admin_exec.c,
- * admin_posture.c, admin_info.c and admin_v2.c; a connection that opens with the HTTP/2
+ * admin_posture.c, admin_info.c, admin_e2b.c and admin_v2.c; a connection that opens with the HTTP/2
  * preface goes to the admin gRPC service (admin_grpc.c). admin_conn.h says which file may
  * call which. */
 #include "admin/admin_conn.h"
@@ -53,6 +55,9 @@ static const struct admin_route routes[] = {
 	{ "POST", API "/containers/*/verify", admin_verify_post, false },
 	{ "POST", API "/verify", admin_verify_container_post, false },
 	{ "GET", API "/info", admin_info_get, false },
+	{ "GET", API "/e2b-keys", admin_e2b_keys_list, false },
+	{ "POST", API "/e2b-keys", admin_e2b_key_create, false },
+	{ "DELETE", API "/e2b-keys/*", admin_e2b_key_delete, true },
 	{ "GET", "/metrics", admin_metrics_get, false },
 	{ "GET", API2 "/instances", admin_v2_instances_list, false },
 	{ "POST", API2 "/instances", admin_v2_instances_create, false },

@@ -98,6 +98,8 @@ void admin_sandbox_json(struct json_writer *w, const struct sandbox *sb)
 	sandbox_time_write(w, "agent_seen_at", agent_of(sb)->seen_ms);
 	sandbox_time_write(w, "created_at", sb->created_ms);
 	sandbox_time_write(w, "ready_at", sb->ready_ms);
+	if (sb->expires_at)
+		sandbox_time_write(w, "expires_at", sb->expires_at);
 	/* the run's transcript, and why it is not being written (a full disk): its output waits */
 	json_key(w, "run");
 	if (run->open)

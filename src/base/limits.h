@@ -164,6 +164,7 @@ _Static_assert(LIMIT_E2B_BODY_BYTES <= LIMIT_ADMIN_BODY_BYTES &&
 #define LIMIT_SANDBOX_ENV 128
 #define LIMIT_SANDBOX_CMD_ARGS 64
 #define LIMIT_EXEC_TIMEOUT_S (86400 * 365) /* an exec's timeout_seconds, at most */
+#define LIMIT_SANDBOX_TTL_S (86400 * 30)   /* a create's ttl_seconds, at most */
 #define LIMIT_SANDBOX_CMD_BYTES 2048u
 #define LIMIT_SANDBOX_LABELS 16
 #define LIMIT_SANDBOX_LABEL_BYTES 1024u

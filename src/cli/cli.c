@@ -27,7 +27,8 @@ const char cli_usage[] =
 	"  exec     run a command in a sandbox\n"
 	"  logs     print a run's transcript\n"
 	"  cp       copy a file into or out of a sandbox\n"
-	"  profiles list agenticd's startup profiles, show one, check a file offline\n";
+	"  profiles list agenticd's startup profiles, show one, check a file offline\n"
+	"  e2b-key  mint, list and remove the E2B API's keys\n";
 
 static const char ls_help[] =
 	"usage: agentic ls\n"
@@ -275,6 +276,7 @@ static const struct verb verbs[] = {
 	{ "logs", cli_verb_logs, cli_logs_help },
 	{ "cp", cli_verb_cp, cli_cp_help },
 	{ "profiles", verb_profiles, profiles_help },
+	{ "e2b-key", cli_verb_e2bkey, cli_e2bkey_help },
 };
 
 static const struct verb *find(const char *name)

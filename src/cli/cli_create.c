@@ -19,7 +19,7 @@ const char cli_create_help[] =
 	"                      [--env K=V]...\n"
 	"                      [--mount SRC:DST[:ro]]... [--network NET] [--label K=V]...\n"
 	"                      [--disk SIZE] [--memory SIZE] [--cpus N] [--pids N]\n"
-	"                      [--require-tier T1|T0] [-- CMD...]\n"
+	"                      [--require-tier T1|T0] [--ttl SECONDS] [-- CMD...]\n"
 	"Creates a sandbox and waits until its agent is ready (or the create failed and was\n"
 	"rolled back). Prints the sandbox's name. --profile starts from a startup profile of\n"
 	"profiles_dir (its image, env, cmd, resources, mounts, network; the options given here\n"
@@ -28,7 +28,8 @@ const char cli_create_help[] =
 	"default_disk_bytes, default_memory_bytes); --cpus a number of CPUs (0.5, 2); --pids\n"
 	"its process limit. --require-tier T1 refuses the create (422 tier_refused, with the\n"
 	"reasons) if the sandbox would be T0, before anything is made. --runtime vm makes it a\n"
-	"QEMU guest with its own kernel (no network, no --mount, no --network; docs/VM.md).\n";
+	"QEMU guest with its own kernel (no network, no --mount, no --network; docs/VM.md).\n"
+	"--ttl removes the sandbox that many seconds after the create (ttl_seconds).\n";
 
 /* Bytes, or a number with a binary suffix k, m, g or t; 0 when malformed. */
 static uint64_t size_arg(const char *s)
@@ -54,12 +55,12 @@ static uint64_t size_arg(const char *s)
 struct create_args {
 	const char *image, *name, *network, *profile, *tier, *cpus, *runtime;
 	const char *env[MAX_ENV], *mounts[MAX_MOUNTS], *labels[16];
-	uint64_t disk, memory, pids;
+	uint64_t disk, memory, pids, ttl;
 	char **cmd;
 	int nenv, nmounts, nlabels, ncmd;
 };
 
-/* --disk, --memory, --pids or --cpus at argv[*i], its value after it: 1 taken, 0 not one of
+/* --disk, --memory, --pids, --ttl or --cpus at argv[*i], its value after it: 1 taken, 0 not one of
  * them, 2 a malformed value (said why). */
 static int create_limit_opt(struct create_args *a, char **argv, int *i)
 {
@@ -79,6 +80,12 @@ static int create_limit_opt(struct create_args *a, char **argv, int *i)
 	} else if (strcmp(opt, "--pids") == 0) {
 		if (parse_u64(argv[++*i], INT32_MAX, &a->pids) != 0 || !a->pids) {
 			fprintf(stderr, "agentic create: --pids takes a positive whole number\n");
+			return 2;
+		}
+	} else if (strcmp(opt, "--ttl") == 0) {
+		if (parse_u64(argv[++*i], LIMIT_SANDBOX_TTL_S, &a->ttl) != 0) {
+			fprintf(stderr, "agentic create: --ttl takes whole seconds, at most %d\n",
+				LIMIT_SANDBOX_TTL_S);
 			return 2;
 		}
 	} else if (strcmp(opt, "--cpus") == 0) {
@@ -174,6 +181,7 @@ static int create_body(const struct create_args *a, struct json_writer *w)
 	str_member(w, "profile", a->profile);
 	str_member(w, "require_tier", a->tier);
 	int_member(w, "disk_bytes", a->disk);
+	int_member(w, "ttl_seconds", a->ttl);
 	if (a->memory || a->pids || a->cpus) {
 		json_key(w, "resources");
 		json_obj_begin(w);

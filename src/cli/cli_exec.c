@@ -339,18 +339,20 @@ int cli_verb_exec(int argc, char **argv, struct opts *o)
 /* ---- logs ---- */
 
 const char cli_logs_help[] =
-	"usage: agentic logs NAME [--run RUN] [--stderr]\n"
+	"usage: agentic logs NAME [--run RUN | -f] [--stderr]\n"
 	"Prints a run's transcript: stdout.log (or stderr.log) of the current run, or of RUN\n"
 	"(a directory name under runs/, run-<UTC timestamp>-<n>). Every byte as the workload\n"
 	"wrote it, up to the sandbox's transcript budget; past it, a line\n"
-	"\"[agentic: transcript cut: ...]\" and nothing more (metrics.json counts the rest).\n";
+	"\"[agentic: transcript cut: ...]\" and nothing more (metrics.json counts the rest).\n"
+	"-f, --follow: the current run's, then what is written to it as it is written, until\n"
+	"the sandbox is removed (exit 0) or ^C.\n";
 
 int cli_verb_logs(int argc, char **argv, struct opts *o)
 {
 	static uint8_t reqbuf[1024];
 	struct http_exchange_opts xo = { .body_limit = 0, .read_timeout_ms = -1 };
 	const char *name = NULL, *run = NULL;
-	bool err = false;
+	bool err = false, follow = false;
 	char target[256];
 	struct buf req;
 	int c, r;
@@ -362,6 +364,8 @@ int cli_verb_logs(int argc, char **argv, struct opts *o)
 			continue;
 		if (strcmp(argv[i], "--stderr") == 0)
 			err = true;
+		else if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0)
+			follow = true;
 		else if (i + 1 < argc && strcmp(argv[i], "--run") == 0)
 			run = argv[++i];
 		else if (!name && argv[i][0] != '-')
@@ -369,15 +373,16 @@ int cli_verb_logs(int argc, char **argv, struct opts *o)
 		else
 			return cli_usage_error(cli_logs_help);
 	}
-	if (!name || cli_name_target(name, target, 128) != 0)
+	if (!name || (run && follow) || cli_name_target(name, target, 128) != 0)
 		return cli_usage_error(cli_logs_help);
 	if (run && (strlen(run) > 64 || strspn(run, "abcdefghijklmnopqrstuvwxyz"
 					       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != strlen(run))) {
 		fprintf(stderr, "agentic logs: '%s' is not a run name\n", run);
 		return 2;
 	}
-	snprintf(target + strlen(target), sizeof(target) - strlen(target), "/logs?stream=%s%s%s",
-		 err ? "stderr" : "stdout", run ? "&run=" : "", run ? run : "");
+	snprintf(target + strlen(target), sizeof(target) - strlen(target), "/logs?stream=%s%s%s%s",
+		 err ? "stderr" : "stdout", run ? "&run=" : "", run ? run : "",
+		 follow ? "&follow=1" : "");
 	buf_init(&req, reqbuf, sizeof(reqbuf));
 	if (http_conn_init(&cli_conn, o->socket) != 0 ||
 	    http_request_write(&req, "GET", target, "agenticd", NULL, NULL, 0) != 0 ||

@@ -91,5 +91,7 @@ int cli_verb_logs(int argc, char **argv, struct opts *o);
 extern const char cli_logs_help[];
 int cli_verb_cp(int argc, char **argv, struct opts *o);       /* cli_cp.c */
 extern const char cli_cp_help[];
+int cli_verb_e2bkey(int argc, char **argv, struct opts *o);   /* cli_e2bkey.c */
+extern const char cli_e2bkey_help[];
 
 #endif

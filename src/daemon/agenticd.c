@@ -22,6 +22,7 @@
 #include "config/profiles.h"
 #include "daemon/daemon.h"
 #include "e2b/e2b.h"
+#include "e2b/e2b_keys.h"
 #include "egress/broker.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
@@ -795,6 +796,8 @@ static int host_take(struct daemon *d)
 		return fail("refusing to start", err);
 	if (bound_paths_check(d, err, sizeof(err)) != 0)
 		return fail("refusing to start", err);
+	if (e2b_keys_open(d->cfg.state_dir) != 0)
+		return fail("refusing to start", e2b_keys_error());
 	log_info("init binary", "path=%s sha256=%s copy=%s", log_q(d->init_exe), log_q(sha),
 		 r == 1 ? "unchanged" : "written");
 	if ((r = host_owner(&d->cfg, d->owner, sizeof(d->owner))) != 0)

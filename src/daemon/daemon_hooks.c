@@ -180,4 +180,6 @@ const struct lifecycle_hooks agenticd_hooks = {
 	.network_read = hook_network_read,
 	.agent_ready = hook_agent_ready,
 	.agent_is_ready = agent_is_ready,
+	.secret_read = egress_secret_read,
+	.secret_check = egress_secret_check,
 };

@@ -281,17 +281,12 @@ void e2b_init(const struct e2b_config *ec)
 
 int e2b_listen(char *err, size_t err_size)
 {
-	int r;
 
 	if (!cfg_of->e2b_listen[0])
 		return 0;
 	if (e2b_state_secret(cfg_of, err, err_size) != 0)
 		return -1;
-	if ((r = e2b_keys_open(cfg_of->state_dir)) != 0) {
-		snprintf(err, err_size, "cannot read the E2B API keys in %s/e2b-keys: %s",
-			 cfg_of->state_dir, err_str(r));
-		return -1;
-	}
+	/* the API keys: opened at start by agenticd (e2b_keys_open), for the admin routes too */
 	return e2b_conn_listen(err, err_size);
 }
 

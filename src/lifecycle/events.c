@@ -337,8 +337,21 @@ void lifecycle_start(const struct lifecycle_config *cfg)
 	lc_conf.rt->sink = (struct runtime_sink){ .call_done = sink_call_done, .event = sink_event };
 }
 
+/* A ready sandbox past its expiry (its TTL) is removed, forced, with no one waiting. */
+static void expire(struct sandbox *sb, int64_t wall)
+{
+	if (!sb->expires_at || wall < sb->expires_at || lc_family_of(sb) != F_READY || lc_stopping)
+		return;
+	log_info("sandbox expired", "name=%s instance=%s late_ms=%lld", log_q(sb->name),
+		 log_q(sb->instance_id), (long long)(wall - sb->expires_at));
+	sandbox_waiter_set(sb, SB_WAITER_ADMIN, -1, sb->waiter_gen);
+	lifecycle_remove(sb, true, false);
+}
+
 void lifecycle_tick(int64_t now)
 {
+	int64_t wall = lc_wall();
+
 	lc_conf.rt->ops->tick(lc_conf.rt->self, now);
 	for (uint32_t i = 0; i < lc_conf.nsb; i++) {
 		struct sandbox *sb = &lc_conf.sb[i];
@@ -350,6 +363,7 @@ void lifecycle_tick(int64_t now)
 			lifecycle_signal(sb, LC_EV_DEADLINE);
 		if (sb->retry_at && now >= sb->retry_at && !lc_of(sb)->call_active)
 			lifecycle_signal(sb, LC_EV_RETRY);
+		expire(sb, wall);
 	}
 	if (events_dirty) {
 		events_dirty = false;
@@ -366,12 +380,19 @@ void lifecycle_tick(int64_t now)
 int64_t lifecycle_next_deadline(int64_t now)
 {
 	int64_t next = lc_conf.rt->ops->next_deadline(lc_conf.rt->self, now);
+	int64_t wall = lc_wall();
 
 	for (uint32_t i = 0; i < lc_conf.nsb; i++) {
 		const struct sandbox *sb = &lc_conf.sb[i];
 
 		if (sb->lc == LC_FREE || lc_of(sb)->call_active)
 			continue;
+		if (sb->expires_at && lc_family_of(sb) == F_READY && !lc_stopping) {
+			int64_t e = now + (sb->expires_at > wall ? sb->expires_at - wall : 0);
+
+			if (e < next)
+				next = e;
+		}
 		if (sb->deadline && (sb->lc == LC_WAIT_READY || sb->lc == LC_CLAIM_INIT) &&
 		    sb->deadline < next)
 			next = sb->deadline;

@@ -1,11 +1,12 @@
 /* keep.c: what a create or a claim keeps with its sandbox (lifecycle.h): the request's cmd,
- * labels, mounts, posture and policy, a claim's env, and the sandbox's name. The admin API
+ * labels, mounts, posture, policy and expiry (its TTL), a claim's env, and the sandbox's name. The admin API
  * calls these before it hands the sandbox to the lifecycle; the record is the lifecycle's to
  * write. */
 #include <stdio.h>
 #include <string.h>
 
 #include "lifecycle/lifecycle.h"
+#include "lifecycle/steps.h"
 #include "lifecycle/taint.h"
 #include "sandbox/posture.h"
 #include "sandbox/sandbox.h"
@@ -42,6 +43,7 @@ int lifecycle_keep_request(struct sandbox *sb, const struct create_req *req, boo
 	sb->ncmd = (uint16_t)req->ncmd;
 	sb->nlabels = (uint16_t)req->nlabels;
 	sb->nmounts = (uint16_t)req->nmounts;
+	sb->ttl_ms = req->ttl_ms; /* from the moment it is ready (lc_finish_create) */
 	return r;
 }
 
@@ -65,6 +67,24 @@ int lifecycle_keep_claim(struct sandbox *sb, const struct create_req *req, bool 
 		return -1;
 	}
 	return 0;
+}
+
+int lifecycle_expiry_set(struct sandbox *sb, int64_t at_ms)
+{
+	int r;
+
+	sb->expires_at = at_ms > 0 ? at_ms : 0;
+	if (sb->state != SB_READY || !sb->dir_made)
+		return 0;
+	if ((r = sandbox_record_write(lc_conf.cfg, sb)) != 0)
+		log_warn("sandbox record not written", "name=%s instance=%s", log_q(sb->name),
+			 log_q(sb->instance_id));
+	return r;
+}
+
+int64_t lifecycle_expiry(const struct sandbox *sb)
+{
+	return sb->expires_at;
 }
 
 /* The create's name, else sbx-<8 hex> that no other sandbox has (sb may be a warm one, which

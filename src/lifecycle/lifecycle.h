@@ -186,6 +186,13 @@ struct lifecycle_hooks {
 	void (*agent_ready)(void *ctx, struct sandbox *sb);
 	/* Whether the agent is READY now (agent.h: agent_is_ready); NULL: never. */
 	bool (*agent_is_ready)(void *ctx, const struct sandbox *sb);
+	/* A create's admission (lifecycle_admit) of the secrets the broker reads: a VM
+	 * credential's file (egress_secret_read: its length or -1) and a policy's secret files
+	 * (egress_secret_check: 0, or -1 with why). NULL: a credential is refused, a policy's
+	 * files are not checked. */
+	long (*secret_read)(const char *path, uint8_t *out);
+	int (*secret_check)(const struct config *cfg, const struct egress_policy *pol, char *why,
+			    size_t cap);
 	int64_t (*mono_ms)(void);     /* NULL: clock_mono_ms */
 	int64_t (*wall_ms)(void);     /* NULL: clock_wall_ms */
 	void *ctx;
@@ -243,8 +250,8 @@ static inline int lifecycle_signal(struct sandbox *sb, enum lc_event_kind kind)
 
 /* The loop's turn: the runtime's tick (its answers reach lifecycle_on as CALL_DONE), the
  * container events the runtime reported since the last turn (acted on now, for sandboxes
- * with no call running; the others when theirs ends), deadlines and retries due at now, the
- * warm pool. */
+ * with no call running; the others when theirs ends), deadlines and retries due at now,
+ * expiries due at the wall clock's now (lifecycle_expiry), the warm pool. */
 void lifecycle_tick(int64_t now);
 /* The engine's view of sb's networks (nc from CT_INSPECT or recovery's inspect) to the
  * hooks: network_read, and tainted when another network is attached. Nothing when it was
@@ -267,6 +274,19 @@ bool lifecycle_going(const struct sandbox *sb);
 bool lifecycle_check(const struct sandbox *sb);
 const char *lifecycle_state_name(enum lc_state s);
 
+/* A parsed create admitted (admit.c), for any front end: refused by tier (422 tier_refused),
+ * the VM runtime unavailable (422 runtime_unavailable), a VM's credentials unreadable or too
+ * large (422 credential_unavailable, credentials_too_large), a policy's secret outside
+ * secret_dir (422 egress_invalid), its name taken (409 name_taken), at capacity (503
+ * capacity), too long to keep (400); else a warm sandbox claimed when one fits, or a slot and
+ * lifecycle_create. The sandbox, its waiter (kind, conn, gen) set: the answer comes through
+ * the hooks (it may already have come: the slot may be free again); or NULL with e filled
+ * and nothing changed. vm: the VM runtime (NULL: none). */
+struct runtime_vm;
+struct sandbox *lifecycle_admit(struct create_req *req, const struct runtime_vm *vm,
+				enum sb_waiter_kind kind, int32_t conn, uint32_t gen,
+				struct request_error *e);
+
 /* What a create keeps with its sandbox before lifecycle_create (keep.c): its cmd, labels,
  * mounts, posture (hw: a VM on a hardware hypervisor) and egress policy; 0, or a negative
  * code when they are too long to keep. */
@@ -274,6 +294,12 @@ int lifecycle_keep_request(struct sandbox *sb, const struct create_req *req, boo
 /* A claim's: the same, but the engine's view of the warm sandbox's network stays, and its
  * env is kept for the init; 0, or -1 (nothing is claimed: the sandbox is as it was). */
 int lifecycle_keep_claim(struct sandbox *sb, const struct create_req *req, bool hw);
+/* A sandbox's expiry (wall ms; 0: none): a create's ttl_ms counted from the moment it is
+ * ready (its answer), kept in its record (a restart keeps it). lifecycle_tick removes a READY sandbox past it (force,
+ * logged "sandbox expired"). lifecycle_expiry_set changes it (at_ms <= 0: none) and rewrites
+ * the record of a ready sandbox: 0 or its error (the new expiry holds in memory). */
+int lifecycle_expiry_set(struct sandbox *sb, int64_t at_ms);
+int64_t lifecycle_expiry(const struct sandbox *sb);
 /* The create's name, else sbx-<8 hex> no other sandbox has (sb may be a warm one, which
  * sandbox_by_name never finds); with agent_id, a cold create's, the name its init says. */
 void lifecycle_name(struct sandbox *sb, const char *name, bool agent_id);

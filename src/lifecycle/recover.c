@@ -218,6 +218,7 @@ static void adopt_record(struct sandbox *sb, const struct rec *rec)
 	sb->mount_ro = rec->sb.mount_ro;
 	sb->created_ms = rec->sb.created_ms;
 	sb->ready_ms = rec->sb.ready_ms;
+	sb->expires_at = rec->sb.expires_at; /* its TTL: lifecycle_tick removes it then */
 	sb->disk_bytes = rec->sb.disk_bytes;
 	sb->transcript_bytes = rec->sb.transcript_bytes;
 	memcpy(sb->e2b_json, rec->sb.e2b_json, sizeof(sb->e2b_json)); /* the E2B API's fields */

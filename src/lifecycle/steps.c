@@ -233,6 +233,9 @@ void lc_finish_create(struct sandbox *sb)
 	lc_set_state(sb, LC_READY);
 	sb->deadline = 0;
 	sb->ready_ms = lc_wall();
+	if (sb->ttl_ms)
+		sb->expires_at = sb->ready_ms + sb->ttl_ms;
+	sb->ttl_ms = 0;
 	sb->req = NULL;
 	if (sandbox_record_write(lc_conf.cfg, sb) != 0)
 		log_warn("sandbox record not written", "name=%s instance=%s", log_q(sb->name),

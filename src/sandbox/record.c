@@ -59,6 +59,8 @@ static void record_fields(struct json_writer *w, const struct sandbox *sb)
 	json_int_write(w, sb->created_ms);
 	json_key(w, "ready_ms");
 	json_int_write(w, sb->ready_ms);
+	json_key(w, "expires_at");
+	json_int_write(w, sb->expires_at);
 	json_key(w, "keep_workspace");
 	json_bool_write(w, sb->keep_workspace);
 	json_key(w, "disk_bytes");
@@ -216,6 +218,8 @@ static int read_fields(const struct json_doc *doc, struct sandbox *sb, char *sta
 		sb->created_ms = v;
 	if (json_int(doc, json_obj_get(doc, 0, "ready_ms"), &v) == 0)
 		sb->ready_ms = v;
+	if (json_int(doc, json_obj_get(doc, 0, "expires_at"), &v) == 0 && v > 0)
+		sb->expires_at = v;
 	if (json_int(doc, json_obj_get(doc, 0, "mount_ro"), &v) == 0)
 		sb->mount_ro = (uint32_t)v;
 	if (json_int(doc, json_obj_get(doc, 0, "disk_bytes"), &v) == 0 && v > 0)

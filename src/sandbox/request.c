@@ -526,7 +526,7 @@ static int v2_fields_known(const struct json_doc *doc, struct request_error *e)
 {
 	static const char *const v2_fields[] = { "name", "runtime", "startup_profile_id", "image",
 						 "network", "labels", "mounts", "resources",
-						 "require_tier", "egress" };
+						 "require_tier", "egress", "ttl_seconds" };
 	char key[64];
 
 	for (int k = json_first(doc, 0); k >= 0; k = json_next(doc, 0, json_next(doc, 0, k))) {
@@ -538,7 +538,8 @@ static int v2_fields_known(const struct json_doc *doc, struct request_error *e)
 			continue;
 		json_str(doc, k, key, sizeof(key));
 		return bad(e, 400, "bad_request", "unknown field %s (known: name runtime "
-			   "startup_profile_id image network labels mounts resources require_tier egress; "
+			   "startup_profile_id image network labels mounts resources require_tier egress "
+			   "ttl_seconds; "
 			   "env and cmd come from the profile)", key);
 	}
 	return 0;
@@ -641,6 +642,19 @@ static int parse_mounts(struct create_req *req, struct request_text *t, const st
 	return 0;
 }
 
+/* "ttl_seconds": the sandbox is removed that long after its create (0: never). */
+static int parse_ttl(struct create_req *req, const struct json_doc *doc, int val,
+		     struct request_error *e)
+{
+	int64_t n;
+
+	if (json_int(doc, val, &n) != 0 || n < 0 || n > LIMIT_SANDBOX_TTL_S)
+		return bad(e, 400, "bad_request", "ttl_seconds is a whole number from 0 (none) to %d",
+			   LIMIT_SANDBOX_TTL_S);
+	req->ttl_ms = n * 1000;
+	return 0;
+}
+
 /* A field the create does not know, key k. */
 static int unknown_field(const struct json_doc *doc, int k, struct request_error *e)
 {
@@ -652,7 +666,8 @@ static int unknown_field(const struct json_doc *doc, int k, struct request_error
 	if (strlen(key) > 24 || strspn(key, "abcdefghijklmnopqrstuvwxyz_") != strlen(key))
 		key[0] = '\0';
 	return bad(e, 400, "bad_request", "unknown field%s%s (known: name runtime image env mounts "
-		   "network cmd labels disk_bytes transcript_bytes resources writable_root require_tier profile egress)",
+		   "network cmd labels disk_bytes transcript_bytes resources writable_root require_tier "
+		   "profile egress ttl_seconds)",
 		   key[0] ? " " : "", key);
 }
 
@@ -712,6 +727,8 @@ static int create_field(struct create_req *req, struct request_text *t, const st
 			return bad(e, 400, "bad_request", "writable_root is a boolean");
 	} else if (json_str_eq(doc, k, "egress")) {
 		return parse_egress(req, doc, val, e);
+	} else if (json_str_eq(doc, k, "ttl_seconds")) {
+		return parse_ttl(req, doc, val, e);
 	} else if (json_str_eq(doc, k, "mounts")) {
 		return parse_mounts(req, t, cfg, doc, val, e);
 	} else {

@@ -89,6 +89,7 @@ struct create_req {
 	/* the egress policy (the body's "egress", else its profile's), normalised; "": none */
 	char egress_json[EGRESS_POLICY_BYTES];
 	bool egress_report;           /* its mode is "report" */
+	int64_t ttl_ms;               /* removed this long after its create; 0: never */
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };

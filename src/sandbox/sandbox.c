@@ -142,6 +142,8 @@ void sandbox_claim_undo(struct sandbox *sb)
 	sb->claim_env_len = 0;
 	sb->posture.at_create = 0;
 	sb->egress_json[0] = '\0';
+	sb->expires_at = 0;
+	sb->ttl_ms = 0;
 }
 
 void sandbox_free(struct sandbox *sb)

@@ -67,6 +67,10 @@ enum sb_waiter_kind { SB_WAITER_ADMIN = 0, SB_WAITER_E2B = 1 };
 
 _Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
 
+/* Which front end waits for a sandbox's create or remove (sandbox.waiter): the daemon's
+ * hooks answer it through that front end's connection table. */
+enum sb_waiter_kind { SB_WAITER_ADMIN = 0, SB_WAITER_E2B = 1 };
+
 struct sandbox {
 	enum sb_state state;          /* the phase, set from lc (lifecycle/steps.c) */
 	enum lc_state lc;             /* where its life is (lifecycle.h) */
@@ -111,6 +115,8 @@ struct sandbox {
 	char pid_ns[48];              /* readlink of /proc/<pid>/ns/pid */
 	int init_pidfd;               /* that process, pinned when pid was read; -1: none */
 	int64_t created_ms, ready_ms; /* wall clock */
+	int64_t expires_at;           /* wall ms: removed then (its TTL); 0: never */
+	int64_t ttl_ms;               /* a create's TTL until it is ready: then expires_at */
 	int64_t t_begin, t_net, t_ct, t_start, t_auth; /* monotonic ms of a create's steps */
 	int64_t deadline;             /* monotonic ms: ready_timeout of a create, or 0 */
 	/* the egress policy, normalised JSON (docs/EGRESS.md "Policy"); "": none, egress off */

@@ -448,6 +448,63 @@ static void daemon_setup(bool fresh)
 /* Start-up: recovery from the records and the engine, then the loop's first calls. */
 static bool first_start;
 
+/* ---- a sandbox's TTL (lifecycle_expiry) ---- */
+static uint64_t expiries_seen, expiries_kept;
+/* what each live sandbox's record says of its expiry when agenticd dies */
+static struct { char instance[SB_ID_BYTES]; int64_t at; } kept[NSB];
+
+/* Ready sandboxes past their expiry now (none counts while agenticd stops). */
+static uint32_t expired_ready(void)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; !lifecycle_stopping() && i < NSB; i++)
+		n += table[i].lc == LC_READY && table[i].expires_at &&
+		     SIM_WALL_BASE + sim_now >= table[i].expires_at;
+	return n;
+}
+
+/* The lifecycle's turn: after it, no ready sandbox is past its expiry. */
+static void expiry_tick(void)
+{
+	uint32_t due = expired_ready();
+
+	lifecycle_tick(sim_now);
+	SIM_CHECK(expired_ready() == 0, "%u ready sandbox(es) past their expiry after the "
+		  "lifecycle's turn", expired_ready());
+	expiries_seen += due;
+}
+
+/* agenticd dies: what the records say of each live sandbox's expiry. */
+static bool record_exists(const char *instance);
+static void expiry_remember(void)
+{
+	memset(kept, 0, sizeof(kept));
+	for (uint32_t i = 0; i < NSB; i++)
+		if (table[i].state != SB_FREE && record_exists(table[i].instance_id)) {
+			memcpy(kept[i].instance, table[i].instance_id, sizeof(kept[i].instance));
+			kept[i].at = table[i].expires_at;
+		}
+}
+
+/* agenticd recovered: each sandbox it took back from its record has the expiry it had. */
+static void expiry_check_recovered(void)
+{
+	for (uint32_t i = 0; i < NSB; i++) {
+		const struct sandbox *sb = &table[i];
+
+		for (uint32_t k = 0; sb->state != SB_FREE && k < NSB; k++) {
+			if (!kept[k].instance[0] || strcmp(kept[k].instance, sb->instance_id) != 0)
+				continue;
+			SIM_CHECK(sb->expires_at == kept[k].at, "%s recovered with expiry %lld, its "
+				  "record said %lld", sb->name, (long long)sb->expires_at,
+				  (long long)kept[k].at);
+			expiries_kept += kept[k].at != 0;
+		}
+	}
+	memset(kept, 0, sizeof(kept));
+}
+
 static void daemon_start(void)
 {
 	char err[1024];
@@ -477,8 +534,9 @@ static void daemon_start(void)
 		sim_now += 1000;
 	}
 	sealed = true;
+	expiry_check_recovered();
 	rt->ops->start(rt->self);
-	lifecycle_tick(sim_now);
+	expiry_tick();
 }
 
 /* The process dies: its fds close, its memory is gone; the engine and the disk stay. */
@@ -497,6 +555,7 @@ static void daemon_crash(void)
 		if (sb->state != SB_FREE)
 			exec_sandbox_gone(sb, "agenticd died");
 	}
+	expiry_remember();
 	/* the rest of the table as a new process finds it: L's reset (pidfds closed, gens on) */
 	sandbox_table_reset();
 	for (uint32_t i = 0; i < nreqs; i++)
@@ -748,7 +807,13 @@ static void do_create(void)
 	cr->name = sb->name;
 	sb->waiter = (int32_t)(r - reqs);
 	sb->waiter_gen = (uint32_t)(r - reqs);
-	trace("admin: create %s (request %u)", name, (unsigned)(r - reqs));
+	/* now and then a TTL: removed once past it, whatever restarts come between */
+	if (chance(150))
+		lifecycle_expiry_set(sb, SIM_WALL_BASE + sim_now + 200 + rnd_below(15000));
+	else if (chance(150))
+		sb->ttl_ms = 100 + rnd_below(10000); /* a create's ttl_seconds: from READY on */
+	trace("admin: create %s (request %u) expires_at=%lld", name, (unsigned)(r - reqs),
+	      (long long)lifecycle_expiry(sb));
 	SIM_CHECK(lifecycle_create(sb, cr) == 0, "a create of a new slot refused");
 	memcpy(r->instance, sb->instance_id, sizeof(r->instance));
 }
@@ -786,7 +851,7 @@ static void do_exec(void)
 static void loop_turn(void)
 {
 	init_loop();
-	lifecycle_tick(sim_now);
+	expiry_tick();
 	agent_tick(sim_now);
 	runlog_tick(sim_now);
 }
@@ -951,7 +1016,7 @@ static uint32_t env_u32(const char *name, uint32_t def)
 
 struct totals {
 	uint64_t steps, creates_ready, creates_failed, removes, restarts, stops, bytes, execs,
-		 exec_bytes, taints;
+		 exec_bytes, taints, expired, expiry_kept;
 };
 
 static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
@@ -973,6 +1038,7 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	sim_bytes_checked = 0;
 	sim_execs = sim_exec_bytes = 0;
 	taints_checked = 0;
+	expiries_seen = expiries_kept = 0;
 	init_clients_reset();
 	snprintf(share_root, sizeof(share_root), "%s/seed-%llu", share_base, (unsigned long long)s);
 	if (mkdir(share_root, 0700) != 0)
@@ -1002,6 +1068,8 @@ static int run_seed(uint64_t s, uint32_t steps, struct totals *tot)
 	tot->execs += sim_execs;
 	tot->exec_bytes += sim_exec_bytes;
 	tot->taints += taints_checked;
+	tot->expired += expiries_seen;
+	tot->expiry_kept += expiries_kept;
 	/* the daemon's fds die with it */
 	daemon_crash();
 	sealed = false;
@@ -1067,13 +1135,15 @@ static void print_totals(uint32_t nseeds, double secs, const struct totals *tot)
 	printf("# %u seeds run in %.1f s (%.1f ms a seed); the passing ones: %llu steps, %llu "
 	       "creates ready, %llu rolled back, %llu removes, %llu restarts (%llu graceful), %llu "
 	       "execs (%llu bytes to their clients checked), %llu transcript bytes compared, %llu "
-	       "tainted sandboxes whose taints held\n",
+	       "tainted sandboxes whose taints held, %llu expired (TTL), %llu expiries read back "
+	       "at a restart\n",
 	       nseeds, secs, secs * 1000 / (nseeds ? nseeds : 1),
 	       (unsigned long long)tot->steps, (unsigned long long)tot->creates_ready,
 	       (unsigned long long)tot->creates_failed, (unsigned long long)tot->removes,
 	       (unsigned long long)tot->restarts, (unsigned long long)tot->stops,
 	       (unsigned long long)tot->execs, (unsigned long long)tot->exec_bytes,
-	       (unsigned long long)tot->bytes, (unsigned long long)tot->taints);
+	       (unsigned long long)tot->bytes, (unsigned long long)tot->taints,
+	       (unsigned long long)tot->expired, (unsigned long long)tot->expiry_kept);
 }
 
 static double since(const struct timespec *t0)
