@@ -281,7 +281,6 @@ void e2b_init(const struct e2b_config *ec)
 
 int e2b_listen(char *err, size_t err_size)
 {
-
 	if (!cfg_of->e2b_listen[0])
 		return 0;
 	if (e2b_state_secret(cfg_of, err, err_size) != 0)

@@ -62,9 +62,6 @@ enum lc_state {
 #define LC_PEND_DIE 2
 #define LC_PEND_DESTROY 4
 
-/* Which front end waits for a create or remove (sandbox_waiter_set). */
-enum sb_waiter_kind { SB_WAITER_ADMIN = 0, SB_WAITER_E2B = 1 };
-
 _Static_assert(REQUEST_NETWORK_BYTES == SB_NET_BYTES, "a requested network name fits a sandbox");
 
 /* Which front end waits for a sandbox's create or remove (sandbox.waiter): the daemon's
