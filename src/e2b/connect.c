@@ -19,7 +19,7 @@ int connect_envelope_decode(const uint8_t *body, size_t len, size_t max, const u
 {
 	uint32_t n;
 
-	if (len < CONNECT_HDR)
+	if (len < CONNECT_HDR || (body[0] & ~(CONNECT_COMPRESSED | CONNECT_END)))
 		return ERR_PARSE;
 	if (body[0] & CONNECT_COMPRESSED)
 		return -ENOTSUP;

@@ -28,7 +28,8 @@
 #define CONNECT_MAX_ENVS LIMIT_SANDBOX_ENV
 
 /* The one message envelope of a streamed request's body. 0 with *msg and *msg_len (the JSON);
- * -ENOTSUP: compressed; ERR_PARSE: short, longer than one envelope, or an end-stream;
+ * -ENOTSUP: compressed; ERR_PARSE: short, longer than one envelope, an end-stream, or
+ * flags no envelope has (a bare JSON body);
  * ERR_LIMIT: its length is over max. */
 int connect_envelope_decode(const uint8_t *body, size_t len, size_t max, const uint8_t **msg,
 			    size_t *msg_len);

@@ -47,6 +47,9 @@ static void test_envelope_decode_takes_one_message_and_refuses_the_rest(void **s
 	assert_int_equal(connect_envelope_decode(in, 7, 64, &msg, &len), -ENOTSUP);
 	in[0] = CONNECT_END;
 	assert_int_equal(connect_envelope_decode(in, 7, 64, &msg, &len), ERR_PARSE);
+	/* a bare JSON body is no envelope, not a compressed one */
+	assert_int_equal(connect_envelope_decode((const uint8_t *)"{\"process\":{}}", 14, 64,
+						 &msg, &len), ERR_PARSE);
 }
 
 static void test_start_parses_what_the_sdk_sends(void **state)
