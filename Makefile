@@ -126,6 +126,12 @@ $(BUILD)/asan/libagentic.a: $(TEST_OBJS) | $(ASAN_BEARSSL)
 UNIT_WRAP_test_exec_sink := -Wl,--wrap=exec_stdin,--wrap=exec_detach,--wrap=grpc_call_send \
 	-Wl,--wrap=exec_resize \
 	-Wl,--wrap=grpc_call_flush,--wrap=grpc_call_finish,--wrap=grpc_call_set_user
+UNIT_WRAP_test_e2b_process := -Wl,--wrap=exec_begin,--wrap=exec_stdin,--wrap=exec_signal \
+	-Wl,--wrap=exec_detach,--wrap=exec_resize,--wrap=exec_alive,--wrap=e2b_sandbox,--wrap=e2b_path,--wrap=e2b_query \
+	-Wl,--wrap=e2b_header,--wrap=e2b_body,--wrap=e2b_reply,--wrap=e2b_reply_error \
+	-Wl,--wrap=e2b_connect_error,--wrap=e2b_stream_begin,--wrap=e2b_stream_write \
+	-Wl,--wrap=e2b_stream_end,--wrap=e2b_conn_attach,--wrap=e2b_ref_of,--wrap=e2b_conn_get \
+	-Wl,--wrap=e2b_user_check
 $(BUILD)/asan/unit/%: tests/unit/%.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS) -lcmocka \

@@ -355,6 +355,45 @@ void exec_detach(int32_t xi)
 	send_stdin(x, false);
 }
 
+int exec_signal(int32_t xi, int sig)
+{
+	Agentic__Sandbox__V1__PtySignal ps = AGENTIC__SANDBOX__V1__PTY_SIGNAL__INIT;
+	Agentic__Sandbox__V1__PtyControl pc = AGENTIC__SANDBOX__V1__PTY_CONTROL__INIT;
+	Agentic__Sandbox__V1__ManagementMessage m = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__INIT;
+	struct sandbox *sb = exec_alive(xi) ? exec_sandbox(&execs[xi]) : NULL;
+	const struct agent_sb *a = sb ? agent_slot(sb) : NULL;
+	int r;
+
+	if (!a)
+		return -ESRCH;
+	if (!a->call || !a->registered)
+		return ERR_STATE;
+	ps.signal_number = sig;
+	pc.command_id = execs[xi].id;
+	pc.action_case = AGENTIC__SANDBOX__V1__PTY_CONTROL__ACTION_SIGNAL;
+	pc.signal = &ps;
+	m.payload_case = AGENTIC__SANDBOX__V1__MANAGEMENT_MESSAGE__PAYLOAD_PTY_CONTROL;
+	m.pty_control = &pc;
+	if ((r = grpc_call_send(a->call, &m.base)) == 0)
+		grpc_call_flush(a->call);
+	return r;
+}
+
+int exec_attach(int32_t xi, const struct exec_sink *sink)
+{
+	if (!exec_alive(xi))
+		return -ESRCH;
+	if (execs[xi].sink.ops)
+		return -EBUSY;
+	execs[xi].sink = *sink;
+	return 0;
+}
+
+bool exec_alive(int32_t xi)
+{
+	return xi >= 0 && xi < LIMIT_EXECS && execs[xi].used;
+}
+
 size_t exec_output(struct sandbox *sb, const char *id, int stream, const void *data, size_t len,
 		   bool exact)
 {

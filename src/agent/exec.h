@@ -75,6 +75,14 @@ size_t exec_stdin(int32_t x, const void *data, size_t len, bool eof);
 int exec_resize(int32_t x, uint16_t rows, uint16_t cols);
 /* The client is gone: the sink is forgotten, stdin ends, output goes on to the transcript. */
 void exec_detach(int32_t x);
+/* A session's command gets signal sig (PtyControl.signal: the init signals its process group
+ * as the workload user): 0, -ESRCH (no such session), or the agent's send error. */
+int exec_signal(int32_t x, int sig);
+/* A detached session gets a sink again: output from now on (stdin stays as it was). 0,
+ * -ESRCH (no such session), -EBUSY (it has a sink). */
+int exec_attach(int32_t x, const struct exec_sink *sink);
+/* The session is running (its result has not come). */
+bool exec_alive(int32_t x);
 /* A command id as agenticd writes it, "x<slot>.<gen>", read back exactly: each number decimal
  * digits only (no sign, space or leading zero) and within 32 bits; 0 or -EINVAL. */
 int exec_id_parse(const char *id, uint32_t *slot, uint32_t *gen);

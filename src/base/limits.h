@@ -243,6 +243,18 @@ _Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
 /* Exec sessions at once, and the stdin one StdinChunk carries. */
 #define LIMIT_EXECS 512
 #define STDIN_CHUNK 8192
+/* E2B processes (src/e2b/e2b_process.c): the table of the processes process.Process/Start
+ * ran, at most LIMIT_E2B_SANDBOX_PROCS per sandbox (the rest of its LIMIT_INIT_COMMANDS stays
+ * for file operations and agentic exec), each followed by at most LIMIT_E2B_PROC_STREAMS
+ * streams (its Start's and Connects'), its config as List shows it cut to
+ * LIMIT_E2B_PROC_CONFIG_BYTES; LIMIT_E2B_STDIN_WAITING SendInputs at once may wait for their
+ * process to read. A keepalive frame after LIMIT_E2B_PING_S of silence, unless asked. */
+#define LIMIT_E2B_PROCS 256
+#define LIMIT_E2B_SANDBOX_PROCS 32
+#define LIMIT_E2B_PROC_STREAMS 4
+#define LIMIT_E2B_PROC_CONFIG_BYTES 768u
+#define LIMIT_E2B_STDIN_WAITING 4
+#define LIMIT_E2B_PING_S 50
 /* A sandbox's name, its instance id (a uuid7), the engine's id of its container or network
  * (64 hex digits), its network's name, its error text; a run's directory name; the exit
  * codes a run counts. */
@@ -275,6 +287,8 @@ _Static_assert(SB_ERROR_BYTES >= LIMIT_CREATE_LOG_BYTES + 256,
 _Static_assert(RUN_NAME_BYTES >= 4 + 23 + 1 + 11 + 1 && RUN_CODES >= 2,
 	       "run-<stamp>-<int> and its NUL fit; a run counts success and a failure");
 _Static_assert(LIMIT_EXECS >= 1 && LIMIT_WORKSPACE_LOOP_ATTEMPTS >= 1, "at least one");
+_Static_assert(LIMIT_E2B_PROCS <= LIMIT_EXECS && LIMIT_E2B_SANDBOX_PROCS <= LIMIT_E2B_PROCS &&
+	       LIMIT_E2B_PROCS <= UINT16_MAX, "an E2B process is an exec session");
 _Static_assert(CONFIG_STR_BYTES < CONFIG_LINE_BYTES && CONFIG_LINE_BYTES <= CONFIG_FILE_MAX_BYTES,
 	       "a line holds a key and its longest value; the file holds a line");
 _Static_assert(CONFIG_MAX_ALLOWED_MOUNTS >= LIMIT_SANDBOX_MOUNTS,
