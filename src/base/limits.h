@@ -36,11 +36,12 @@
 #define LIMIT_E2B_FILE_OPS 16
 #define LIMIT_E2B_FILE_OUT_BYTES (16u * 1024u)
 /* POST /files uploads at once; the body bytes one holds while its file write is busy (the
- * most one read of the connection hands over); the paths it wrote, for the answer; one part's
- * header lines (a Content-Disposition carrying a whole path). */
+ * most one read of the connection hands over); the paths it wrote and how many, for the
+ * answer; one part's header lines (a Content-Disposition carrying a whole path). */
 #define LIMIT_E2B_UPLOADS 8
-#define LIMIT_E2B_UPLOAD_IN_BYTES (32u * 1024u)
+#define LIMIT_E2B_UPLOAD_IN_BYTES (16u * 1024u)
 #define LIMIT_E2B_UPLOAD_PATHS_BYTES (8u * 1024u)
+#define LIMIT_E2B_UPLOAD_FILES 128
 #define LIMIT_E2B_PART_HEAD_BYTES (LIMIT_PATH_BYTES + 512u)
 _Static_assert(LIMIT_E2B_UPLOAD_IN_BYTES >= LIMIT_HTTP_READ_BYTES,
 	       "an upload holds what one read of its connection brings");

@@ -50,6 +50,13 @@ struct upload {
 };
 
 static struct upload ups[LIMIT_E2B_UPLOADS];
+
+/* The answer: each file's name and path (at most the paths' bytes each) and ~40 bytes of
+ * JSON around them, in the connection's one whole answer. */
+#define ANSWER_BYTES (2 * LIMIT_E2B_UPLOAD_PATHS_BYTES + 48 * LIMIT_E2B_UPLOAD_FILES)
+#ifdef LIMIT_E2B_OUT_BYTES
+_Static_assert(ANSWER_BYTES + 1024 <= LIMIT_E2B_OUT_BYTES, "the answer fits one whole reply");
+#endif
 static uint16_t up_gen;
 
 _Static_assert(LIMIT_E2B_UPLOADS <= 256, "a slot index fits the ctx's low byte");
@@ -155,7 +162,7 @@ static void up_fail(struct upload *up, int status, const char *message)
 /* [{"name","path","type":"file"}...] for the paths written. */
 static void up_answer(struct upload *up, struct e2b_conn *c)
 {
-	static uint8_t out[3 * LIMIT_E2B_UPLOAD_PATHS_BYTES];
+	static uint8_t out[ANSWER_BYTES];
 	struct buf b;
 	struct json_writer w;
 	const char *p = (const char *)up->paths.data;
@@ -234,7 +241,8 @@ static int up_open(struct upload *up, const char *path)
 		up_fail(up, 400, "two parts of the upload name the same path");
 		return -1;
 	}
-	if (buf_append(&up->paths, path, strlen(path) + 1) != 0) {
+	if (up->npaths == LIMIT_E2B_UPLOAD_FILES ||
+	    buf_append(&up->paths, path, strlen(path) + 1) != 0) {
 		up_fail(up, 400, "too many files in one upload");
 		return -1;
 	}
@@ -423,7 +431,7 @@ static void up_on_body(struct e2b_conn *c, void *ctx, const uint8_t *data, size_
 		up->raw_end -= lo;
 	}
 	if (len > sizeof(up->in) - up->raw_end) {
-		log_error("e2b upload refused", "reason=%s bytes=%zu", "body piece over the slot", len);
+		log_error("e2b upload refused", "reason=%s bytes=%zu", "body_over_slot", len);
 		up_fail(up, 500, "agenticd could not hold the upload's body");
 		return;
 	}

@@ -37,12 +37,16 @@ struct fop {
 	uint32_t nentries;
 	struct e2b_ref conn;
 	struct sandbox *sb;
-	uint32_t sb_gen;
 	struct buf out;
 	uint8_t data[LIMIT_E2B_FILE_OUT_BYTES];
 };
 
 static struct fop fops[LIMIT_E2B_FILE_OPS];
+
+#ifdef LIMIT_E2B_OUT_BYTES
+_Static_assert(LIMIT_E2B_FILE_OUT_BYTES + 1024 <= LIMIT_E2B_OUT_BYTES,
+	       "a slot's whole answer fits the connection's one whole reply");
+#endif
 static uint16_t fop_gen;
 
 static const struct method {
@@ -91,7 +95,6 @@ static struct fop *fop_get(struct e2b_conn *c, uint8_t kind)
 		op->x = -1;
 		op->conn = e2b_ref_of(c);
 		op->sb = sb;
-		op->sb_gen = sb->gen;
 		buf_init(&op->out, op->data, sizeof(op->data));
 		return op;
 	}
@@ -150,6 +153,11 @@ int e2b_fop_begin_status(int r, const char **message)
 		*message = "the sandbox's agent is not reachable now; try again";
 		return 503;
 	}
+	if (r == -EINVAL) {
+		*message = "the file operation was refused: a path must be UTF-8 and a depth "
+			   "within the limit";
+		return 400;
+	}
 	*message = "the file operation could not start";
 	return 500;
 }
@@ -187,7 +195,8 @@ static void answer_begin_error(struct fop *op, struct e2b_conn *c, int r)
 	if (op->kind == FOP_READ)
 		e2b_reply_error(c, status, message);
 	else
-		e2b_connect_error(c, status == 503 ? "unavailable" : "internal", message);
+		e2b_connect_error(c, status == 503 ? "unavailable" : status == 400
+				  ? "invalid_argument" : "internal", message);
 }
 
 static const char *content_type(const struct fop *op)
@@ -258,7 +267,7 @@ static void fop_abort(struct fop *op, const char *why)
 {
 	struct e2b_conn *c = e2b_conn_get(op->conn);
 
-	log_warn("e2b file answer cut", "reason=%s", why);
+	log_warn("e2b file answer cut", "reason=%s", log_q(why));
 	if (op->x >= 0)
 		fileop_cancel(op->x);
 	op->x = -1;
