@@ -54,9 +54,7 @@ static struct upload ups[LIMIT_E2B_UPLOADS];
 /* The answer: each file's name and path (at most the paths' bytes each) and ~40 bytes of
  * JSON around them, in the connection's one whole answer. */
 #define ANSWER_BYTES (2 * LIMIT_E2B_UPLOAD_PATHS_BYTES + 48 * LIMIT_E2B_UPLOAD_FILES)
-#ifdef LIMIT_E2B_OUT_BYTES
 _Static_assert(ANSWER_BYTES + 1024 <= LIMIT_E2B_OUT_BYTES, "the answer fits one whole reply");
-#endif
 static uint16_t up_gen;
 
 _Static_assert(LIMIT_E2B_UPLOADS <= 256, "a slot index fits the ctx's low byte");

@@ -25,7 +25,6 @@
 #include "sandbox/sandbox.h"
 
 enum fop_kind { FOP_STAT, FOP_LIST, FOP_MKDIR, FOP_REMOVE, FOP_MOVE, FOP_READ };
-enum { FT_FILE = 1, FT_DIR = 2, FT_SYMLINK = 3 }; /* struct file_entry's types (C3) */
 
 struct fop {
 	bool used;
@@ -43,10 +42,6 @@ struct fop {
 
 static struct fop fops[LIMIT_E2B_FILE_OPS];
 
-#ifdef LIMIT_E2B_OUT_BYTES
-_Static_assert(LIMIT_E2B_FILE_OUT_BYTES + 1024 <= LIMIT_E2B_OUT_BYTES,
-	       "a slot's whole answer fits the connection's one whole reply");
-#endif
 static uint16_t fop_gen;
 
 static const struct method {
@@ -318,8 +313,8 @@ static const struct e2b_service_ops fop_service = {
 
 static const char *type_name(int type)
 {
-	return type == FT_FILE ? "FILE_TYPE_FILE" : type == FT_DIR ? "FILE_TYPE_DIRECTORY"
-	       : type == FT_SYMLINK ? "FILE_TYPE_SYMLINK" : "FILE_TYPE_UNSPECIFIED";
+	return type == FILE_TYPE_FILE ? "FILE_TYPE_FILE" : type == FILE_TYPE_DIR ? "FILE_TYPE_DIRECTORY"
+	       : type == FILE_TYPE_SYMLINK ? "FILE_TYPE_SYMLINK" : "FILE_TYPE_UNSPECIFIED";
 }
 
 /* As Go's os.FileMode.String(), which envd sends: type and special letters, then rwx. */
@@ -329,7 +324,7 @@ static const char *perm_string(const struct file_entry *e, char *s)
 	char *p = s;
 
 	if (t == 0)
-		t = e->type == FT_DIR ? S_IFDIR : e->type == FT_SYMLINK ? S_IFLNK : S_IFREG;
+		t = e->type == FILE_TYPE_DIR ? S_IFDIR : e->type == FILE_TYPE_SYMLINK ? S_IFLNK : S_IFREG;
 	if (t == S_IFDIR)
 		*p++ = 'd';
 	if (t == S_IFLNK)
