@@ -637,7 +637,7 @@ static void test_files_post_large_binary_never_held_whole(void **state)
 	n += (size_t)snprintf(body + n, sizeof(body) - n, "\r\n" B "--\r\n");
 	conn.ctype = CT;
 	take_most = 8192;
-	deliver(body, n, 16384);
+	deliver(body, n, LIMIT_E2B_READ_BYTES); /* what one read of the connection brings */
 	assert_int_equal(conn.status, 200);
 	assert_int_equal(sess[0].wlen, 1 << 20);
 	assert_memory_equal(sess[0].written, body + head, 1 << 20);
