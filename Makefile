@@ -132,6 +132,12 @@ UNIT_WRAP_test_e2b_process := -Wl,--wrap=exec_begin,--wrap=exec_stdin,--wrap=exe
 	-Wl,--wrap=e2b_connect_error,--wrap=e2b_stream_begin,--wrap=e2b_stream_write \
 	-Wl,--wrap=e2b_stream_end,--wrap=e2b_conn_attach,--wrap=e2b_ref_of,--wrap=e2b_conn_get \
 	-Wl,--wrap=e2b_user_check
+# The E2B file routes over stand-ins of the connection layer and the fileop client.
+E2B_FILES_WRAPS := e2b_query e2b_header e2b_sandbox e2b_body e2b_reply e2b_reply_error \
+	e2b_connect_error e2b_stream_begin e2b_stream_write e2b_stream_room e2b_stream_end \
+	e2b_conn_attach e2b_body_pause e2b_body_resume e2b_ref_of e2b_conn_get e2b_user_check \
+	e2b_path_resolve fileop_begin fileop_write fileop_cancel
+UNIT_WRAP_test_e2b_files := $(E2B_FILES_WRAPS:%=-Wl,--wrap=%)
 $(BUILD)/asan/unit/%: tests/unit/%.c $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(BUILD)/asan/libagentic.a $(TEST_LDFLAGS) -lcmocka \

@@ -29,6 +29,22 @@
 /* A client connection's connect, unless its owner sets another. */
 #define LIMIT_HTTP_CONNECT_TIMEOUT_MS 5000
 
+/* ---- e2b files (src/e2b/e2b_fs.c, e2b_files.c, multipart.c) ---- */
+/* filesystem.Filesystem calls and GET /files downloads served at once, and the answer bytes
+ * each holds: a whole answer that fits goes out with its exact status and Content-Length,
+ * a longer one is streamed (chunked) from there. */
+#define LIMIT_E2B_FILE_OPS 16
+#define LIMIT_E2B_FILE_OUT_BYTES (16u * 1024u)
+/* POST /files uploads at once; the body bytes one holds while its file write is busy (the
+ * most one read of the connection hands over); the paths it wrote and how many, for the
+ * answer; one part's header lines (a Content-Disposition carrying a whole path). */
+#define LIMIT_E2B_UPLOADS 8
+#define LIMIT_E2B_UPLOAD_IN_BYTES (8u * 1024u)
+#define LIMIT_E2B_UPLOAD_PATHS_BYTES (8u * 1024u)
+#define LIMIT_E2B_UPLOAD_FILES 128
+#define LIMIT_E2B_PART_HEAD_BYTES (LIMIT_PATH_BYTES + 512u)
+_Static_assert(LIMIT_E2B_UPLOAD_PATHS_BYTES >= LIMIT_PATH_BYTES, "one path fits");
+
 /* ---- json (src/json) ---- */
 /* Nesting of arrays and objects the parser and writer follow. */
 #define JSON_MAX_DEPTH 64
@@ -154,6 +170,10 @@ _Static_assert(GRPC_DEADLINE_GRACE_MS >= 100 && GRPC_DEADLINE_GRACE_MS <= 1000,
 /* E2B's own fields of a sandbox (template, metadata, token hash, start) in its record. */
 #define LIMIT_E2B_RECORD_BYTES 3072u
 #define LIMIT_E2B_METADATA_BYTES 2048u
+_Static_assert(LIMIT_E2B_UPLOAD_IN_BYTES >= LIMIT_E2B_READ_BYTES,
+	       "an upload holds what one read of its connection brings");
+_Static_assert(LIMIT_E2B_FILE_OUT_BYTES + 1024u <= LIMIT_E2B_OUT_BYTES,
+	       "a file operation's whole answer fits the connection's one whole reply");
 _Static_assert(LIMIT_E2B_KEEPALIVE_S >= 5 && LIMIT_E2B_IDLE_MS > LIMIT_E2B_KEEPALIVE_S * 1000,
 	       "undici keeps an idle socket 4 s unless told: the hint is longer, and kept");
 _Static_assert(LIMIT_E2B_BODY_BYTES <= LIMIT_ADMIN_BODY_BYTES &&
