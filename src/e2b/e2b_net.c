@@ -3,7 +3,7 @@
  * an unknown field of network, too many entries: refused, nothing made), then the operator's
  * policy is narrowed: allowOut keeps what it names of the policy, denyOut removes what it
  * covers, a header transform must land on a credential route the policy declares. Owns only
- * its static storage; calls base, json, egress's policy reader and writer, sandbox/request. */
+ * its static storage; calls base, json, egress's policy reader and writer. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -799,11 +799,6 @@ int e2b_net_policy(const struct config *cfg, const char *body, size_t len, char 
 	return 0;
 }
 
-int e2b_net_apply(struct create_req *req, const char *egress_json, struct request_error *e)
-{
-	return request_egress_set(req, egress_json, e);
-}
-
 static void info_host(struct json_writer *w, const char *host, uint16_t port, bool suffix,
 		      uint16_t def)
 {
@@ -824,7 +819,6 @@ void e2b_net_info(const char *egress_json, struct json_writer *w)
 	if (!egress_json[0] ||
 	    egress_policy_parse(egress_json, strlen(egress_json), &out, err, sizeof(err)) != 0)
 		memset(&out, 0, sizeof(out));
-	json_obj_begin(w);
 	json_key(w, "allowOut");
 	json_arr_begin(w);
 	for (uint32_t i = 0; i < out.nallow; i++)
@@ -837,5 +831,4 @@ void e2b_net_info(const char *egress_json, struct json_writer *w)
 	json_str_write(w, "0.0.0.0/0");
 	json_str_write(w, "::/0");
 	json_arr_end(w);
-	json_obj_end(w);
 }

@@ -577,45 +577,26 @@ static int proxy_env_set(struct create_req *req, struct request_error *e)
 	return 0;
 }
 
-/* json (len bytes) as req's policy, read by the egress module's strict reader (its message,
- * which names the field and never a value) and kept normalised. */
-static int egress_take(struct create_req *req, const char *json, size_t len,
-		       struct request_error *e)
+/* "egress": a policy, read by the egress module's strict reader; the message is its own,
+ * which names the field and never a value. */
+static int parse_egress(struct create_req *req, const struct json_doc *doc, int val,
+			struct request_error *e)
 {
 	static struct egress_policy pol;
+	const struct json_token *t = &doc->tok[val];
 	char why[256];
 
-	if (egress_policy_parse(json, len, &pol, why, sizeof(why)) != 0)
+	if (t->type != JSON_OBJECT && t->type != JSON_ARRAY)
+		return bad(e, 422, "egress_invalid", "egress: must be an object (docs/EGRESS.md "
+			   "\"Policy\")");
+	if (egress_policy_parse(doc->src + t->start, t->end - t->start, &pol, why,
+				sizeof(why)) != 0)
 		return bad(e, 422, "egress_invalid", "%s", why);
 	if (egress_policy_write(&pol, req->egress_json, sizeof(req->egress_json)) < 0)
 		return bad(e, 422, "egress_invalid", "egress: the normalised policy does not fit %u "
 			   "bytes", EGRESS_POLICY_BYTES);
 	req->egress_report = pol.mode == EGRESS_REPORT;
 	return 0;
-}
-
-/* "egress": a policy (an object, or the older list) */
-static int parse_egress(struct create_req *req, const struct json_doc *doc, int val,
-			struct request_error *e)
-{
-	const struct json_token *t = &doc->tok[val];
-
-	if (t->type != JSON_OBJECT && t->type != JSON_ARRAY)
-		return bad(e, 422, "egress_invalid", "egress: must be an object (docs/EGRESS.md "
-			   "\"Policy\")");
-	return egress_take(req, doc->src + t->start, t->end - t->start, e);
-}
-
-int request_egress_set(struct create_req *req, const char *json, struct request_error *e)
-{
-	if (!json[0]) {
-		req->egress_json[0] = '\0';
-		req->egress_report = false;
-		return 0;
-	}
-	if (egress_take(req, json, strlen(json), e) != 0)
-		return -1;
-	return proxy_env_set(req, e);
 }
 
 /* A byte count from min to max, for the field key. */

@@ -109,14 +109,6 @@ int request_create_parse(struct create_req *req, const struct config *cfg,
 			 const struct profile_set *profiles, enum request_api api, const void *body,
 			 size_t len, struct request_error *e);
 
-/* For a front end that builds req itself (E2B's create): json (a policy, egress/policy.h; ""
- * none) as req's egress, exactly as a body's "egress" is taken: read strictly, kept
- * normalised, egress_report from its mode, and with a policy the proxy's variables set in
- * env over the request's own (so call it once req's env is in). "" clears the policy and
- * leaves env alone. 0, or -1 with e (422 egress_invalid, or 400 when env has no room for
- * the proxy's variables): the create is refused. */
-int request_egress_set(struct create_req *req, const char *json, struct request_error *e);
-
 /* What this build refuses of startup profile p, whoever names it (a create, or GET
  * /api/v2/admin/profiles/ID saying whether it can be used): 0, or -1 with e (422 and the
  * words the create would get). */
