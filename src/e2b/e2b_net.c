@@ -12,6 +12,7 @@
 
 #include "e2b/e2b_net.h"
 #include "json/json.h"
+#include "profile/credscan.h"
 
 /* An allowOut or denyOut entry: a name ("*.x": suffix) or an address range. */
 struct dest {
@@ -255,6 +256,12 @@ static bool cidr_has(const struct dest *d, const struct dest *x)
 	return d->family == x->family && d->bits <= x->bits && prefix_has(x->addr, d->addr, d->bits);
 }
 
+/* A name from the request as a message may echo it: never one shaped like a credential. */
+static const char *shown(const char *s)
+{
+	return credscan_value(s) ? "(a name shaped like a credential)" : s;
+}
+
 /* ---- reading the request ---- */
 
 /* A field name from the body as a message may show it: a short word, else NULL. */
@@ -333,9 +340,9 @@ static int read_header(struct net *n, int k, int v, const char *host)
 
 	if (json_str(n->doc, k, h, sizeof(h)) <= 0 || !token(h))
 		return refuse(n, "network.rules[\"%s\"]: a header name must be an HTTP token of at "
-			      "most %d bytes", host, EGRESS_HEADER_BYTES - 1);
+			      "most %d bytes", shown(host), EGRESS_HEADER_BYTES - 1);
 	if (n->doc->tok[v].type != JSON_STRING)
-		return refuse(n, "network.rules[\"%s\"]: a header value must be a string", host);
+		return refuse(n, "network.rules[\"%s\"]: a header value must be a string", shown(host));
 	egress_lower(h);
 	for (uint32_t i = 0; i < op.nroutes; i++) {
 		if (strcmp(op.routes[i].host, host) != 0)
@@ -348,9 +355,9 @@ static int read_header(struct net *n, int k, int v, const char *host)
 		return refuse(n, "network.rules[\"%s\"]: the operator's e2b_egress_policy has no "
 			      "credential route for this host: agentic injects only credentials the "
 			      "operator declared, never a value from the request (docs/E2B.md "
-			      "\"Network options\")", host);
+			      "\"Network options\")", shown(host));
 	return refuse(n, "network.rules[\"%s\"]: header %s is not the one the operator's "
-		      "credential route for this host injects", host, h);
+		      "credential route for this host injects", shown(host), shown(h));
 }
 
 /* {"transform": {"headers": {name: value}}}: nothing else (a transform agentic would not
@@ -363,7 +370,7 @@ static int read_rule(struct net *n, int r, const char *host)
 
 	if (d->tok[r].type != JSON_OBJECT || (d->tok[r].children > 0 &&
 	    (d->tok[r].children != 1 || !json_str_eq(d, r + 1, "transform"))))
-		return refuse(n, "network.rules[\"%s\"]: a rule %s", host, what);
+		return refuse(n, "network.rules[\"%s\"]: a rule %s", shown(host), what);
 	if ((t = member(n, r, "network.rules.", "transform")) < -1)
 		return -1;
 	if (t < 0)
@@ -371,15 +378,15 @@ static int read_rule(struct net *n, int r, const char *host)
 	if (d->tok[t].type != JSON_OBJECT || (d->tok[t].children > 0 &&
 	    (d->tok[t].children != 1 || !json_str_eq(d, t + 1, "headers"))))
 		return refuse(n, "network.rules[\"%s\"]: a rule %s (agentic applies no other "
-			      "transform)", host, what);
+			      "transform)", shown(host), what);
 	if ((h = member(n, t, "network.rules.transform.", "headers")) < -1)
 		return -1;
 	if (h < 0)
 		return 0;
 	if (d->tok[h].type != JSON_OBJECT)
-		return refuse(n, "network.rules[\"%s\"]: headers must be an object", host);
+		return refuse(n, "network.rules[\"%s\"]: headers must be an object", shown(host));
 	if (d->tok[h].children > E2B_NET_HEADERS_MAX)
-		return refuse(n, "network.rules[\"%s\"]: at most %d headers", host,
+		return refuse(n, "network.rules[\"%s\"]: at most %d headers", shown(host),
 			      E2B_NET_HEADERS_MAX);
 	for (int k = json_first(d, h); k >= 0; k = json_next(d, h, json_next(d, h, k)))
 		if (read_header(n, k, k + 1, host) != 0)
@@ -409,7 +416,7 @@ static int read_rules(struct net *n, int v)
 			return refuse(n, "network.rules: a key is not a host name or an IP address");
 		for (uint32_t i = 0; i < rq.nhosts; i++)
 			if (strcmp(rq.hosts[i], host) == 0)
-				return refuse(n, "network.rules[\"%s\"]: given twice", host);
+				return refuse(n, "network.rules[\"%s\"]: given twice", shown(host));
 		if (d->tok[r].type == JSON_NULL)
 			continue;
 		if (d->tok[r].type != JSON_ARRAY || d->tok[r].children > E2B_NET_RULES_MAX)
@@ -587,7 +594,7 @@ static int narrow_allow(struct net *n)
 	for (uint32_t j = 0; j < rq.nallow; j++)
 		if (!rq.used[j])
 			note(n, "network.allowOut[%u] %s: the operator's policy allows nothing of it "
-			     "(dropped)", j, dest_text(&rq.allow[j], t, sizeof(t)));
+			     "(dropped)", j, shown(dest_text(&rq.allow[j], t, sizeof(t))));
 	return 0;
 }
 
@@ -750,7 +757,8 @@ static int narrow(struct net *n, bool operator_set)
 			kept = kept || strcmp(out.routes[i].host, rq.hosts[h]) == 0;
 		note(n, kept ? "network.rules[\"%s\"]: the operator's credential route for it "
 		     "injects its own secret (the values sent are not used)" :
-		     "network.rules[\"%s\"]: not applied (no route to it is left)", rq.hosts[h]);
+		     "network.rules[\"%s\"]: not applied (no route to it is left)",
+		     shown(rq.hosts[h]));
 	}
 	if (op.mode == EGRESS_REPORT && (out.nallow || out.nroutes) &&
 	    (rq.allow_given || rq.ndeny))

@@ -232,6 +232,13 @@ static void test_header_transforms_land_only_on_the_operators_routes(void **stat
 	refused(OP, "{\"network\":{\"rules\":{\"api.anthropic.com\":[{\"when\":1}]}}}",
 		"a rule must be");
 	refused(OP, "{\"network\":{\"rules\":{\"not a host!\":[]}}}", "not a host name");
+	/* a name shaped like a credential is never echoed */
+	refused(OP, "{\"network\":{\"rules\":{\"sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789.com\":"
+		"[{\"transform\":{\"headers\":{\"x\":\"v\"}}}]}}}", "shaped like a credential");
+	assert_null(strstr(why, "sk-ant"));
+	ok(OP, "{\"network\":{\"allowOut\":[\"sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789.com\"]}}");
+	assert_non_null(strstr(why, "allowOut[0] (a name shaped like a credential)"));
+	assert_null(strstr(why, "sk-ant"));
 	refused(OP, "{\"network\":{\"rules\":{\"a.com\":[],\"A.com\":[]}}}", "given twice");
 	refused(OP, "{\"network\":{\"rules\":[]}}", "network.rules: must be an object");
 	/* a route allowOut leaves out: not applied, said so */
