@@ -707,12 +707,9 @@ static int config_read(struct daemon *d, const char *path, bool explicit_path)
 		return -1;
 	}
 	config_apply_env(&d->cfg);
-	if (config_validate(&d->cfg, err, sizeof(err)) != 0) {
+	if (config_validate(&d->cfg, err, sizeof(err)) != 0 ||
+	    config_e2b_egress_load(&d->cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "agenticd: %s: %s\n", path, err);
-		return -1;
-	}
-	if (config_e2b_egress_load(&d->cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "agenticd: %s\n", err);
 		return -1;
 	}
 	config_log_apply(&d->cfg);
