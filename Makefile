@@ -49,6 +49,13 @@ SRCS     := $(sort $(wildcard src/*/*.c)) $(GEN_SRCS)
 TEST_GEN_SRCS := $(GEN)/grpctest.pb-c.c
 LIB_OBJS := $(patsubst %.c,$(BUILD)/musl/%.o,$(filter-out $(TEST_GEN_SRCS),$(SRCS)))
 MAIN_OBJ := $(BUILD)/musl/src/main.o
+# Code off every hot path is built for size: the CLI, the verifier and its probe, the VM image
+# builder, the pruner, config and profile reading, the E2B key store and network options. The
+# exec, agent, egress, gRPC and HTTP paths stay -O2 (make bench measures them).
+COLD_DIRS := cli verify vmimage prune config profile
+COLD_OBJS := $(filter $(COLD_DIRS:%=$(BUILD)/musl/src/%/%),$(LIB_OBJS)) \
+	     $(BUILD)/musl/src/e2b/e2b_net.o $(BUILD)/musl/src/e2b/e2b_keys.o
+$(COLD_OBJS): MUSL_CFLAGS += -Os
 TEST_OBJS := $(SRCS:%.c=$(BUILD)/asan/%.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/asan/unit/%,$(wildcard tests/unit/test_*.c))
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
