@@ -1,7 +1,8 @@
 # agentic: one static binary, built with musl from src/ and the pinned third_party libraries.
 #
 #   make          build ./agentic (static, stripped) and print its size
-#   make check    unit tests (glibc + ASan/UBSan), fuzz corpus replay, integration tests
+#   make check    unit tests (glibc + ASan/UBSan), fuzz corpus replay, integration tests, the
+#                 real e2b SDK against agenticd (tests/e2b)
 #   make bench    benchmarks, printed as ratios against their peers
 #   make simulate the deterministic simulation (tests/sim): SEEDS=N seeds, or SEED=n to replay one
 #   make fuzz     libFuzzer builds of every tests/fuzz/fuzz_*.c (clang)
@@ -240,6 +241,7 @@ check: bootstrap
 	$(MAKE) all third_party test-build vm-kernel
 	tools/dockerd-up
 	tools/build-images
+	tests/e2b/install || true # a skip or failure is the suite's to report (tests/e2b/run)
 	tests/run
 
 # The sandbox images, imported into the local engine (no registry): tools/build-images.
