@@ -31,29 +31,37 @@ test('#18 kill mid-stream: every open stream ends as the SDK expects', T, async 
 	const bg2 = await sbx.commands.run('while :; do echo tick; sleep 0.2; done',
 		{ background: true });
 	const attached = await sbx.commands.connect(bg.pid);
-	const fg = sbx.commands.run('sleep 60').catch((e) => e);
+	// every promise has its handler before the kill: none rejects unobserved
+	const ends = [['wait()', bg.wait()], ['a second command\'s wait()', bg2.wait()],
+		['a re-attached wait()', attached.wait()], ['a foreground run', sbx.commands.run('sleep 60')]]
+		.map(([what, p]) => [what, p.then((r) => r, (e) => e)]);
 	await sleep(500);
 	assert.equal(await sbx.kill(), true);
 	const killed = /sandbox was killed or reached its end of life/;
-	for (const [what, p] of [['wait()', bg.wait()], ['a second wait()', bg2.wait()],
-		['a re-attached wait()', attached.wait()]]) {
-		await rejects(p, e2b.TimeoutError, (e) => assert.match(e.message, killed, what));
+	for (const [what, p] of ends) {
+		const e = await p;
+		assert.ok(e instanceof e2b.TimeoutError, `${what}: ${e?.constructor?.name} ${e?.message}`);
+		assert.match(e.message, killed, what);
 	}
-	const e = await fg;
-	assert.ok(e instanceof e2b.TimeoutError, `foreground run: ${e?.constructor?.name} ${e?.message}`);
-	assert.match(e.message, killed);
 });
 
-test('#19 TTL: a sandbox past its timeout is gone, with its container', T, async () => {
+const ttl = {};
+test('#19 TTL: a sandbox past its timeout is gone (SandboxNotFoundError)', T, async () => {
 	const sbx = await create({ timeoutMs: 3000 });
-	const named = containersNaming(sbx.sandboxId);
+	ttl.id = sbx.sandboxId;
+	ttl.named = containersNaming(sbx.sandboxId);
 	await sleep(5000);
 	await rejects(sbx.getInfo(), e2b.SandboxNotFoundError);
-	if (named === null || named.length === 0) {
-		// the positive control failed: the engine does not name the id, so "gone" proves nothing
+});
+
+test('#19 TTL: the expired sandbox\'s container is gone from the engine', T, async (t) => {
+	if (!ttl.named?.length) {
+		// the positive control: a live sandbox's container must be findable by its id first
+		t.skip(ttl.named === null ? 'no owner label of agenticd to search the engine by'
+			: 'the engine\'s record of a live E2B sandbox names not its id (no positive control)');
 		return;
 	}
-	await waitFor(() => containersNaming(sbx.sandboxId).length === 0, 5000,
+	await waitFor(() => containersNaming(ttl.id).length === 0, 5000,
 		'the expired sandbox\'s container removed');
 });
 

@@ -139,11 +139,15 @@ export async function infoTimeoutList({ sbx, other }) {
 	const listed = await Sandbox.list({ query: { metadata: { k: 'v' } } }).nextItems();
 	assert.ok(listed.some((s) => s.sandboxId === sbx.sandboxId), 'list by metadata names it');
 	assert.ok(listed.every((s) => s.metadata?.k === 'v'), 'list by metadata names only k=v');
+	// both carry run=RUN (other files' sandboxes may too): at least two match
+	assert.ok(other.sandboxId !== sbx.sandboxId);
 	const page = Sandbox.list({ limit: 1, query: { metadata: { run: RUN } } });
 	const first = await page.nextItems();
 	assert.equal(first.length, 1);
-	assert.ok([sbx.sandboxId, other.sandboxId].includes(first[0].sandboxId));
+	assert.equal(first[0].metadata?.run, RUN);
 	assert.equal(page.hasNext, true, 'limit 1 with 2 sandboxes: hasNext');
+	const second = await page.nextItems();
+	assert.ok(second.length >= 1 && second[0].sandboxId !== first[0].sandboxId, 'the next page');
 }
 
 // #17: a killed sandbox, seen from every side

@@ -25,6 +25,9 @@ test('#21 50 background commands in one sandbox and 5 sandboxes at once; fds bac
 		const hs = await Promise.all(Array.from({ length: 50 },
 			() => ctx.sbx.commands.run('sleep 2', { background: true })));
 		assert.equal(new Set(hs.map((h) => h.pid)).size, 50, 'fifty distinct pids');
+		// the positive control: fifty open streams are fifty more descriptors of agenticd's
+		const busy = daemonFds();
+		assert.ok(busy >= base + 50, `${busy} fds with 50 streams open (baseline ${base})`);
 		const five = await Promise.all(Array.from({ length: 5 }, () => create()));
 		const outs = await Promise.all(five.map((x, i) => x.commands.run(`echo sb${i}`)));
 		assert.deepEqual(outs.map((r) => r.stdout), [0, 1, 2, 3, 4].map((i) => `sb${i}\n`));
