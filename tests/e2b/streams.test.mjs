@@ -114,3 +114,34 @@ test('#23 an unknown route is JSON 501 or 404, never HTML', { timeout: 30_000 },
 	assert.equal(typeof JSON.parse(r.body).code, 'number');
 	await sleep(0);
 });
+
+test('slow and idle clients do not stall the SDK: a body sent a byte at a time, 100 idle sockets',
+	{ timeout: 60_000 }, async () => {
+		const net = await import('node:net');
+		const { apiUrl } = await import('./lib.mjs');
+		const socks = [];
+		const open = () => new Promise((res, rej) => {
+			const c = net.connect(Number(apiUrl.port), apiUrl.hostname, () => res(c));
+			c.on('error', rej);
+		});
+		try {
+			for (let i = 0; i < 100; i++) socks.push(await open());
+			const slow = await open();
+			socks.push(slow);
+			slow.write('POST /v2/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-KEY: e2b_00\r\n' +
+				'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{');
+			const drip = setInterval(() => slow.write(' '), 100);
+			try {
+				const t0 = Date.now();
+				for (let i = 0; i < 5; i++) {
+					assert.equal((await ctx.sbx.commands.run(`echo ${i}`)).stdout, `${i}\n`);
+				}
+				const took = Date.now() - t0;
+				assert.ok(took < 5000, `five runs took ${took} ms beside the slow and idle clients`);
+			} finally {
+				clearInterval(drip);
+			}
+		} finally {
+			for (const c of socks) c.destroy();
+		}
+	});
