@@ -38,16 +38,20 @@ export async function rejects(p, cls, check) {
 	return err;
 }
 
-// raw(method, path, {headers, body}): one request on the listener, outside the SDK.
+// raw(method, path, {headers, body, keepAlive}): one request on the listener, outside the SDK,
+// on a connection of its own (Connection: close unless keepAlive, as the SDK's undici asks).
 // Resolves {status, headers, body: Buffer}.
-export function raw(method, path, { headers = {}, body } = {}) {
+export function raw(method, path, { headers = {}, body, keepAlive = false } = {}) {
 	return new Promise((resolve, reject) => {
+		const agent = keepAlive ? new http.Agent({ keepAlive: true, maxSockets: 1 }) : false;
 		const req = http.request({ host: apiUrl.hostname, port: apiUrl.port, method, path,
-			headers, agent: false }, (res) => {
+			headers, agent }, (res) => {
 			const parts = [];
 			res.on('data', (c) => parts.push(c));
-			res.on('end', () => resolve({ status: res.statusCode, headers: res.headers,
-				body: Buffer.concat(parts) }));
+			res.on('end', () => {
+				if (agent) agent.destroy();
+				resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(parts) });
+			});
 			res.on('error', reject);
 		});
 		req.on('error', reject);

@@ -72,7 +72,8 @@ test('#23 a stream: start first, end last, then a 0x02 end-stream; no compressio
 	{ timeout: 30_000 }, async () => {
 		const r = await raw('POST', '/process.Process/Start', {
 			headers: envd({ 'Content-Type': 'application/connect+json' }),
-			body: envelope({ process: { cmd: '/bin/bash', args: ['-l', '-c', 'echo hi'] } }) });
+			body: envelope({ process: { cmd: '/bin/bash', args: ['-l', '-c', 'echo hi'] } }),
+			keepAlive: true });
 		assert.equal(r.status, 200);
 		assert.equal(r.headers['content-type'], 'application/connect+json');
 		assert.equal(r.headers['connect-content-encoding'], undefined);
