@@ -43,3 +43,20 @@ test('a write past the disk budget is NotEnoughSpaceError', { timeout: 60_000 },
 	await ctx.sbx.files.write('/home/user/after.txt', 'room again');
 	assert.equal(await ctx.sbx.files.read('/home/user/after.txt'), 'room again');
 });
+
+test('signed URLs: uploadUrl and downloadUrl carry no token; a changed signature is 401', T,
+	async () => {
+		const up = await ctx.sbx.uploadUrl('/home/user/signed.txt');
+		assert.match(up, /signature=v1_/);
+		const fd = new FormData();
+		fd.append('file', new Blob(['signed upload']), 'signed.txt');
+		const r = await fetch(up, { method: 'POST', body: fd });
+		assert.equal(r.status, 200, await r.clone().text());
+		const down = await ctx.sbx.downloadUrl('/home/user/signed.txt');
+		assert.equal(await (await fetch(down)).text(), 'signed upload');
+		assert.equal(await ctx.sbx.files.read('/home/user/signed.txt'), 'signed upload');
+		const bad = down.replace(/signature=v1_(.)/, (m, ch) => `signature=v1_${ch === 'A' ? 'B' : 'A'}`);
+		const refused = await fetch(bad);
+		assert.equal(refused.status, 401);
+		assert.equal((await refused.json()).code, 401);
+	});

@@ -91,9 +91,17 @@ export function containersNaming(id) {
 	if (!ownerLabel) return null;
 	const ids = execFileSync('docker', ['ps', '-aq', '--filter', `label=${ownerLabel}`],
 		{ encoding: 'utf8' }).split('\n').filter(Boolean);
-	if (!ids.length) return [];
-	const all = JSON.parse(execFileSync('docker', ['inspect', ...ids], { encoding: 'utf8' }));
-	return all.filter((c) => JSON.stringify(c).includes(id)).map((c) => c.Id);
+	const named = [];
+	for (const c of ids) { // one at a time: another sandbox's container may go meanwhile
+		let text;
+		try {
+			text = execFileSync('docker', ['inspect', c], { encoding: 'utf8', stdio: 'pipe' });
+		} catch {
+			continue;
+		}
+		if (text.includes(id)) named.push(c);
+	}
+	return named;
 }
 
 // waitFor(fn, ms): polls fn (async) until it returns truthy, or throws after ms
