@@ -1,8 +1,10 @@
 # agentic: one static binary, built with musl from src/ and the pinned third_party libraries.
 #
 #   make          build ./agentic (static, stripped) and print its size
-#   make check    unit tests (glibc + ASan/UBSan), fuzz corpus replay, integration tests
+#   make check    unit tests (glibc + ASan/UBSan), fuzz corpus replay, integration tests, the
+#                 real e2b SDK against agenticd (tests/e2b)
 #   make bench    benchmarks, printed as ratios against their peers
+#   make soak     the long scenarios: the e2b SDK's 70 s command (tests/e2b/soak.test.mjs)
 #   make simulate the deterministic simulation (tests/sim): SEEDS=N seeds, or SEED=n to replay one
 #   make fuzz     libFuzzer builds of every tests/fuzz/fuzz_*.c (clang)
 #   make vm-kernel  the VM runtime's guest kernel (third_party/kernel.lock) into build/vm/
@@ -67,7 +69,7 @@ INTEG_PROGS := $(patsubst tests/integration/%.c,$(BUILD)/asan/integration/%,$(wi
 # Benchmark drivers: tools/bench/X.c builds against the production (musl, -O2) objects.
 BENCH_PROGS := $(patsubst tools/bench/%.c,$(BUILD)/musl/bench/%,$(wildcard tools/bench/*.c))
 
-.PHONY: all check bench fuzz demo images install uninstall clean third_party bootstrap test-build simulate \
+.PHONY: all check bench soak fuzz demo images install uninstall clean third_party bootstrap test-build simulate \
 	vm-kernel
 all: agentic
 
@@ -247,6 +249,7 @@ check: bootstrap
 	$(MAKE) all third_party test-build vm-kernel
 	tools/dockerd-up
 	tools/build-images
+	tests/e2b/install || true # a skip or failure is the suite's to report (tests/e2b/run)
 	tests/run
 
 # The sandbox images, imported into the local engine (no registry): tools/build-images.
@@ -266,6 +269,12 @@ demo: bootstrap
 
 bench: all $(BENCH_PROGS) $(GRPCTEST) vm-kernel
 	tools/bench/run
+
+soak: bootstrap all
+	tools/dockerd-up
+	tools/build-images
+	tests/e2b/install || true
+	tests/e2b/run soak
 
 # ---- the VM runtime's guest kernel: Debian's cloud kernel, pinned in third_party/kernel.lock ----
 # build/vm/ holds only what this rule makes (it is replaced whole): vmlinuz, vmlinux (the same

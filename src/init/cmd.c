@@ -77,8 +77,7 @@ int init_cmds_setup(const struct init_cmds_config *cfg, void *storage, size_t le
 		/* no passwd entry: the workspace is home and the uid is the name */
 		strcpy(c->home, INIT_WORKSPACE);
 		c->user[init_dec(cfg->workload_uid, c->user)] = '\0';
-	} else if (strncmp(c->home, INIT_WORKSPACE, strlen(INIT_WORKSPACE)) != 0 ||
-		   (c->home[strlen(INIT_WORKSPACE)] != '\0' && c->home[strlen(INIT_WORKSPACE)] != '/')) {
+	} else if (!init_home_in_workspace(c->home)) {
 		/* the root filesystem is read-only: a home outside the workspace could not be
 		 * written, so the workspace is home */
 		strcpy(c->home, INIT_WORKSPACE);

@@ -1,5 +1,5 @@
 /* cmdenv.c: what a workload command gets besides its argv: the base environment (the
- * container's, less AGENT_*, HOME, USER and LOGNAME, with a claim's env), and the exec area a
+ * container's, less AGENT_*, HOME, USER, LOGNAME and PWD, with a claim's env), and the exec area a
  * supervisor reads after the fork (argv, envp, PATH, cwd). Owns the claim's text. Calls only
  * base and init/env.c; nothing in cmd.c. */
 #include <string.h>
@@ -22,7 +22,7 @@ static int env_valid_key(const char *k);
 static bool ids_key(const char *entry)
 {
 	return env_key_is(entry, "HOME") || env_key_is(entry, "USER") ||
-	       env_key_is(entry, "LOGNAME");
+	       env_key_is(entry, "LOGNAME") || env_key_is(entry, "PWD");
 }
 
 /* Does "K=V" entry name key (its length klen)? */
@@ -130,7 +130,7 @@ static int env_valid_key(const char *k)
 
 /* Builds what the supervisor needs from req in the exec area (argv, envp, PATH, cwd), every
  * string copied there, since the request itself lives in storage the fork wipes: the
- * container's environment without AGENT_*, then HOME, USER, LOGNAME of the workload user,
+ * container's environment without AGENT_*, then HOME, USER, LOGNAME of the workload user, PWD,
  * then the request's env, each later one replacing an earlier one of the same name. 0, or
  * an error with *why on refusal. */
 int cmd_build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandRequest *req,
@@ -167,11 +167,12 @@ int cmd_build_exec(struct init_cmds *c, const Agentic__Sandbox__V1__CommandReque
 		if (!overridden(req, c->base_env[i]))
 			envp[ne++] = (char *)c->base_env[i];
 	{
-		const char *ids[3][2] = { { "HOME", c->home }, { "USER", c->user },
-					  { "LOGNAME", c->user } };
+		/* PWD: a shell names the cwd as asked (a link's name, not its target) */
+		const char *ids[4][2] = { { "HOME", c->home }, { "USER", c->user },
+					  { "LOGNAME", c->user }, { "PWD", sp->cwd } };
 
 		*why = "the command's arguments and environment exceed the init's exec limit";
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 4; i++) {
 			char *e = scratch_cat(&a, ids[i][0], "=", ids[i][1]);
 
 			if (!e)

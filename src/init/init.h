@@ -155,6 +155,7 @@ void init_agent_stop(struct init_agent *a, int timeout_ms);
 /* Finds uid in /etc/passwd (passwd.c), read whole: its name into user, its home into home.
  * 0, or -ENOENT (also when either does not fit). */
 int init_passwd_lookup(uint32_t uid, char *user, size_t ucap, char *home, size_t hcap);
+bool init_home_in_workspace(const char *home); /* home, or what its links name, in the workspace */
 
 /* ---- the supervisor (spawn.c): what runs between fork and exec ---- */
 enum { INIT_FD_IN, INIT_FD_OUT, INIT_FD_ERR, INIT_FD_CTL, INIT_FD_COUNT };

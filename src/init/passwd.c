@@ -1,7 +1,9 @@
 /* passwd.c: the workload user's name and home directory, from the sandbox's /etc/passwd
- * (the commands' HOME, USER and LOGNAME). */
+ * (the commands' HOME, USER and LOGNAME), and whether that home is in the workspace. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,4 +49,20 @@ int init_passwd_lookup(uint32_t uid, char *user, size_t ucap, char *home, size_t
 		line = nl + 1;
 	}
 	return -ENOENT;
+}
+
+static bool below_workspace(const char *p)
+{
+	size_t n = strlen(INIT_WORKSPACE);
+
+	return strncmp(p, INIT_WORKSPACE, n) == 0 && (p[n] == '\0' || p[n] == '/');
+}
+
+/* Is home the workspace or below it, as written or once its links are resolved (the image's
+ * own links: the E2B image's /home/user is a link to /workspace)? */
+bool init_home_in_workspace(const char *home)
+{
+	char real[PATH_MAX];
+
+	return below_workspace(home) || (realpath(home, real) && below_workspace(real));
 }
