@@ -66,7 +66,8 @@ struct fileop_sink {
 };
 
 /* Starts r in sb (the sink is copied; nothing is called back before this returns). The
- * operation's handle (>= 0, valid until done or fileop_cancel), -EINVAL (a bad request),
+ * operation's handle (>= 0; one that is over, its done called or cancelled, names nothing
+ * ever after: fileop_write and fileop_cancel ignore it), -EINVAL (a bad request),
  * ERR_LIMIT (LIMIT_FILEOPS running, or exec's limit), or exec_begin's other errors (ERR_STATE:
  * the agent is not connected; -EAGAIN; a transcript error: exec_transcript_error). */
 int fileop_begin(struct sandbox *sb, const struct fileop_req *r, const struct fileop_sink *s);
