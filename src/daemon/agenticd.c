@@ -19,7 +19,6 @@
 #include "admin/admin.h"
 #include "agent/agent.h"
 #include "agent/exec.h"
-#include "agent/fileop.h"
 #include "config/profiles.h"
 #include "daemon/daemon.h"
 #include "e2b/e2b.h"
