@@ -5,6 +5,7 @@
  * the operation with EIO, no size it states is trusted for memory, and only exit codes
  * 1..125 are taken as the applet's errno. May call base and exec (agent/exec.h). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -441,6 +442,7 @@ void fileop_cancel(int32_t x)
 
 	if (!f)
 		return;
+	exec_signal(f->exec, SIGKILL); /* a read of a huge file, a write half done: stop it */
 	exec_detach(f->exec);
 	release(f);
 }

@@ -74,8 +74,8 @@ int fileop_begin(struct sandbox *sb, const struct fileop_req *r, const struct fi
 /* WRITE's bytes: takes up to len (0 while a chunk is in flight: stdin_taken says when);
  * eof with the last bytes (or len 0) ends the file. */
 size_t fileop_write(int32_t x, const void *data, size_t len, bool eof);
-/* The client left: the operation is forgotten (no done). The applet runs on to its end
- * without a reader (a WRITE sees the end of its data: what came is in the file). */
+/* The client left: the applet is killed (SIGKILL; a WRITE leaves what came in the file) and
+ * the operation forgotten (no done). */
 void fileop_cancel(int32_t x);
 
 /* For tests and the fuzzer: one answer line (its '\n' cut; unescaped in place) into e,
