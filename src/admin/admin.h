@@ -19,6 +19,7 @@
 #include "http/http.h"
 #include "json/json.h"
 #include "agent/exec.h"
+#include "agent/fileop.h"
 #include "sandbox/request.h"
 #include "runtime/runtime_vm.h"
 

@@ -261,8 +261,12 @@ static void put_pump(struct admin_conn *c)
 			size_t took = fileop_write(c->fileop, c->rbuf + c->file_pend_off,
 						   c->file_pend_len, false);
 
-			if (!took)
+			if (!took) {
+				/* edge-triggered while the sandbox holds a chunk: bytes waiting
+				 * in the socket must not wake the loop over and over */
+				admin_watch(c, EPOLLET);
 				return;
+			}
 			c->file_pend_off += (uint32_t)took;
 			c->file_pend_len -= (uint32_t)took;
 			continue;
@@ -300,7 +304,7 @@ static void put_pump(struct admin_conn *c)
 		} else if (ev == HTTP_EV_DONE) {
 			c->file_body_end = true;
 			fileop_write(c->fileop, "", 0, true);
-			admin_watch(c, 0);
+			admin_watch(c, EPOLLET); /* a half-close now wakes the loop once */
 		}
 	}
 }

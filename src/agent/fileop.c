@@ -5,6 +5,7 @@
  * the operation with EIO, no size it states is trusted for memory, and only exit codes
  * 1..125 are taken as the applet's errno. May call base and exec (agent/exec.h). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +15,8 @@
 
 struct fileop {
 	bool used;
+	uint32_t gen;              /* the handle is gen * LIMIT_FILEOPS + slot: a stale one
+				    * (its operation over, the slot reused) matches nothing */
 	bool stopped;              /* done was called early (a bad line, data refused) */
 	int32_t exec;
 	uint32_t entries;          /* lines taken: one for STAT, MKDIR, MOVE, WRITE */
@@ -25,6 +28,7 @@ struct fileop {
 };
 
 static struct fileop fops[LIMIT_FILEOPS];
+static uint32_t fop_gen;
 
 static const char *const op_words[] = {
 	[FILEOP_STAT] = "stat", [FILEOP_LIST] = "list", [FILEOP_MKDIR] = "mkdir",
@@ -401,6 +405,7 @@ int fileop_begin(struct sandbox *sb, const struct fileop_req *r, const struct fi
 	req.timeout_seconds = r->op == FILEOP_READ || r->op == FILEOP_WRITE
 			    ? LIMIT_FILEOP_TRANSFER_S : LIMIT_FILEOP_META_S;
 	memset(f, 0, offsetof(struct fileop, msg));
+	f->gen = ++fop_gen % (INT32_MAX / LIMIT_FILEOPS);
 	f->op = r->op;
 	f->sink = *s;
 	es = (struct exec_sink){ r->op == FILEOP_WRITE ? &fop_write_ops : &fop_ops, f };
@@ -409,22 +414,35 @@ int fileop_begin(struct sandbox *sb, const struct fileop_req *r, const struct fi
 		return x;
 	f->used = true;
 	f->exec = x;
-	return (int)(f - fops);
+	return (int)(f->gen * LIMIT_FILEOPS + (uint32_t)(f - fops));
+}
+
+/* The running operation a handle names, or NULL (over: its done came, or it was cancelled). */
+static struct fileop *by_handle(int32_t x)
+{
+	struct fileop *f;
+
+	ASSERT(x >= 0);
+	f = &fops[(uint32_t)x % LIMIT_FILEOPS];
+	return f->used && f->gen == (uint32_t)x / LIMIT_FILEOPS ? f : NULL;
 }
 
 size_t fileop_write(int32_t x, const void *data, size_t len, bool eof)
 {
-	ASSERT(x >= 0 && (uint32_t)x < LIMIT_FILEOPS);
-	if (!fops[x].used || fops[x].op != FILEOP_WRITE)
+	struct fileop *f = by_handle(x);
+
+	if (!f || f->op != FILEOP_WRITE)
 		return len;
-	return exec_stdin(fops[x].exec, data, len, eof);
+	return exec_stdin(f->exec, data, len, eof);
 }
 
 void fileop_cancel(int32_t x)
 {
-	ASSERT(x >= 0 && (uint32_t)x < LIMIT_FILEOPS);
-	if (!fops[x].used)
+	struct fileop *f = by_handle(x);
+
+	if (!f)
 		return;
-	exec_detach(fops[x].exec);
-	release(&fops[x]);
+	exec_signal(f->exec, SIGKILL); /* a read of a huge file, a write half done: stop it */
+	exec_detach(f->exec);
+	release(f);
 }

@@ -66,15 +66,16 @@ struct fileop_sink {
 };
 
 /* Starts r in sb (the sink is copied; nothing is called back before this returns). The
- * operation's handle (>= 0, valid until done or fileop_cancel), -EINVAL (a bad request),
+ * operation's handle (>= 0; one that is over, its done called or cancelled, names nothing
+ * ever after: fileop_write and fileop_cancel ignore it), -EINVAL (a bad request),
  * ERR_LIMIT (LIMIT_FILEOPS running, or exec's limit), or exec_begin's other errors (ERR_STATE:
  * the agent is not connected; -EAGAIN; a transcript error: exec_transcript_error). */
 int fileop_begin(struct sandbox *sb, const struct fileop_req *r, const struct fileop_sink *s);
 /* WRITE's bytes: takes up to len (0 while a chunk is in flight: stdin_taken says when);
  * eof with the last bytes (or len 0) ends the file. */
 size_t fileop_write(int32_t x, const void *data, size_t len, bool eof);
-/* The client left: the operation is forgotten (no done). The applet runs on to its end
- * without a reader (a WRITE sees the end of its data: what came is in the file). */
+/* The client left: the applet is killed (SIGKILL; a WRITE leaves what came in the file) and
+ * the operation forgotten (no done). */
 void fileop_cancel(int32_t x);
 
 /* For tests and the fuzzer: one answer line (its '\n' cut; unescaped in place) into e,
