@@ -111,9 +111,9 @@ static const char *connect_code(int err)
 		return "not_found";
 	case EEXIST:
 		return "already_exists";
-	case ENOTDIR: case EISDIR: case EINVAL: case ELOOP: case ENAMETOOLONG:
+	case ENOTDIR: case EISDIR: case EINVAL: case ELOOP: case ENAMETOOLONG: case EXDEV:
 		return "invalid_argument";
-	case EACCES: case EPERM:
+	case EACCES: case EPERM: case EROFS: case ETXTBSY:
 		return "permission_denied";
 	case ENOSPC: case EDQUOT:
 		return "resource_exhausted";
@@ -127,11 +127,12 @@ int e2b_fop_http_status(int err)
 	switch (err) {
 	case ENOENT:
 		return 404;
-	case EACCES: case EPERM:
+	case EACCES: case EPERM: case EROFS: case ETXTBSY:
 		return 403;
 	case ENOSPC: case EDQUOT:
 		return 507;
 	case ENOTDIR: case EISDIR: case EINVAL: case ELOOP: case ENAMETOOLONG: case EEXIST:
+	case EXDEV:
 		return 400;
 	default:
 		return 500;

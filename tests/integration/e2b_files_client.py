@@ -99,16 +99,21 @@ class Answer:
 
 
 def request(method, target, body=None, headers=None, chunked=False, timeout=30):
+    """The answer; status 0 when none came in time (a hang is a failed check, not a crash)."""
     t0 = time.monotonic()
     c = conn(timeout)
     h = dict(headers or {})
-    if chunked:
-        c.request(method, target, body=body, headers=h, encode_chunked=True)
-    else:
-        c.request(method, target, body=body, headers=h)
-    r = c.getresponse()
-    data = r.read()
-    c.close()
+    try:
+        if chunked:
+            c.request(method, target, body=body, headers=h, encode_chunked=True)
+        else:
+            c.request(method, target, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+    except (OSError, http.client.HTTPException) as e:
+        return Answer(0, {}, str(e).encode(), time.monotonic() - t0)
+    finally:
+        c.close()
     return Answer(r.status, dict(r.getheaders()), data, time.monotonic() - t0)
 
 

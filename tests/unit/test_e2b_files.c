@@ -310,6 +310,9 @@ static void test_fs_errors_are_connect_codes_the_sdk_maps(void **state)
 	expect_code("MakeDir", "{\"path\":\"/home/user/a.txt\"}", ENOTDIR, "invalid_argument");
 	expect_code("MakeDir", "{\"path\":\"/etc/x\"}", EACCES, "permission_denied");
 	expect_code("Move", "{\"source\":\"/nope\",\"destination\":\"b\"}", ENOENT, "not_found");
+	expect_code("MakeDir", "{\"path\":\"/etc/x\"}", EROFS, "permission_denied");
+	expect_code("Move", "{\"source\":\"/sbin/agentic-init\",\"destination\":\"b\"}", EXDEV,
+		    "invalid_argument");
 	expect_code("Stat", "{\"path\":\"/x\"}", EIO, "internal");
 	expect_code("WatchDir", "{\"path\":\"/x\"}", 0, "unimplemented");
 	expect_code("CreateWatcher", "{\"path\":\"/x\"}", 0, "unimplemented");
