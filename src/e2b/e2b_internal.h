@@ -10,6 +10,7 @@
 #include "e2b/e2b.h"
 #include "e2b/e2b_conn.h"
 #include "e2b/e2b_state.h"
+#include "sandbox/sandbox.h"
 
 struct config;
 
@@ -41,10 +42,7 @@ bool e2b_key_valid(const char *key);
 int e2b_keys_open(const char *state_dir);
 int e2b_net_policy(const struct config *cfg, const char *body, size_t len, char *egress_json,
 		   size_t cap, char *why, size_t why_cap);
-struct create_req;
-struct request_error;
 struct runtime_vm;
-enum sb_waiter_kind;
 struct sandbox *lifecycle_admit(struct create_req *req, const struct runtime_vm *vm,
 				enum sb_waiter_kind kind, int32_t conn, uint32_t gen,
 				struct request_error *e);
