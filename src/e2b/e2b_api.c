@@ -223,9 +223,9 @@ static int template_write(struct e2b_conn *c, struct json_writer *w, const char 
 	return 0;
 }
 
-/* The agentic create body for an E2B one: name, image or profile, runtime, env. */
+/* The agentic create body for an E2B one: name, image or profile, runtime, env, egress. */
 static int create_body(struct e2b_conn *c, const struct json_doc *doc, const char *id,
-		       const char *tpl, struct buf *b)
+		       const char *tpl, const char *egress, struct buf *b)
 {
 	struct json_writer w;
 
@@ -245,7 +245,9 @@ static int create_body(struct e2b_conn *c, const struct json_doc *doc, const cha
 	}
 	json_obj_end(&w);
 	json_obj_end(&w);
-	if (json_writer_finish(&w) != 0) {
+	/* the policy's own text (a JSON object) before the closing brace */
+	if (json_writer_finish(&w) != 0 || (egress[0] && (b->len--, buf_printf(b, ",\"egress\":"
+						"%s}", egress) != 0))) {
 		e2b_reply_error(c, 400, "the create does not fit a request");
 		return -1;
 	}
@@ -316,7 +318,7 @@ static struct e2b_create *create_take(void)
 static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc *doc,
 		 const char *tpl, const char *meta)
 {
-	static char text[LIMIT_ADMIN_BODY_BYTES], egress[EGRESS_POLICY_BYTES];
+	static char text[LIMIT_ADMIN_BODY_BYTES + EGRESS_POLICY_BYTES], egress[EGRESS_POLICY_BYTES];
 	struct request_error e = { 0 };
 	struct sandbox *sb;
 	char id[22];
@@ -325,10 +327,10 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 
 	new_id(id);
 	buf_init(&b, text, sizeof(text));
-	if (net_of(c, egress, sizeof(egress)) != 0 || create_body(c, doc, id, tpl, &b) != 0)
+	if (net_of(c, egress, sizeof(egress)) != 0 || create_body(c, doc, id, tpl, egress, &b) != 0)
 		return -1;
 	if (request_create_parse(&k->req, A.cfg, profiles_current(), REQUEST_API_V1, b.data,
-				 b.len, &e) != 0 || e2b_net_apply(&k->req, egress, &e) != 0 ||
+				 b.len, &e) != 0 ||
 	    !(sb = lifecycle_admit(&k->req, NULL, SB_WAITER_E2B, slot, k->gen, &e))) {
 		memset(text, 0, b.len);
 		log_info("e2b create refused", "status=%d code=%s", e.status, log_q(e.code));
