@@ -293,9 +293,8 @@ static int setup_tables(struct daemon *d, const struct budget *b, uint8_t *regio
 		r = grpc_server_init(&b->acfg, carve(&p, b->agrpc), b->agrpc, &d->admin_grpc);
 	if (r != 0)
 		return r;
-	e2b_init(&(struct e2b_config){ .cfg = cfg, .storage = carve(&p, b->e2b),
-				       .nconns = b->e2b_conns, .nsb = d->nsb, .epfd = d->epfd,
-				       .tag_listen = TAG_E2B_LISTEN, .tag_conn = TAG_E2B_CONN });
+	e2b_init(&(struct e2b_config){ cfg, carve(&p, b->e2b), b->e2b_conns, d->nsb, d->epfd,
+				       TAG_E2B_LISTEN, TAG_E2B_CONN });
 	/* the budget's seal: what was carved is what budget_compute counted, no more */
 	ASSERT((size_t)(p - region) <= b->total_region);
 	admin_init(&(struct admin_config){
@@ -329,11 +328,10 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 	daemon_watch(grpc_server_fd(d->admin_grpc), EPOLLIN, TAG_ADMIN_GRPC, 0);
 	r = host_listen(d->cfg.admin_socket, 0660, d->admin_group_known ? d->admin_gid : 0,
 			&fd, err, err_size);
-	if (r == 0)
-		admin_listen(fd);
-	if (r == 0 && e2b_listen(err, err_size) != 0)
-		r = -EINVAL;
-	return r;
+	if (r != 0)
+		return r;
+	admin_listen(fd);
+	return e2b_listen(err, err_size) ? -EINVAL : 0; /* the E2B listener, when configured */
 }
 
 /* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a

@@ -225,18 +225,10 @@ static int template_write(struct e2b_conn *c, struct json_writer *w, const char 
 
 /* The agentic create body for an E2B one: name, image or profile, runtime, env, egress. */
 static int create_body(struct e2b_conn *c, const struct json_doc *doc, const char *id,
-		       const char *tpl, struct buf *b)
+		       const char *tpl, const char *egress, struct buf *b)
 {
-	static char egress[EGRESS_POLICY_BYTES], why[256];
 	struct json_writer w;
-	size_t blen;
-	const uint8_t *body = e2b_body(c, &blen);
 
-	if (e2b_net_policy(A.cfg, (const char *)body, blen, egress, sizeof(egress), why,
-			   sizeof(why)) != 0) {
-		e2b_reply_error(c, 400, why);
-		return -1;
-	}
 	json_writer_init(&w, b);
 	json_obj_begin(&w);
 	json_key(&w, "name");
@@ -257,6 +249,20 @@ static int create_body(struct e2b_conn *c, const struct json_doc *doc, const cha
 	if (json_writer_finish(&w) != 0 || (egress[0] && (b->len--, buf_printf(b, ",\"egress\":"
 						"%s}", egress) != 0))) {
 		e2b_reply_error(c, 400, "the create does not fit a request");
+		return -1;
+	}
+	return 0;
+}
+
+/* The body's network options (C6) as an egress policy in egress: 0, or -1 answered. */
+static int net_of(struct e2b_conn *c, char *egress, size_t cap)
+{
+	static char why[512];
+	size_t blen;
+	const uint8_t *body = e2b_body(c, &blen);
+
+	if (e2b_net_policy(A.cfg, (const char *)body, blen, egress, cap, why, sizeof(why)) != 0) {
+		e2b_reply_error(c, 400, why);
 		return -1;
 	}
 	return 0;
@@ -312,7 +318,7 @@ static struct e2b_create *create_take(void)
 static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc *doc,
 		 const char *tpl, const char *meta)
 {
-	static char text[LIMIT_ADMIN_BODY_BYTES + EGRESS_POLICY_BYTES];
+	static char text[LIMIT_ADMIN_BODY_BYTES + EGRESS_POLICY_BYTES], egress[EGRESS_POLICY_BYTES];
 	struct request_error e = { 0 };
 	struct sandbox *sb;
 	char id[22];
@@ -321,7 +327,7 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 
 	new_id(id);
 	buf_init(&b, text, sizeof(text));
-	if (create_body(c, doc, id, tpl, &b) != 0)
+	if (net_of(c, egress, sizeof(egress)) != 0 || create_body(c, doc, id, tpl, egress, &b) != 0)
 		return -1;
 	if (request_create_parse(&k->req, A.cfg, profiles_current(), REQUEST_API_V1, b.data,
 				 b.len, &e) != 0 ||
@@ -510,16 +516,9 @@ void e2b_api_get(struct e2b_conn *c, const char *id)
 	json_key(&w, "onTimeout");
 	json_str_write(&w, "kill");
 	json_obj_end(&w);
-	/* what the sandbox got: its egress policy (docs/EGRESS.md), none: no route out */
+	/* what the sandbox got: its egress policy's destinations (none: no route out) */
 	json_key(&w, "network");
-	json_obj_begin(&w);
-	json_key(&w, "allowPublicTraffic");
-	json_bool_write(&w, false);
-	json_key(&w, "egress");
-	json_str_write(&w, sb->egress_json[0] ? "policy" : "none");
-	json_key(&w, "egressPolicy");
-	json_str_write(&w, sb->egress_json);
-	json_obj_end(&w);
+	e2b_net_info(sb->egress_json, &w);
 	json_obj_end(&w);
 	reply_json(c, 200, &b, &w, NULL, NULL);
 }

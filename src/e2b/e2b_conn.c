@@ -68,6 +68,7 @@ static struct {
 	bool stopping;
 	uint64_t refused;
 } C;
+static bool any_kick;                 /* a connection has its next step owed (kick) */
 
 static const char keep_alive_hint[] = "timeout=" E2B_STR(LIMIT_E2B_KEEPALIVE_S);
 
@@ -210,7 +211,7 @@ static void flush(struct e2b_conn *c)
 		c->tx_since = clock_mono_ms();
 	}
 	if (c->tx == TX_WHOLE || c->tx == TX_END)
-		c->kick = true; /* the answer is out: the next request, or the close */
+		c->kick = any_kick = true; /* the answer is out: the next request, or the close */
 }
 
 static const struct http_field *fields_for(struct e2b_conn *c, const char *type,
@@ -255,7 +256,9 @@ void e2b_reply_hdr(struct e2b_conn *c, int status, const char *content_type, con
 	f[n + 1] = (struct http_field){ NULL, NULL };
 	buf_init(&b, c->out, sizeof(c->out));
 	b.len = c->out_len;
-	if (http_response_write(&b, status, f, !c->keep_alive, body, len) != 0) {
+	/* a 204 carries no Content-Length (RFC 9110 8.6) */
+	if ((status == 204 ? http_response_head_write(&b, status, f, HTTP_NO_BODY, !c->keep_alive)
+			   : http_response_write(&b, status, f, !c->keep_alive, body, len)) != 0) {
 		c->keep_alive = false;
 		buf_init(&b, c->out, sizeof(c->out));
 		http_response_write(&b, 500, NULL, true, NULL, 0);
@@ -416,8 +419,6 @@ void e2b_body_pause(struct e2b_conn *c)
 	c->paused = true;
 }
 
-static bool any_kick;
-
 void e2b_body_resume(struct e2b_conn *c)
 {
 	if (!c->paused)
@@ -527,12 +528,16 @@ static void rx_feed(struct e2b_conn *c)
 
 static void rx_read(struct e2b_conn *c)
 {
-	while (c->rx != RX_DONE && !c->paused && !c->broken) {
+	for (int reads = 0; c->rx != RX_DONE && !c->paused && !c->broken; reads++) {
 		ssize_t n;
 
 		rx_feed(c);
 		if (c->rx == RX_DONE || c->paused || c->broken || c->rlen == sizeof(c->rbuf))
 			break;
+		if (reads == 16) { /* a fast sender gets its turn, the others theirs */
+			c->kick = any_kick = true;
+			break;
+		}
 		n = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -619,7 +624,12 @@ static void linger_read(struct e2b_conn *c)
 /* What a connection does next, from the loop: its next request, or its end. */
 static void advance(struct e2b_conn *c)
 {
-	while (c->kick && !c->broken && !c->closing && c->fd >= 0) {
+	/* a client pipelining requests gets a few per turn of the loop, not the loop */
+	for (int turns = 0; c->kick && !c->broken && !c->closing && c->fd >= 0; turns++) {
+		if (turns == 8) {
+			any_kick = true;
+			return;
+		}
 		c->kick = false;
 		if (c->tx == TX_STREAM || c->tx == TX_NONE) {
 			rx_read(c); /* a resumed body */

@@ -9,7 +9,11 @@
 
 #include "e2b/e2b.h"
 #include "e2b/e2b_conn.h"
+#include "e2b/e2b_keys.h"
+#include "e2b/e2b_net.h"
 #include "e2b/e2b_state.h"
+#include "lifecycle/lifecycle.h"
+#include "sandbox/sandbox.h"
 
 struct config;
 
@@ -35,20 +39,5 @@ void e2b_api_start(const struct config *cfg, void *storage, uint32_t ncreates);
 struct sandbox *e2b_api_sandbox(const char *id);
 /* The API is stopping (agenticd's SIGTERM): creates are refused. */
 void e2b_api_stop(void);
-
-/* ---- what the other modules give (H6's and H8's, stubbed in e2b_stubs.c until merged) ---- */
-bool e2b_key_valid(const char *key);
-int e2b_keys_open(const char *state_dir);
-int e2b_net_policy(const struct config *cfg, const char *body, size_t len, char *egress_json,
-		   size_t cap, char *why, size_t why_cap);
-struct create_req;
-struct request_error;
-struct runtime_vm;
-enum sb_waiter_kind;
-struct sandbox *lifecycle_admit(struct create_req *req, const struct runtime_vm *vm,
-				enum sb_waiter_kind kind, int32_t conn, uint32_t gen,
-				struct request_error *e);
-int lifecycle_expiry_set(struct sandbox *sb, int64_t at_ms);
-int64_t lifecycle_expiry(const struct sandbox *sb);
 
 #endif
