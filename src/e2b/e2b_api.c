@@ -518,7 +518,9 @@ void e2b_api_get(struct e2b_conn *c, const char *id)
 	json_obj_end(&w);
 	/* what the sandbox got: its egress policy's destinations (none: no route out) */
 	json_key(&w, "network");
+	json_obj_begin(&w);
 	e2b_net_info(sb->egress_json, &w);
+	json_obj_end(&w);
 	json_obj_end(&w);
 	reply_json(c, 200, &b, &w, NULL, NULL);
 }
