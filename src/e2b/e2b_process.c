@@ -478,7 +478,7 @@ static struct proc *proc_new(const struct sandbox *sb, const char **why)
 		else if (!procs[i].used && !p)
 			p = &procs[i];
 	}
-	*why = "the sandbox runs as many E2B processes as it may (32): wait for one to end";
+	*why = "the sandbox runs as many E2B processes at once as it may: wait for one to end";
 	if (mine >= LIMIT_E2B_SANDBOX_PROCS)
 		return NULL;
 	*why = "agenticd runs as many E2B processes as it may: try again later";
