@@ -270,9 +270,9 @@ _Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
  * LIMIT_E2B_PROC_CONFIG_BYTES; LIMIT_E2B_STDIN_WAITING SendInputs at once may wait for their
  * process to read. A keepalive frame after LIMIT_E2B_PING_S of silence, unless asked. */
 #define LIMIT_E2B_PROCS 256
-#define LIMIT_E2B_SANDBOX_PROCS 32
+#define LIMIT_E2B_SANDBOX_PROCS 56
 #define LIMIT_E2B_PROC_STREAMS 4
-#define LIMIT_E2B_PROC_CONFIG_BYTES 768u
+#define LIMIT_E2B_PROC_CONFIG_BYTES 480u
 #define LIMIT_E2B_STDIN_WAITING 4
 #define LIMIT_E2B_PING_S 50
 /* A sandbox's name, its instance id (a uuid7), the engine's id of its container or network

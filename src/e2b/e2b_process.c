@@ -478,7 +478,7 @@ static struct proc *proc_new(const struct sandbox *sb, const char **why)
 		else if (!procs[i].used && !p)
 			p = &procs[i];
 	}
-	*why = "the sandbox runs as many E2B processes as it may (32): wait for one to end";
+	*why = "the sandbox runs as many E2B processes at once as it may: wait for one to end";
 	if (mine >= LIMIT_E2B_SANDBOX_PROCS)
 		return NULL;
 	*why = "agenticd runs as many E2B processes as it may: try again later";
@@ -546,10 +546,13 @@ static void call_start(struct e2b_conn *c, struct sandbox *sb)
 	size_t len;
 	int x;
 
+	if ((why = start_user_refused(c, &code))) {
+		stream_error(c, code, why);
+		return;
+	}
 	if (stream_message(c, &json, &len) != 0)
 		return;
-	if ((why = start_user_refused(c, &code)) ||
-	    connect_start_parse(json, len, &s, text, sizeof(text), &why) != 0 ||
+	if (connect_start_parse(json, len, &s, text, sizeof(text), &why) != 0 ||
 	    start_request(&s, &er, cwd, sizeof(cwd), timeout, &why) != 0) {
 		stream_error(c, code, why);
 		return;
@@ -721,13 +724,23 @@ static void call_unary(struct e2b_conn *c, struct sandbox *sb, const char *metho
 void e2b_process_call(struct e2b_conn *c, const char *method)
 {
 	struct sandbox *sb = e2b_sandbox(c);
+	const char *ct;
 
 	if (!sb) {
 		e2b_connect_error(c, "unavailable", gone_msg);
-	} else if (strcmp(method, "Start") == 0) {
-		call_start(c, sb);
-	} else if (strcmp(method, "Connect") == 0) {
-		call_connect(c, sb);
+	} else if (strcmp(method, "Start") == 0 || strcmp(method, "Connect") == 0) {
+		/* a server stream asked for as a unary call: answered as one */
+		ct = e2b_header(c, "content-type");
+		if (!ct || strncasecmp(ct, "application/connect+json", 24) != 0) {
+			if (e2b_user_check(c) == 0)
+				e2b_connect_error(c, "invalid_argument", "Start and Connect are "
+						  "server streams: Content-Type "
+						  "application/connect+json");
+		} else if (method[0] == 'S') {
+			call_start(c, sb);
+		} else {
+			call_connect(c, sb);
+		}
 	} else if (strcmp(method, "List") == 0) {
 		call_list(c, sb);
 	} else if (strcmp(method, "SendInput") == 0 || strcmp(method, "CloseStdin") == 0 ||

@@ -27,7 +27,7 @@ struct e2b_conn {
 	bool used, begun, ended, replied;
 	uint32_t gen;
 	int status;
-	const char *auth, *timeout, *ping;
+	const char *auth, *timeout, *ping, *ctype;
 	struct sandbox *sb;
 	uint8_t body[1024];
 	size_t body_len;
@@ -54,6 +54,8 @@ const char *__wrap_e2b_header(const struct e2b_conn *c, const char *name)
 		return c->timeout;
 	if (strcmp(name, "keepalive-ping-interval") == 0)
 		return c->ping;
+	if (strcmp(name, "content-type") == 0)
+		return c->ctype;
 	return NULL;
 }
 
@@ -223,7 +225,8 @@ static struct e2b_conn *conn(struct sandbox *sb, const char *json, bool stream)
 		if (c->used)
 			continue;
 		*c = (struct e2b_conn){ .used = true, .gen = c->gen + 1, .sb = sb,
-					.room = sizeof(c->out) };
+					.room = sizeof(c->out), .ctype = stream
+					? "application/connect+json" : "application/json" };
 		c->body_len = n + (stream ? CONNECT_HDR : 0);
 		if (stream) {
 			be32_put(c->body + 1, (uint32_t)n);
@@ -604,8 +607,14 @@ static void test_bad_requests_and_methods(void **state)
 	e2b_process_call(c, "Start");
 	assert_non_null(strstr(frame(c, 0, &f), "invalid_argument"));
 	c = conn(&sbs[0], "{\"process\":{\"cmd\":\"x\"}}", false); /* not an envelope */
+	c->ctype = "application/connect+json";
 	e2b_process_call(c, "Start");
 	assert_non_null(strstr(frame(c, 0, &f), "invalid_argument"));
+	/* a stream asked for as a unary call is answered as one */
+	c = conn(&sbs[0], "{\"process\":{\"cmd\":\"x\"}}", false);
+	e2b_process_call(c, "Start");
+	assert_string_equal(c->code, "invalid_argument");
+	assert_false(c->begun);
 	c = conn(&sbs[0], "{}", false);
 	e2b_process_call(c, "StreamInput");
 	assert_string_equal(c->code, "unimplemented");
