@@ -81,37 +81,6 @@ static void note(struct net *n, const char *fmt, ...)
 
 /* ---- names and addresses ---- */
 
-/* A DNS name as the egress policy takes one: labels of 1 to 63 letters, digits and '-' (none
- * at a label's ends), at most 253 bytes, the last label not all digits. */
-static bool dns_name(const char *s)
-{
-	size_t n = strlen(s), label = 0;
-	bool digits = true;
-
-	if (n == 0 || n > 253)
-		return false;
-	for (size_t i = 0; i <= n; i++) {
-		char c = s[i];
-
-		if (c == '.' || c == '\0') {
-			if (label == 0 || label > 63 || s[i - 1] == '-')
-				return false;
-			label = 0;
-			if (c == '\0')
-				return !digits;
-			digits = true;
-		} else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') {
-			if (c == '-' && label == 0)
-				return false;
-			digits = digits && c >= '0' && c <= '9';
-			label++;
-		} else {
-			return false;
-		}
-	}
-	return false;
-}
-
 /* h is a name below s: it ends in "." s, with a label before. */
 static bool under(const char *h, const char *s)
 {
@@ -177,29 +146,15 @@ static bool ip_dest(const char *s, struct dest *d)
 
 static bool cidr_dest(const char *s, struct dest *d)
 {
-	const char *slash = strchr(s, '/');
-	char a[64];
-	unsigned long bits = 0;
-	size_t al = slash ? (size_t)(slash - s) : 0;
+	struct egress_range g;
 
-	if (!slash || al == 0 || al >= sizeof(a) || !slash[1] || strlen(slash + 1) > 3 ||
-	    strspn(slash + 1, "0123456789") != strlen(slash + 1))
+	if (!egress_cidr_parse(s, &g))
 		return false;
-	memcpy(a, s, al);
-	a[al] = '\0';
-	for (const char *c = slash + 1; *c; c++)
-		bits = bits * 10 + (unsigned long)(*c - '0');
 	memset(d, 0, sizeof(*d));
 	d->cidr = true;
-	if (inet_pton(AF_INET, a, d->addr) == 1)
-		d->family = AF_INET;
-	else if (inet_pton(AF_INET6, a, d->addr) == 1)
-		d->family = AF_INET6;
-	else
-		return false;
-	if (bits > (d->family == AF_INET ? 32u : 128u))
-		return false;
-	d->bits = (uint8_t)bits;
+	d->family = g.family;
+	d->bits = g.bits;
+	memcpy(d->addr, g.addr, sizeof(d->addr));
 	dest_norm(d);
 	return true;
 }
@@ -230,7 +185,7 @@ static const char *dest_parse(char *s, struct dest *d, bool names)
 	egress_lower(s);
 	memset(d, 0, sizeof(*d));
 	d->suffix = s[0] == '*' && s[1] == '.';
-	if (!dns_name(s + (d->suffix ? 2 : 0)))
+	if (!egress_dns_name_ok(s + (d->suffix ? 2 : 0)))
 		return "must be a CIDR, an IP address or a domain name (\"example.com\", "
 		       "\"*.example.com\")";
 	memcpy(d->name, s + (d->suffix ? 2 : 0), strlen(s + (d->suffix ? 2 : 0)) + 1);
@@ -412,7 +367,7 @@ static int read_rules(struct net *n, int v)
 		if (json_str(d, k, host, EGRESS_HOST_BYTES) <= 0)
 			host[0] = '\0';
 		egress_lower(host);
-		if (!dns_name(host) && !ip_dest(host, &ip))
+		if (!egress_dns_name_ok(host) && !ip_dest(host, &ip))
 			return refuse(n, "network.rules: a key is not a host name or an IP address");
 		for (uint32_t i = 0; i < rq.nhosts; i++)
 			if (strcmp(rq.hosts[i], host) == 0)

@@ -139,7 +139,7 @@ bool egress_ip_literal(const char *s)
 
 /* A DNS name: letters, digits and '-' in labels of 1 to 63 bytes, none starting or ending
  * with '-', at most 253 bytes, the last label not all digits (that would be an address). */
-static bool dns_name_ok(const char *s)
+bool egress_dns_name_ok(const char *s)
 {
 	size_t n = strlen(s), label = 0;
 	bool digits = true;
@@ -252,7 +252,7 @@ static const char *hostport_parse(const char *s, char *host, uint16_t *port, uin
 		return "the port must be 1 to 65535";
 	if (strchr(tmp, '*'))
 		return "a wildcard must be a whole first label (\"*.example.com\")";
-	if (*suffix ? !dns_name_ok(tmp) : !(dns_name_ok(tmp) || egress_ip_literal(tmp)))
+	if (*suffix ? !egress_dns_name_ok(tmp) : !(egress_dns_name_ok(tmp) || egress_ip_literal(tmp)))
 		return *suffix ? "what follows \"*.\" must be a DNS name" :
 			"the host must be a DNS name (labels of letters, digits and -) or an IP "
 			"address";
@@ -582,7 +582,7 @@ static int read_uint(struct rd *r, int v, const char *path, int64_t min, int64_t
 	return 0;
 }
 
-static bool cidr_parse(const char *s, struct egress_range *g)
+bool egress_cidr_parse(const char *s, struct egress_range *g)
 {
 	char a[64];
 	const char *slash = strchr(s, '/');
@@ -650,7 +650,7 @@ static int read_ranges(struct rd *r, int v)
 			;
 		if (w < ARRAY_LEN(range_words)) {
 			g->kind = (enum egress_range_kind)w;
-		} else if (!cidr_parse(s, g)) {
+		} else if (!egress_cidr_parse(s, g)) {
 			return bad(r, "%s: must be loopback, private, link-local, host or a CIDR "
 				   "(\"10.1.0.0/16\")", at);
 		} else if (!cidr_host_bits_clear(g)) {

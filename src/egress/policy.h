@@ -107,6 +107,12 @@ struct egress_policy {
  * absolute path"), never a value's bytes. */
 int egress_policy_parse(const char *json, size_t len, struct egress_policy *out, char *err,
 			size_t errcap);
+/* A DNS name: letters, digits and '-' in labels of 1 to 63 bytes, none starting or ending
+ * with '-', at most 253 bytes, the last label not all digits (that would be an address). */
+bool egress_dns_name_ok(const char *s);
+/* "ADDRESS/BITS" (IPv4 or IPv6, no leading zero in BITS) into g as an ERANGE_CIDR: false when
+ * it is not one. The bits past the prefix are not checked. */
+bool egress_cidr_parse(const char *s, struct egress_range *g);
 /* The normalised object form (every default spelled out), NUL-terminated: its length, or
  * ERR_LIMIT when cap is too small. egress_policy_parse reads it back to the same policy. */
 long egress_policy_write(const struct egress_policy *p, char *out, size_t cap);
