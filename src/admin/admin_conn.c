@@ -143,15 +143,7 @@ int admin_error_json(struct buf *b, const char *code, const char *msg)
 	struct json_writer w;
 
 	json_writer_init(&w, b);
-	json_obj_begin(&w);
-	json_key(&w, "error");
-	json_obj_begin(&w);
-	json_key(&w, "code");
-	json_str_write(&w, code);
-	json_key(&w, "message");
-	json_str_write(&w, msg);
-	json_obj_end(&w);
-	json_obj_end(&w);
+	json_error_write(&w, code, msg);
 	if (json_writer_finish(&w) != 0)
 		return ERR_LIMIT;
 	return buf_append(b, "\n", 1);

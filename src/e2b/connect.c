@@ -387,15 +387,7 @@ int connect_end_stream(struct buf *out, const char *code, const char *message)
 	if (buf_append(out, "\0\0\0\0", CONNECT_HDR) != 0)
 		return ERR_LIMIT;
 	json_writer_init(&w, out);
-	json_obj_begin(&w);
-	json_key(&w, "error");
-	json_obj_begin(&w);
-	json_key(&w, "code");
-	json_str_write(&w, code);
-	json_key(&w, "message");
-	json_str_write(&w, message ? message : "");
-	json_obj_end(&w);
-	json_obj_end(&w);
+	json_error_write(&w, code, message);
 	return envelope_close(out, mark, CONNECT_END, json_writer_finish(&w));
 }
 

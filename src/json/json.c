@@ -826,6 +826,19 @@ void json_null_write(struct json_writer *w)
 		w_put(w, "null", 4);
 }
 
+void json_error_write(struct json_writer *w, const char *code, const char *msg)
+{
+	json_obj_begin(w);
+	json_key(w, "error");
+	json_obj_begin(w);
+	json_key(w, "code");
+	json_str_write(w, code);
+	json_key(w, "message");
+	json_str_write(w, msg ? msg : "");
+	json_obj_end(w);
+	json_obj_end(w);
+}
+
 int json_writer_finish(struct json_writer *w)
 {
 	if (!w->err && (w->depth != 0 || w->after_key || !w->need_comma[0]))

@@ -93,6 +93,9 @@ void json_strn_write(struct json_writer *w, const char *s, size_t len);
 void json_int_write(struct json_writer *w, int64_t v);
 void json_bool_write(struct json_writer *w, bool v);
 void json_null_write(struct json_writer *w);
+/* The error object agentic's APIs answer with, {"error":{"code":CODE,"message":MSG}}, as one
+ * value (msg NULL: ""). */
+void json_error_write(struct json_writer *w, const char *code, const char *msg);
 /* 0, or the first error any call hit (ERR_LIMIT when out is full or nesting goes deeper than
  * JSON_MAX_DEPTH, -EINVAL, ERR_STATE for a misplaced key or value, unbalanced nesting or no
  * value at all). On error out->len is back where it was at init. */
