@@ -379,16 +379,6 @@ int exec_signal(int32_t xi, int sig)
 	return r;
 }
 
-int exec_attach(int32_t xi, const struct exec_sink *sink)
-{
-	if (!exec_alive(xi))
-		return -ESRCH;
-	if (execs[xi].sink.ops)
-		return -EBUSY;
-	execs[xi].sink = *sink;
-	return 0;
-}
-
 bool exec_alive(int32_t xi)
 {
 	return xi >= 0 && xi < LIMIT_EXECS && execs[xi].used;

@@ -78,9 +78,6 @@ void exec_detach(int32_t x);
 /* A session's command gets signal sig (PtyControl.signal: the init signals its process group
  * as the workload user): 0, -ESRCH (no such session), or the agent's send error. */
 int exec_signal(int32_t x, int sig);
-/* A detached session gets a sink again: output from now on (stdin stays as it was). 0,
- * -ESRCH (no such session), -EBUSY (it has a sink). */
-int exec_attach(int32_t x, const struct exec_sink *sink);
 /* The session is running (its result has not come). */
 bool exec_alive(int32_t x);
 /* A command id as agenticd writes it, "x<slot>.<gen>", read back exactly: each number decimal
