@@ -19,13 +19,15 @@ _Static_assert(AGENT_REFUSAL_REASONS <= METRICS_REFUSAL_REASONS, "every refusal 
 /* ---- info ---- */
 
 /* Sandboxes by state (creating, ready, removing, conflict) and with a ready agent. */
-static void count_sandboxes(uint32_t by_state[4], uint32_t *connected, uint32_t *warm)
+static void count_sandboxes(uint32_t by_state[4], uint32_t *connected, uint32_t *warm,
+			    uint32_t *warm_ready)
 {
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		const struct sandbox *sb = sandbox_slot(i);
 
 		if (sb->pool && sb->state != SB_FREE) {
 			(*warm)++;
+			*warm_ready += sb->state == SB_READY && agent_of(sb)->ready;
 			continue;
 		}
 		if (sb->state >= SB_CREATING && sb->state <= SB_CONFLICT)
@@ -43,9 +45,9 @@ void admin_info_get(struct admin_conn *c, struct sandbox *unused, const char *qu
 	struct json_writer w;
 	char pool[24];
 	uint32_t a = cfg->subnet_pool_base;
-	uint32_t by_state[4] = { 0 }, connected = 0, warm = 0;
+	uint32_t by_state[4] = { 0 }, connected = 0, warm = 0, warm_ready = 0;
 
-	count_sandboxes(by_state, &connected, &warm);
+	count_sandboxes(by_state, &connected, &warm, &warm_ready);
 	snprintf(pool, sizeof(pool), "%u.%u.%u.%u/%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
 		 a & 255, cfg->subnet_pool_prefix);
 	buf_init(&b, text, sizeof(text));
@@ -66,6 +68,9 @@ void admin_info_get(struct admin_conn *c, struct sandbox *unused, const char *qu
 	/* warm sandboxes (made or being made), not claimed: they are in no list */
 	json_key(&w, "warm_sandboxes");
 	json_int_write(&w, warm);
+	/* of them, those a create can claim now: ready, their init connected */
+	json_key(&w, "warm_sandboxes_ready");
+	json_int_write(&w, warm_ready);
 	json_key(&w, "sandboxes_ready");
 	json_int_write(&w, by_state[SB_READY - SB_CREATING]);
 	json_key(&w, "agents_ready");
@@ -219,8 +224,9 @@ void admin_metrics_get(struct admin_conn *c, struct sandbox *unused, const char 
 	static uint64_t taints[ARRAY_LEN(admin_taint_reasons) + 1];
 	struct metrics_view v = { .refusal_names = names, .nrefusals = AGENT_REFUSAL_REASONS };
 	struct buf b;
+	uint32_t warm_ready = 0;
 
-	count_sandboxes(v.sandboxes, &v.agents_connected, &v.warm);
+	count_sandboxes(v.sandboxes, &v.agents_connected, &v.warm, &warm_ready);
 	for (uint32_t i = 0; i < sandbox_slots(); i++) {
 		const struct sandbox *sb = sandbox_slot(i);
 

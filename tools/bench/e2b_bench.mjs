@@ -29,13 +29,13 @@ function info() { // agenticd's GET /api/v1/info over its admin socket
 	});
 }
 
-// the warm pool full and every sandbox ready: nothing of the daemon's own runs meanwhile
+// the warm pool full and claimable, every sandbox ready: nothing of the daemon's own runs meanwhile
 async function settled() {
 	const want = Number(process.env.E2BB_WARM || 0);
 	if (!want) return;
 	for (let i = 0; i < 1200; i++) {
 		const d = await info();
-		if (d.warm_sandboxes >= want && d.sandboxes === d.sandboxes_ready) break;
+		if (d.warm_sandboxes_ready >= want && d.sandboxes === d.sandboxes_ready) break;
 		await sleep(50);
 	}
 	await sleep(300);
