@@ -320,25 +320,30 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 {
 	static char text[LIMIT_ADMIN_BODY_BYTES + EGRESS_POLICY_BYTES], egress[EGRESS_POLICY_BYTES];
 	struct request_error e = { 0 };
-	struct sandbox *sb;
+	struct sandbox *sb = NULL;
 	char id[22];
 	struct buf b;
 	int32_t slot = (int32_t)(k - A.creates) | CREATE_FLAG;
+	int64_t started = clock_wall_ms();
 
 	new_id(id);
 	buf_init(&b, text, sizeof(text));
 	if (net_of(c, egress, sizeof(egress)) != 0 || create_body(c, doc, id, tpl, egress, &b) != 0)
 		return -1;
 	if (request_create_parse(&k->req, A.cfg, profiles_current(), REQUEST_API_V1, b.data,
-				 b.len, &e) != 0 ||
-	    !(sb = lifecycle_admit(&k->req, NULL, SB_WAITER_E2B, slot, k->gen, &e))) {
+				 b.len, &e) == 0) {
+		/* the TTL counts from this start and is kept with the create (no write of its own) */
+		k->req.expires_at = k->ttl_ms ? started + k->ttl_ms : 0;
+		sb = lifecycle_admit(&k->req, NULL, SB_WAITER_E2B, slot, k->gen, &e);
+	}
+	if (!sb) {
 		memset(text, 0, b.len);
 		log_info("e2b create refused", "status=%d code=%s", e.status, log_q(e.code));
 		e2b_reply_error(c, e.status, e.message);
 		return -1;
 	}
 	memset(text, 0, b.len);
-	if (k->used && k->gen == sb->waiter_gen && e2b_state_set(sb, tpl, meta, clock_wall_ms()) != 0)
+	if (k->used && k->gen == sb->waiter_gen && e2b_state_set(sb, tpl, meta, started) != 0)
 		log_warn("e2b fields do not fit the record", "name=%s", log_q(id));
 	log_info("e2b create", "name=%s template=%s", log_q(id), log_q(tpl));
 	return 0;
@@ -408,8 +413,6 @@ void e2b_finish_sandbox(int32_t conn, uint32_t gen, const struct sandbox *sb, in
 	}
 	if (!(k = create_done(conn, gen)))
 		return;
-	if (k->ttl_ms && e2b_of(sb))
-		lifecycle_expiry_set((struct sandbox *)sb, e2b_of(sb)->started_ms + k->ttl_ms);
 	if (sb->egress_json[0])
 		egress_audit_policy((struct sandbox *)sb, "create");
 	if ((c = e2b_conn_get(k->ref)) && e2b_of(sb))

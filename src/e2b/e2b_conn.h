@@ -69,6 +69,10 @@ struct e2b_conn *e2b_conn_get(struct e2b_ref r);  /* NULL when that request/conn
  * 0 for none or "user" (uid 10001); "root" is answered (Connect permission_denied on a
  * Connect route, else HTTP 403) and -1 returned; any other user is answered 401, -1. */
 int e2b_user_check(struct e2b_conn *c);
+/* The request's E2B user refused (Basic auth's user, else ?username=): NULL for none or
+ * "user" (uid 10001), else why, with *code the Connect code (permission_denied for root,
+ * unauthenticated for another name); e2b_user_check answers with it. */
+const char *e2b_user_refusal(struct e2b_conn *c, const char **code);
 /* A path as the E2B user names it: absolute as is, relative and "~"/"~/..." under /home/user.
  * 0, or -EINVAL for an empty one or one that does not fit cap. */
 int e2b_path_resolve(const char *in, char *out, size_t cap);

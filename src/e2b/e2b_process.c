@@ -413,28 +413,6 @@ static int stream_message(struct e2b_conn *c, const char **json, size_t *len)
 	return r;
 }
 
-/* Start's user, refused in the stream's own way (the SDK sends one on Start alone): NULL
- * for none or "user" (uid 10001), else why. */
-static const char *start_user_refused(struct e2b_conn *c, const char **code)
-{
-	const char *auth = e2b_header(c, "authorization");
-	char dec[96];
-	long n;
-
-	if (!auth || strncasecmp(auth, "Basic ", 6) != 0)
-		return NULL;
-	n = grpc_base64_decode(auth + 6, strlen(auth + 6), dec, sizeof(dec) - 1);
-	dec[n < 0 ? 0 : n] = '\0';
-	dec[strcspn(dec, ":")] = '\0';
-	if (!dec[0] || strcmp(dec, "user") == 0)
-		return NULL;
-	*code = strcmp(dec, "root") == 0 ? "permission_denied" : "unauthenticated";
-	return strcmp(dec, "root") == 0
-	       ? "agentic runs no command as root in a sandbox: workload processes are uid "
-		 "10001 with no capabilities"
-	       : "invalid username: an agentic sandbox has one user, \"user\" (uid 10001)";
-}
-
 /* s into er (its env joined in text's tail), the cwd resolved into cwd. 0, or -1 with why. */
 static int start_request(const struct connect_start *s, struct exec_req *er, char *cwd,
 			 size_t cwd_cap, int64_t timeout_ms, const char **why)
@@ -546,7 +524,8 @@ static void call_start(struct e2b_conn *c, struct sandbox *sb)
 	size_t len;
 	int x;
 
-	if ((why = start_user_refused(c, &code))) {
+	/* Start's user, refused in the stream's own way (the SDK sends one on Start alone) */
+	if ((why = e2b_user_refusal(c, &code))) {
 		stream_error(c, code, why);
 		return;
 	}

@@ -38,13 +38,10 @@ bool e2b_is_connect(const struct e2b_conn *c)
 	return strncmp(e2b_path(c), "/process.", 9) == 0 || strncmp(e2b_path(c), "/filesystem.", 12) == 0;
 }
 
-int e2b_user_check(struct e2b_conn *c)
+const char *e2b_user_refusal(struct e2b_conn *c, const char **code)
 {
-	static const char root[] = "agentic runs no command as root in a sandbox: workload "
-				   "processes are uid 10001 with no capabilities";
 	const char *auth = e2b_header(c, "authorization");
 	char user[64] = "", dec[96];
-	bool connect = e2b_is_connect(c);
 
 	if (auth && strncasecmp(auth, "Basic ", 6) == 0) {
 		long n = grpc_base64_decode(auth + 6, strlen(auth + 6), dec, sizeof(dec) - 1);
@@ -57,20 +54,26 @@ int e2b_user_check(struct e2b_conn *c)
 		e2b_query_value(e2b_query(c), "username", user, sizeof(user));
 	}
 	if (!user[0] || strcmp(user, "user") == 0)
-		return 0;
+		return NULL;
 	if (strcmp(user, "root") == 0) {
-		if (connect)
-			e2b_connect_error(c, "permission_denied", root);
-		else
-			e2b_reply_error(c, 403, root);
-		return -1;
+		*code = "permission_denied";
+		return "agentic runs no command as root in a sandbox: workload processes are uid "
+		       "10001 with no capabilities";
 	}
-	if (connect)
-		e2b_connect_error(c, "unauthenticated", "invalid username: an agentic sandbox has "
-				  "one user, \"user\" (uid 10001)");
+	*code = "unauthenticated";
+	return "invalid username: an agentic sandbox has one user, \"user\" (uid 10001)";
+}
+
+int e2b_user_check(struct e2b_conn *c)
+{
+	const char *code, *why = e2b_user_refusal(c, &code);
+
+	if (!why)
+		return 0;
+	if (e2b_is_connect(c))
+		e2b_connect_error(c, code, why);
 	else
-		e2b_reply_error(c, 401, "invalid username: an agentic sandbox has one user, "
-				"\"user\" (uid 10001)");
+		e2b_reply_error(c, code[0] == 'p' ? 403 : 401, why);
 	return -1;
 }
 

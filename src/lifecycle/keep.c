@@ -44,6 +44,8 @@ int lifecycle_keep_request(struct sandbox *sb, const struct create_req *req, boo
 	sb->nlabels = (uint16_t)req->nlabels;
 	sb->nmounts = (uint16_t)req->nmounts;
 	sb->ttl_ms = req->ttl_ms; /* from the moment it is ready (lc_finish_create) */
+	if (req->expires_at > 0)
+		sb->expires_at = req->expires_at;
 	return r;
 }
 

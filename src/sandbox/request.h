@@ -90,6 +90,8 @@ struct create_req {
 	char egress_json[EGRESS_POLICY_BYTES];
 	bool egress_report;           /* its mode is "report" */
 	int64_t ttl_ms;               /* removed this long after its create; 0: never */
+	int64_t expires_at;           /* wall ms: removed then (a front end's own TTL, counted from
+				       * its own start: E2B's); 0: none. ttl_ms, when set, wins */
 	char text[LIMIT_ADMIN_BODY_BYTES]; /* the strings above, unescaped */
 	uint32_t text_len;
 };
