@@ -168,7 +168,9 @@ static int budget_compute(const struct config *cfg, struct budget *b)
 	/* libc's own start-up and directory reads, beyond the boot heap */
 	b->total_heap = b->docker + b->scratch + heap_block(runtime_vm_storage_bytes(cfg->max_sandboxes)) +
 			(1u << 20);
-	b->execs = round64(exec_table_bytes() + fileop_table_bytes()); /* both static */
+	/* static tables: exec sessions, file operations, the E2B services' (when it listens) */
+	b->execs = round64(exec_table_bytes() + fileop_table_bytes() +
+			   (b->e2b_conns ? e2b_static_bytes() : 0));
 	b->verify = round64(verify_table_bytes());
 	return 0;
 }

@@ -33,6 +33,9 @@ const struct e2b_sb *e2b_of(const struct sandbox *sb);
 /* Storage the module needs for nconns connections and nsb sandbox slots (from the region);
  * 0 when nconns is 0 (the listener is off: no E2B sandbox is served). */
 size_t e2b_storage_bytes(uint32_t nconns, uint32_t nsb);
+/* The services' static tables (processes and their stdin waits, file operations, uploads, the
+ * network options' scratch): in the memory budget beside the region's storage. */
+size_t e2b_static_bytes(void);
 struct e2b_config {
 	const struct config *cfg;
 	void *storage;                /* e2b_storage_bytes(nconns, nsb), zeroed */

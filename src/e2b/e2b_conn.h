@@ -86,6 +86,10 @@ void e2b_process_tick(int64_t now);       /* e2b_tick calls these */
 int64_t e2b_process_next_deadline(void);  /* -1: none */
 void e2b_process_sandbox_gone(struct sandbox *sb); /* a removal: end its streams */
 void e2b_fs_sandbox_gone(struct sandbox *sb);
+/* Their static tables' bytes (e2b_static_bytes). */
+size_t e2b_process_table_bytes(void);
+size_t e2b_fs_table_bytes(void);
+size_t e2b_files_table_bytes(void);
 
 /* ---- for e2b_routes.c: what the connection layer is handed and what it asks ---- */
 /* The request's head is in (method, path, query, headers): route it. Called once per request,

@@ -51,6 +51,11 @@ struct upload {
 
 static struct upload ups[LIMIT_E2B_UPLOADS];
 
+size_t e2b_files_table_bytes(void)
+{
+	return sizeof(ups);
+}
+
 /* The answer: each file's name and path (at most the paths' bytes each) and ~40 bytes of
  * JSON around them, in the connection's one whole answer. */
 #define ANSWER_BYTES (2 * LIMIT_E2B_UPLOAD_PATHS_BYTES + 48 * LIMIT_E2B_UPLOAD_FILES)

@@ -20,6 +20,7 @@
 
 #include "agent/fileop.h"
 #include "base/base.h"
+#include "e2b/e2b_conn.h"
 #include "e2b/e2b_fop.h"
 #include "json/json.h"
 #include "sandbox/sandbox.h"
@@ -41,6 +42,11 @@ struct fop {
 };
 
 static struct fop fops[LIMIT_E2B_FILE_OPS];
+
+size_t e2b_fs_table_bytes(void)
+{
+	return sizeof(fops);
+}
 
 static uint16_t fop_gen;
 

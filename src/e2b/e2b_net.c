@@ -43,6 +43,11 @@ static struct json_token tok[E2B_NET_TOKENS];
 static struct net_req rq;
 static struct egress_policy op, out;
 
+size_t e2b_net_table_bytes(void)
+{
+	return sizeof(tok) + sizeof(rq) + sizeof(op) + sizeof(out);
+}
+
 static int refuse(struct net *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(struct net *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

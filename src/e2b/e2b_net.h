@@ -37,4 +37,7 @@ int e2b_net_policy(const struct config *cfg, const char *body, size_t len, char 
 struct json_writer;
 void e2b_net_info(const char *egress_json, struct json_writer *w);
 
+/* The static scratch e2b_net_policy reads and narrows in (e2b_static_bytes). */
+size_t e2b_net_table_bytes(void);
+
 #endif

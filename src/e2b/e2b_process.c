@@ -84,6 +84,11 @@ struct stdin_wait {
 
 static struct proc procs[LIMIT_E2B_PROCS];
 static struct stdin_wait waits[LIMIT_E2B_STDIN_WAITING];
+
+size_t e2b_process_table_bytes(void)
+{
+	return sizeof(procs) + sizeof(waits);
+}
 static uint32_t pid_next = FIRST_PID;
 /* one request or event at a time: the loop has no threads */
 static uint8_t scratch[LIMIT_E2B_OUT_BYTES];

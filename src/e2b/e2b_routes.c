@@ -264,6 +264,12 @@ size_t e2b_storage_bytes(uint32_t nconns, uint32_t nsb)
 	       (size_t)nsb * sizeof(struct e2b_sb);
 }
 
+size_t e2b_static_bytes(void)
+{
+	return e2b_process_table_bytes() + e2b_fs_table_bytes() + e2b_files_table_bytes() +
+	       e2b_net_table_bytes();
+}
+
 static const struct config *cfg_of;
 
 void e2b_init(const struct e2b_config *ec)
