@@ -398,8 +398,14 @@ void init_cmds_signal(struct init_cmds *c, const Agentic__Sandbox__V1__PtyContro
 	if (!k || pc->action_case != AGENTIC__SANDBOX__V1__PTY_CONTROL__ACTION_SIGNAL)
 		return;
 	sig = pc->signal->signal_number;
-	if (sig < 1 || sig > 64 || k->sup_reaped || k->pgid <= 0)
+	if (sig < 1 || sig > 64 || k->sup_reaped)
 		return;
+	if (k->pgid <= 0) {
+		/* the supervisor has not named the group yet: kept (a SIGKILL is never replaced) */
+		if (k->pending_sig != SIGKILL)
+			k->pending_sig = sig;
+		return;
+	}
 	/* a tty: its foreground job, as a key typed would reach it (the workload's to choose, and
 	 * the kill is made as the workload uid: it reaches nothing else) */
 	pg = m >= 0 ? cmd_pty_foreground(m) : 0;
@@ -437,6 +443,14 @@ static void read_ctl(struct init_cmds *c, struct init_cmd *k)
 	while ((n = read(k->fd[INIT_FD_CTL], &r, sizeof(r))) == (ssize_t)sizeof(r)) {
 		if (r.tag == INIT_CTL_PID) {
 			k->pgid = r.a;
+			if (k->pending_sig > 0 && k->pgid > 0) {
+				int e = kill_as_workload(c, -k->pgid, k->pending_sig);
+
+				if (e && e != -ESRCH)
+					log_warn("cannot signal a command", "signal=%d err=%s",
+						 k->pending_sig, log_q(err_str(e)));
+			}
+			k->pending_sig = 0;
 		} else if (r.tag == INIT_CTL_FAIL && !k->fail_stage && r.a >= INIT_STAGE_DROP &&
 			   r.a <= INIT_STAGE_TTY) {
 			k->fail_stage = r.a;

@@ -20,6 +20,7 @@ struct init_cmd {
 	char id[LIMIT_INIT_COMMAND_ID + 1];
 	pid_t sup;                /* the supervisor, until the init reaps it */
 	pid_t pgid;               /* the command's process group, from the supervisor */
+	int pending_sig;          /* a signal asked for before pgid came: sent when it comes */
 	int sup_status;
 	int sup_reaped;
 	int fd[INIT_FD_COUNT];         /* init's ends; -1 once closed. A tty command's: the
