@@ -15,6 +15,7 @@
 #include "agent.pb-c.h"
 #include "agent/agent_slot.h"
 #include "agent/exec.h"
+#include "lifecycle/lifecycle.h"
 #include "sandbox/request.h"
 #include "sandbox/sandbox.h"
 #include "metrics/metrics.h"
@@ -419,6 +420,7 @@ bool exec_result(struct sandbox *sb, const char *id, int32_t code, int64_t durat
 		 "command_us=%lld", log_q(sb->name), log_q(id), (int)code, (long long)duration_ms,
 		 (long long)init_us, (long long)command_us);
 	release(x);
+	lifecycle_command_ended(sb);
 	return true;
 }
 

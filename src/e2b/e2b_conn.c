@@ -350,8 +350,7 @@ int e2b_stream_begin(struct e2b_conn *c, int status, const char *content_type)
 	c->out_off = 0;
 	c->tx = TX_STREAM;
 	c->tx_since = clock_mono_ms();
-	flush(c);
-	return c->broken ? -EPIPE : 0;
+	return 0; /* the head leaves with the first chunk */
 }
 
 #define CHUNK_OVERHEAD 12 /* the size line (8 hex digits and CRLF) and the CRLF after */
@@ -363,7 +362,8 @@ size_t e2b_stream_room(const struct e2b_conn *c)
 	return c->tx == TX_STREAM && free > CHUNK_OVERHEAD ? free - CHUNK_OVERHEAD : 0;
 }
 
-int e2b_stream_write(struct e2b_conn *c, const void *data, size_t len)
+/* A chunk into the buffer; sent now unless held (its sender's next write or end sends it) */
+static int stream_put(struct e2b_conn *c, const void *data, size_t len, bool hold)
 {
 	struct buf b;
 
@@ -382,13 +382,25 @@ int e2b_stream_write(struct e2b_conn *c, const void *data, size_t len)
 	b.len = c->out_len;
 	if (http_chunk_write(&b, data, len) != 0) {
 		c->want_room = true;
-		return -EAGAIN;
+		flush(c); /* what is held goes now: the room comes as the socket takes it */
+		return c->broken ? -EPIPE : -EAGAIN;
 	}
 	if (c->out_len == 0)
 		c->tx_since = clock_mono_ms();
 	c->out_len = (uint32_t)b.len;
-	flush(c);
+	if (!hold)
+		flush(c);
 	return c->broken ? -EPIPE : 0;
+}
+
+int e2b_stream_write(struct e2b_conn *c, const void *data, size_t len)
+{
+	return stream_put(c, data, len, false);
+}
+
+int e2b_stream_hold(struct e2b_conn *c, const void *data, size_t len)
+{
+	return stream_put(c, data, len, true);
 }
 
 void e2b_stream_end(struct e2b_conn *c)

@@ -46,10 +46,14 @@ void e2b_reply_error(struct e2b_conn *c, int status, const char *message);
  * unimplemented 501, unavailable 503, deadline_exceeded 504, else 500), application/json
  * {"code","message"} */
 void e2b_connect_error(struct e2b_conn *c, const char *code, const char *message);
-/* a streamed answer: head (chunked) now, then chunks, each written to the socket at once */
+/* a streamed answer: the head (chunked), sent with the first chunk; then chunks, each
+ * written to the socket at once, and the end; a stream begun is followed by one of them */
 int e2b_stream_begin(struct e2b_conn *c, int status, const char *content_type);
 /* 0, or -EAGAIN: no room (nothing taken; on_writable comes), or -EPIPE: gone */
 int e2b_stream_write(struct e2b_conn *c, const void *data, size_t len);
+/* as e2b_stream_write, but the chunk waits for the next write or the end, to leave in the
+ * same segment (an answer's last envelopes, produced together); one of them must follow */
+int e2b_stream_hold(struct e2b_conn *c, const void *data, size_t len);
 size_t e2b_stream_room(const struct e2b_conn *c);
 void e2b_stream_end(struct e2b_conn *c); /* last chunk; the connection serves its next request */
 /* a service that outlives its handler call */

@@ -135,18 +135,25 @@ static void stream_free(struct pstream *ps)
 /* ---- frames ---- */
 
 /* One envelope to ps's client: 0, -EAGAIN (no room: on_writable comes), -EPIPE (gone:
- * on_close comes). */
-static int frame_write(struct pstream *ps, const struct buf *b)
+ * on_close comes). Held, it leaves with the next one (see e2b_stream_hold). */
+static int frame_put(struct pstream *ps, const struct buf *b, bool hold)
 {
 	struct e2b_conn *c = e2b_conn_get(ps->ref);
-	int r = c ? e2b_stream_write(c, b->data, b->len) : -EPIPE;
+	int r = !c ? -EPIPE : hold ? e2b_stream_hold(c, b->data, b->len)
+		: e2b_stream_write(c, b->data, b->len);
 
 	if (r == 0)
 		ps->last = clock_mono_ms();
 	return r == 0 || r == -EAGAIN ? r : -EPIPE;
 }
 
-/* What ps owes, as far as there is room: the end event, the end-stream, the stream's end. */
+static int frame_write(struct pstream *ps, const struct buf *b)
+{
+	return frame_put(ps, b, false);
+}
+
+/* What ps owes, as far as there is room: the end event, the end-stream, the stream's end,
+ * in one segment when there is room for all three. */
 static void stream_pump(struct pstream *ps)
 {
 	/* its own: a stream may end in the middle of a data event's fan-out */
@@ -156,14 +163,14 @@ static void stream_pump(struct pstream *ps)
 
 	buf_init(&b, tail, sizeof(tail));
 	if (ps->state == ST_END) {
-		if (connect_event_end(&b, &p->end) != 0 || frame_write(ps, &b) != 0)
+		if (connect_event_end(&b, &p->end) != 0 || frame_put(ps, &b, true) != 0)
 			return;
 		ps->state = ST_TAIL;
 	}
 	if (ps->state != ST_TAIL)
 		return;
 	b.len = 0;
-	if (connect_end_stream(&b, ps->err_code, ps->err_msg) != 0 || frame_write(ps, &b) != 0)
+	if (connect_end_stream(&b, ps->err_code, ps->err_msg) != 0 || frame_put(ps, &b, true) != 0)
 		return;
 	e2b_stream_end(e2b_conn_get(ps->ref));
 	stream_free(ps);
@@ -204,7 +211,7 @@ static void stream_error(struct e2b_conn *c, const char *code, const char *msg)
 	if (e2b_stream_begin(c, 200, "application/connect+json") != 0)
 		return;
 	if (connect_end_stream(&b, code, msg) == 0)
-		e2b_stream_write(c, b.data, b.len);
+		e2b_stream_hold(c, b.data, b.len);
 	e2b_stream_end(c);
 }
 

@@ -54,7 +54,7 @@ static void warm_fill(void)
 		}
 	}
 	if (!lc_conf.cfg->warm_sandboxes || lc_stopping || lc_mono() < lc_warm_retry_at ||
-	    lc_creates_running() || !warm_wanted(&have) || !(sb = sandbox_new()))
+	    lc_mono() < lc_pool_hold_until || lc_creates_running() || !warm_wanted(&have) || !(sb = sandbox_new()))
 		return;
 	do {
 		random_hex(hex, 12);
@@ -415,6 +415,8 @@ int64_t lifecycle_next_deadline(int64_t now)
 				next = w;
 		}
 	}
+	if (lc_pool_hold_until > now && lc_pool_hold_until < next)
+		next = lc_pool_hold_until; /* the pools' hold ends: their turn */
 	if (events_dirty)
 		next = now;
 	return next;

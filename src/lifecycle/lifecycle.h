@@ -68,7 +68,10 @@
  * create of the default request) one at a time, when no other create runs, up to the count;
  * one whose create failed holds the next back WARM_RETRY_MS; a ready one no longer T1 is
  * removed. A claim's own rename is no taint (the engine's rename event, from the pool name
- * to the claimed one).
+ * to the claimed one). After a claim the pools (this one and the warm networks) wait until
+ * the claimed sandbox's first command has ended (lifecycle_command_ended), at most
+ * POOL_HOLD_MS: an engine busy making the next warm sandbox would slow the command the
+ * create was for.
  *
  * Invariants, checked after every event (lifecycle_check): a call runs only in a state that
  * has one; a creating step other than WAIT_READY always has its call running; a teardown or
@@ -260,6 +263,8 @@ void lifecycle_network_read(struct sandbox *sb, const struct rt_netcheck *nc);
 /* A `docker exec` found running in sb's container (recovery's inspect: its event may be gone
  * from the engine's buffer) to the tainted hook, source "inspect". */
 void lifecycle_exec_seen(struct sandbox *sb);
+/* A command of sb's ended (the exec module's report): a claim's first lets the pools refill. */
+void lifecycle_command_ended(const struct sandbox *sb);
 /* The next time lifecycle_tick must run (monotonic ms), or INT64_MAX. */
 int64_t lifecycle_next_deadline(int64_t now);
 /* SIGTERM: no new work; creates in flight roll back; the event stream closes. */

@@ -42,6 +42,15 @@ const struct lc_state_info lc_states[LC_STATES] = {
 struct lifecycle_config lc_conf;
 bool lc_stopping;
 int64_t lc_warm_retry_at;
+int64_t lc_pool_hold_until;
+static const struct sandbox *pool_hold_sb; /* the claimed sandbox the hold waits for */
+static uint32_t pool_hold_gen;
+
+void lifecycle_command_ended(const struct sandbox *sb)
+{
+	if (lc_pool_hold_until && sb == pool_hold_sb && sb->gen == pool_hold_gen)
+		lc_pool_hold_until = 0;
+}
 
 int64_t lc_mono(void)
 {
@@ -219,7 +228,8 @@ void lc_pool_fill(void)
 	struct netpool *p = lc_conf.pool;
 
 	if (p && !netpool_busy(p) && p->n < LIMIT_WARM_NETWORKS && lc_mono() >= p->retry_at)
-		netpool_fill(p, lc_mono(), lc_stopping || lc_creates_running());
+		netpool_fill(p, lc_mono(), lc_stopping || lc_creates_running() ||
+			     lc_mono() < lc_pool_hold_until);
 }
 
 /* ---- the ends: ready, released ---- */
@@ -255,6 +265,11 @@ void lc_finish_create(struct sandbox *sb)
 			 (long long)(sb->t_auth - sb->t_ct), sb->pool);
 	HOOK(created, sb, took);
 	sb->waiter = -1;
+	if (claim) {
+		lc_pool_hold_until = lc_mono() + POOL_HOLD_MS;
+		pool_hold_sb = sb;
+		pool_hold_gen = sb->gen;
+	}
 	lc_pool_fill();
 }
 

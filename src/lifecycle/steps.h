@@ -27,6 +27,11 @@ extern bool lc_stopping;                 /* SIGTERM: no new work */
 extern int64_t lc_warm_retry_at;         /* monotonic: a warm sandbox's create failed; none
 					  * before this */
 #define WARM_RETRY_MS 5000
+/* A claim's first command runs before the pools refill: neither a warm sandbox's create nor a
+ * warm network's takes the engine (and the CPU) until the claimed sandbox's first command has
+ * ended (lifecycle_command_ended) or POOL_HOLD_MS have passed. */
+extern int64_t lc_pool_hold_until;       /* monotonic; 0: no hold */
+#define POOL_HOLD_MS 250
 
 #define HOOK(name, ...) \
 	do { \

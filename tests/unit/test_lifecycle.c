@@ -994,6 +994,49 @@ static void test_a_claim_renames_then_waits_for_the_init(void **state)
 	assert_nothing_held();
 }
 
+/* The warm sandboxes being made (sb->pool, in a create's step). */
+static int warm_creating(void)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < NSB; i++)
+		n += table[i].pool && table[i].lc != LC_FREE && table[i].lc != LC_READY;
+	return n;
+}
+
+/* After a claim the pools wait for the claimed sandbox's first command, else POOL_HOLD_MS:
+ * the engine is not making the next warm sandbox while the command the create was for runs.
+ * Another sandbox's command ends no hold. */
+static void test_a_claims_first_command_runs_before_the_pool_refills(void **state)
+{
+	struct sandbox *sb = drive(LC_CLAIM_INIT), *other = drive(LC_READY);
+
+	d.cfg.warm_sandboxes = 1;
+	assert_int_equal(signal_(sb, LC_EV_CLAIMED), 0);
+	assert_int_equal(sb->lc, LC_READY);
+	lifecycle_tick(now_ms);
+	assert_int_equal(warm_creating(), 0);
+	assert_true(lifecycle_next_deadline(now_ms) <= now_ms + POOL_HOLD_MS);
+	lifecycle_command_ended(other);
+	lifecycle_tick(now_ms);
+	assert_int_equal(warm_creating(), 0);
+	lifecycle_command_ended(sb);
+	lifecycle_tick(now_ms);
+	assert_int_equal(warm_creating(), 1);
+	teardown(NULL);
+	setup(NULL);
+	/* no command: the hold ends by itself */
+	sb = drive(LC_CLAIM_INIT);
+	d.cfg.warm_sandboxes = 1;
+	assert_int_equal(signal_(sb, LC_EV_CLAIMED), 0);
+	now_ms += POOL_HOLD_MS - 1;
+	lifecycle_tick(now_ms);
+	assert_int_equal(warm_creating(), 0);
+	now_ms += 1;
+	lifecycle_tick(now_ms);
+	assert_int_equal(warm_creating(), 1);
+}
+
 /* At the stop a warm sandbox is removed, workspace deleted (it would stay mounted for a daemon
  * that may never come back); a cold one keeps running. A warm sandbox whose container is
  * removed outside agenticd has its workspace deleted, not kept. */
@@ -1397,6 +1440,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_ready_before_the_inspect_finishes_the_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_claim_renames_then_waits_for_the_init, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_claims_first_command_runs_before_the_pool_refills,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_stop_removes_warm_sandboxes_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_another_network_seen_on_the_inspect_taints, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_ready_again_is_logged_while_ready_or_refreshing,
