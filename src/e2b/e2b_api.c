@@ -290,19 +290,6 @@ static int metadata_of(struct e2b_conn *c, const struct json_doc *doc, char *out
 	return 0;
 }
 
-/* "i" and 20 of [a-z0-9], as hosted E2B's ids. */
-static void new_id(char *id)
-{
-	static const char al[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	uint8_t r[20];
-
-	random_bytes(r, sizeof(r));
-	id[0] = 'i';
-	for (int i = 0; i < 20; i++)
-		id[i + 1] = al[r[i] % 36];
-	id[21] = '\0';
-}
-
 static struct e2b_create *create_take(void)
 {
 	for (uint32_t i = 0; i < A.ncreates; i++)
@@ -321,12 +308,12 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 	static char text[LIMIT_ADMIN_BODY_BYTES + EGRESS_POLICY_BYTES], egress[EGRESS_POLICY_BYTES];
 	struct request_error e = { 0 };
 	struct sandbox *sb = NULL;
-	char id[22];
+	char id[SB_NAME_BYTES];
 	struct buf b;
 	int32_t slot = (int32_t)(k - A.creates) | CREATE_FLAG;
 	int64_t started = clock_wall_ms();
 
-	new_id(id);
+	lifecycle_new_id(id);
 	buf_init(&b, text, sizeof(text));
 	if (net_of(c, egress, sizeof(egress)) != 0 || create_body(c, doc, id, tpl, egress, &b) != 0)
 		return -1;
@@ -334,6 +321,8 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 				 b.len, &e) == 0) {
 		/* the TTL counts from this start and is kept with the create (no write of its own) */
 		k->req.expires_at = k->ttl_ms ? started + k->ttl_ms : 0;
+		/* the id is ours: a claimed warm sandbox keeps its own, of the same shape */
+		k->req.name_any = true;
 		sb = lifecycle_admit(&k->req, NULL, SB_WAITER_E2B, slot, k->gen, &e);
 	}
 	if (!sb) {
@@ -343,6 +332,7 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 		return -1;
 	}
 	memset(text, 0, b.len);
+	memcpy(id, sb->name, sizeof(id));
 	if (k->used && k->gen == sb->waiter_gen && e2b_state_set(sb, tpl, meta, started) != 0)
 		log_warn("e2b fields do not fit the record", "name=%s", log_q(id));
 	log_info("e2b create", "name=%s template=%s", log_q(id), log_q(tpl));

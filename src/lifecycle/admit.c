@@ -104,7 +104,9 @@ static bool claim_start(struct sandbox *sb, const struct create_req *req, bool h
 {
 	if (lifecycle_keep_claim(sb, req, hw) != 0)
 		return false;
-	lifecycle_name(sb, req->name, false);
+	/* one that takes any name keeps the warm sandbox's: the engine renames nothing */
+	if (req->name && !req->name_any)
+		lifecycle_name(sb, req->name, false);
 	if (lifecycle_signal(sb, LC_EV_CLAIM) != 0) {
 		sandbox_claim_undo(sb);
 		return false;

@@ -195,6 +195,21 @@ static void scan_done(struct sandbox *sb)
 
 /* ---- a claim of a warm sandbox ---- */
 
+/* The container has the claim's name: the claim is recorded (a restart finds a create, which
+ * it rolls back), then told to the init. */
+static void claim_recorded(struct sandbox *sb)
+{
+	int r;
+
+	sb->claimed = true;
+	lc_set_state(sb, LC_CLAIM_INIT);
+	if ((r = sandbox_record_write(lc_conf.cfg, sb)) != 0) {
+		lc_fail_create(sb, 500, "agentshare", "cannot write sandbox.json: %s", err_str(r));
+		return;
+	}
+	HOOK(claim_send, sb);
+}
+
 int lc_on_claim(struct sandbox *sb)
 {
 	if (sb->lc != LC_READY || !sb->pool || lc_of(sb)->call_active || !sb->running)
@@ -205,17 +220,18 @@ int lc_on_claim(struct sandbox *sb)
 	sb->deadline = lc_mono() + lc_conf.cfg->ready_timeout_ms;
 	log_info("claim started", "name=%s pool_name=%s instance=%s uid=%u", log_q(sb->name),
 		 log_q(sb->agent_id), log_q(sb->instance_id), sb->uid);
-	lc_enter(sb, LC_CLAIM_RENAME);
+	if (strcmp(sb->name, sb->agent_id) == 0)
+		claim_recorded(sb); /* it keeps the warm sandbox's name: nothing to rename */
+	else
+		lc_enter(sb, LC_CLAIM_RENAME);
 	return 0;
 }
 
-/* The container has its new name: the claim is recorded (a restart finds a create, which it
- * rolls back), then told to the init. A name another container has leaves the warm sandbox
- * as it was, in the pool. */
+/* The container renamed: the claim goes on. A name another container has leaves the warm
+ * sandbox as it was, in the pool. */
 static void claim_renamed(struct sandbox *sb)
 {
 	const struct rt_result *res = &lc_of(sb)->call.res;
-	int r;
 
 	if (res->outcome == RT_NAME_TAKEN) {
 		log_info("claim refused: another container has the name; the warm sandbox stays",
@@ -235,13 +251,7 @@ static void claim_renamed(struct sandbox *sb)
 		step_failed(sb, "container rename");
 		return;
 	}
-	sb->claimed = true;
-	lc_set_state(sb, LC_CLAIM_INIT);
-	if ((r = sandbox_record_write(lc_conf.cfg, sb)) != 0) {
-		lc_fail_create(sb, 500, "agentshare", "cannot write sandbox.json: %s", err_str(r));
-		return;
-	}
-	HOOK(claim_send, sb);
+	claim_recorded(sb);
 }
 
 /* ---- a create call answered ---- */

@@ -42,7 +42,6 @@ static void warm_fill(void)
 {
 	struct sandbox *sb;
 	uint32_t have;
-	char hex[16];
 
 	for (uint32_t i = 0; i < lc_conf.nsb; i++) {
 		sb = &lc_conf.sb[i];
@@ -56,10 +55,9 @@ static void warm_fill(void)
 	if (!lc_conf.cfg->warm_sandboxes || lc_stopping || lc_mono() < lc_warm_retry_at ||
 	    lc_mono() < lc_pool_hold_until || lc_creates_running() || !warm_wanted(&have) || !(sb = sandbox_new()))
 		return;
-	do {
-		random_hex(hex, 12);
-		snprintf(sb->name, sizeof(sb->name), "warm-%s", hex);
-	} while (sandbox_by_name(sb->name) != sb);
+	do
+		lifecycle_new_id(sb->name);
+	while (sandbox_by_name(sb->name) != sb);
 	memcpy(sb->agent_id, sb->name, sizeof(sb->agent_id));
 	sb->pool = true;
 	log_info("warm sandbox create", "name=%s warm=%u wanted=%u", log_q(sb->name), have,

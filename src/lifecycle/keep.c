@@ -89,6 +89,18 @@ int64_t lifecycle_expiry(const struct sandbox *sb)
 	return sb->expires_at;
 }
 
+void lifecycle_new_id(char *id)
+{
+	static const char al[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	uint8_t r[LIFECYCLE_ID_BYTES - 2];
+
+	random_bytes(r, sizeof(r));
+	id[0] = 'i';
+	for (size_t i = 0; i < sizeof(r); i++)
+		id[i + 1] = al[r[i] % 36];
+	id[LIFECYCLE_ID_BYTES - 1] = '\0';
+}
+
 /* The create's name, else sbx-<8 hex> that no other sandbox has (sb may be a warm one, which
  * sandbox_by_name never finds). */
 void lifecycle_name(struct sandbox *sb, const char *name, bool agent_id)

@@ -305,6 +305,11 @@ int lifecycle_keep_claim(struct sandbox *sb, const struct create_req *req, bool 
  * the record of a ready sandbox: 0 or its error (the new expiry holds in memory). */
 int lifecycle_expiry_set(struct sandbox *sb, int64_t at_ms);
 int64_t lifecycle_expiry(const struct sandbox *sb);
+/* A new id, "i" and 20 of [a-z0-9] (LIFECYCLE_ID_BYTES with its NUL), as hosted E2B's: a
+ * warm sandbox's name, which a create that takes any name keeps when it claims it (no rename),
+ * and an E2B sandbox's. */
+#define LIFECYCLE_ID_BYTES 22
+void lifecycle_new_id(char *id);
 /* The create's name, else sbx-<8 hex> no other sandbox has (sb may be a warm one, which
  * sandbox_by_name never finds); with agent_id, a cold create's, the name its init says. */
 void lifecycle_name(struct sandbox *sb, const char *name, bool agent_id);

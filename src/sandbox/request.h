@@ -62,6 +62,8 @@ struct request_cred {
 
 struct create_req {
 	const char *name;             /* NULL: sbx-<8 hex> */
+	bool name_any;                /* name is a front end's pick: a claimed warm sandbox keeps
+				       * its own (lifecycle_new_id's; set by E2B, never parsed) */
 	const char *image;            /* NULL: default_image */
 	const char *network;          /* NULL: a managed network */
 	const char *env[LIMIT_SANDBOX_ENV + 1];

@@ -518,7 +518,8 @@ static struct sandbox *drive(enum lc_state want)
 	if (want == LC_READY)
 		return sb;
 	if (want == LC_CLAIM_RENAME || want == LC_CLAIM_INIT) {
-		sb->pool = true; /* made warm: a create claims it */
+		sb->pool = true; /* made warm: a create claims it, naming it */
+		snprintf(sb->name, sizeof(sb->name), "named%u", s);
 		assert_int_equal(signal_(sb, LC_EV_CLAIM), 0);
 		assert_int_equal(sb->lc, LC_CLAIM_RENAME);
 		if (want == LC_CLAIM_INIT)
@@ -963,8 +964,8 @@ static void test_a_claim_renames_then_waits_for_the_init(void **state)
 	assert_int_equal(sb->err_status, 409);
 	assert_int_equal(seen.created, created);
 	/* claimed again, renamed: its own rename event taints nothing; the init takes it */
-	assert_int_equal(signal_(sb, LC_EV_CLAIM), 0);
 	snprintf(sb->name, sizeof(sb->name), "claimed");
+	assert_int_equal(signal_(sb, LC_EV_CLAIM), 0);
 	n.container_id = sb->container_id;
 	n.old_name = sb->agent_id;
 	n.new_name = "claimed";
@@ -992,6 +993,26 @@ static void test_a_claim_renames_then_waits_for_the_init(void **state)
 	assert_int_equal(sb->err_status, 500);
 	finish_rollback(sb);
 	assert_nothing_held();
+}
+
+/* A claim that keeps the warm sandbox's name (a create that takes any name: E2B's, or one
+ * without a name) renames nothing: it is recorded and told to the init at once. */
+static void test_a_claim_keeping_the_warm_name_renames_nothing(void **state)
+{
+	struct sandbox *sb = drive(LC_READY);
+	int created = seen.created;
+
+	sb->pool = true;
+	assert_string_equal(sb->name, sb->agent_id);
+	assert_int_equal(signal_(sb, LC_EV_CLAIM), 0);
+	assert_int_equal(sb->lc, LC_CLAIM_INIT);
+	assert_false(lc_of(sb)->call_active);
+	assert_null(fk.pending[slot_of(sb)]);
+	assert_true(sb->claimed);
+	assert_false(sb->pool);
+	assert_int_equal(signal_(sb, LC_EV_CLAIMED), 0);
+	assert_int_equal(sb->lc, LC_READY);
+	assert_int_equal(seen.created, created + 1);
 }
 
 /* The warm sandboxes being made (sb->pool, in a create's step). */
@@ -1440,6 +1461,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_agent_ready_before_the_inspect_finishes_the_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_band_changes_reach_the_tainted_hook_and_change_no_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_claim_renames_then_waits_for_the_init, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_claim_keeping_the_warm_name_renames_nothing,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_claims_first_command_runs_before_the_pool_refills,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_stop_removes_warm_sandboxes_only, setup, teardown),
