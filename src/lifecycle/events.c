@@ -53,7 +53,8 @@ static void warm_fill(void)
 		}
 	}
 	if (!lc_conf.cfg->warm_sandboxes || lc_stopping || lc_mono() < lc_warm_retry_at ||
-	    lc_mono() < lc_pool_hold_until || lc_creates_running() || !warm_wanted(&have) || !(sb = sandbox_new()))
+	    lc_mono() < lc_pool_hold_until || lc_creates_running() || !warm_wanted(&have) ||
+	    !(sb = sandbox_new()))
 		return;
 	do
 		lifecycle_new_id(sb->name);
@@ -330,6 +331,7 @@ void lifecycle_start(const struct lifecycle_config *cfg)
 		lc_conf.hooks = &no_hooks;
 	lc_stopping = false;
 	lc_warm_retry_at = 0;
+	lc_pool_hold_until = 0;
 	depth = 0;
 	events_dirty = false;
 	lc_conf.rt->sink = (struct runtime_sink){ .call_done = sink_call_done, .event = sink_event };

@@ -83,8 +83,9 @@
  *
  * Time comes from the hooks' clocks (mono_ms, wall_ms), so a simulator controls it. The
  * lifecycle keeps no state outside the sandbox table, its own per-slot table (struct lc_sb:
- * the runtime call of each sandbox's step) and the struct lifecycle_config it was started
- * with. A restarted daemon, in a simulator: the fake runtime drops its calls in flight, then
+ * the runtime call of each sandbox's step), the struct lifecycle_config it was started
+ * with and the pools' clocks (a failed warm create's retry, a claim's hold; steps.h), which
+ * lifecycle_start clears. A restarted daemon, in a simulator: the fake runtime drops its calls in flight, then
  * sandbox_table_reset(), netpool_init(), lifecycle_start() and recover_state(rt) rebuild
  * everything from the records and the runtime's objects.
  *
