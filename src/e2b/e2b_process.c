@@ -83,6 +83,7 @@ struct stdin_wait {
 };
 
 static struct proc procs[LIMIT_E2B_PROCS];
+static uint32_t nprocs; /* of them used: the loop's tick and deadline skip an empty table */
 static struct stdin_wait waits[LIMIT_E2B_STDIN_WAITING];
 
 size_t e2b_process_table_bytes(void)
@@ -122,6 +123,10 @@ static void proc_settle(struct proc *p)
 	for (int i = 0; i < LIMIT_E2B_PROC_STREAMS; i++)
 		if (p->st[i].state != ST_FREE)
 			return;
+	if (p->used) {
+		ASSERT(nprocs > 0);
+		nprocs--;
+	}
 	p->used = false;
 }
 
@@ -508,8 +513,10 @@ static void proc_setup(struct proc *p, struct sandbox *sb, const struct connect_
 {
 	struct buf b;
 
+	ASSERT(!p->used);
 	memset(p, 0, offsetof(struct proc, config));
 	p->used = p->running = true;
+	nprocs++;
 	p->with_stdin = s->with_stdin || s->pty;
 	p->tty = s->pty;
 	p->sb = sb;
@@ -767,7 +774,7 @@ static void tick_stream(struct pstream *ps, int64_t now)
 
 void e2b_process_tick(int64_t now)
 {
-	for (uint32_t i = 0; i < LIMIT_E2B_PROCS; i++) {
+	for (uint32_t i = 0; nprocs && i < LIMIT_E2B_PROCS; i++) {
 		struct proc *p = &procs[i];
 
 		if (!p->used)
@@ -797,7 +804,7 @@ int64_t e2b_process_next_deadline(void)
 {
 	int64_t due = -1;
 
-	for (uint32_t i = 0; i < LIMIT_E2B_PROCS; i++) {
+	for (uint32_t i = 0; nprocs && i < LIMIT_E2B_PROCS; i++) {
 		const struct proc *p = &procs[i];
 
 		if (!p->used)
