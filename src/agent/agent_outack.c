@@ -73,7 +73,7 @@ static void out_stall(struct sandbox *sb)
 
 void agent_tick(int64_t now)
 {
-	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+	for (uint32_t i = 0; transcript_any_stalled() && i < sandbox_slots(); i++) {
 		struct sandbox *sb = sandbox_slot(i);
 		const struct agent_sb *a;
 
@@ -97,7 +97,7 @@ int64_t agent_next_deadline(void)
 {
 	int64_t next = INT64_MAX;
 
-	for (uint32_t i = 0; i < sandbox_slots(); i++) {
+	for (uint32_t i = 0; transcript_any_stalled() && i < sandbox_slots(); i++) {
 		const struct sandbox *sb = sandbox_slot(i);
 
 		if (sb->state != SB_FREE && agent_slot(sb)->call && transcript_of(sb)->out_stalled &&

@@ -385,7 +385,9 @@ int64_t lifecycle_next_deadline(int64_t now)
 	for (uint32_t i = 0; i < lc_conf.nsb; i++) {
 		const struct sandbox *sb = &lc_conf.sb[i];
 
-		if (sb->lc == LC_FREE || lc_of(sb)->call_active)
+		/* the sandbox's own fields first: an idle one's lifecycle entry is not read */
+		if (sb->lc == LC_FREE || (!sb->expires_at && !sb->deadline && !sb->retry_at) ||
+		    lc_of(sb)->call_active)
 			continue;
 		if (sb->expires_at && lc_family_of(sb) == F_READY && !lc_stopping) {
 			int64_t e = now + (sb->expires_at > wall ? sb->expires_at - wall : 0);

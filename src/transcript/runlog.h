@@ -68,6 +68,9 @@ struct transcript_sb {
  * answer however often it is asked, so the compiler may ask once). Its writers are in
  * src/transcript/ alone. */
 const struct transcript_sb *transcript_of(const struct sandbox *sb) __attribute__((pure));
+/* Whether any sandbox's output stream is stalled (out_stalled): the loop's per-turn walks for
+ * a stalled one skip when none is. */
+bool transcript_any_stalled(void);
 /* What the sandboxes other than except may still write to their transcripts (budget less
  * use): a create counts it against the agentshare's room with its own budget. */
 uint64_t transcript_owed(const struct sandbox *except);

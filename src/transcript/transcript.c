@@ -16,12 +16,27 @@ static struct {
 	struct transcript_sb scratch; /* no table set up (a unit test): every sandbox's */
 } T;
 
+static uint32_t nstalled; /* entries with out_stalled set */
+
+static void stalled_set(struct transcript_sb *t, bool on)
+{
+	if (t->out_stalled != on)
+		nstalled = on ? nstalled + 1 : nstalled - 1;
+	t->out_stalled = on;
+}
+
+bool transcript_any_stalled(void)
+{
+	return nstalled != 0;
+}
+
 void transcript_init(struct transcript_sb *slots, uint32_t n)
 {
 	T.slots = slots;
 	T.n = slots ? n : 0;
 	if (T.n)
 		memset(slots, 0, sizeof(*slots) * T.n);
+	nstalled = T.scratch.out_stalled; /* the scratch entry (no table) keeps its state */
 }
 
 /* The entry as the slot's next gen finds it: no run, nothing counted, its files closed. */
@@ -32,6 +47,7 @@ static void slot_reset(struct transcript_sb *t, uint32_t gen)
 			close(t->run.fd[f]);
 	if (t->run.open && t->run.dirfd >= 0)
 		close(t->run.dirfd);
+	stalled_set(t, false);
 	memset(t, 0, sizeof(*t));
 	t->gen = gen;
 	t->run.dirfd = -1;
@@ -86,7 +102,7 @@ void transcript_op(const struct transcript_sb *tc, enum transcript_op op, uint64
 		t->used += a;
 		return;
 	case TR_OUT_STALL:
-		t->out_stalled = true;
+		stalled_set(t, true);
 		t->out_retry_ms = (int64_t)a;
 		return;
 	case TR_OUT_TOOK:
@@ -103,7 +119,8 @@ void transcript_op(const struct transcript_sb *tc, enum transcript_op op, uint64
 	}
 	switch (op) {
 	case TR_OUT_CONNECT:
-		t->out_stalled = t->out_ack_owed = t->out_resume_owed = false;
+		stalled_set(t, false);
+		t->out_ack_owed = t->out_resume_owed = false;
 		t->out_gap_logged = false;
 		return;
 	case TR_OUT_ACK_OWED:
@@ -116,7 +133,7 @@ void transcript_op(const struct transcript_sb *tc, enum transcript_op op, uint64
 	case TR_OUT_RESUME:
 		if (!t->out_resume_owed)
 			t->out_epoch++;
-		t->out_stalled = false;
+		stalled_set(t, false);
 		t->out_resume_owed = true;
 		return;
 	default:
