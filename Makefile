@@ -146,8 +146,8 @@ UNIT_WRAP_test_e2b_process := -Wl,--wrap=exec_begin,--wrap=exec_stdin,--wrap=exe
 	-Wl,--wrap=exec_detach,--wrap=exec_resize,--wrap=exec_alive,--wrap=e2b_sandbox,--wrap=e2b_path,--wrap=e2b_query \
 	-Wl,--wrap=e2b_header,--wrap=e2b_body,--wrap=e2b_reply,--wrap=e2b_reply_error \
 	-Wl,--wrap=e2b_connect_error,--wrap=e2b_stream_begin,--wrap=e2b_stream_write \
-	-Wl,--wrap=e2b_stream_end,--wrap=e2b_conn_attach,--wrap=e2b_ref_of,--wrap=e2b_conn_get \
-	-Wl,--wrap=e2b_user_check
+	-Wl,--wrap=e2b_stream_hold,--wrap=e2b_stream_end,--wrap=e2b_conn_attach,--wrap=e2b_ref_of \
+	-Wl,--wrap=e2b_conn_get,--wrap=e2b_user_check
 # The E2B file routes over stand-ins of the connection layer and the fileop client.
 E2B_FILES_WRAPS := e2b_query e2b_header e2b_sandbox e2b_body e2b_reply e2b_reply_error \
 	e2b_connect_error e2b_stream_begin e2b_stream_write e2b_stream_room e2b_stream_end \

@@ -25,6 +25,7 @@
 
 struct e2b_conn {
 	bool used, begun, ended, replied;
+	bool held;                    /* a held chunk waits for the next write or the end */
 	uint32_t gen;
 	int status;
 	const char *auth, *timeout, *ping, *ctype;
@@ -101,15 +102,25 @@ int __wrap_e2b_stream_write(struct e2b_conn *c, const void *data, size_t len)
 {
 	assert_true(c->begun && !c->ended);
 	if (c->out_len + len > c->room)
-		return -EAGAIN;
+		return -EAGAIN; /* the real one sends what is held then: on_writable comes */
 	memcpy(c->out + c->out_len, data, len);
 	c->out_len += len;
+	c->held = false;
 	return 0;
+}
+
+int __wrap_e2b_stream_hold(struct e2b_conn *c, const void *data, size_t len)
+{
+	int r = __wrap_e2b_stream_write(c, data, len);
+
+	c->held = r == 0;
+	return r;
 }
 
 void __wrap_e2b_stream_end(struct e2b_conn *c)
 {
 	assert_true(c->begun && !c->ended);
+	c->held = false;
 	c->ended = true;
 	c->ops = NULL;
 }
