@@ -413,6 +413,9 @@ int64_t lifecycle_next_deadline(int64_t now)
 		if (lc_conf.cfg->warm_sandboxes && !lc_stopping && !lc_creates_running() && warm_wanted(&have)) {
 			int64_t w = lc_warm_retry_at > now ? lc_warm_retry_at : now;
 
+			/* held after a claim: not before the hold ends (or its command does) */
+			if (lc_pool_hold_until > w)
+				w = lc_pool_hold_until;
 			if (w < next)
 				next = w;
 		}

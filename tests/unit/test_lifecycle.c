@@ -1037,6 +1037,8 @@ static void test_a_claims_first_command_runs_before_the_pool_refills(void **stat
 	assert_int_equal(sb->lc, LC_READY);
 	lifecycle_tick(now_ms);
 	assert_int_equal(warm_creating(), 0);
+	/* the loop sleeps until the hold ends: a deadline of now would spin it */
+	assert_true(lifecycle_next_deadline(now_ms) > now_ms);
 	assert_true(lifecycle_next_deadline(now_ms) <= now_ms + POOL_HOLD_MS);
 	lifecycle_command_ended(other);
 	lifecycle_tick(now_ms);
