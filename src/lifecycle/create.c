@@ -196,14 +196,18 @@ static void scan_done(struct sandbox *sb)
 /* ---- a claim of a warm sandbox ---- */
 
 /* The container has the claim's name: the claim is recorded (a restart finds a create, which
- * it rolls back), then told to the init. */
+ * it rolls back), then told to the init. Unsynced when the create has no cmd: then nothing
+ * runs and no one is answered before the ready record (synced) replaces it, and a host that
+ * went down before finds the warm sandbox it had, its init without the claim's env. A cmd
+ * starts at the init's answer, before that record: its claim is synced first. */
 static void claim_recorded(struct sandbox *sb)
 {
 	int r;
 
 	sb->claimed = true;
 	lc_set_state(sb, LC_CLAIM_INIT);
-	if ((r = sandbox_record_write(lc_conf.cfg, sb)) != 0) {
+	if ((r = sb->ncmd ? sandbox_record_write(lc_conf.cfg, sb)
+		 : sandbox_record_write_unsynced(lc_conf.cfg, sb)) != 0) {
 		lc_fail_create(sb, 500, "agentshare", "cannot write sandbox.json: %s", err_str(r));
 		return;
 	}

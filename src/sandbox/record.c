@@ -90,8 +90,8 @@ static void record_fields(struct json_writer *w, const struct sandbox *sb)
 }
 
 /* dir/sandbox.json: temp + fsync + rename, then an fsync of dir: a reader (a restarted
- * agenticd) sees the old or the new record. */
-static int write_atomic(const char *dir, const struct buf *b)
+ * agenticd) sees the old or the new record. Unsynced: no fsync (a host's crash may lose it). */
+static int write_atomic(const char *dir, const struct buf *b, bool sync)
 {
 	char path[LIMIT_PATH_BYTES + 32], tmp[LIMIT_PATH_BYTES + 32];
 	ssize_t n;
@@ -104,7 +104,7 @@ static int write_atomic(const char *dir, const struct buf *b)
 		return -errno;
 	n = write(fd, b->data, b->len);
 	r = n == (ssize_t)b->len ? 0 : n < 0 ? -errno : -EIO;
-	if (r == 0 && fsync(fd) != 0)
+	if (r == 0 && sync && fsync(fd) != 0)
 		r = -errno;
 	close(fd);
 	if (r == 0 && rename(tmp, path) != 0)
@@ -113,14 +113,14 @@ static int write_atomic(const char *dir, const struct buf *b)
 		unlink(tmp);
 		return r;
 	}
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+	if (sync && (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 		fsync(fd);
 		close(fd);
 	}
 	return 0;
 }
 
-int sandbox_record_write(const struct config *cfg, const struct sandbox *sb)
+static int record_write(const struct config *cfg, const struct sandbox *sb, bool sync)
 {
 	static char text[LIMIT_SANDBOX_CMD_BYTES + LIMIT_SANDBOX_LABEL_BYTES +
 			 LIMIT_SANDBOX_MOUNT_BYTES + 8192 + 2 * EGRESS_POLICY_BYTES +
@@ -137,7 +137,17 @@ int sandbox_record_write(const struct config *cfg, const struct sandbox *sb)
 	record_fields(&w, sb);
 	if ((r = json_writer_finish(&w)) != 0 || buf_append(&b, "\n", 1) != 0)
 		return r ? r : ERR_LIMIT;
-	return write_atomic(dir, &b);
+	return write_atomic(dir, &b, sync);
+}
+
+int sandbox_record_write(const struct config *cfg, const struct sandbox *sb)
+{
+	return record_write(cfg, sb, true);
+}
+
+int sandbox_record_write_unsynced(const struct config *cfg, const struct sandbox *sb)
+{
+	return record_write(cfg, sb, false);
 }
 
 static int read_strrun(const struct json_doc *doc, int arr, char *run, uint32_t *len,

@@ -184,6 +184,10 @@ const char *sandbox_state_name(const struct sandbox *sb);
 /* Its record, instances/<id>/sandbox.json (0600; record.c): a temp file, fsync, rename, fsync
  * of the directory, so a restarted agenticd reads the old record or the new one. */
 int sandbox_record_write(const struct config *cfg, const struct sandbox *sb);
+/* The same without the two fsyncs: a restarted agenticd reads it, a host that went down
+ * before the kernel wrote it out may not. Only for a state that no one was answered and
+ * nothing ran in, which a sandbox_record_write follows before either happens. */
+int sandbox_record_write_unsynced(const struct config *cfg, const struct sandbox *sb);
 /* Reads instances/<id>/sandbox.json into sb (the fields it holds) and its state word: 0,
  * -ENOENT or ERR_PARSE. */
 int sandbox_record_read(const struct config *cfg, const char *id, struct sandbox *sb,

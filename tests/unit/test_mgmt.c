@@ -228,6 +228,15 @@ static void test_record_round_trip_is_0600_and_atomic(void **state)
 	assert_int_equal(back.ncmd, 2);
 	assert_int_equal(back.nlabels, 1);
 	assert_memory_equal(back.cmd, sb->cmd, sb->cmd_len);
+	/* unsynced (a claim with no cmd): the same record, which a restarted agenticd reads */
+	snprintf(sb->name, sizeof(sb->name), "sbx-two");
+	assert_int_equal(sandbox_record_write_unsynced(&d.cfg, sb), 0);
+	memset(&back, 0, sizeof(back));
+	assert_int_equal(sandbox_record_read(&d.cfg, sb->instance_id, &back, st, sizeof(st)), 0);
+	assert_string_equal(back.name, "sbx-two");
+	assert_int_equal(back.uid, 200123);
+	snprintf(path, sizeof(path), "%s/instances/%s/.sandbox.json.tmp", root, sb->instance_id);
+	assert_int_not_equal(access(path, F_OK), 0);
 
 	/* a crash between mkdir and the record leaves at most a temp record: swept */
 	snprintf(path, sizeof(path), "%s/instances/01a227e0-0000-7000-8000-000000000000", root);
