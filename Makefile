@@ -29,14 +29,15 @@ REPRO    := -ffile-prefix-map=$(CURDIR)/= -fno-ident
 # No unwind tables in our objects: nothing in agentic unwinds (C, no exceptions, no backtraces:
 # a failed ASSERT prints its file, line and condition), and they were 87 KB of the binary.
 MUSL_CFLAGS := $(STD) $(WARN) -O2 $(REPRO) -DAGENTIC_STATIC_ALLOC -fno-asynchronous-unwind-tables \
+	       -ffunction-sections -fdata-sections \
 	       -isystem $(KINC) -I$(TP_OUT)/include -Isrc -I$(GEN)
-MUSL_LDFLAGS := -static -s -Wl,--build-id=none
+MUSL_LDFLAGS := -static -s -Wl,--build-id=none -Wl,--gc-sections
 TEST_CFLAGS := $(STD) $(WARN) -g -O1 -fno-omit-frame-pointer \
 	       -fsanitize=address,undefined -fno-sanitize-recover=undefined -Isrc -I$(GEN)
 # The test build links Debian's protobuf-c (libprotobuf-c-dev); the static binary links ours.
 TEST_LDFLAGS := -fsanitize=address,undefined -lprotobuf-c
 TP_PBC   := $(TP_OUT)/lib/libprotobuf-c.a
-# BearSSL (src/egress/tls.c): the static binary links the musl build from third_party; the test
+# BearSSL (src/tls/tls.c): the static binary links the musl build from third_party; the test
 # builds link the same pinned source compiled with the system compiler (no Debian package).
 TP_BEARSSL := $(TP_OUT)/lib/libbearssl.a
 BEARSSL_SRC := $(TP_OUT)/src/bearssl
@@ -122,8 +123,8 @@ $(BUILD)/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/asan/src/egress/tls.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
-$(BUILD)/asan/src/egress/tls.o: | $(ASAN_BEARSSL)
+$(BUILD)/asan/src/tls/tls.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
+$(BUILD)/asan/src/tls/tls.o: | $(ASAN_BEARSSL)
 $(BUILD)/asan/src/workspace/host.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc
 $(BUILD)/asan/src/workspace/host.o: | $(ASAN_BEARSSL)
 $(BUILD)/asan/src/e2b/e2b_keys.o: TEST_CFLAGS += -I$(BEARSSL_SRC)/inc

@@ -17,7 +17,7 @@
 
 #include "base/base.h"
 #include "egress/body.h"
-#include "egress/tls.h"
+#include "tls/tls.h"
 
 const char *egress_end_word(enum egress_end e)
 {
@@ -525,7 +525,7 @@ static bool up_send(struct relay *x)
 	bool moved = false;
 
 	while (x->up_len > 0) {
-		size_t n = egress_tls_send(x->up, x->up_len);
+		size_t n = tls_send(x->up, x->up_len);
 
 		if (n == 0)
 			break;
@@ -534,7 +534,7 @@ static bool up_send(struct relay *x)
 		x->up_len -= n;
 		moved = true;
 		if (x->up_len == 0)
-			egress_tls_flush();
+			tls_flush();
 	}
 	if (x->up_len == 0 && x->up_stage == 0) {
 		x->up_stage = 1;
@@ -594,7 +594,7 @@ static int up_step(struct relay *x)
 		moved |= n;
 	}
 	if (x->up_len == 0 && x->body.done && x->up_stage == 2 && !x->up_flushed) {
-		egress_tls_flush();
+		tls_flush();
 		x->up_flushed = true;
 	}
 	return moved;
@@ -629,7 +629,7 @@ static int down_write(struct relay *x)
  * is over. */
 static int down_read(struct relay *x)
 {
-	long n = egress_tls_recv(down_buf, sizeof(down_buf));
+	long n = tls_recv(down_buf, sizeof(down_buf));
 
 	x->down_at = x->down_len = 0;
 	if (n > 0) {
@@ -647,11 +647,11 @@ static int down_read(struct relay *x)
 		x->down_len = egress_mask_flush(&mask, masked);
 		return 1;
 	}
-	if (n == EGRESS_TLS_AGAIN)
+	if (n == TLS_AGAIN)
 		return 0;
 	log_warn("egress upstream failed", "host=%s error=%s code=%d",
-		 log_q(x->c->route->up_host), log_q(egress_tls_error_word()),
-		 egress_tls_error_code());
+		 log_q(x->c->route->up_host), log_q(tls_error_word()),
+		 tls_error_code());
 	x->r->end = EE_UPSTREAM_ERROR;
 	return -1;
 }
@@ -700,7 +700,7 @@ static void relay(struct relay *x)
 			p[0].events |= POLLOUT;
 		/* A socket the engine wants nothing of stays out of the set: a peer's hang-up on it
 		 * would wake the loop for nothing until the next step reads the end. */
-		p[1].events = egress_tls_want_events();
+		p[1].events = tls_want_events();
 		p[1].fd = p[1].events ? c->upstream_fd : -1;
 		p[1].revents = 0;
 		left = last + timeout - clock_mono_ms();
@@ -714,10 +714,10 @@ static void relay(struct relay *x)
 			return;
 		}
 		if (n > 0 && p[1].revents) {
-			if (egress_tls_pump(p[1].revents) < 0) {
+			if (tls_pump(p[1].revents) < 0) {
 				log_warn("egress upstream failed", "host=%s error=%s code=%d",
-					 log_q(c->route->up_host), log_q(egress_tls_error_word()),
-					 egress_tls_error_code());
+					 log_q(c->route->up_host), log_q(tls_error_word()),
+					 tls_error_code());
 				x->r->end = EE_UPSTREAM_ERROR;
 				return;
 			}
@@ -768,14 +768,14 @@ void egress_route_run(const struct egress_route_call *c, struct egress_route_res
 	 * their flags back at its end: the worker goes on with blocking writes. */
 	client_fl = fcntl(c->client_fd, F_GETFL);
 	up_fl = fcntl(c->upstream_fd, F_GETFL);
-	if (set_nonblock(c->client_fd) < 0 || egress_tls_load_anchors(c->ca_file) < 0 ||
-	    egress_tls_handshake(c->upstream_fd, c->route->up_host, tmo) < 0) {
+	if (set_nonblock(c->client_fd) < 0 || tls_load_anchors(c->ca_file) < 0 ||
+	    tls_handshake(c->upstream_fd, c->route->up_host, tmo) < 0) {
 		if (client_fl >= 0)
 			fcntl(c->client_fd, F_SETFL, client_fl);
 		if (up_fl >= 0)
 			fcntl(c->upstream_fd, F_SETFL, up_fl);
 		log_warn("egress upstream tls failed", "host=%s error=%s code=%d",
-			 log_q(c->route->up_host), log_q(egress_tls_error_word()), egress_tls_error_code());
+			 log_q(c->route->up_host), log_q(tls_error_word()), tls_error_code());
 		explicit_bzero(head_out, sizeof(head_out));
 		r->reason = ER_UPSTREAM_TLS_FAILED;
 		answer(c, r, "502 Bad Gateway", "upstream_tls_failed");
@@ -784,7 +784,7 @@ void egress_route_run(const struct egress_route_call *c, struct egress_route_res
 	egress_mask_init(&mask, c->secret, c->secret_len);
 	relay(&x);
 	if (r->end != EE_UPSTREAM_ERROR)
-		egress_tls_close();
+		tls_close();
 	if (r->end == EE_CLOSED)
 		shutdown(c->client_fd, SHUT_WR);
 	if (client_fl >= 0)
@@ -800,5 +800,5 @@ void egress_route_run(const struct egress_route_call *c, struct egress_route_res
 	explicit_bzero(down_buf, sizeof(down_buf));
 	explicit_bzero(masked, sizeof(masked));
 	explicit_bzero(&mask, sizeof(mask));
-	egress_tls_wipe();
+	tls_wipe();
 }

@@ -266,6 +266,10 @@ struct grpc_client_config {
 	/* the storage is zero already (a fresh anonymous mapping): not cleared again, so the
 	 * pages no message has used yet stay untouched, out of the resident set */
 	bool zeroed;
+	/* when set, called instead of dialling path: a connected stream socket, or -errno (the
+	 * fleet worker hands one end of a socketpair and carries the other over TLS) */
+	int (*dial)(void *ctx);
+	void *dial_ctx;
 };
 
 struct grpc_client;

@@ -249,7 +249,7 @@ int grpc_client_connect(struct grpc_client *c)
 
 	if (c->connected)
 		return 0;
-	fd = c->is_dev ? dev_dial(c) : socket_dial(c);
+	fd = c->cfg.dial ? c->cfg.dial(c->cfg.dial_ctx) : c->is_dev ? dev_dial(c) : socket_dial(c);
 	if (fd < 0)
 		return fd;
 	grpc_conn_start(&c->conn, &c->env, H2_CLIENT, fd, H2_MAX_STREAMS, TAG_CONN);

@@ -85,7 +85,8 @@ static const struct grpc_method probe_connect = {
 static int agent_socket_try(const char *path, const char *agent_id, const char *instance_id,
 			    int *status, int *err)
 {
-	struct grpc_client_config cfg = { path, GRPC_SMALL_MESSAGE, 2, 0, false };
+	struct grpc_client_config cfg = { .path = path, .max_message_bytes = GRPC_SMALL_MESSAGE,
+					  .small_buffers = 2 };
 	size_t bytes = grpc_client_storage_bytes(&cfg);
 	struct grpc_md md[2] = {
 		{ "x-agent-id", agent_id, strlen(agent_id) },

@@ -396,7 +396,7 @@ static const struct grpc_method m_health = { "/grpc.health.v1.Health/Check",
 static struct grpc_client *client_new(const char *path, uint32_t max_message, uint32_t small,
 				      uint32_t large)
 {
-	struct grpc_client_config cfg = { path, max_message, small, large, false };
+	struct grpc_client_config cfg = { path, max_message, small, large, false, NULL, NULL };
 	size_t bytes = grpc_client_storage_bytes(&cfg);
 	void *storage = region(bytes);
 	struct grpc_client *c;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "egress/tls.h"
+#include "tls/tls.h"
 
 #define SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
@@ -72,9 +72,9 @@ static void test_the_system_bundle_loads_whole(void **state)
 	while (fgets(line, sizeof(line), f))
 		certs += strncmp(line, "-----BEGIN CERTIFICATE-----", 27) == 0;
 	fclose(f);
-	n = egress_tls_load_anchors(SYSTEM_BUNDLE);
+	n = tls_load_anchors(SYSTEM_BUNDLE);
 	/* Every root of a stock bundle is RSA or EC, which BearSSL reads: all of them fit. */
-	assert_true(certs > 0 && certs <= EGRESS_TLS_ANCHORS_MAX);
+	assert_true(certs > 0 && certs <= TLS_ANCHORS_MAX);
 	assert_int_equal(n, certs);
 }
 
@@ -96,7 +96,7 @@ static void test_objects_that_are_no_certificate_are_skipped(void **state)
 		     "%s%s", cert, cert);
 	assert_true(n > 0 && (size_t)n < sizeof(text));
 	write_file(text, (size_t)n - 1);
-	assert_int_equal(egress_tls_load_anchors(path), 2);
+	assert_int_equal(tls_load_anchors(path), 2);
 	/* nothing usable: ERR_PARSE, and the table is empty (a handshake refuses to start) */
 	{
 		static const char bad[] =
@@ -104,13 +104,13 @@ static void test_objects_that_are_no_certificate_are_skipped(void **state)
 
 		write_file(bad, sizeof(bad) - 1);
 	}
-	assert_int_equal(egress_tls_load_anchors(path), ERR_PARSE);
-	assert_string_equal(egress_tls_error_word(), "no_trust_anchors");
-	assert_int_equal(egress_tls_handshake(-1, "localhost", 100), -1);
-	assert_string_equal(egress_tls_error_word(), "no_trust_anchors");
+	assert_int_equal(tls_load_anchors(path), ERR_PARSE);
+	assert_string_equal(tls_error_word(), "no_trust_anchors");
+	assert_int_equal(tls_handshake(-1, "localhost", 100), -1);
+	assert_string_equal(tls_error_word(), "no_trust_anchors");
 	unlink(path);
-	assert_int_equal(egress_tls_load_anchors(path), -ENOENT);
-	assert_string_equal(egress_tls_error_word(), "ca_file_unreadable");
+	assert_int_equal(tls_load_anchors(path), -ENOENT);
+	assert_string_equal(tls_error_word(), "ca_file_unreadable");
 }
 
 static void test_a_peer_that_is_no_tls_server_fails_the_handshake(void **state)
@@ -123,13 +123,13 @@ static void test_a_peer_that_is_no_tls_server_fails_the_handshake(void **state)
 	if (c == 0)
 		skip();
 	write_file(cert, c);
-	assert_int_equal(egress_tls_load_anchors(path), 1);
+	assert_int_equal(tls_load_anchors(path), 1);
 	unlink(path);
 
 	/* No name: refused before a byte is sent (BearSSL would check none) */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	assert_int_equal(egress_tls_handshake(sv[0], "", 2000), -1);
-	assert_string_equal(egress_tls_error_word(), "no_server_name");
+	assert_int_equal(tls_handshake(sv[0], "", 2000), -1);
+	assert_string_equal(tls_error_word(), "no_server_name");
 	assert_int_equal(recv(sv[1], cert, sizeof(cert), MSG_DONTWAIT), -1);
 	close(sv[0]);
 	close(sv[1]);
@@ -137,23 +137,23 @@ static void test_a_peer_that_is_no_tls_server_fails_the_handshake(void **state)
 	/* An HTTP answer where a ServerHello should be */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	assert_int_equal(write(sv[1], "HTTP/1.1 400 Bad Request\r\n\r\n", 28), 28);
-	assert_int_equal(egress_tls_handshake(sv[0], "localhost", 2000), -1);
-	assert_true(egress_tls_error_code() != 0);
-	assert_string_not_equal(egress_tls_error_word(), "none");
+	assert_int_equal(tls_handshake(sv[0], "localhost", 2000), -1);
+	assert_true(tls_error_code() != 0);
+	assert_string_not_equal(tls_error_word(), "none");
 	close(sv[0]);
 	close(sv[1]);
 
 	/* A peer that closes at once */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	close(sv[1]);
-	assert_int_equal(egress_tls_handshake(sv[0], "localhost", 2000), -1);
+	assert_int_equal(tls_handshake(sv[0], "localhost", 2000), -1);
 	close(sv[0]);
 
 	/* A peer that says nothing: the timeout, not a hang */
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	t0 = clock_mono_ms();
-	assert_int_equal(egress_tls_handshake(sv[0], "localhost", 300), -1);
-	assert_string_equal(egress_tls_error_word(), "timeout");
+	assert_int_equal(tls_handshake(sv[0], "localhost", 300), -1);
+	assert_string_equal(tls_error_word(), "timeout");
 	assert_true(clock_mono_ms() - t0 >= 290 && clock_mono_ms() - t0 < 3000);
 	/* the ClientHello went out, naming the server */
 	{

@@ -278,7 +278,7 @@ static void pair_up(struct pair *p, uint32_t max_message, uint32_t large)
 	struct grpc_server_config scfg = { .max_connections = 4, .max_streams_per_connection = 16,
 					    .max_message_bytes = max_message, .small_buffers = 8,
 					    .large_buffers = large };
-	struct grpc_client_config ccfg = { p->path, max_message, 8, 1, false };
+	struct grpc_client_config ccfg = { p->path, max_message, 8, 1, false, NULL, NULL };
 	size_t sb, cb;
 
 	snprintf(p->path, sizeof(p->path), "/tmp/agentic-test-grpc-%d.sock", (int)getpid());
@@ -394,7 +394,7 @@ static void test_grpc_oversize_message_is_resource_exhausted_by_the_server(void 
 	/* the client allows 256 KiB, the server 128 KiB */
 	pair_up(&p, 131072, 1);
 	{
-		struct grpc_client_config ccfg = { p.path, 262144, 8, 1, false };
+		struct grpc_client_config ccfg = { p.path, 262144, 8, 1, false, NULL, NULL };
 		size_t cb = grpc_client_storage_bytes(&ccfg);
 
 		grpc_client_close(p.c);
@@ -932,7 +932,7 @@ static void test_grpc_admitted_peer_keeps_its_slot_while_guests_flood(void **sta
 		.small_buffers = 8, .large_buffers = 1, .admit = test_admit,
 		.reserved_connections = 1, .guest_per_uid = 2,
 	};
-	struct grpc_client_config ccfg = { NULL, 65536, 8, 1, false };
+	struct grpc_client_config ccfg = { NULL, 65536, 8, 1, false, NULL, NULL };
 	struct grpc_server_stats st;
 	struct pair p;
 	struct seen o;
@@ -992,7 +992,7 @@ static void test_grpc_admitted_peer_cannot_take_the_other_peers_buffers(void **s
 		.small_buffers = 4, .large_buffers = 1, .admit = test_admit,
 		.reserved_connections = 2, .reserved_streams = 1, .guest_per_uid = 2,
 	};
-	struct grpc_client_config ccfg = { NULL, 65536, 8, 1, false };
+	struct grpc_client_config ccfg = { NULL, 65536, 8, 1, false, NULL, NULL };
 	static struct h2_conn h2;
 	static struct h2_scratch scratch;
 	static struct kept k;
@@ -1062,7 +1062,7 @@ static void test_grpc_admitted_peer_cannot_hold_a_large_buffer(void **state)
 		.reserved_connections = 2, .reserved_streams = 1,
 		.reserved_message_bytes = GRPC_SMALL_MESSAGE, .guest_per_uid = 2,
 	};
-	struct grpc_client_config ccfg = { NULL, 65536, 8, 2, false };
+	struct grpc_client_config ccfg = { NULL, 65536, 8, 2, false, NULL, NULL };
 	struct grpc_server_stats st;
 	static struct h2_conn h2;
 	static struct h2_scratch scratch;
@@ -1150,7 +1150,7 @@ static void test_grpc_own_pool_calls_never_take_the_shared_buffers(void **state)
 		.reserved_connections = 2, .reserved_streams = 1, .guest_per_uid = 2,
 		.own_buffers = 3, .own_streams = 2,
 	};
-	struct grpc_client_config ccfg = { NULL, 65536, 8, 1, false };
+	struct grpc_client_config ccfg = { NULL, 65536, 8, 1, false, NULL, NULL };
 	struct grpc_server_stats st;
 	static struct h2_conn h2;
 	static struct h2_scratch scratch;

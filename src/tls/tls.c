@@ -2,7 +2,7 @@
  * socket. The engine is a state machine with four buffers (records out, records in, data out,
  * data in); this file only moves bytes between those and the socket, so the caller's poll()
  * loop decides when. */
-#include "egress/tls.h"
+#include "tls/tls.h"
 
 #include <bearssl.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 #define DER_BYTES (16u * 1024u)
 #define DN_BYTES 4096u
 
-static br_x509_trust_anchor anchors[EGRESS_TLS_ANCHORS_MAX];
+static br_x509_trust_anchor anchors[TLS_ANCHORS_MAX];
 static size_t nanchors;
 static unsigned char arena[ARENA_BYTES];
 static size_t arena_used;
@@ -85,7 +85,7 @@ static bool add_anchor(const unsigned char *der, size_t len)
 	const br_x509_pkey *pk;
 	size_t mark = arena_used;
 
-	if (nanchors == EGRESS_TLS_ANCHORS_MAX)
+	if (nanchors == TLS_ANCHORS_MAX)
 		return false;
 	br_x509_decoder_init(&dc, bytes_append, &dn);
 	br_x509_decoder_push(&dc, der, len);
@@ -123,20 +123,23 @@ full:
 	return false;
 }
 
-int egress_tls_load_anchors(const char *path)
+/* Calls each(name, der, len) for every PEM object of the file at path whose DER fits in
+ * DER_BYTES (a larger one is skipped): 0, or -errno when the file cannot be read (word says
+ * which file, for the log). The DER buffer is wiped afterwards: it may have held a key. */
+static int pem_each(const char *path, const char *word,
+		    void (*each)(const char *name, const unsigned char *der, size_t len))
 {
 	static unsigned char der[DER_BYTES];
-	struct bytes cert = { der, 0, sizeof(der), false };
+	struct bytes obj = { der, 0, sizeof(der), false };
+	char name[32] = "";
 	br_pem_decoder_context pc;
 	unsigned char buf[4096];
-	bool in_cert = false, at_end = false;
-	int fd;
+	bool in_obj = false, at_end = false;
+	int fd, e = 0;
 
-	nanchors = 0;
-	arena_used = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fail("ca_file_unreadable", 0);
+		fail(word, 0);
 		return -errno;
 	}
 	br_pem_decoder_init(&pc);
@@ -148,11 +151,9 @@ int egress_tls_load_anchors(const char *path)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			int e = errno;
-
-			close(fd);
-			fail("ca_file_unreadable", 0);
-			return -e;
+			e = -errno;
+			fail(word, 0);
+			break;
 		}
 		if (n == 0) {
 			/* A bundle whose last line has no newline still ends its object. */
@@ -167,26 +168,24 @@ int egress_tls_load_anchors(const char *path)
 			p += used;
 			left -= used;
 			switch (br_pem_decoder_event(&pc)) {
-			case BR_PEM_BEGIN_OBJ: {
-				const char *name = br_pem_decoder_name(&pc);
-
-				in_cert = strcmp(name, "CERTIFICATE") == 0 ||
-					  strcmp(name, "X509 CERTIFICATE") == 0;
-				cert.len = 0;
-				cert.over = false;
-				br_pem_decoder_setdest(&pc, in_cert ? bytes_append : NULL,
-						       in_cert ? &cert : NULL);
+			case BR_PEM_BEGIN_OBJ:
+				in_obj = strlen(br_pem_decoder_name(&pc)) < sizeof(name);
+				if (in_obj)
+					strcpy(name, br_pem_decoder_name(&pc));
+				obj.len = 0;
+				obj.over = false;
+				br_pem_decoder_setdest(&pc, in_obj ? bytes_append : NULL,
+						       in_obj ? &obj : NULL);
 				break;
-			}
 			case BR_PEM_END_OBJ:
-				if (in_cert && !cert.over)
-					(void)add_anchor(der, cert.len);
-				in_cert = false;
+				if (in_obj && !obj.over)
+					each(name, der, obj.len);
+				in_obj = false;
 				break;
 			case BR_PEM_ERROR:
 				/* Garbage between objects: start over at the next BEGIN line. */
 				br_pem_decoder_init(&pc);
-				in_cert = false;
+				in_obj = false;
 				break;
 			default:
 				break;
@@ -194,11 +193,106 @@ int egress_tls_load_anchors(const char *path)
 		}
 	}
 	close(fd);
+	explicit_bzero(der, sizeof(der));
+	explicit_bzero(buf, sizeof(buf));
+	return e;
+}
+
+static bool is_cert(const char *name)
+{
+	return strcmp(name, "CERTIFICATE") == 0 || strcmp(name, "X509 CERTIFICATE") == 0;
+}
+
+static void anchor_each(const char *name, const unsigned char *der, size_t len)
+{
+	if (is_cert(name))
+		(void)add_anchor(der, len);
+}
+
+int tls_load_anchors(const char *path)
+{
+	int r;
+
+	nanchors = 0;
+	arena_used = 0;
+	r = pem_each(path, "ca_file_unreadable", anchor_each);
+	if (r < 0)
+		return r;
 	if (nanchors == 0) {
 		fail("no_trust_anchors", 0);
 		return ERR_PARSE;
 	}
 	return (int)nanchors;
+}
+
+/* ---- the client's own identity (a certificate chain and its key) ---- */
+
+static br_x509_certificate chain[TLS_CHAIN_MAX];
+static size_t nchain;
+static unsigned char chain_der[TLS_CHAIN_BYTES];
+static size_t chain_used;
+static br_skey_decoder_context skey; /* the key, decoded; wiped by tls_forget_client */
+static bool have_key;
+
+static void chain_each(const char *name, const unsigned char *der, size_t len)
+{
+	if (!is_cert(name) || nchain == TLS_CHAIN_MAX || len > sizeof(chain_der) - chain_used)
+		return;
+	memcpy(chain_der + chain_used, der, len);
+	chain[nchain].data = chain_der + chain_used;
+	chain[nchain].data_len = len;
+	chain_used += len;
+	nchain++;
+}
+
+static void key_each(const char *name, const unsigned char *der, size_t len)
+{
+	if (have_key || (strcmp(name, "EC PRIVATE KEY") != 0 && strcmp(name, "PRIVATE KEY") != 0))
+		return;
+	br_skey_decoder_init(&skey);
+	br_skey_decoder_push(&skey, der, len);
+	have_key = br_skey_decoder_last_error(&skey) == 0 &&
+		   br_skey_decoder_key_type(&skey) == BR_KEYTYPE_EC;
+}
+
+int tls_load_client(const char *cert_path, const char *key_path)
+{
+	int r;
+
+	tls_forget_client();
+	r = pem_each(cert_path, "cert_file_unreadable", chain_each);
+	if (r < 0)
+		return r;
+	if (nchain == 0) {
+		fail("no_client_certificate", 0);
+		return ERR_PARSE;
+	}
+	r = pem_each(key_path, "key_file_unreadable", key_each);
+	if (r < 0 || !have_key) {
+		if (r == 0)
+			fail("no_client_key", 0);
+		tls_forget_client();
+		return r < 0 ? r : ERR_PARSE;
+	}
+	return 0;
+}
+
+void tls_forget_client(void)
+{
+	explicit_bzero(&skey, sizeof(skey));
+	explicit_bzero(chain_der, sizeof(chain_der));
+	nchain = 0;
+	chain_used = 0;
+	have_key = false;
+}
+
+/* Hands the chain and key to the engine for a server that asks for a certificate. */
+static void client_identity_set(void)
+{
+	if (have_key)
+		br_ssl_client_set_single_ec(&cc, chain, nchain, br_skey_decoder_get_ec(&skey),
+					    BR_KEYTYPE_SIGN, BR_KEYTYPE_EC, br_ec_get_default(),
+					    br_ecdsa_sign_asn1_get_default());
 }
 
 /* ---- the connection ---- */
@@ -244,7 +338,7 @@ static void engine_failed(void)
 	fail(w, code);
 }
 
-short egress_tls_want_events(void)
+short tls_want_events(void)
 {
 	unsigned st = br_ssl_engine_current_state(&cc.eng);
 	short ev = 0;
@@ -258,7 +352,7 @@ short egress_tls_want_events(void)
 	return ev;
 }
 
-int egress_tls_pump(short revents)
+int tls_pump(short revents)
 {
 	/* Readiness is a hint: each buffer the engine offers is tried, EAGAIN is no error. */
 	(void)revents;
@@ -319,7 +413,7 @@ int egress_tls_pump(short revents)
 	}
 }
 
-int egress_tls_handshake(int fd, const char *name, int timeout_ms)
+int tls_handshake(int fd, const char *name, int timeout_ms)
 {
 	int64_t deadline = clock_mono_ms() + timeout_ms;
 	unsigned char seed[32];
@@ -351,6 +445,7 @@ int egress_tls_handshake(int fd, const char *name, int timeout_ms)
 	if (getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed))
 		br_ssl_engine_inject_entropy(&cc.eng, seed, sizeof(seed));
 	explicit_bzero(seed, sizeof(seed));
+	client_identity_set();
 	if (!br_ssl_client_reset(&cc, name, 0)) {
 		engine_failed();
 		return -1;
@@ -376,18 +471,18 @@ int egress_tls_handshake(int fd, const char *name, int timeout_ms)
 			fail("timeout", 0);
 			return -1;
 		}
-		p.events = egress_tls_want_events();
+		p.events = tls_want_events();
 		n = poll(&p, 1, (int)left);
 		if (n < 0 && errno != EINTR) {
 			fail("io_error", 0);
 			return -1;
 		}
-		if (n > 0 && egress_tls_pump(p.revents) < 0)
+		if (n > 0 && tls_pump(p.revents) < 0)
 			return -1;
 	}
 }
 
-size_t egress_tls_send(const void *buf, size_t len)
+size_t tls_send(const void *buf, size_t len)
 {
 	unsigned char *b;
 	size_t room;
@@ -402,17 +497,17 @@ size_t egress_tls_send(const void *buf, size_t len)
 	return len;
 }
 
-void egress_tls_flush(void)
+void tls_flush(void)
 {
 	br_ssl_engine_flush(&cc.eng, 0);
 }
 
-long egress_tls_recv(void *buf, size_t cap)
+long tls_recv(void *buf, size_t cap)
 {
 	unsigned st = br_ssl_engine_current_state(&cc.eng);
 
 	if (cap == 0)
-		return EGRESS_TLS_AGAIN; /* 0 would read as the end */
+		return TLS_AGAIN; /* 0 would read as the end */
 	if (st & BR_SSL_RECVAPP) {
 		size_t len;
 		unsigned char *b = br_ssl_engine_recvapp_buf(&cc.eng, &len);
@@ -433,16 +528,16 @@ long egress_tls_recv(void *buf, size_t cap)
 	 * Connection: close, which many servers end that way. */
 	if (sock_eof)
 		return 0;
-	return EGRESS_TLS_AGAIN;
+	return TLS_AGAIN;
 }
 
-void egress_tls_close(void)
+void tls_close(void)
 {
 	br_ssl_engine_close(&cc.eng);
-	(void)egress_tls_pump(0);
+	(void)tls_pump(0);
 }
 
-void egress_tls_wipe(void)
+void tls_wipe(void)
 {
 	explicit_bzero(&cc, sizeof(cc));
 	explicit_bzero(&xc, sizeof(xc));
@@ -450,12 +545,12 @@ void egress_tls_wipe(void)
 	tls_fd = -1;
 }
 
-const char *egress_tls_error_word(void)
+const char *tls_error_word(void)
 {
 	return err_word;
 }
 
-int egress_tls_error_code(void)
+int tls_error_code(void)
 {
 	return err_code;
 }
