@@ -12,6 +12,8 @@
 #include "lifecycle/taint.h"
 #include "metrics/metrics.h"
 #include "verify/verify.h"
+#include "fleet/link.h"
+#include "fleet/wire.h"
 #include "version.h"
 
 _Static_assert(AGENT_REFUSAL_REASONS <= METRICS_REFUSAL_REASONS, "every refusal is counted");
@@ -110,6 +112,20 @@ void admin_info_get(struct admin_conn *c, struct sandbox *unused, const char *qu
 	json_obj_end(&w);
 	if (json_writer_finish(&w) != 0) {
 		admin_respond_error(c, 500, "internal", "info does not fit its buffer");
+		return;
+	}
+	admin_respond(c, 200, &b);
+}
+
+/* GET /api/v1/fleet: the fleet as this node's worker last read it (docs/FLEET.md). */
+void admin_fleet_get(struct admin_conn *c, struct sandbox *unused, const char *query)
+{
+	static char text[FLEET_SNAPSHOT_BYTES + 1024];
+	struct buf b;
+
+	buf_init(&b, text, sizeof(text));
+	if (fleet_link_info(&b) != 0) {
+		admin_respond_error(c, 500, "internal", "the fleet does not fit its buffer");
 		return;
 	}
 	admin_respond(c, 200, &b);

@@ -18,6 +18,7 @@
  *   PUT    /api/v1/containers/NAME/egress   replaces the policy (docs/EGRESS.md "Policy")
  *                                           (both also as /api/v2/admin/instances/NAME/egress)
  *   GET    /api/v1/info                the daemon
+ *   GET    /api/v1/fleet               the fleet's nodes as this node last read them
  *   GET,POST /api/v1/e2b-keys          the E2B API's keys: list, mint (the only answer with a
  *                                      key); DELETE /api/v1/e2b-keys/ID removes one
  *   GET    /metrics                    Prometheus text
@@ -55,6 +56,7 @@ static const struct admin_route routes[] = {
 	{ "POST", API "/containers/*/verify", admin_verify_post, false },
 	{ "POST", API "/verify", admin_verify_container_post, false },
 	{ "GET", API "/info", admin_info_get, false },
+	{ "GET", API "/fleet", admin_fleet_get, false },
 	{ "GET", API "/e2b-keys", admin_e2b_keys_list, false },
 	{ "POST", API "/e2b-keys", admin_e2b_key_create, false },
 	{ "DELETE", API "/e2b-keys/*", admin_e2b_key_delete, true },

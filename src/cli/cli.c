@@ -28,7 +28,8 @@ const char cli_usage[] =
 	"  logs     print a run's transcript\n"
 	"  cp       copy a file into or out of a sandbox\n"
 	"  profiles list agenticd's startup profiles, show one, check a file offline\n"
-	"  e2b-key  mint, list and remove the E2B API's keys\n";
+	"  e2b-key  mint, list and remove the E2B API's keys\n"
+	"  fleet    list the fleet's nodes (a node of a fleet on etcd)\n";
 
 static const char ls_help[] =
 	"usage: agentic ls\n"
@@ -277,6 +278,7 @@ static const struct verb verbs[] = {
 	{ "cp", cli_verb_cp, cli_cp_help },
 	{ "profiles", verb_profiles, profiles_help },
 	{ "e2b-key", cli_verb_e2bkey, cli_e2bkey_help },
+	{ "fleet", cli_verb_fleet, cli_fleet_help },
 };
 
 static const struct verb *find(const char *name)

@@ -93,5 +93,7 @@ int cli_verb_cp(int argc, char **argv, struct opts *o);       /* cli_cp.c */
 extern const char cli_cp_help[];
 int cli_verb_e2bkey(int argc, char **argv, struct opts *o);   /* cli_e2bkey.c */
 extern const char cli_e2bkey_help[];
+int cli_verb_fleet(int argc, char **argv, struct opts *o);    /* cli_fleet.c */
+extern const char cli_fleet_help[];
 
 #endif

@@ -10,7 +10,7 @@
 
 #include "config/config.h"
 
-enum key_type { K_STR, K_PATH, K_PATH_OR_EMPTY, K_U32, K_BYTES, K_CIDR, K_MOUNTS, K_LEVEL,
+enum key_type { K_STR, K_STR_OR_EMPTY, K_PATH, K_PATH_OR_EMPTY, K_U32, K_BYTES, K_CIDR, K_MOUNTS, K_LEVEL,
 		K_TIER, K_LISTEN };
 
 struct key {
@@ -72,6 +72,14 @@ static const struct key keys[] = {
 	{ "e2b_listen", K_LISTEN, F(e2b_listen), 0, 0 },
 	{ "e2b_max_connections", K_U32, F(e2b_max_connections), 1, LIMIT_E2B_CONNECTIONS },
 	{ "e2b_base_image", K_STR, F(e2b_base_image), 0, 0 },
+	{ "fleet_endpoints", K_STR_OR_EMPTY, F(fleet_endpoints), 0, 0 },
+	{ "fleet_node", K_STR_OR_EMPTY, F(fleet_node), 0, 0 },
+	{ "fleet_ca_file", K_PATH_OR_EMPTY, F(fleet_ca_file), 0, 0 },
+	{ "fleet_cert_file", K_PATH_OR_EMPTY, F(fleet_cert_file), 0, 0 },
+	{ "fleet_key_file", K_PATH_OR_EMPTY, F(fleet_key_file), 0, 0 },
+	{ "fleet_etcd_name", K_STR, F(fleet_etcd_name), 0, 0 },
+	{ "fleet_advertise", K_STR_OR_EMPTY, F(fleet_advertise), 0, 0 },
+	{ "fleet_lease_s", K_U32, F(fleet_lease_s), 2, 600 },
 };
 
 const char *config_key_name(size_t i)
@@ -130,6 +138,9 @@ void config_defaults(struct config *cfg)
 	/* e2b_listen "": the E2B listener is off */
 	cfg->e2b_max_connections = 128;
 	set_str(cfg->e2b_base_image, "agentic/e2b:local");
+	/* fleet_endpoints "": no fleet */
+	set_str(cfg->fleet_etcd_name, "etcd");
+	cfg->fleet_lease_s = 10;
 }
 
 /* "HOST:PORT": an IPv4 literal, or an IPv6 one in brackets, and a port from 1 to 65535. */
@@ -275,9 +286,10 @@ static int set_key(struct config *cfg, const struct key *k, const char *val, cha
 		}
 		/* fall through */
 	case K_STR:
-		if (!*val || strlen(val) >= CONFIG_STR_BYTES) {
-			snprintf(why, why_size, "%s must be 1 to %d characters", k->name,
-				 CONFIG_STR_BYTES - 1);
+	case K_STR_OR_EMPTY:
+		if ((!*val && k->type == K_STR) || strlen(val) >= CONFIG_STR_BYTES) {
+			snprintf(why, why_size, "%s must be %s %d characters", k->name,
+				 k->type == K_STR ? "1 to" : "at most", CONFIG_STR_BYTES - 1);
 			return ERR_PARSE;
 		}
 		set_str((char *)field, val);
@@ -495,6 +507,7 @@ static const char *key_text(const struct config *cfg, const struct key *k, char 
 	out[0] = '\0';
 	switch (k->type) {
 	case K_STR:
+	case K_STR_OR_EMPTY:
 	case K_PATH:
 	case K_PATH_OR_EMPTY:
 	case K_LISTEN:

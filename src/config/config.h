@@ -69,6 +69,15 @@ struct config {
 	char e2b_listen[CONFIG_STR_BYTES];      /* HOST:PORT of its TCP listener; "": off */
 	uint32_t e2b_max_connections;           /* its connections at once */
 	char e2b_base_image[CONFIG_STR_BYTES];  /* the image of E2B's template "base" */
+	/* the fleet (docs/FLEET.md) */
+	char fleet_endpoints[CONFIG_STR_BYTES]; /* etcd's members, HOST:PORT,...; "": no fleet */
+	char fleet_node[CONFIG_STR_BYTES];      /* this node's name, its certificate's CN */
+	char fleet_ca_file[CONFIG_STR_BYTES];   /* the fleet's CA (etcd's and the nodes') */
+	char fleet_cert_file[CONFIG_STR_BYTES]; /* this node's certificate chain */
+	char fleet_key_file[CONFIG_STR_BYTES];  /* its EC key */
+	char fleet_etcd_name[CONFIG_STR_BYTES]; /* the name etcd's certificates carry */
+	char fleet_advertise[CONFIG_STR_BYTES]; /* HOST:PORT the other nodes reach this one at */
+	uint32_t fleet_lease_s;                 /* the node's lease: lost this long after it stops */
 };
 
 /* "HOST:PORT" (an IPv4 literal, or [IPv6]) into a socket address: 0 or -EINVAL. */

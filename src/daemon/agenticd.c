@@ -24,6 +24,7 @@
 #include "e2b/e2b.h"
 #include "e2b/e2b_keys.h"
 #include "egress/broker.h"
+#include "fleet/link.h"
 #include "lifecycle/lifecycle.h"
 #include "lifecycle/netpool.h"
 #include "lifecycle/recover.h"
@@ -333,7 +334,9 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 	if (r != 0)
 		return r;
 	admin_listen(fd);
-	return e2b_listen(err, err_size) ? -EINVAL : 0; /* the E2B listener, when configured */
+	/* the E2B listener and the fleet's worker, when configured */
+	return e2b_listen(err, err_size) ? -EINVAL : fleet_link_init(&(struct fleet_link_config){
+		&d->cfg, d->self_exe, d->epfd, TAG_FLEET }, err, err_size);
 }
 
 /* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a
@@ -531,28 +534,20 @@ static int start_lifecycle(struct daemon *d)
  * not sleep: a runtime call begun on this turn takes its first step on the next). */
 static bool arm_timer(struct daemon *d)
 {
-	int64_t now = clock_mono_ms(), next = lifecycle_next_deadline(now), rl = runlog_next_deadline();
-	bool due = next <= now;
-	int64_t retry = agent_next_deadline(), ver = verify_next_deadline(now);
-	int64_t eg = egress_next_deadline(), e2 = e2b_next_deadline();
-	int g = grpc_server_timeout(d->grpc), ag = grpc_server_timeout(d->admin_grpc);
+	int64_t now = clock_mono_ms(), next = lifecycle_next_deadline(now);
+	int64_t ver = verify_next_deadline(now), e2 = e2b_next_deadline();
+	const int64_t others[] = { runlog_next_deadline(), agent_next_deadline(), ver,
+				   egress_next_deadline(), e2, fleet_link_next_deadline() };
+	bool due = next <= now || ver <= now || e2 <= now;
+	const int g[] = { grpc_server_timeout(d->grpc), grpc_server_timeout(d->admin_grpc) };
 	struct itimerspec its = { 0 };
 
-	if (rl < next)
-		next = rl;
-	if (retry < next)
-		next = retry;
-	if (ver < next)
-		next = ver;
-	if (eg < next)
-		next = eg;
-	if (e2 < next)
-		next = e2;
-	due |= ver <= now || e2 <= now;
-	if (g >= 0 && now + g < next)
-		next = now + g;
-	if (ag >= 0 && now + ag < next)
-		next = now + ag;
+	for (size_t i = 0; i < ARRAY_LEN(others); i++)
+		if (others[i] < next)
+			next = others[i];
+	for (size_t i = 0; i < ARRAY_LEN(g); i++)
+		if (g[i] >= 0 && now + g[i] < next)
+			next = now + g[i];
 	if (now + 1000 < next)
 		next = now + 1000; /* idle connections and retries are checked every second */
 	if (next <= now)
@@ -570,6 +565,7 @@ static void on_signal(struct daemon *d)
 	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
 			/* the workers first, by pid: share.c's reaping takes any child left */
+			fleet_link_reap();
 			egress_reap();
 			share_reap_children();
 		} else if (si.ssi_signo == SIGHUP) {
@@ -582,6 +578,7 @@ static void on_signal(struct daemon *d)
 			admin_shutdown();
 			e2b_shutdown();
 			egress_shutdown();
+			fleet_link_shutdown();
 			d->stopping = true;
 			lifecycle_shutdown();
 		}
@@ -598,6 +595,7 @@ static void ticks(void)
 	egress_tick(clock_mono_ms());
 	admin_tick(clock_mono_ms());
 	e2b_tick(clock_mono_ms());
+	fleet_link_tick(clock_mono_ms(), sandbox_live());
 }
 
 static int run_loop(struct daemon *d)
@@ -621,8 +619,7 @@ static int run_loop(struct daemon *d)
 				on_signal(d);
 				break;
 			case TAG_TIMER:
-				if (read(d->timerfd, &ticks, sizeof(ticks)) < 0)
-					ticks = 0;
+				(void)!read(d->timerfd, &ticks, sizeof(ticks));
 				break;
 			case TAG_ADMIN_LISTEN:
 				admin_accept();
@@ -657,6 +654,9 @@ static int run_loop(struct daemon *d)
 				break;
 			case TAG_E2B_CONN:
 				e2b_event(idx, evs[i].events);
+				break;
+			case TAG_FLEET:
+				fleet_link_event();
 				break;
 			}
 		}

@@ -286,6 +286,13 @@ void tls_forget_client(void)
 	have_key = false;
 }
 
+static const char *alpn[1]; /* the one protocol offered, or none */
+
+void tls_alpn_set(const char *proto)
+{
+	alpn[0] = proto;
+}
+
 /* Hands the chain and key to the engine for a server that asks for a certificate. */
 static void client_identity_set(void)
 {
@@ -446,6 +453,8 @@ int tls_handshake(int fd, const char *name, int timeout_ms)
 		br_ssl_engine_inject_entropy(&cc.eng, seed, sizeof(seed));
 	explicit_bzero(seed, sizeof(seed));
 	client_identity_set();
+	if (alpn[0])
+		br_ssl_engine_set_protocol_names(&cc.eng, alpn, 1);
 	if (!br_ssl_client_reset(&cc, name, 0)) {
 		engine_failed();
 		return -1;

@@ -29,6 +29,10 @@ int tls_load_anchors(const char *path);
 int tls_load_client(const char *cert_path, const char *key_path);
 void tls_forget_client(void);
 
+/* The protocol every later handshake offers by ALPN ("h2": a Go server speaks HTTP/2 on TLS
+ * only to a client that asks for it so); NULL: none. */
+void tls_alpn_set(const char *proto);
+
 /* Sets fd non-blocking and runs the handshake with name as SNI and as the name the
  * certificate must carry, polling for at most timeout_ms: 0, or -1 with tls_error_word()
  * saying why. Needs tls_load_anchors first. */

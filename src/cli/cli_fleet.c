@@ -1,0 +1,74 @@
+/* cli_fleet.c: `agentic fleet ls`: the fleet's nodes as this node's agenticd last read them
+ * from etcd (GET /api/v1/fleet; docs/FLEET.md). Calls cli_api.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli_internal.h"
+
+const char cli_fleet_help[] =
+	"usage: agentic fleet ls\n"
+	"Lists the fleet's nodes: name, state (up, draining, or lost: its lease in etcd expired),\n"
+	"free sandbox slots of all, version and the address the other nodes reach it at. The\n"
+	"first line says which node answered and whether it reaches etcd now; a node that does\n"
+	"not shows the fleet as it last read it. Exit 1 when agenticd runs no fleet.\n";
+
+static int fleet_ls(struct opts *o)
+{
+	char node[64], state[16], addr[64], version[32], etcd[16], error[32], endpoint[64];
+	struct json_doc doc;
+	int status, arr, i;
+	int64_t slots, free_slots;
+
+	status = cli_call(o, "GET", "/api/v1/fleet", NULL, 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	cli_field(&doc, 0, "etcd", etcd, sizeof(etcd));
+	if (strcmp(etcd, "off") == 0) {
+		fprintf(stderr, "agentic fleet: this agenticd runs no fleet (fleet_endpoints is "
+			"empty in its config)\n");
+		return 1;
+	}
+	printf("# node %s, etcd %s", cli_field(&doc, 0, "node", node, sizeof(node)), etcd);
+	if (strcmp(etcd, "up") != 0)
+		printf(" (%s at %s)", cli_field(&doc, 0, "error", error, sizeof(error)),
+		       cli_field(&doc, 0, "endpoint", endpoint, sizeof(endpoint)));
+	printf("\n%-20s  %-9s  %-11s  %-10s  %s\n", "NODE", "STATE", "FREE/SLOTS", "VERSION",
+	       "ADDRESS");
+	if ((arr = json_obj_get(&doc, 0, "nodes")) < 0 || doc.tok[arr].type != JSON_ARRAY)
+		return 0; /* not read yet */
+	for (int n = json_first(&doc, arr); n >= 0; n = json_next(&doc, arr, n)) {
+		char slots_text[24];
+
+		slots = free_slots = -1;
+		if ((i = json_obj_get(&doc, n, "slots")) >= 0)
+			(void)json_int(&doc, i, &slots);
+		if ((i = json_obj_get(&doc, n, "slots_free")) >= 0)
+			(void)json_int(&doc, i, &free_slots);
+		snprintf(slots_text, sizeof(slots_text), "%lld/%lld", (long long)free_slots,
+			 (long long)slots);
+		printf("%-20s  %-9s  %-11s  %-10s  %s\n", cli_field(&doc, n, "node", node, sizeof(node)),
+		       cli_field(&doc, n, "state", state, sizeof(state)), slots_text,
+		       cli_field(&doc, n, "version", version, sizeof(version)),
+		       cli_field(&doc, n, "addr", addr, sizeof(addr)));
+	}
+	return 0;
+}
+
+int cli_verb_fleet(int argc, char **argv, struct opts *o)
+{
+	const char *arg = NULL;
+	int c;
+
+	for (int i = 1; i < argc; i++) {
+		if ((c = cli_common_opt(o, argc, argv, &i)) < 0)
+			return cli_usage_error(cli_fleet_help);
+		if (c)
+			continue;
+		if (argv[i][0] == '-' || arg)
+			return cli_usage_error(cli_fleet_help);
+		arg = argv[i];
+	}
+	if (arg && strcmp(arg, "ls") == 0)
+		return fleet_ls(o);
+	return cli_usage_error(cli_fleet_help);
+}

@@ -1,0 +1,560 @@
+/* etcd.c: the fleet worker's etcd client (etcd.h): the member's TCP connection under TLS,
+ * carried to the gRPC client through a socketpair, and the few calls the fleet makes. */
+#include "fleet/etcd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "etcd.pb-c.h"
+#include "grpc/grpc.h"
+#include "tls/tls.h"
+
+/* The largest answer: a range of ETCD_RANGE_MAX pairs of the largest key and value. */
+#define MESSAGE_BYTES (1u << 20)
+_Static_assert(ETCD_RANGE_MAX * (ETCD_KEY_BYTES + ETCD_VALUE_BYTES + 64) <= MESSAGE_BYTES,
+	       "a full range answer fits one message");
+/* Bytes carried at a time each way between the socketpair and TLS. */
+#define CARRY_BYTES 16384
+
+static struct {
+	struct sockaddr_storage addr[ETCD_ENDPOINTS_MAX];
+	socklen_t addr_len[ETCD_ENDPOINTS_MAX];
+	char text[ETCD_ENDPOINTS_MAX][64];
+	size_t n, cur;
+	const char *server_name;
+	int timeout_ms;
+	struct grpc_client *client;
+	int tcp, pair;       /* the member's socket; our end of the gRPC client's socketpair */
+	int handed;          /* the client's end, until the dial hook takes it */
+	uint8_t up[CARRY_BYTES], down[CARRY_BYTES];
+	size_t up_len, up_off, down_len, down_off;
+	const char *error;
+} e; /* zero, in .bss: etcd_init sets the descriptors to -1 */
+
+static int64_t i64_max(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* A call in flight: what its answer is copied into, and how it ended. */
+struct pending {
+	void (*take)(const ProtobufCMessage *msg, void *out);
+	void *out;
+	bool done, answered;
+	int status;
+};
+
+const char *etcd_endpoint(void)
+{
+	return e.n ? e.text[e.cur] : "";
+}
+
+const char *etcd_error(void)
+{
+	return e.error;
+}
+
+/* "HOST:PORT" (IPv4, or [IPv6]) into slot i. */
+static int endpoint_parse(const char *s, size_t len, size_t i)
+{
+	char host[64];
+	const char *colon;
+	unsigned long port;
+	char *end;
+
+	if (len == 0 || len >= sizeof(e.text[i]))
+		return ERR_PARSE;
+	memcpy(e.text[i], s, len);
+	e.text[i][len] = '\0';
+	colon = strrchr(e.text[i], ':');
+	if (!colon || colon == e.text[i])
+		return ERR_PARSE;
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || colon[1] == '\0' || port == 0 || port > 65535)
+		return ERR_PARSE;
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - e.text[i]), e.text[i]);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&e.addr[i];
+
+		host[strlen(host) - 1] = '\0';
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		e.addr_len[i] = sizeof(*a);
+		return inet_pton(AF_INET6, host + 1, &a->sin6_addr) == 1 ? 0 : ERR_PARSE;
+	}
+	struct sockaddr_in *a = (struct sockaddr_in *)&e.addr[i];
+
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	e.addr_len[i] = sizeof(*a);
+	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : ERR_PARSE;
+}
+
+static int hand_over(void *ctx)
+{
+	int fd = e.handed;
+
+	(void)ctx;
+	e.handed = -1;
+	return fd >= 0 ? fd : -ENOTCONN;
+}
+
+int etcd_init(const struct etcd_config *cfg)
+{
+	struct grpc_client_config gc = {
+		.path = "etcd",
+		.dial = hand_over,
+		.max_message_bytes = MESSAGE_BYTES,
+		.small_buffers = 4,
+		.large_buffers = 2,
+		.zeroed = true,
+	};
+	const char *s = cfg->endpoints;
+	size_t len;
+	void *mem;
+	int r;
+
+	e.tcp = e.pair = e.handed = -1;
+	e.error = "none";
+	for (e.n = 0; *s; e.n++) {
+		const char *comma = strchr(s, ',');
+
+		len = comma ? (size_t)(comma - s) : strlen(s);
+		if (e.n == ETCD_ENDPOINTS_MAX || endpoint_parse(s, len, e.n) < 0) {
+			e.error = "bad_endpoint";
+			return ERR_PARSE;
+		}
+		s += len + (comma ? 1 : 0);
+	}
+	if (e.n == 0) {
+		e.error = "bad_endpoint";
+		return ERR_PARSE;
+	}
+	e.server_name = cfg->server_name;
+	tls_alpn_set("h2");
+	e.timeout_ms = cfg->timeout_ms;
+	if ((r = tls_load_anchors(cfg->ca_file)) < 0 ||
+	    (r = tls_load_client(cfg->cert_file, cfg->key_file)) < 0) {
+		e.error = tls_error_word();
+		return r;
+	}
+	len = grpc_client_storage_bytes(&gc);
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		e.error = "no_memory";
+		return -ENOMEM;
+	}
+	r = grpc_client_init(&gc, mem, len, &e.client);
+	if (r < 0)
+		e.error = "client_init";
+	return r;
+}
+
+static void fd_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void etcd_close(void)
+{
+	int64_t until = clock_mono_ms() + 1000;
+
+	if (e.tcp >= 0)
+		tls_close();
+	fd_close(&e.tcp);
+	fd_close(&e.pair);
+	fd_close(&e.handed);
+	tls_wipe();
+	e.up_len = e.up_off = e.down_len = e.down_off = 0;
+	/* the client sees its end's EOF and ends what was in flight with UNAVAILABLE */
+	while (e.client && grpc_client_connected(e.client) && clock_mono_ms() < until)
+		grpc_client_run(e.client, 10);
+}
+
+/* TCP to endpoint i within the deadline: the socket, or -errno. */
+static int tcp_dial(size_t i, int64_t deadline)
+{
+	int fd = socket(e.addr[i].ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1, err = 0;
+	socklen_t elen = sizeof(err);
+	struct pollfd p;
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&e.addr[i], e.addr_len[i]) < 0 && errno != EINPROGRESS) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	if (poll(&p, 1, (int)i64_max(deadline - clock_mono_ms(), 0)) != 1) {
+		close(fd);
+		return -ETIMEDOUT;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || err) {
+		close(fd);
+		return -(err ? err : EIO);
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* A member reached and under TLS, with the socketpair ready for the client: 0, or the last
+ * endpoint's failure after each was tried once. */
+static int member_connect(void)
+{
+	int r = -ECONNREFUSED;
+
+	if (e.tcp >= 0)
+		return 0;
+	for (size_t tried = 0; tried < e.n; tried++, e.cur = (e.cur + 1) % e.n) {
+		int64_t deadline = clock_mono_ms() + e.timeout_ms;
+		int sv[2];
+
+		r = tcp_dial(e.cur, deadline);
+		if (r < 0) {
+			e.error = r == -ETIMEDOUT ? "connect_timeout" : "connect_refused";
+			continue;
+		}
+		e.tcp = r;
+		if (tls_handshake(e.tcp, e.server_name, (int)i64_max(deadline - clock_mono_ms(), 1)) < 0) {
+			e.error = tls_error_word();
+			etcd_close();
+			r = -ECONNABORTED;
+			continue;
+		}
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+			r = -errno;
+			etcd_close();
+			return r;
+		}
+		e.handed = sv[0];
+		e.pair = sv[1];
+		return 0;
+	}
+	return r;
+}
+
+/* Moves what is ready between the socketpair and TLS, both ways, until nothing moves: 0, or -1
+ * when either side is gone. */
+static int carry(void)
+{
+	for (int rounds = 0; rounds < 64; rounds++) {
+		bool moved = false;
+		long n;
+
+		if (tls_pump(0) < 0)
+			return -1;
+		if (e.up_len == 0) {
+			n = recv(e.pair, e.up, sizeof(e.up), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				return -1;
+			if (n > 0) {
+				e.up_len = (size_t)n;
+				e.up_off = 0;
+			}
+		}
+		if (e.up_off < e.up_len) {
+			size_t k = tls_send(e.up + e.up_off, e.up_len - e.up_off);
+
+			e.up_off += k;
+			if (e.up_off == e.up_len)
+				e.up_len = e.up_off = 0;
+			tls_flush();
+			moved |= k > 0;
+		}
+		if (e.down_len == 0) {
+			n = tls_recv(e.down, sizeof(e.down));
+			if (n == 0 || n == -1)
+				return -1;
+			if (n > 0) {
+				e.down_len = (size_t)n;
+				e.down_off = 0;
+			}
+		}
+		if (e.down_off < e.down_len) {
+			n = send(e.pair, e.down + e.down_off, e.down_len - e.down_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return -1;
+			if (n > 0) {
+				e.down_off += (size_t)n;
+				if (e.down_off == e.down_len)
+					e.down_len = e.down_off = 0;
+				moved = true;
+			}
+		}
+		if (tls_pump(0) < 0)
+			return -1;
+		if (!moved)
+			return 0;
+	}
+	return 0;
+}
+
+/* Runs the connection until p is done or the deadline passes. */
+static void wait_done(struct pending *p, int64_t deadline)
+{
+	while (!p->done) {
+		int64_t left = deadline - clock_mono_ms();
+		struct pollfd fds[3] = {
+			{ .fd = grpc_client_fd(e.client), .events = POLLIN },
+			{ .fd = e.tcp, .events = tls_want_events() },
+			{ .fd = e.pair, .events = (short)((e.up_len == 0 ? POLLIN : 0) |
+							  (e.down_len ? POLLOUT : 0)) },
+		};
+
+		if (left <= 0 || carry() < 0) {
+			if (left <= 0)
+				e.error = "timeout";
+			else if (strcmp(tls_error_word(), "none") != 0)
+				e.error = tls_error_word();
+			else
+				e.error = "connection_lost";
+			p->status = left <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_UNAVAILABLE;
+			etcd_close();
+			e.cur = (e.cur + 1) % e.n;
+			break;
+		}
+		(void)poll(fds, 3, (int)(left < 1000 ? left : 1000));
+		(void)carry();
+		grpc_client_run(e.client, 0);
+	}
+}
+
+static void on_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	struct pending *p = grpc_call_user(call);
+
+	if (p && !p->answered) {
+		p->answered = true;
+		p->take(msg, p->out);
+	}
+}
+
+static void on_done(struct grpc_call *call, int status, const char *message)
+{
+	struct pending *p = grpc_call_user(call);
+
+	(void)message; /* etcd's words may quote a key; the status is what the log gets */
+	if (p) {
+		p->done = true;
+		p->status = status;
+	}
+}
+
+#define METHOD(path, req, resp, flags) \
+	{ path, &agentic__etcd__v1__##req##__descriptor, &agentic__etcd__v1__##resp##__descriptor, \
+	  flags, { .on_message = on_message, .on_done = on_done }, NULL }
+
+static const struct grpc_method m_range = METHOD("/etcdserverpb.KV/Range", range_request,
+						 range_response, 0);
+static const struct grpc_method m_put = METHOD("/etcdserverpb.KV/Put", put_request,
+					       put_response, 0);
+static const struct grpc_method m_delete = METHOD("/etcdserverpb.KV/DeleteRange",
+						  delete_range_request, delete_range_response, 0);
+static const struct grpc_method m_grant = METHOD("/etcdserverpb.Lease/LeaseGrant",
+						 lease_grant_request, lease_grant_response, 0);
+static const struct grpc_method m_revoke = METHOD("/etcdserverpb.Lease/LeaseRevoke",
+						  lease_revoke_request, lease_revoke_response, 0);
+/* a stream in etcd's API; here one request and its one answer a call */
+static const struct grpc_method m_keepalive =
+	METHOD("/etcdserverpb.Lease/LeaseKeepAlive", lease_keep_alive_request,
+	       lease_keep_alive_response, GRPC_CLIENT_STREAMING | GRPC_SERVER_STREAMING);
+
+/* One request, its answer handed to take: 0, or the error the status maps to. */
+static int call(const struct grpc_method *m, const ProtobufCMessage *req,
+		void (*take)(const ProtobufCMessage *msg, void *out), void *out)
+{
+	struct pending p = { .take = take, .out = out };
+	int64_t deadline = clock_mono_ms() + e.timeout_ms;
+	struct grpc_call *c;
+	int r = member_connect();
+
+	if (r < 0)
+		return r;
+	r = grpc_client_start(e.client, m, NULL, 0, e.timeout_ms, &p, &c);
+	if (r < 0) {
+		e.error = "call_refused";
+		etcd_close();
+		return -ECONNRESET;
+	}
+	if (grpc_call_send(c, req) < 0 || grpc_call_finish(c, GRPC_OK, NULL, NULL, 0) < 0) {
+		e.error = "send_failed";
+		etcd_close();
+		return -ECONNRESET;
+	}
+	grpc_call_flush(c);
+	wait_done(&p, deadline);
+	if (!p.done)
+		return -ETIMEDOUT;
+	switch (p.status) {
+	case GRPC_OK:
+		if (p.answered)
+			return 0;
+		e.error = "no_answer";
+		return ETCD_ERR_FAILED;
+	case GRPC_PERMISSION_DENIED:
+	case GRPC_UNAUTHENTICATED:
+		e.error = "permission_denied";
+		return ETCD_ERR_DENIED;
+	case GRPC_UNAVAILABLE:
+	case GRPC_DEADLINE_EXCEEDED:
+		/* the member lost its leader or its quorum, or the connection went: the next
+		 * call tries the next member */
+		if (strcmp(e.error, "timeout") != 0 && strcmp(e.error, "connection_lost") != 0)
+			e.error = p.status == GRPC_UNAVAILABLE ? "unavailable" : "timeout";
+		etcd_close();
+		e.cur = (e.cur + 1) % e.n;
+		return p.status == GRPC_UNAVAILABLE ? -ECONNRESET : -ETIMEDOUT;
+	default:
+		e.error = grpc_status_name(p.status);
+		return ETCD_ERR_FAILED;
+	}
+}
+
+static ProtobufCBinaryData bin(const void *p, size_t len)
+{
+	return (ProtobufCBinaryData){ .len = len, .data = (uint8_t *)p };
+}
+
+static void take_grant(const ProtobufCMessage *msg, void *out)
+{
+	const Agentic__Etcd__V1__LeaseGrantResponse *m = (const void *)msg;
+	int64_t *v = out;
+
+	v[0] = m->error && m->error[0] ? 0 : m->id;
+	v[1] = m->ttl;
+}
+
+int etcd_lease_grant(int64_t ttl_s, int64_t *id, int64_t *granted_ttl)
+{
+	Agentic__Etcd__V1__LeaseGrantRequest req = AGENTIC__ETCD__V1__LEASE_GRANT_REQUEST__INIT;
+	int64_t v[2] = { 0, 0 };
+	int r;
+
+	req.ttl = ttl_s;
+	r = call(&m_grant, &req.base, take_grant, v);
+	if (r == 0 && v[0] == 0) {
+		e.error = "lease_refused";
+		r = ETCD_ERR_FAILED;
+	}
+	*id = v[0];
+	*granted_ttl = v[1];
+	return r;
+}
+
+static void take_keepalive(const ProtobufCMessage *msg, void *out)
+{
+	*(int64_t *)out = ((const Agentic__Etcd__V1__LeaseKeepAliveResponse *)(const void *)msg)->ttl;
+}
+
+int etcd_lease_keepalive(int64_t id, int64_t *ttl)
+{
+	Agentic__Etcd__V1__LeaseKeepAliveRequest req =
+		AGENTIC__ETCD__V1__LEASE_KEEP_ALIVE_REQUEST__INIT;
+
+	req.id = id;
+	*ttl = 0;
+	return call(&m_keepalive, &req.base, take_keepalive, ttl);
+}
+
+static void take_nothing(const ProtobufCMessage *msg, void *out)
+{
+	(void)msg;
+	(void)out;
+}
+
+int etcd_lease_revoke(int64_t id)
+{
+	Agentic__Etcd__V1__LeaseRevokeRequest req = AGENTIC__ETCD__V1__LEASE_REVOKE_REQUEST__INIT;
+
+	req.id = id;
+	return call(&m_revoke, &req.base, take_nothing, NULL);
+}
+
+int etcd_put(const char *key, const void *value, size_t len, int64_t lease)
+{
+	Agentic__Etcd__V1__PutRequest req = AGENTIC__ETCD__V1__PUT_REQUEST__INIT;
+
+	req.key = bin(key, strlen(key));
+	req.value = bin(value, len);
+	req.lease = lease;
+	return call(&m_put, &req.base, take_nothing, NULL);
+}
+
+int etcd_delete(const char *key)
+{
+	Agentic__Etcd__V1__DeleteRangeRequest req = AGENTIC__ETCD__V1__DELETE_RANGE_REQUEST__INIT;
+
+	req.key = bin(key, strlen(key));
+	return call(&m_delete, &req.base, take_nothing, NULL);
+}
+
+struct range_out {
+	struct etcd_kv *kv;
+	size_t max, n;
+	bool more;
+};
+
+static void take_range(const ProtobufCMessage *msg, void *out)
+{
+	const Agentic__Etcd__V1__RangeResponse *m = (const void *)msg;
+	struct range_out *o = out;
+
+	o->more = m->more || m->n_kvs > o->max;
+	for (size_t i = 0; i < m->n_kvs && o->n < o->max; i++) {
+		const Agentic__Etcd__V1__KeyValue *kv = m->kvs[i];
+		struct etcd_kv *d = &o->kv[o->n];
+
+		/* a pair too large for the table is not one the fleet wrote: left out */
+		if (kv->key.len >= sizeof(d->key) || kv->value.len > sizeof(d->value))
+			continue;
+		memcpy(d->key, kv->key.data, kv->key.len);
+		d->key[kv->key.len] = '\0';
+		d->key_len = kv->key.len;
+		memcpy(d->value, kv->value.data, kv->value.len);
+		d->value_len = kv->value.len;
+		d->mod_revision = kv->mod_revision;
+		d->lease = kv->lease;
+		o->n++;
+	}
+}
+
+int etcd_range(const char *key, const char *range_end, struct etcd_kv *out, size_t max,
+	       bool *more)
+{
+	Agentic__Etcd__V1__RangeRequest req = AGENTIC__ETCD__V1__RANGE_REQUEST__INIT;
+	struct range_out o = { out, max < ETCD_RANGE_MAX ? max : ETCD_RANGE_MAX, 0, false };
+	int r;
+
+	req.key = bin(key, strlen(key));
+	if (range_end)
+		req.range_end = bin(range_end, strlen(range_end));
+	req.limit = (int64_t)o.max;
+	r = call(&m_range, &req.base, take_range, &o);
+	*more = o.more;
+	return r < 0 ? r : (int)o.n;
+}
+
+void etcd_prefix_end(const char *key, char *out)
+{
+	size_t n = strlen(key);
+
+	snprintf(out, ETCD_KEY_BYTES, "%s", key);
+	if (n > 0 && n < ETCD_KEY_BYTES)
+		out[n - 1]++;
+}

@@ -1,0 +1,74 @@
+/* etcd.h: the fleet worker's client of etcd's v3 API (docs/FLEET.md "Speaking etcd"): gRPC
+ * over HTTP/2 (src/grpc's client) over TLS (src/tls, BearSSL) over TCP, to one member at a
+ * time of the endpoints it was given, the next one after a failure. The node's certificate is
+ * its identity: etcd (--client-cert-auth with auth enabled) takes the user from its common
+ * name and applies that user's roles, so no password or token is held or sent.
+ *
+ * Blocking calls with a deadline each: the worker is its own process and has nothing else to
+ * do while etcd answers but to keep agenticd's packets queued in its socket. One connection,
+ * one call at a time; every call's memory comes from the client's storage, taken at
+ * etcd_init. Errors are negative: -ETIMEDOUT, -ECONNREFUSED and the like for the transport
+ * (the connection is dropped and the next call dials again), ETCD_ERR_DENIED when etcd refused
+ * the call for this certificate's user, ETCD_ERR_FAILED for any other refusal. etcd_error()
+ * says why in one word for the log; no key's value, certificate or key byte is ever in it. */
+#ifndef AGENTIC_FLEET_ETCD_H
+#define AGENTIC_FLEET_ETCD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ETCD_ERR_DENIED (-1001)
+#define ETCD_ERR_FAILED (-1002)
+
+/* Endpoints at most, and a key's and a value's bytes at most (a node record is far below). */
+#define ETCD_ENDPOINTS_MAX 8
+#define ETCD_KEY_BYTES 256
+#define ETCD_VALUE_BYTES 2048
+/* Key-value pairs one range answers at most (etcd_range asks for no more). */
+#define ETCD_RANGE_MAX 256
+
+struct etcd_config {
+	const char *endpoints; /* "HOST:PORT,HOST:PORT": IPv4 literals, or IPv6 ones in brackets */
+	const char *server_name; /* the name every member's certificate carries */
+	const char *ca_file, *cert_file, *key_file;
+	int timeout_ms;          /* each call's deadline, the dial and handshake included */
+};
+
+/* One key-value pair of an answer, copied out of it. */
+struct etcd_kv {
+	char key[ETCD_KEY_BYTES];
+	size_t key_len;
+	char value[ETCD_VALUE_BYTES];
+	size_t value_len;
+	int64_t mod_revision;
+	int64_t lease;
+};
+
+/* Loads the CA and the node's certificate and key, and takes the client's memory: 0, or a
+ * negative errno / ERR_PARSE with etcd_error() naming the file's fault ("ca_file_unreadable",
+ * "no_client_key" ...). An endpoint list that does not parse is ERR_PARSE ("bad_endpoint"). */
+int etcd_init(const struct etcd_config *cfg);
+
+/* The calls. key and range_end are bytes (range_end NULL: the one key; a prefix's end from
+ * etcd_prefix_end). */
+int etcd_lease_grant(int64_t ttl_s, int64_t *id, int64_t *granted_ttl);
+/* *ttl is what is left; 0 or less when the lease is gone. */
+int etcd_lease_keepalive(int64_t id, int64_t *ttl);
+int etcd_lease_revoke(int64_t id);
+int etcd_put(const char *key, const void *value, size_t len, int64_t lease);
+int etcd_delete(const char *key);
+/* Up to max pairs of [key, range_end) into out, in key order: how many, or a negative error.
+ * *more: etcd has more than that. */
+int etcd_range(const char *key, const char *range_end, struct etcd_kv *out, size_t max,
+	       bool *more);
+/* The end of the prefix range of key (its last byte plus one) into out (ETCD_KEY_BYTES). */
+void etcd_prefix_end(const char *key, char *out);
+
+/* Drops the connection (the next call dials again). */
+void etcd_close(void);
+/* The endpoint in use or last tried, and the last failure in one word. */
+const char *etcd_endpoint(void);
+const char *etcd_error(void);
+
+#endif

@@ -1,0 +1,290 @@
+/* link.c: agenticd's side of the fleet (link.h): the worker started and watched, the record
+ * sent, the worker's word kept. */
+#include "fleet/link.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fleet/wire.h"
+#include "json/json.h"
+#include "version.h"
+
+#define RESTART_MS 1000
+
+static struct {
+	bool on;
+	struct fleet_settings set;
+	char settings[FLEET_SETTINGS_BYTES];
+	size_t settings_len;
+	const char *self_exe;
+	int epfd;
+	uint32_t tag;
+	uint32_t slots;
+	char addr[CONFIG_STR_BYTES];
+	pid_t pid;
+	int fd;
+	int64_t restart_at;
+	char record[FLEET_RECORD_BYTES]; /* the record last sent to this worker */
+	size_t record_len;
+	char etcd[16], error[32], endpoint[64];
+	char nodes[FLEET_SNAPSHOT_BYTES]; /* the "nodes" array as the worker last sent it */
+	size_t nodes_len;
+} l; /* zero, in .bss (pid and fd are set at init) */
+
+bool fleet_link_on(void)
+{
+	return l.on;
+}
+
+static int bad(char *err, size_t err_size, const char *what)
+{
+	snprintf(err, err_size, "fleet: %s", what);
+	return -EINVAL;
+}
+
+static void set_copy(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src);
+}
+
+/* The worker, with fd 3 its end of the socket; its settings sent. */
+static void start_worker(void)
+{
+	char *const argv[] = { "agentic", "fleet-worker", NULL };
+	char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)l.tag << 32 };
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		log_warn("fleet worker not started", "error=%s", log_q(strerror(errno)));
+		l.restart_at = clock_mono_ms() + RESTART_MS;
+		return;
+	}
+	/* vfork: agenticd's address space is large, and the child only moves a descriptor and
+	 * execs (a failed exec is seen as the worker's death) */
+	pid = vfork();
+	if (pid == 0) {
+		if (dup2(sv[1], 3) == 3) {
+			syscall(SYS_close_range, 4, ~0u, 0);
+			execve(l.self_exe, argv, envp);
+		}
+		_exit(127);
+	}
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		l.restart_at = clock_mono_ms() + RESTART_MS;
+		return;
+	}
+	l.pid = pid;
+	l.fd = sv[0];
+	l.record_len = 0; /* the new worker gets the record at the next tick */
+	(void)send(l.fd, l.settings, l.settings_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)epoll_ctl(l.epfd, EPOLL_CTL_ADD, l.fd, &ev);
+	log_info("fleet worker started", "pid=%d node=%s", (int)pid, log_q(l.set.node));
+}
+
+int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_size)
+{
+	const struct config *cfg = c->cfg;
+	long n;
+
+	if (!cfg->fleet_endpoints[0])
+		return 0;
+	if (!fleet_node_name_ok(cfg->fleet_node, strlen(cfg->fleet_node)))
+		return bad(err, err_size, "fleet_node must be 1 to 63 of a-z, 0-9 and '-', "
+			   "not starting or ending with '-' (the node's certificate's common name)");
+	if (!cfg->fleet_ca_file[0] || !cfg->fleet_cert_file[0] || !cfg->fleet_key_file[0])
+		return bad(err, err_size, "fleet_endpoints needs fleet_ca_file, fleet_cert_file and "
+			   "fleet_key_file (the fleet's CA, this node's certificate and its key)");
+	if (strlen(cfg->fleet_advertise) > 63)
+		return bad(err, err_size, "fleet_advertise must be HOST:PORT, at most 63 characters");
+	set_copy(l.set.endpoints, sizeof(l.set.endpoints), cfg->fleet_endpoints);
+	set_copy(l.set.server_name, sizeof(l.set.server_name), cfg->fleet_etcd_name);
+	set_copy(l.set.ca_file, sizeof(l.set.ca_file), cfg->fleet_ca_file);
+	set_copy(l.set.cert_file, sizeof(l.set.cert_file), cfg->fleet_cert_file);
+	set_copy(l.set.key_file, sizeof(l.set.key_file), cfg->fleet_key_file);
+	set_copy(l.set.node, sizeof(l.set.node), cfg->fleet_node);
+	set_copy(l.addr, sizeof(l.addr), cfg->fleet_advertise);
+	l.set.lease_s = cfg->fleet_lease_s;
+	n = fleet_settings_write(&l.set, l.settings, sizeof(l.settings));
+	if (n < 0)
+		return bad(err, err_size, "the fleet settings are too long");
+	l.settings_len = (size_t)n;
+	l.pid = l.fd = -1;
+	l.self_exe = c->self_exe;
+	l.epfd = c->epfd;
+	l.tag = c->tag;
+	l.slots = cfg->max_sandboxes;
+	l.on = true;
+	set_copy(l.etcd, sizeof(l.etcd), "starting");
+	set_copy(l.error, sizeof(l.error), "none");
+	start_worker();
+	return 0;
+}
+
+static void worker_gone(void)
+{
+	if (l.fd >= 0) {
+		(void)epoll_ctl(l.epfd, EPOLL_CTL_DEL, l.fd, NULL);
+		close(l.fd);
+	}
+	l.fd = -1;
+	set_copy(l.etcd, sizeof(l.etcd), "down");
+	set_copy(l.error, sizeof(l.error), "worker_exited");
+	l.restart_at = clock_mono_ms() + RESTART_MS;
+}
+
+/* One packet of the worker's: etcd's state or the nodes. */
+static void packet(const char *p, size_t len)
+{
+	static const char nodes_head[] = "{\"nodes\":";
+	struct json_token tok[8];
+	struct json_doc d;
+	int i;
+
+	if (len > sizeof(nodes_head) && memcmp(p, nodes_head, sizeof(nodes_head) - 1) == 0 &&
+	    p[len - 1] == '}') {
+		/* the worker wrote it with the JSON writer; its array is kept as it is */
+		l.nodes_len = len - sizeof(nodes_head);
+		memcpy(l.nodes, p + sizeof(nodes_head) - 1, l.nodes_len);
+		return;
+	}
+	if (json_parse(&d, p, len, tok, ARRAY_LEN(tok)) != 0 || tok[0].type != JSON_OBJECT)
+		return;
+	if ((i = json_obj_get(&d, 0, "etcd")) >= 0)
+		(void)json_str(&d, i, l.etcd, sizeof(l.etcd));
+	if ((i = json_obj_get(&d, 0, "error")) >= 0)
+		(void)json_str(&d, i, l.error, sizeof(l.error));
+	if ((i = json_obj_get(&d, 0, "endpoint")) >= 0)
+		(void)json_str(&d, i, l.endpoint, sizeof(l.endpoint));
+}
+
+void fleet_link_event(void)
+{
+	static char pkt[FLEET_SNAPSHOT_BYTES + 1];
+
+	for (int k = 0; k < 16 && l.fd >= 0; k++) {
+		long n = recv(l.fd, pkt, sizeof(pkt), MSG_DONTWAIT);
+
+		if (n > 0 && (size_t)n <= FLEET_SNAPSHOT_BYTES) {
+			packet(pkt, (size_t)n);
+			continue;
+		}
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			worker_gone();
+		return;
+	}
+}
+
+void fleet_link_reap(void)
+{
+	int status;
+
+	if (l.pid > 0 && waitpid(l.pid, &status, WNOHANG) == l.pid) {
+		log_warn("fleet worker exited", "pid=%d status=%d", (int)l.pid, status);
+		l.pid = -1;
+		worker_gone();
+	}
+}
+
+/* This node's record as agenticd knows it now. */
+static long record_write(uint32_t live, char *out, size_t cap)
+{
+	struct json_writer j;
+	struct buf b;
+
+	buf_init(&b, out, cap);
+	json_writer_init(&j, &b);
+	json_obj_begin(&j);
+	json_key(&j, "addr");
+	json_str_write(&j, l.addr);
+	json_key(&j, "version");
+	json_str_write(&j, AGENTIC_VERSION);
+	json_key(&j, "draining");
+	json_bool_write(&j, false);
+	json_key(&j, "slots");
+	json_int_write(&j, l.slots);
+	json_key(&j, "slots_free");
+	json_int_write(&j, live < l.slots ? l.slots - live : 0);
+	json_key(&j, "runtimes");
+	json_arr_begin(&j);
+	json_str_write(&j, "docker");
+	json_arr_end(&j);
+	json_obj_end(&j);
+	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
+}
+
+void fleet_link_tick(int64_t now, uint32_t live)
+{
+	char rec[FLEET_RECORD_BYTES];
+	long n;
+
+	if (!l.on)
+		return;
+	if (l.pid < 0 && l.fd < 0 && now >= l.restart_at)
+		start_worker();
+	if (l.fd < 0 || (n = record_write(live, rec, sizeof(rec))) < 0)
+		return;
+	if ((size_t)n != l.record_len || memcmp(rec, l.record, (size_t)n) != 0) {
+		if (send(l.fd, rec, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n) {
+			memcpy(l.record, rec, (size_t)n);
+			l.record_len = (size_t)n;
+		}
+	}
+}
+
+int64_t fleet_link_next_deadline(void)
+{
+	return l.on && l.pid < 0 && l.fd < 0 ? l.restart_at : INT64_MAX;
+}
+
+void fleet_link_shutdown(void)
+{
+	if (!l.on)
+		return;
+	l.on = false;
+	if (l.fd >= 0) {
+		(void)epoll_ctl(l.epfd, EPOLL_CTL_DEL, l.fd, NULL);
+		close(l.fd); /* the worker sees the end, revokes the lease and exits */
+		l.fd = -1;
+	}
+}
+
+int fleet_link_info(struct buf *out)
+{
+	struct json_writer j;
+	size_t mark;
+
+	json_writer_init(&j, out);
+	json_obj_begin(&j);
+	json_key(&j, "node");
+	json_str_write(&j, l.set.node);
+	json_key(&j, "etcd");
+	json_str_write(&j, l.on ? l.etcd : "off");
+	json_key(&j, "error");
+	json_str_write(&j, l.on ? l.error : "none");
+	json_key(&j, "endpoint");
+	json_str_write(&j, l.endpoint);
+	json_key(&j, "nodes");
+	json_null_write(&j);
+	json_obj_end(&j);
+	if (json_writer_finish(&j) < 0)
+		return ERR_LIMIT;
+	if (l.nodes_len == 0)
+		return 0;
+	/* the worker's array in place of the null: "null}" at the end becomes "[...]}" */
+	mark = out->len - 5;
+	out->len = mark;
+	if (buf_append(out, l.nodes, l.nodes_len) < 0 || buf_append(out, "}", 1) < 0)
+		return ERR_LIMIT;
+	return 0;
+}

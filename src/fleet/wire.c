@@ -1,0 +1,187 @@
+/* wire.c: the packets between agenticd and its fleet worker (wire.h). */
+#include "fleet/wire.h"
+
+#include <string.h>
+
+#include "base/base.h"
+#include "json/json.h"
+
+#define TOKENS 64
+#define RUNTIMES_MAX 4
+
+bool fleet_node_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > FLEET_NODE_NAME_MAX || s[0] == '-' || s[len - 1] == '-')
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+long fleet_settings_write(const struct fleet_settings *s, char *out, size_t cap)
+{
+	struct json_writer j;
+	struct buf b;
+
+	buf_init(&b, out, cap);
+	json_writer_init(&j, &b);
+	json_obj_begin(&j);
+	json_key(&j, "endpoints");
+	json_str_write(&j, s->endpoints);
+	json_key(&j, "server_name");
+	json_str_write(&j, s->server_name);
+	json_key(&j, "ca_file");
+	json_str_write(&j, s->ca_file);
+	json_key(&j, "cert_file");
+	json_str_write(&j, s->cert_file);
+	json_key(&j, "key_file");
+	json_str_write(&j, s->key_file);
+	json_key(&j, "node");
+	json_str_write(&j, s->node);
+	json_key(&j, "lease_s");
+	json_int_write(&j, s->lease_s);
+	json_obj_end(&j);
+	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
+}
+
+static int str_field(const struct json_doc *d, const char *key, char *out, size_t cap)
+{
+	int i = json_obj_get(d, 0, key);
+
+	return i < 0 || json_str(d, i, out, cap) <= 0 ? ERR_PARSE : 0;
+}
+
+int fleet_settings_parse(const char *pkt, size_t len, struct fleet_settings *s)
+{
+	struct json_token tok[TOKENS];
+	struct json_doc d;
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	if (json_parse(&d, pkt, len, tok, TOKENS) != 0 || tok[0].type != JSON_OBJECT ||
+	    str_field(&d, "endpoints", s->endpoints, sizeof(s->endpoints)) < 0 ||
+	    str_field(&d, "server_name", s->server_name, sizeof(s->server_name)) < 0 ||
+	    str_field(&d, "ca_file", s->ca_file, sizeof(s->ca_file)) < 0 ||
+	    str_field(&d, "cert_file", s->cert_file, sizeof(s->cert_file)) < 0 ||
+	    str_field(&d, "key_file", s->key_file, sizeof(s->key_file)) < 0 ||
+	    str_field(&d, "node", s->node, sizeof(s->node)) < 0 ||
+	    !fleet_node_name_ok(s->node, strlen(s->node)) ||
+	    (i = json_obj_get(&d, 0, "lease_s")) < 0 || json_int(&d, i, &s->lease_s) != 0 ||
+	    s->lease_s < 2 || s->lease_s > 600)
+		return ERR_PARSE;
+	return 0;
+}
+
+/* The node a key names after prefix, or NULL when it names none. */
+static const char *key_node(const struct etcd_kv *kv, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (kv->key_len <= n || memcmp(kv->key, prefix, n) != 0 ||
+	    !fleet_node_name_ok(kv->key + n, kv->key_len - n))
+		return NULL;
+	return kv->key + n;
+}
+
+static bool is_alive(const char *node, const struct etcd_kv *alive, size_t na)
+{
+	for (size_t i = 0; i < na; i++) {
+		const char *a = key_node(&alive[i], FLEET_ALIVE_PREFIX);
+
+		if (a && strcmp(a, node) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A string member of at most cap - 1 bytes, copied; anything else is left out. */
+static void copy_str(struct json_writer *j, const struct json_doc *d, const char *key, size_t cap)
+{
+	char v[128];
+	int i = json_obj_get(d, 0, key);
+
+	if (i >= 0 && cap <= sizeof(v) && json_str(d, i, v, cap) >= 0) {
+		json_key(j, key);
+		json_str_write(j, v);
+	}
+}
+
+static void copy_count(struct json_writer *j, const struct json_doc *d, const char *key)
+{
+	int i = json_obj_get(d, 0, key);
+	int64_t v;
+
+	if (i >= 0 && json_int(d, i, &v) == 0 && v >= 0 && v <= 1000000) {
+		json_key(j, key);
+		json_int_write(j, v);
+	}
+}
+
+static void copy_runtimes(struct json_writer *j, const struct json_doc *d)
+{
+	int arr = json_obj_get(d, 0, "runtimes"), n = 0;
+	char v[16];
+
+	if (arr < 0 || d->tok[arr].type != JSON_ARRAY)
+		return;
+	json_key(j, "runtimes");
+	json_arr_begin(j);
+	for (int i = json_first(d, arr); i >= 0 && n < RUNTIMES_MAX; i = json_next(d, arr, i))
+		if (json_str(d, i, v, sizeof(v)) > 0) {
+			json_str_write(j, v);
+			n++;
+		}
+	json_arr_end(j);
+}
+
+static void node_write(struct json_writer *j, const char *node, const struct etcd_kv *kv,
+		       bool alive)
+{
+	struct json_token tok[TOKENS];
+	struct json_doc d;
+	bool draining = false;
+	int i;
+
+	if (json_parse(&d, kv->value, kv->value_len, tok, TOKENS) != 0 ||
+	    tok[0].type != JSON_OBJECT)
+		return;
+	i = json_obj_get(&d, 0, "draining");
+	if (i >= 0 && json_bool(&d, i, &draining) != 0)
+		draining = false;
+	json_obj_begin(j);
+	json_key(j, "node");
+	json_str_write(j, node);
+	json_key(j, "state");
+	json_str_write(j, !alive ? "lost" : draining ? "draining" : "up");
+	copy_str(j, &d, "addr", 64);
+	copy_str(j, &d, "version", 32);
+	json_key(j, "draining");
+	json_bool_write(j, draining);
+	copy_count(j, &d, "slots");
+	copy_count(j, &d, "slots_free");
+	copy_runtimes(j, &d);
+	json_obj_end(j);
+}
+
+long fleet_snapshot_write(const struct etcd_kv *nodes, size_t nn, const struct etcd_kv *alive,
+			  size_t na, char *out, size_t cap)
+{
+	struct json_writer j;
+	struct buf b;
+
+	buf_init(&b, out, cap);
+	json_writer_init(&j, &b);
+	json_obj_begin(&j);
+	json_key(&j, "nodes");
+	json_arr_begin(&j);
+	for (size_t i = 0; i < nn && i < FLEET_NODES_MAX; i++) {
+		const char *node = key_node(&nodes[i], FLEET_NODES_PREFIX);
+
+		if (node)
+			node_write(&j, node, &nodes[i], is_alive(node, alive, na));
+	}
+	json_arr_end(&j);
+	json_obj_end(&j);
+	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
+}

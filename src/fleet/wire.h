@@ -1,0 +1,56 @@
+/* wire.h: what agenticd and its fleet worker say to each other (docs/FLEET.md "agenticd and
+ * the worker"), and the keys the fleet keeps in etcd. Packets on a SEQPACKET socket, JSON:
+ * - agenticd -> worker, first: the settings (fleet_settings_write / _parse);
+ * - agenticd -> worker, then: this node's record, whenever it changes (the JSON object that
+ *   goes into etcd as it is: agenticd writes it, from its own state);
+ * - worker -> agenticd: {"etcd":"up|down|denied","error":WORD,"endpoint":HOST:PORT} when etcd's
+ *   state changes, and {"nodes":[...]} when the fleet's records changed
+ *   (fleet_snapshot_write): each node's record as the worker read it back, its fields checked
+ *   one by one (a node writes its own record, and a node may be hostile), with its state. */
+#ifndef AGENTIC_FLEET_WIRE_H
+#define AGENTIC_FLEET_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleet/etcd.h"
+
+#define FLEET_NODES_PREFIX "agentic/nodes/"
+#define FLEET_ALIVE_PREFIX "agentic/alive/"
+
+/* Nodes a fleet holds at most (the snapshot lists no more), a record's bytes, a node name's. */
+#define FLEET_NODES_MAX 64
+#define FLEET_RECORD_BYTES 1024
+#define FLEET_NODE_NAME_MAX 63
+#define FLEET_SETTINGS_BYTES 2048
+#define FLEET_SNAPSHOT_BYTES (FLEET_NODES_MAX * (FLEET_RECORD_BYTES + 64) + 64)
+/* An etcd call's deadline, dial and handshake included. */
+#define FLEET_CALL_MS 3000
+
+struct fleet_settings {
+	char endpoints[512];
+	char server_name[256];
+	char ca_file[256], cert_file[256], key_file[256];
+	char node[FLEET_NODE_NAME_MAX + 1];
+	int64_t lease_s;
+};
+
+/* A node's name: 1 to 63 of [a-z0-9-], not starting or ending with '-' (it is a key's last
+ * part and a certificate's common name). */
+bool fleet_node_name_ok(const char *s, size_t len);
+
+/* The settings as a packet into out: its length, or ERR_LIMIT. */
+long fleet_settings_write(const struct fleet_settings *s, char *out, size_t cap);
+/* 0, or ERR_PARSE when a field is missing or out of its range. */
+int fleet_settings_parse(const char *pkt, size_t len, struct fleet_settings *s);
+
+/* The {"nodes":[...]} packet from the records (agentic/nodes/NAME) and alive keys
+ * (agentic/alive/NAME) read: each record whose key names a valid node and whose value is a
+ * JSON object, with its known fields only (addr, version, draining, slots, slots_free,
+ * runtimes), its name from the key, and "state": "up", "draining" or "lost" (no alive key).
+ * Its length, or ERR_LIMIT. */
+long fleet_snapshot_write(const struct etcd_kv *nodes, size_t nn, const struct etcd_kv *alive,
+			  size_t na, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,275 @@
+/* worker.c: `agentic fleet-worker`, the one process of a node that speaks to etcd
+ * (docs/FLEET.md "The worker"). agenticd starts it when fleet_endpoints is set, with fd 3 a
+ * SEQPACKET socket whose first packet is the fleet's settings (JSON); after that agenticd sends
+ * this node's record whenever it changes, and the worker sends back what etcd's state is and
+ * the fleet's nodes as it last read them. It holds the node's certificate key; agenticd's loop
+ * never waits on etcd, and an unreachable etcd stops nothing but the fleet's own work.
+ *
+ * What it keeps in etcd (its user's roles allow it no other keys of a node):
+ * - agentic/nodes/NODE: the node's record (no lease: a lost node stays listed, as lost);
+ * - agentic/alive/NODE: under the node's lease, kept alive every third of its TTL. A node
+ *   whose lease expires (its host, its agenticd or its network gone) is lost to the others. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "fleet/etcd.h"
+#include "fleet/wire.h"
+#include "tls/tls.h"
+
+const char fleet_worker_help[] =
+	"usage: agentic fleet-worker\n"
+	"\n"
+	"The node's client of the fleet's etcd (docs/FLEET.md), started by agenticd when\n"
+	"fleet_endpoints is set, with fd 3 its control socket. It takes no argument and is never\n"
+	"an applet link.\n";
+
+#define FD_CTL 3
+#define TICK_MS 1000
+#define RETRY_MAX_MS 5000
+
+static struct {
+	struct fleet_settings set;
+	char alive_key[ETCD_KEY_BYTES], node_key[ETCD_KEY_BYTES];
+	char record[FLEET_RECORD_BYTES];
+	size_t record_len;
+	bool record_dirty;
+	int64_t lease, lease_ttl, next_keepalive, next_read, next_try, retry_ms;
+	char state[16], state_error[32];
+	char sent[FLEET_SNAPSHOT_BYTES]; /* the last snapshot sent */
+	size_t sent_len;
+	struct etcd_kv nodes[FLEET_NODES_MAX], alive[FLEET_NODES_MAX];
+} w;
+
+static volatile sig_atomic_t stopping;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void ctl_send(const void *p, size_t len)
+{
+	/* agenticd reads every packet at once; a full socket means it is gone or stuck, and the
+	 * next change sends the whole state again */
+	(void)send(FD_CTL, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* Tells agenticd etcd's state when it changed: "up", "down" (unreachable or without quorum)
+ * or "denied" (this node's certificate is refused its keys). */
+static void state_set(const char *state, const char *error)
+{
+	char pkt[256];
+	int n;
+
+	if (strcmp(state, w.state) == 0 && strcmp(error, w.state_error) == 0)
+		return;
+	snprintf(w.state, sizeof(w.state), "%s", state);
+	snprintf(w.state_error, sizeof(w.state_error), "%s", error);
+	n = snprintf(pkt, sizeof(pkt), "{\"etcd\":\"%s\",\"error\":\"%s\",\"endpoint\":\"%s\"}", state,
+		     error, etcd_endpoint());
+	ctl_send(pkt, (size_t)n);
+	if (strcmp(state, "up") == 0)
+		log_info("fleet etcd reachable", "node=%s endpoint=%s", log_q(w.set.node),
+			 log_q(etcd_endpoint()));
+	else
+		log_warn("fleet etcd unreachable", "node=%s state=%s error=%s endpoint=%s",
+			 log_q(w.set.node), log_q(state), log_q(error), log_q(etcd_endpoint()));
+}
+
+/* After a failed call: what state that leaves, and when to try again. */
+static void failed(int r)
+{
+	state_set(r == ETCD_ERR_DENIED ? "denied" : "down", etcd_error());
+	w.retry_ms = w.retry_ms ? (w.retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : w.retry_ms * 2)
+				: TICK_MS / 4;
+	w.next_try = clock_mono_ms() + w.retry_ms;
+}
+
+/* A lease, the alive key under it and the record: what a node does to (re)join. */
+static int join(void)
+{
+	int r = etcd_lease_grant(w.set.lease_s, &w.lease, &w.lease_ttl);
+
+	if (r == 0)
+		r = etcd_put(w.alive_key, "1", 1, w.lease);
+	if (r == 0) {
+		w.next_keepalive = clock_mono_ms() + w.lease_ttl * 1000 / 3;
+		w.record_dirty = w.record_len > 0;
+	}
+	return r;
+}
+
+static int keepalive(void)
+{
+	int64_t ttl;
+	int r = etcd_lease_keepalive(w.lease, &ttl);
+
+	if (r < 0)
+		return r;
+	if (ttl <= 0) {
+		/* expired while we could not reach etcd: the others saw this node lost */
+		log_warn("fleet lease expired", "node=%s", log_q(w.set.node));
+		w.lease = 0;
+		return join();
+	}
+	w.next_keepalive = clock_mono_ms() + w.lease_ttl * 1000 / 3;
+	return 0;
+}
+
+/* Reads the fleet's records and alive keys, and sends agenticd the snapshot when it changed. */
+static int read_fleet(void)
+{
+	static char snap[FLEET_SNAPSHOT_BYTES];
+	char end[ETCD_KEY_BYTES];
+	bool more;
+	int nn, na;
+	long len;
+
+	etcd_prefix_end(FLEET_NODES_PREFIX, end);
+	nn = etcd_range(FLEET_NODES_PREFIX, end, w.nodes, FLEET_NODES_MAX, &more);
+	if (nn < 0)
+		return nn;
+	etcd_prefix_end(FLEET_ALIVE_PREFIX, end);
+	na = etcd_range(FLEET_ALIVE_PREFIX, end, w.alive, FLEET_NODES_MAX, &more);
+	if (na < 0)
+		return na;
+	len = fleet_snapshot_write(w.nodes, (size_t)nn, w.alive, (size_t)na, snap, sizeof(snap));
+	if (len < 0) {
+		log_warn("fleet snapshot too large", "nodes=%d", nn);
+		return 0;
+	}
+	if ((size_t)len != w.sent_len || memcmp(snap, w.sent, (size_t)len) != 0) {
+		memcpy(w.sent, snap, (size_t)len);
+		w.sent_len = (size_t)len;
+		ctl_send(snap, (size_t)len);
+	}
+	return 0;
+}
+
+/* One turn: join when out, keep the lease, write the record when it changed, read the fleet. */
+static void tick(void)
+{
+	int64_t now = clock_mono_ms();
+	int r = 0;
+
+	if (now < w.next_try)
+		return;
+	if (w.lease == 0)
+		r = join();
+	else if (now >= w.next_keepalive)
+		r = keepalive();
+	if (r == 0 && w.record_dirty) {
+		r = etcd_put(w.node_key, w.record, w.record_len, 0);
+		if (r == 0)
+			w.record_dirty = false;
+	}
+	if (r == 0 && now >= w.next_read) {
+		r = read_fleet();
+		w.next_read = now + TICK_MS;
+	}
+	if (r < 0) {
+		failed(r);
+		return;
+	}
+	w.retry_ms = 0;
+	state_set("up", "none");
+}
+
+/* A packet from agenticd after the settings: this node's record. 0, or -1 when agenticd is
+ * gone. */
+static int ctl_read(void)
+{
+	char pkt[FLEET_RECORD_BYTES + 1];
+	long n = recv(FD_CTL, pkt, sizeof(pkt), MSG_DONTWAIT);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		return -1;
+	if (n <= 0)
+		return 0;
+	if ((size_t)n > FLEET_RECORD_BYTES) {
+		log_warn("fleet record too large", "bytes=%ld", n);
+		return 0;
+	}
+	if ((size_t)n != w.record_len || memcmp(pkt, w.record, (size_t)n) != 0) {
+		memcpy(w.record, pkt, (size_t)n);
+		w.record_len = (size_t)n;
+		w.record_dirty = true;
+	}
+	return 0;
+}
+
+static int settings_read(void)
+{
+	char pkt[FLEET_SETTINGS_BYTES + 1];
+	struct pollfd p = { .fd = FD_CTL, .events = POLLIN };
+	long n;
+
+	if (poll(&p, 1, 5000) != 1)
+		return ERR_STATE;
+	n = recv(FD_CTL, pkt, sizeof(pkt), 0);
+	if (n <= 0 || (size_t)n > FLEET_SETTINGS_BYTES)
+		return ERR_PARSE;
+	return fleet_settings_parse(pkt, (size_t)n, &w.set);
+}
+
+int fleet_worker_main(int argc, char **argv)
+{
+	struct etcd_config ec;
+	struct sigaction sa = { .sa_handler = on_term };
+	int r;
+
+	if (argc > 1) {
+		fprintf(stderr, "agentic-fleet-worker: unknown argument '%s' (see --help)\n", argv[1]);
+		return 2;
+	}
+	/* its key is in its memory: no core dump, no ptrace by another process of its uid */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || fcntl(FD_CTL, F_GETFD) < 0) {
+		log_error("fleet worker without its control socket", "fd=%d", FD_CTL);
+		return 2;
+	}
+	/* agenticd blocks the signals it reads from its signalfd, and exec keeps the mask */
+	sigemptyset(&sa.sa_mask);
+	sigprocmask(SIG_SETMASK, &sa.sa_mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if ((r = settings_read()) < 0) {
+		log_error("fleet worker settings refused", "error=%d", r);
+		return 1;
+	}
+	snprintf(w.alive_key, sizeof(w.alive_key), "%s%s", FLEET_ALIVE_PREFIX, w.set.node);
+	snprintf(w.node_key, sizeof(w.node_key), "%s%s", FLEET_NODES_PREFIX, w.set.node);
+	ec = (struct etcd_config){ .endpoints = w.set.endpoints, .server_name = w.set.server_name,
+				   .ca_file = w.set.ca_file, .cert_file = w.set.cert_file,
+				   .key_file = w.set.key_file, .timeout_ms = FLEET_CALL_MS };
+	if ((r = etcd_init(&ec)) < 0) {
+		log_error("fleet worker cannot start", "node=%s error=%s", log_q(w.set.node),
+			  log_q(etcd_error()));
+		state_set("down", etcd_error());
+		return 1;
+	}
+	while (!stopping) {
+		struct pollfd p = { .fd = FD_CTL, .events = POLLIN };
+		int64_t now = clock_mono_ms(), next = w.next_try > now ? w.next_try : now + TICK_MS;
+
+		if (w.lease && w.next_keepalive < next)
+			next = w.next_keepalive;
+		if (poll(&p, 1, (int)(next > now ? next - now : 0)) > 0 && ctl_read() < 0)
+			break;
+		tick();
+	}
+	/* agenticd stopped (or was killed): the others see this node lost now, not a TTL later */
+	if (w.lease)
+		(void)etcd_lease_revoke(w.lease);
+	tls_forget_client();
+	return 0;
+}
