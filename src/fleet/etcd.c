@@ -65,40 +65,62 @@ const char *etcd_error(void)
 	return e.error;
 }
 
-/* "HOST:PORT" (IPv4, or [IPv6]) into slot i. */
-static int endpoint_parse(const char *s, size_t len, size_t i)
+int etcd_endpoint_parse(const char *s, size_t len, struct sockaddr_storage *ss, socklen_t *sl)
 {
-	char host[64];
+	char text[64], host[64];
 	const char *colon;
 	unsigned long port;
 	char *end;
 
-	if (len == 0 || len >= sizeof(e.text[i]))
+	if (len > 8 && memcmp(s, "https://", 8) == 0) {
+		s += 8;
+		len -= 8;
+	}
+	if (len == 0 || len >= sizeof(text))
 		return ERR_PARSE;
-	memcpy(e.text[i], s, len);
-	e.text[i][len] = '\0';
-	colon = strrchr(e.text[i], ':');
-	if (!colon || colon == e.text[i])
+	memcpy(text, s, len);
+	text[len] = '\0';
+	colon = strrchr(text, ':');
+	if (!colon || colon == text)
 		return ERR_PARSE;
 	port = strtoul(colon + 1, &end, 10);
 	if (*end || colon[1] == '\0' || port == 0 || port > 65535)
 		return ERR_PARSE;
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - e.text[i]), e.text[i]);
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - text), text);
+	memset(ss, 0, sizeof(*ss));
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&e.addr[i];
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
 
 		host[strlen(host) - 1] = '\0';
 		a->sin6_family = AF_INET6;
 		a->sin6_port = htons((uint16_t)port);
-		e.addr_len[i] = sizeof(*a);
+		*sl = sizeof(*a);
 		return inet_pton(AF_INET6, host + 1, &a->sin6_addr) == 1 ? 0 : ERR_PARSE;
 	}
-	struct sockaddr_in *a = (struct sockaddr_in *)&e.addr[i];
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
 
 	a->sin_family = AF_INET;
 	a->sin_port = htons((uint16_t)port);
-	e.addr_len[i] = sizeof(*a);
+	*sl = sizeof(*a);
 	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : ERR_PARSE;
+}
+
+int etcd_endpoints_parse(const char *list, struct sockaddr_storage *ss, socklen_t *sl,
+			 char (*text)[64], size_t max)
+{
+	size_t n = 0, len;
+
+	while (*list) {
+		const char *comma = strchr(list, ',');
+
+		len = comma ? (size_t)(comma - list) : strlen(list);
+		if (n == max || etcd_endpoint_parse(list, len, &ss[n], &sl[n]) < 0)
+			return ERR_PARSE;
+		snprintf(text[n], 64, "%.*s", (int)len, list);
+		n++;
+		list += len + (comma ? 1 : 0);
+	}
+	return n ? (int)n : ERR_PARSE;
 }
 
 static int hand_over(void *ctx)
@@ -120,27 +142,18 @@ int etcd_init(const struct etcd_config *cfg)
 		.large_buffers = 2,
 		.zeroed = true,
 	};
-	const char *s = cfg->endpoints;
 	size_t len;
 	void *mem;
 	int r;
 
 	e.tcp = e.pair = e.handed = -1;
 	e.error = "none";
-	for (e.n = 0; *s; e.n++) {
-		const char *comma = strchr(s, ',');
-
-		len = comma ? (size_t)(comma - s) : strlen(s);
-		if (e.n == ETCD_ENDPOINTS_MAX || endpoint_parse(s, len, e.n) < 0) {
-			e.error = "bad_endpoint";
-			return ERR_PARSE;
-		}
-		s += len + (comma ? 1 : 0);
-	}
-	if (e.n == 0) {
+	r = etcd_endpoints_parse(cfg->endpoints, e.addr, e.addr_len, e.text, ETCD_ENDPOINTS_MAX);
+	if (r < 0) {
 		e.error = "bad_endpoint";
 		return ERR_PARSE;
 	}
+	e.n = (size_t)r;
 	e.server_name = cfg->server_name;
 	tls_alpn_set("h2");
 	e.timeout_ms = cfg->timeout_ms;

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define ETCD_ERR_DENIED (-1001)
 #define ETCD_ERR_FAILED (-1002)
@@ -29,7 +30,7 @@
 #define ETCD_RANGE_MAX 256
 
 struct etcd_config {
-	const char *endpoints; /* "HOST:PORT,HOST:PORT": IPv4 literals, or IPv6 ones in brackets */
+	const char *endpoints; /* etcd_endpoints_parse's list */
 	const char *server_name; /* the name every member's certificate carries */
 	const char *ca_file, *cert_file, *key_file;
 	int timeout_ms;          /* each call's deadline, the dial and handshake included */
@@ -44,6 +45,14 @@ struct etcd_kv {
 	int64_t mod_revision;
 	int64_t lease;
 };
+
+/* One endpoint, "HOST:PORT" (an IPv4 literal, or an IPv6 one in brackets; "https://" before it
+ * is allowed, as etcd's own flags write it) of len bytes: 0, or ERR_PARSE. The list form,
+ * comma-separated, fills up to max entries (text: each as written, for the log): how many, or
+ * ERR_PARSE when one does not parse, there are more than max, or none. */
+int etcd_endpoint_parse(const char *s, size_t len, struct sockaddr_storage *ss, socklen_t *sl);
+int etcd_endpoints_parse(const char *list, struct sockaddr_storage *ss, socklen_t *sl,
+			 char (*text)[64], size_t max);
 
 /* Loads the CA and the node's certificate and key, and takes the client's memory: 0, or a
  * negative errno / ERR_PARSE with etcd_error() naming the file's fault ("ca_file_unreadable",

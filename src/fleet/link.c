@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fleet/etcd.h"
 #include "fleet/wire.h"
 #include "json/json.h"
 #include "version.h"
@@ -95,6 +96,9 @@ static void start_worker(void)
 int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_size)
 {
 	const struct config *cfg = c->cfg;
+	struct sockaddr_storage ss[ETCD_ENDPOINTS_MAX];
+	socklen_t sl[ETCD_ENDPOINTS_MAX];
+	char text[ETCD_ENDPOINTS_MAX][64];
 	long n;
 
 	if (!cfg->fleet_endpoints[0])
@@ -105,6 +109,9 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	if (!cfg->fleet_ca_file[0] || !cfg->fleet_cert_file[0] || !cfg->fleet_key_file[0])
 		return bad(err, err_size, "fleet_endpoints needs fleet_ca_file, fleet_cert_file and "
 			   "fleet_key_file (the fleet's CA, this node's certificate and its key)");
+	if (etcd_endpoints_parse(cfg->fleet_endpoints, ss, sl, text, ETCD_ENDPOINTS_MAX) < 0)
+		return bad(err, err_size, "fleet_endpoints must be HOST:PORT,HOST:PORT,... (IP "
+			   "literals, IPv6 in brackets, \"https://\" allowed; 8 at most)");
 	if (strlen(cfg->fleet_advertise) > 63)
 		return bad(err, err_size, "fleet_advertise must be HOST:PORT, at most 63 characters");
 	set_copy(l.set.endpoints, sizeof(l.set.endpoints), cfg->fleet_endpoints);

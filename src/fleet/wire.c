@@ -95,13 +95,23 @@ static bool is_alive(const char *node, const struct etcd_kv *alive, size_t na)
 	return false;
 }
 
-/* A string member of at most cap - 1 bytes, copied; anything else is left out. */
+static bool printable(const char *s)
+{
+	for (; *s; s++)
+		if (*s < '!' || *s > '~')
+			return false;
+	return true;
+}
+
+/* A string member of at most cap - 1 bytes of printable ASCII, copied; anything else is left
+ * out: `agentic fleet ls` prints it on an operator's terminal, where another node's escape
+ * sequences would be commands. */
 static void copy_str(struct json_writer *j, const struct json_doc *d, const char *key, size_t cap)
 {
 	char v[128];
 	int i = json_obj_get(d, 0, key);
 
-	if (i >= 0 && cap <= sizeof(v) && json_str(d, i, v, cap) >= 0) {
+	if (i >= 0 && cap <= sizeof(v) && json_str(d, i, v, cap) >= 0 && printable(v)) {
 		json_key(j, key);
 		json_str_write(j, v);
 	}
@@ -128,7 +138,7 @@ static void copy_runtimes(struct json_writer *j, const struct json_doc *d)
 	json_key(j, "runtimes");
 	json_arr_begin(j);
 	for (int i = json_first(d, arr); i >= 0 && n < RUNTIMES_MAX; i = json_next(d, arr, i))
-		if (json_str(d, i, v, sizeof(v)) > 0) {
+		if (json_str(d, i, v, sizeof(v)) > 0 && printable(v)) {
 			json_str_write(j, v);
 			n++;
 		}
