@@ -80,6 +80,7 @@ static const struct key keys[] = {
 	{ "fleet_etcd_name", K_STR, F(fleet_etcd_name), 0, 0 },
 	{ "fleet_advertise", K_STR_OR_EMPTY, F(fleet_advertise), 0, 0 },
 	{ "fleet_lease_s", K_U32, F(fleet_lease_s), 2, 600 },
+	{ "fleet_uid", K_U32, F(fleet_uid), 1, 0x7fffffff },
 };
 
 const char *config_key_name(size_t i)
@@ -141,6 +142,7 @@ void config_defaults(struct config *cfg)
 	/* fleet_endpoints "": no fleet */
 	set_str(cfg->fleet_etcd_name, "etcd");
 	cfg->fleet_lease_s = 10;
+	cfg->fleet_uid = 199998;
 }
 
 /* "HOST:PORT": an IPv4 literal, or an IPv6 one in brackets, and a port from 1 to 65535. */

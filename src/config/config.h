@@ -78,6 +78,7 @@ struct config {
 	char fleet_etcd_name[CONFIG_STR_BYTES]; /* the name etcd's certificates carry */
 	char fleet_advertise[CONFIG_STR_BYTES]; /* HOST:PORT the other nodes reach this one at */
 	uint32_t fleet_lease_s;                 /* the node's lease: lost this long after it stops */
+	uint32_t fleet_uid;                     /* the fleet worker's uid once it holds its key */
 };
 
 /* "HOST:PORT" (an IPv4 literal, or [IPv6]) into a socket address: 0 or -EINVAL. */

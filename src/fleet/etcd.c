@@ -338,8 +338,7 @@ static void wait_done(struct pending *p, int64_t deadline)
 			else
 				e.error = "connection_lost";
 			p->status = left <= 0 ? GRPC_DEADLINE_EXCEEDED : GRPC_UNAVAILABLE;
-			etcd_close();
-			e.cur = (e.cur + 1) % e.n;
+			etcd_close(); /* call() moves to the next member */
 			break;
 		}
 		(void)poll(fds, 3, (int)(left < 1000 ? left : 1000));
@@ -412,8 +411,10 @@ static int call(const struct grpc_method *m, const ProtobufCMessage *req,
 	}
 	grpc_call_flush(c);
 	wait_done(&p, deadline);
-	if (!p.done)
+	if (!p.done) {
+		e.cur = (e.cur + 1) % e.n;
 		return -ETIMEDOUT;
+	}
 	switch (p.status) {
 	case GRPC_OK:
 		if (p.answered)

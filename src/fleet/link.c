@@ -15,6 +15,7 @@
 #include "fleet/etcd.h"
 #include "fleet/wire.h"
 #include "json/json.h"
+#include "tls/tls.h"
 #include "version.h"
 
 #define RESTART_MS 1000
@@ -93,6 +94,25 @@ static void start_worker(void)
 	log_info("fleet worker started", "pid=%d node=%s", (int)pid, log_q(l.set.node));
 }
 
+/* The CA, the certificate and its key read here once, so that a wrong file stops agenticd at
+ * start with its name rather than a worker that exits every second; the key is wiped again
+ * (the worker reads its own copy). */
+static int files_check(const struct config *cfg, char *err, size_t err_size)
+{
+	const char *file = cfg->fleet_ca_file;
+	int r = tls_load_anchors(file);
+
+	if (r >= 0) {
+		r = tls_load_client(cfg->fleet_cert_file, cfg->fleet_key_file);
+		/* the key's words all name a key; the others are the certificate's */
+		file = strstr(tls_error_word(), "key") ? cfg->fleet_key_file : cfg->fleet_cert_file;
+	}
+	tls_forget_client();
+	if (r < 0)
+		snprintf(err, err_size, "fleet: %.200s: %s", file, tls_error_word());
+	return r < 0 ? -EINVAL : 0;
+}
+
 int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_size)
 {
 	const struct config *cfg = c->cfg;
@@ -109,6 +129,15 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	if (!cfg->fleet_ca_file[0] || !cfg->fleet_cert_file[0] || !cfg->fleet_key_file[0])
 		return bad(err, err_size, "fleet_endpoints needs fleet_ca_file, fleet_cert_file and "
 			   "fleet_key_file (the fleet's CA, this node's certificate and its key)");
+	if (strcmp(cfg->fleet_node, cfg->fleet_etcd_name) == 0 || strcmp(cfg->fleet_node, "root") == 0)
+		return bad(err, err_size, "fleet_node may be neither fleet_etcd_name (a node's "
+			   "certificate would pass for etcd's) nor root (etcd's own administrator)");
+	if (cfg->fleet_uid == cfg->egress_uid || cfg->fleet_uid == cfg->workload_uid ||
+	    (cfg->fleet_uid >= cfg->control_uid_min && cfg->fleet_uid <= cfg->control_uid_max))
+		return bad(err, err_size, "fleet_uid must be a uid of its own: not egress_uid, "
+			   "workload_uid or a control uid");
+	if (files_check(cfg, err, err_size) < 0)
+		return -EINVAL;
 	if (etcd_endpoints_parse(cfg->fleet_endpoints, ss, sl, text, ETCD_ENDPOINTS_MAX) < 0)
 		return bad(err, err_size, "fleet_endpoints must be HOST:PORT,HOST:PORT,... (IP "
 			   "literals, IPv6 in brackets, \"https://\" allowed; 8 at most)");
@@ -122,6 +151,7 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	set_copy(l.set.node, sizeof(l.set.node), cfg->fleet_node);
 	set_copy(l.addr, sizeof(l.addr), cfg->fleet_advertise);
 	l.set.lease_s = cfg->fleet_lease_s;
+	l.set.uid = cfg->fleet_uid;
 	n = fleet_settings_write(&l.set, l.settings, sizeof(l.settings));
 	if (n < 0)
 		return bad(err, err_size, "the fleet settings are too long");
@@ -145,8 +175,10 @@ static void worker_gone(void)
 		close(l.fd);
 	}
 	l.fd = -1;
+	/* the worker's own last word stays, when it said why before it went */
+	if (strcmp(l.etcd, "up") == 0 || strcmp(l.error, "none") == 0)
+		set_copy(l.error, sizeof(l.error), "worker_exited");
 	set_copy(l.etcd, sizeof(l.etcd), "down");
-	set_copy(l.error, sizeof(l.error), "worker_exited");
 	l.restart_at = clock_mono_ms() + RESTART_MS;
 }
 

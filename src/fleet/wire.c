@@ -41,6 +41,8 @@ long fleet_settings_write(const struct fleet_settings *s, char *out, size_t cap)
 	json_str_write(&j, s->node);
 	json_key(&j, "lease_s");
 	json_int_write(&j, s->lease_s);
+	json_key(&j, "uid");
+	json_int_write(&j, s->uid);
 	json_obj_end(&j);
 	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
 }
@@ -68,7 +70,9 @@ int fleet_settings_parse(const char *pkt, size_t len, struct fleet_settings *s)
 	    str_field(&d, "node", s->node, sizeof(s->node)) < 0 ||
 	    !fleet_node_name_ok(s->node, strlen(s->node)) ||
 	    (i = json_obj_get(&d, 0, "lease_s")) < 0 || json_int(&d, i, &s->lease_s) != 0 ||
-	    s->lease_s < 2 || s->lease_s > 600)
+	    s->lease_s < 2 || s->lease_s > 600 ||
+	    (i = json_obj_get(&d, 0, "uid")) < 0 || json_int(&d, i, &s->uid) != 0 ||
+	    s->uid < 1 || s->uid > 0x7fffffff)
 		return ERR_PARSE;
 	return 0;
 }
@@ -89,7 +93,9 @@ static bool is_alive(const char *node, const struct etcd_kv *alive, size_t na)
 	for (size_t i = 0; i < na; i++) {
 		const char *a = key_node(&alive[i], FLEET_ALIVE_PREFIX);
 
-		if (a && strcmp(a, node) == 0)
+		/* under a lease only: an alive key put without one (a stolen certificate can)
+		 * would keep its node up for ever */
+		if (a && strcmp(a, node) == 0 && alive[i].lease != 0)
 			return true;
 	}
 	return false;

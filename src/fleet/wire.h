@@ -34,6 +34,7 @@ struct fleet_settings {
 	char ca_file[256], cert_file[256], key_file[256];
 	char node[FLEET_NODE_NAME_MAX + 1];
 	int64_t lease_s;
+	int64_t uid;     /* the worker's, once it has read its key */
 };
 
 /* A node's name: 1 to 63 of [a-z0-9-], not starting or ending with '-' (it is a key's last

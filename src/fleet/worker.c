@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -40,7 +41,7 @@ static struct {
 	char alive_key[ETCD_KEY_BYTES], node_key[ETCD_KEY_BYTES];
 	char record[FLEET_RECORD_BYTES];
 	size_t record_len;
-	bool record_dirty;
+	bool record_dirty, read_refused;
 	int64_t lease, lease_ttl, next_keepalive, next_read, next_try, retry_ms;
 	char state[16], state_error[32];
 	char sent[FLEET_SNAPSHOT_BYTES]; /* the last snapshot sent */
@@ -56,11 +57,10 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
-static void ctl_send(const void *p, size_t len)
+/* true when agenticd has the packet; when its socket is full the caller sends it again later */
+static bool ctl_send(const void *p, size_t len)
 {
-	/* agenticd reads every packet at once; a full socket means it is gone or stuck, and the
-	 * next change sends the whole state again */
-	(void)send(FD_CTL, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return send(FD_CTL, p, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (long)len;
 }
 
 /* Tells agenticd etcd's state when it changed: "up", "down" (unreachable or without quorum)
@@ -72,11 +72,12 @@ static void state_set(const char *state, const char *error)
 
 	if (strcmp(state, w.state) == 0 && strcmp(error, w.state_error) == 0)
 		return;
-	snprintf(w.state, sizeof(w.state), "%s", state);
-	snprintf(w.state_error, sizeof(w.state_error), "%s", error);
 	n = snprintf(pkt, sizeof(pkt), "{\"etcd\":\"%s\",\"error\":\"%s\",\"endpoint\":\"%s\"}", state,
 		     error, etcd_endpoint());
-	ctl_send(pkt, (size_t)n);
+	if (!ctl_send(pkt, (size_t)n))
+		return; /* the same state is sent again at the next turn */
+	snprintf(w.state, sizeof(w.state), "%s", state);
+	snprintf(w.state_error, sizeof(w.state_error), "%s", error);
 	if (strcmp(state, "up") == 0)
 		log_info("fleet etcd reachable", "node=%s endpoint=%s", log_q(w.set.node),
 			 log_q(etcd_endpoint()));
@@ -101,6 +102,12 @@ static int join(void)
 
 	if (r == 0)
 		r = etcd_put(w.alive_key, "1", 1, w.lease);
+	if (r < 0 && w.lease) {
+		/* a lease without its alive key would be kept alive while the others see this
+		 * node lost: given back (it expires anyway if etcd is gone), and joined anew */
+		(void)etcd_lease_revoke(w.lease);
+		w.lease = 0;
+	}
 	if (r == 0) {
 		w.next_keepalive = clock_mono_ms() + w.lease_ttl * 1000 / 3;
 		w.record_dirty = w.record_len > 0;
@@ -147,34 +154,49 @@ static int read_fleet(void)
 		log_warn("fleet snapshot too large", "nodes=%d", nn);
 		return 0;
 	}
-	if ((size_t)len != w.sent_len || memcmp(snap, w.sent, (size_t)len) != 0) {
+	if (((size_t)len != w.sent_len || memcmp(snap, w.sent, (size_t)len) != 0) &&
+	    ctl_send(snap, (size_t)len)) {
 		memcpy(w.sent, snap, (size_t)len);
 		w.sent_len = (size_t)len;
-		ctl_send(snap, (size_t)len);
 	}
 	return 0;
 }
 
-/* One turn: join when out, keep the lease, write the record when it changed, read the fleet. */
+/* One turn: join when out, keep the lease, write the record when it changed, read the fleet.
+ * The lease is renewed when due even while other calls back off: a call that keeps failing
+ * (another node's record too large to read, say) must not make this node lost. A read refused
+ * by etcd leaves the view as it was, said once in the log; only the transport marks etcd down. */
 static void tick(void)
 {
 	int64_t now = clock_mono_ms();
 	int r = 0;
 
+	if (w.lease && now >= w.next_keepalive && (r = keepalive()) < 0) {
+		w.next_keepalive = now + TICK_MS / 4;
+		failed(r);
+		return;
+	}
 	if (now < w.next_try)
 		return;
 	if (w.lease == 0)
 		r = join();
-	else if (now >= w.next_keepalive)
-		r = keepalive();
 	if (r == 0 && w.record_dirty) {
 		r = etcd_put(w.node_key, w.record, w.record_len, 0);
 		if (r == 0)
 			w.record_dirty = false;
 	}
 	if (r == 0 && now >= w.next_read) {
-		r = read_fleet();
 		w.next_read = now + TICK_MS;
+		r = read_fleet();
+		if (r == ETCD_ERR_FAILED) {
+			if (!w.read_refused)
+				log_warn("fleet read refused", "node=%s error=%s", log_q(w.set.node),
+					 log_q(etcd_error()));
+			w.read_refused = true;
+			r = 0;
+		} else if (r == 0) {
+			w.read_refused = false;
+		}
 	}
 	if (r < 0) {
 		failed(r);
@@ -221,6 +243,19 @@ static int settings_read(void)
 	return fleet_settings_parse(pkt, (size_t)n, &w.set);
 }
 
+/* Once the key is in memory the worker needs no privilege: it becomes uid (its group too, no
+ * supplementary groups), which leaves it no capability, with no_new_privs; the kernel makes a
+ * process dumpable again on a uid change, so it is made not dumpable again. */
+static int drop_root(uid_t uid)
+{
+	if (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 ||
+	    setresuid(uid, uid, uid) != 0)
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return -errno;
+	return 0;
+}
+
 int fleet_worker_main(int argc, char **argv)
 {
 	struct etcd_config ec;
@@ -255,6 +290,11 @@ int fleet_worker_main(int argc, char **argv)
 		log_error("fleet worker cannot start", "node=%s error=%s", log_q(w.set.node),
 			  log_q(etcd_error()));
 		state_set("down", etcd_error());
+		return 1;
+	}
+	if ((r = drop_root((uid_t)w.set.uid)) < 0) {
+		log_error("fleet worker cannot drop root", "uid=%lld error=%s", (long long)w.set.uid,
+			  log_q(strerror(-r)));
 		return 1;
 	}
 	while (!stopping) {

@@ -195,6 +195,7 @@ static int pem_each(const char *path, const char *word,
 	close(fd);
 	explicit_bzero(der, sizeof(der));
 	explicit_bzero(buf, sizeof(buf));
+	explicit_bzero(&pc, sizeof(pc)); /* its own buffer held the last bytes decoded */
 	return e;
 }
 
@@ -245,14 +246,28 @@ static void chain_each(const char *name, const unsigned char *der, size_t len)
 	nchain++;
 }
 
+static const char *key_fault; /* why no key was taken, for the error word */
+
 static void key_each(const char *name, const unsigned char *der, size_t len)
 {
-	if (have_key || (strcmp(name, "EC PRIVATE KEY") != 0 && strcmp(name, "PRIVATE KEY") != 0))
+	if (have_key)
+		return;
+	if (strcmp(name, "RSA PRIVATE KEY") == 0) {
+		key_fault = "rsa_key_unsupported";
+		return;
+	}
+	if (strcmp(name, "EC PRIVATE KEY") != 0 && strcmp(name, "PRIVATE KEY") != 0)
 		return;
 	br_skey_decoder_init(&skey);
 	br_skey_decoder_push(&skey, der, len);
-	have_key = br_skey_decoder_last_error(&skey) == 0 &&
-		   br_skey_decoder_key_type(&skey) == BR_KEYTYPE_EC;
+	if (br_skey_decoder_last_error(&skey) != 0)
+		key_fault = "key_malformed";
+	else if (br_skey_decoder_key_type(&skey) != BR_KEYTYPE_EC)
+		key_fault = "rsa_key_unsupported";
+	else
+		have_key = true;
+	if (!have_key)
+		explicit_bzero(&skey, sizeof(skey));
 }
 
 int tls_load_client(const char *cert_path, const char *key_path)
@@ -267,10 +282,11 @@ int tls_load_client(const char *cert_path, const char *key_path)
 		fail("no_client_certificate", 0);
 		return ERR_PARSE;
 	}
+	key_fault = "no_client_key";
 	r = pem_each(key_path, "key_file_unreadable", key_each);
 	if (r < 0 || !have_key) {
 		if (r == 0)
-			fail("no_client_key", 0);
+			fail(key_fault, 0);
 		tls_forget_client();
 		return r < 0 ? r : ERR_PARSE;
 	}

@@ -29,7 +29,8 @@ rig_require() {
 # rig_certs DIR: DIR/pki, a PKI of this rig alone. EC P-256 keys in SEC1 PEM ("BEGIN EC PRIVATE
 # KEY", from ecparam -noout), mode 0600; what Go's tls.X509KeyPair and so etcd read as they are.
 #   ca.crt                  the fleet CA, CN=agentic-fleet-ca
-#   m1..m3.{crt,key}        members: client and peer TLS both ways
+#   m1..m3.{crt,key}        members' client TLS (SAN DNS:etcd, the name a node checks)
+#   peer-ca, m1..m3-peer    members' peer TLS, a CA of its own: no node's certificate is a peer
 #   root, node-a..node-c    clients; the CN is the etcd user. Nodes will serve each other too,
 #                           so every leaf is serverAuth+clientAuth with SAN IP:127.0.0.1
 #   node-x.{crt,key}        signed by the CA, but no etcd user is ever made for it
@@ -66,12 +67,18 @@ rig_certs() {
 	rig_cert "$d" "" ca agentic-fleet-ca &
 	pids=($!)
 	rig_cert "$d" "" rogue-ca agentic-fleet-rogue-ca &
+	pids+=($!)
+	# the members' peer TLS trusts a CA of its own, which signs no node's certificate: a
+	# stolen node certificate cannot join the raft group
+	rig_cert "$d" "" peer-ca agentic-fleet-peer-ca &
 	rig_wait_all "${pids[@]}" $! || rc=1
 	pids=()
 	# a member's certificate carries DNS:etcd, the name a node checks (fleet_etcd_name); no
 	# node's does, so a node's certificate cannot pose as etcd
 	for n in m1 m2 m3; do
 		rig_cert "$d" ca "$n" "$n" member &
+		pids+=($!)
+		rig_cert "$d" peer-ca "$n-peer" "$n" &
 		pids+=($!)
 	done
 	for n in root $RIG_NODES node-x; do
@@ -184,8 +191,9 @@ rig_start_member() {
 		--initial-cluster-token "$RIG_TOKEN" \
 		--client-cert-auth --trusted-ca-file "$RIG_PKI/ca.crt" \
 		--cert-file "$RIG_PKI/m$n.crt" --key-file "$RIG_PKI/m$n.key" \
-		--peer-client-cert-auth --peer-trusted-ca-file "$RIG_PKI/ca.crt" \
-		--peer-cert-file "$RIG_PKI/m$n.crt" --peer-key-file "$RIG_PKI/m$n.key" \
+		--peer-client-cert-auth --peer-trusted-ca-file "$RIG_PKI/peer-ca.crt" \
+		--peer-cert-file "$RIG_PKI/m$n-peer.crt" --peer-key-file "$RIG_PKI/m$n-peer.key" \
+		--max-request-bytes 65536 \
 		--heartbeat-interval "$RIG_HEARTBEAT_MS" --election-timeout "$RIG_ELECTION_MS" \
 		--logger zap --log-outputs stderr >>"$RIG_DIR/m$n.log" 2>&1 </dev/null &
 	pid=$!

@@ -38,6 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(alive.key, FLEET_ALIVE_PREFIX, strlen(FLEET_ALIVE_PREFIX));
 	memcpy(alive.key + strlen(FLEET_ALIVE_PREFIX), data, klen);
 	alive.key_len = strlen(FLEET_ALIVE_PREFIX) + klen;
+	alive.lease = 1;
 	n = fleet_snapshot_write(&kv, 1, &alive, na, out, sizeof(out));
 	if (n < 0)
 		abort(); /* one record always fits */

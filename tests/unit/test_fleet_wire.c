@@ -46,7 +46,7 @@ static void test_fleet_settings_round_trip(void **state)
 				    .ca_file = "/etc/agentic/fleet/ca.crt",
 				    .cert_file = "/etc/agentic/fleet/node.crt",
 				    .key_file = "/etc/agentic/fleet/node.key", .node = "node-a",
-				    .lease_s = 10 };
+				    .lease_s = 10, .uid = 199998 };
 	struct fleet_settings back;
 	char pkt[FLEET_SETTINGS_BYTES];
 	long n;
@@ -68,16 +68,18 @@ static void test_fleet_settings_refused(void **state)
 		"{}",
 		"[1]",
 		"{\"endpoints\":\"a:1\",\"server_name\":\"etcd\",\"ca_file\":\"/c\",\"cert_file\":\"/d\","
-		"\"key_file\":\"/k\",\"node\":\"Node_A\",\"lease_s\":10}",
+		"\"key_file\":\"/k\",\"node\":\"Node_A\",\"lease_s\":10,\"uid\":199998}",
 		"{\"endpoints\":\"a:1\",\"server_name\":\"etcd\",\"ca_file\":\"/c\",\"cert_file\":\"/d\","
-		"\"key_file\":\"/k\",\"node\":\"node-a\",\"lease_s\":1}",
+		"\"key_file\":\"/k\",\"node\":\"node-a\",\"lease_s\":1,\"uid\":199998}",
 		"{\"endpoints\":\"a:1\",\"server_name\":\"etcd\",\"ca_file\":\"/c\",\"cert_file\":\"/d\","
 		"\"key_file\":\"/k\",\"node\":\"node-a\"}",
+		"{\"endpoints\":\"a:1\",\"server_name\":\"etcd\",\"ca_file\":\"/c\",\"cert_file\":\"/d\","
+		"\"key_file\":\"/k\",\"node\":\"node-a\",\"lease_s\":10,\"uid\":0}",
 		"{\"endpoints\":\"\",\"server_name\":\"etcd\",\"ca_file\":\"/c\",\"cert_file\":\"/d\","
-		"\"key_file\":\"/k\",\"node\":\"node-a\",\"lease_s\":10}",
+		"\"key_file\":\"/k\",\"node\":\"node-a\",\"lease_s\":10,\"uid\":199998}",
 	};
 	const char *good = "{\"endpoints\":\"a:1\",\"server_name\":\"etcd\",\"ca_file\":\"/c\","
-			   "\"cert_file\":\"/d\",\"key_file\":\"/k\",\"node\":\"node-a\",\"lease_s\":10}";
+			   "\"cert_file\":\"/d\",\"key_file\":\"/k\",\"node\":\"node-a\",\"lease_s\":10,\"uid\":199998}";
 
 	(void)state;
 	assert_int_equal(fleet_settings_parse(good, strlen(good), &s), 0); /* the control */
@@ -100,6 +102,7 @@ static void test_fleet_snapshot_states_and_names(void **state)
 	kv_set(&nodes[3], "agentic/nodes/Bad_Name", "{\"slots\":2}");
 	kv_set(&alive[0], "agentic/alive/node-a", "1");
 	kv_set(&alive[1], "agentic/alive/node-b", "1");
+	alive[0].lease = alive[1].lease = 7;
 	n = fleet_snapshot_write(nodes, 4, alive, 2, out, sizeof(out));
 	assert_true(n > 0);
 	out[n] = '\0';
@@ -175,6 +178,26 @@ static void test_fleet_snapshot_no_terminal_escapes(void **state)
 	assert_non_null(strstr(out, "\"addr\":\"h:1\",\"version\":\"1.0\""));
 }
 
+/* An alive key counts only under a lease: one put without (a stolen certificate can) would
+ * keep its node up for ever, after its etcd user is gone too. */
+static void test_fleet_snapshot_alive_needs_a_lease(void **state)
+{
+	static struct etcd_kv nodes[1], alive[1];
+	char out[FLEET_SNAPSHOT_BYTES];
+	long n;
+
+	(void)state;
+	kv_set(&nodes[0], "agentic/nodes/node-a", "{\"slots\":1}");
+	kv_set(&alive[0], "agentic/alive/node-a", "1");
+	n = fleet_snapshot_write(nodes, 1, alive, 1, out, sizeof(out));
+	out[n] = '\0';
+	assert_non_null(strstr(out, "\"state\":\"lost\""));
+	alive[0].lease = 42; /* the control */
+	n = fleet_snapshot_write(nodes, 1, alive, 1, out, sizeof(out));
+	out[n] = '\0';
+	assert_non_null(strstr(out, "\"state\":\"up\""));
+}
+
 static void test_fleet_snapshot_bounded(void **state)
 {
 	static struct etcd_kv nodes[1];
@@ -194,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_snapshot_states_and_names),
 		cmocka_unit_test(test_fleet_snapshot_hostile_record),
 		cmocka_unit_test(test_fleet_snapshot_no_terminal_escapes),
+		cmocka_unit_test(test_fleet_snapshot_alive_needs_a_lease),
 		cmocka_unit_test(test_fleet_snapshot_bounded),
 	};
 
