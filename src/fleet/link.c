@@ -3,6 +3,7 @@
 #include "fleet/link.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,7 +75,8 @@ static void start_worker(void)
 	 * execs (a failed exec is seen as the worker's death) */
 	pid = vfork();
 	if (pid == 0) {
-		if (dup2(sv[1], 3) == 3) {
+		/* dup2 onto itself would keep close-on-exec: clear it instead */
+		if (sv[1] == 3 ? fcntl(3, F_SETFD, 0) == 0 : dup2(sv[1], 3) == 3) {
 			syscall(SYS_close_range, 4, ~0u, 0);
 			execve(l.self_exe, argv, envp);
 		}
