@@ -131,6 +131,20 @@ void admin_fleet_get(struct admin_conn *c, struct sandbox *unused, const char *q
 	admin_respond(c, 200, &b);
 }
 
+/* GET /api/v1/fleet/sandboxes: the fleet's sandboxes as this node's worker last read them. */
+void admin_fleet_sandboxes_get(struct admin_conn *c, struct sandbox *unused, const char *query)
+{
+	static char text[FLEET_SB_PACKET_BYTES + 1024];
+	struct buf b;
+
+	buf_init(&b, text, sizeof(text));
+	if (fleet_link_sandboxes(&b) != 0) {
+		admin_respond_error(c, 500, "internal", "the fleet's sandboxes do not fit their buffer");
+		return;
+	}
+	admin_respond(c, 200, &b);
+}
+
 /* ---- verify: run the verifier, or its last result ---- */
 
 static void verify_answer(int32_t i, uint32_t gen, int status, const char *code,

@@ -32,19 +32,27 @@ const char cli_usage[] =
 	"  fleet    list the fleet's nodes (a node of a fleet on etcd)\n";
 
 static const char ls_help[] =
-	"usage: agentic ls\n"
+	"usage: agentic ls [--fleet]\n"
 	"Lists the sandboxes: name, state, posture tier (T1 or T0: agentic posture NAME says\n"
-	"why), agent, control uid, subnet, creation time, image.\n";
+	"why), agent, control uid, subnet, creation time, image. --fleet: every node's\n"
+	"sandboxes as this node last read them from etcd (name, node, state, tier; the state\n"
+	"lost when their node is).\n";
 
 static int verb_ls(int argc, char **argv, struct opts *o)
 {
 	struct json_doc doc;
 	char name[64], state[16], tier[8], agent[24], uid[16], subnet[24], image[256], created[40];
 	int status, arr, c;
+	bool fleet = false;
 
-	for (int i = 1; i < argc; i++)
-		if ((c = cli_common_opt(o, argc, argv, &i)) <= 0)
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--fleet") == 0)
+			fleet = true;
+		else if ((c = cli_common_opt(o, argc, argv, &i)) <= 0)
 			return cli_usage_error(ls_help);
+	}
+	if (fleet)
+		return cli_fleet_ls_sandboxes(o);
 	status = cli_call(o, "GET", "/api/v1/containers", NULL, 0, 200, &doc);
 	if (status)
 		return status < 0 ? 0 : status;

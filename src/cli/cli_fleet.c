@@ -1,5 +1,6 @@
-/* cli_fleet.c: `agentic fleet ls`: the fleet's nodes as this node's agenticd last read them
- * from etcd (GET /api/v1/fleet; docs/FLEET.md). Calls cli_api.c. */
+/* cli_fleet.c: `agentic fleet ls` and `agentic ls --fleet`: the fleet's nodes and sandboxes as
+ * this node's agenticd last read them from etcd (GET /api/v1/fleet, /api/v1/fleet/sandboxes;
+ * docs/FLEET.md). Calls cli_api.c. */
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +52,36 @@ static int fleet_ls(struct opts *o)
 		       cli_field(&doc, n, "version", version, sizeof(version)),
 		       cli_field(&doc, n, "addr", addr, sizeof(addr)));
 	}
+	return 0;
+}
+
+int cli_fleet_ls_sandboxes(struct opts *o)
+{
+	char name[64], node[64], state[16], tier[8], etcd[16];
+	struct json_doc doc;
+	int status, arr;
+
+	status = cli_call(o, "GET", "/api/v1/fleet/sandboxes", NULL, 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	cli_field(&doc, 0, "etcd", etcd, sizeof(etcd));
+	if (strcmp(etcd, "off") == 0) {
+		fprintf(stderr, "agentic ls: this agenticd runs no fleet (fleet_endpoints is empty in "
+			"its config)\n");
+		return 1;
+	}
+	if (strcmp(etcd, "up") != 0)
+		fprintf(stderr, "agentic ls: etcd is %s: the fleet as last read\n", etcd);
+	printf("%-24s %-20s %-9s %s\n", "NAME", "NODE", "STATE", "TIER");
+	if ((arr = json_obj_get(&doc, 0, "sandboxes")) < 0 || doc.tok[arr].type != JSON_ARRAY)
+		return 0;
+	for (int i = json_first(&doc, arr); i >= 0; i = json_next(&doc, arr, i))
+		printf("%-24s %-20s %-9s %s\n", cli_field(&doc, i, "name", name, sizeof(name)),
+		       cli_field(&doc, i, "node", node, sizeof(node)),
+		       cli_field(&doc, i, "state", state, sizeof(state)),
+		       cli_field(&doc, i, "tier", tier, sizeof(tier)));
+	if ((arr = json_obj_get(&doc, 0, "more")) >= 0 && doc.tok[arr].type == JSON_TRUE)
+		fprintf(stderr, "agentic ls: the fleet has more sandboxes than one read lists\n");
 	return 0;
 }
 

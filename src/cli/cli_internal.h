@@ -94,6 +94,7 @@ extern const char cli_cp_help[];
 int cli_verb_e2bkey(int argc, char **argv, struct opts *o);   /* cli_e2bkey.c */
 extern const char cli_e2bkey_help[];
 int cli_verb_fleet(int argc, char **argv, struct opts *o);    /* cli_fleet.c */
+int cli_fleet_ls_sandboxes(struct opts *o);                   /* cli_fleet.c: ls --fleet */
 extern const char cli_fleet_help[];
 
 #endif

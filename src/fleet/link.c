@@ -16,10 +16,12 @@
 #include "fleet/etcd.h"
 #include "fleet/wire.h"
 #include "json/json.h"
+#include "sandbox/sandbox.h"
 #include "tls/tls.h"
 #include "version.h"
 
 #define RESTART_MS 1000
+#define OWN_EVERY_MS 500
 
 static struct {
 	bool on;
@@ -39,6 +41,12 @@ static struct {
 	char etcd[16], error[32], endpoint[64];
 	char nodes[FLEET_SNAPSHOT_BYTES]; /* the "nodes" array as the worker last sent it */
 	size_t nodes_len;
+	char sbs[FLEET_SB_PACKET_BYTES];   /* the fleet's sandboxes, as the worker last sent them */
+	size_t sbs_len;
+	bool sbs_more;
+	char own[FLEET_SB_PACKET_BYTES];   /* this node's sandboxes as last sent to the worker */
+	size_t own_len;
+	int64_t own_at;                    /* when they were last looked at */
 } l; /* zero, in .bss (pid and fd are set at init) */
 
 bool fleet_link_on(void)
@@ -90,7 +98,7 @@ static void start_worker(void)
 	}
 	l.pid = pid;
 	l.fd = sv[0];
-	l.record_len = 0; /* the new worker gets the record at the next tick */
+	l.record_len = l.own_len = 0; /* the new worker gets both at the next tick */
 	(void)send(l.fd, l.settings, l.settings_len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)epoll_ctl(l.epfd, EPOLL_CTL_ADD, l.fd, &ev);
 	log_info("fleet worker started", "pid=%d node=%s", (int)pid, log_q(l.set.node));
@@ -199,6 +207,22 @@ static void packet(const char *p, size_t len)
 		memcpy(l.nodes, p + sizeof(nodes_head) - 1, l.nodes_len);
 		return;
 	}
+	static const char sb_head[] = "{\"fleet_sandboxes\":", sb_tail[] = "],\"more\":";
+	const char *tail;
+
+	if (len > sizeof(sb_head) && memcmp(p, sb_head, sizeof(sb_head) - 1) == 0) {
+		/* the worker's writer: the array, then ,"more":true} or false}; no string in it
+		 * holds an unescaped quote, so the last "],"more":" ends the array */
+		for (tail = p + len - sizeof(sb_tail) + 1; tail > p; tail--)
+			if (memcmp(tail, sb_tail, sizeof(sb_tail) - 1) == 0)
+				break;
+		if (tail <= p + sizeof(sb_head) - 1)
+			return;
+		l.sbs_len = (size_t)(tail + 1 - (p + sizeof(sb_head) - 1));
+		memcpy(l.sbs, p + sizeof(sb_head) - 1, l.sbs_len);
+		l.sbs_more = tail[sizeof(sb_tail) - 1] == 't';
+		return;
+	}
 	if (json_parse(&d, p, len, tok, ARRAY_LEN(tok)) != 0 || tok[0].type != JSON_OBJECT)
 		return;
 	if ((i = json_obj_get(&d, 0, "etcd")) >= 0)
@@ -211,12 +235,12 @@ static void packet(const char *p, size_t len)
 
 void fleet_link_event(void)
 {
-	static char pkt[FLEET_SNAPSHOT_BYTES + 1];
+	static char pkt[FLEET_SB_PACKET_BYTES + FLEET_SNAPSHOT_BYTES + 1];
 
 	for (int k = 0; k < 16 && l.fd >= 0; k++) {
 		long n = recv(l.fd, pkt, sizeof(pkt), MSG_DONTWAIT);
 
-		if (n > 0 && (size_t)n <= FLEET_SNAPSHOT_BYTES) {
+		if (n > 0 && (size_t)n < sizeof(pkt)) {
 			packet(pkt, (size_t)n);
 			continue;
 		}
@@ -264,6 +288,59 @@ static long record_write(uint32_t live, char *out, size_t cap)
 	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
 }
 
+/* This node's sandboxes, {"sandboxes":[{"name","state","tier"}...]}: made ones only (not a
+ * warm sandbox no create has claimed), the first FLEET_SANDBOXES_MAX. */
+static long own_write(char *out, size_t cap)
+{
+	static const char *const states[] = { [SB_CREATING] = "creating", [SB_READY] = "ready",
+					      [SB_REMOVING] = "removing" };
+	struct json_writer j;
+	struct buf b;
+	size_t n = 0;
+
+	buf_init(&b, out, cap);
+	json_writer_init(&j, &b);
+	json_obj_begin(&j);
+	json_key(&j, "sandboxes");
+	json_arr_begin(&j);
+	for (uint32_t i = 0; i < sandbox_slots() && n < FLEET_SANDBOXES_MAX; i++) {
+		const struct sandbox *sb = sandbox_slot(i);
+
+		if (sb->state < SB_CREATING || sb->state > SB_REMOVING || sb->pool)
+			continue;
+		json_obj_begin(&j);
+		json_key(&j, "name");
+		json_str_write(&j, sb->name);
+		json_key(&j, "state");
+		json_str_write(&j, states[sb->state]);
+		json_key(&j, "tier");
+		json_str_write(&j, posture_tier(&sb->posture));
+		json_obj_end(&j);
+		n++;
+	}
+	json_arr_end(&j);
+	json_obj_end(&j);
+	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
+}
+
+/* Sends this node's sandboxes when they changed, looked at twice a second at most. */
+static void own_send(int64_t now)
+{
+	static char pkt[FLEET_SB_PACKET_BYTES];
+	long n;
+
+	if (now - l.own_at < OWN_EVERY_MS)
+		return;
+	l.own_at = now;
+	if ((n = own_write(pkt, sizeof(pkt))) < 0)
+		return;
+	if (((size_t)n != l.own_len || memcmp(pkt, l.own, (size_t)n) != 0) &&
+	    send(l.fd, pkt, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n) {
+		memcpy(l.own, pkt, (size_t)n);
+		l.own_len = (size_t)n;
+	}
+}
+
 void fleet_link_tick(int64_t now, uint32_t live)
 {
 	char rec[FLEET_RECORD_BYTES];
@@ -273,7 +350,10 @@ void fleet_link_tick(int64_t now, uint32_t live)
 		return;
 	if (l.pid < 0 && l.fd < 0 && now >= l.restart_at)
 		start_worker();
-	if (l.fd < 0 || (n = record_write(live, rec, sizeof(rec))) < 0)
+	if (l.fd < 0)
+		return;
+	own_send(now);
+	if ((n = record_write(live, rec, sizeof(rec))) < 0)
 		return;
 	if ((size_t)n != l.record_len || memcmp(rec, l.record, (size_t)n) != 0) {
 		if (send(l.fd, rec, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n) {
@@ -326,6 +406,31 @@ int fleet_link_info(struct buf *out)
 	mark = out->len - 5;
 	out->len = mark;
 	if (buf_append(out, l.nodes, l.nodes_len) < 0 || buf_append(out, "}", 1) < 0)
+		return ERR_LIMIT;
+	return 0;
+}
+
+int fleet_link_sandboxes(struct buf *out)
+{
+	struct json_writer j;
+
+	json_writer_init(&j, out);
+	json_obj_begin(&j);
+	json_key(&j, "node");
+	json_str_write(&j, l.set.node);
+	json_key(&j, "etcd");
+	json_str_write(&j, l.on ? l.etcd : "off");
+	json_key(&j, "more");
+	json_bool_write(&j, l.sbs_more);
+	json_key(&j, "sandboxes");
+	json_null_write(&j);
+	json_obj_end(&j);
+	if (json_writer_finish(&j) < 0)
+		return ERR_LIMIT;
+	if (l.sbs_len == 0)
+		return 0;
+	out->len -= 5; /* "null}" */
+	if (buf_append(out, l.sbs, l.sbs_len) < 0 || buf_append(out, "}", 1) < 0)
 		return ERR_LIMIT;
 	return 0;
 }

@@ -5,8 +5,9 @@
  * and the fleet's nodes. agenticd's loop never waits on etcd; with etcd gone, this node's own
  * sandboxes are served as before and only the fleet's view goes stale (and says so).
  *
- * Owns: the worker's pid and socket, the record last sent, etcd's state, the nodes' snapshot.
- * Calls: the libraries, the fleet's wire format and config. The loop hands it its socket's
+ * Owns: the worker's pid and socket, the record and sandbox list last sent, etcd's state, the
+ * fleet's nodes and sandboxes as last read. Calls: the libraries, the fleet's wire format,
+ * config, and the sandbox table (read only: this node's sandboxes, their state and tier). The loop hands it its socket's
  * events, SIGCHLD and its tick; the admin API reads fleet_link_info. */
 #ifndef AGENTIC_FLEET_LINK_H
 #define AGENTIC_FLEET_LINK_H
@@ -44,5 +45,9 @@ void fleet_link_shutdown(void);
 /* The fleet as this node sees it, a JSON document: {"node","etcd","error","endpoint",
  * "nodes":[...]} (etcd "off" when no fleet is configured). 0, or ERR_LIMIT. */
 int fleet_link_info(struct buf *out);
+/* The fleet's sandboxes as this node last read them: {"node","etcd","more","sandboxes":
+ * [{"name","node","state","tier"}...]} (state "lost" when its node is); records of no secret.
+ * 0, or ERR_LIMIT. */
+int fleet_link_sandboxes(struct buf *out);
 
 #endif

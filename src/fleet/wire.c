@@ -201,3 +201,88 @@ long fleet_snapshot_write(const struct etcd_kv *nodes, size_t nn, const struct e
 	json_obj_end(&j);
 	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
 }
+
+bool fleet_sandbox_name_ok(const char *s, size_t len)
+{
+	if (len < 2 || len > 63 || s[0] < 'a' || s[0] > 'z')
+		return false;
+	for (size_t i = 1; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* NODE and NAME of agentic/sandboxes/NODE/NAME into node and name: false when either is not
+ * valid. */
+static bool sandbox_key(const struct etcd_kv *kv, char *node, char *name)
+{
+	size_t n = strlen(FLEET_SANDBOXES_PREFIX);
+	const char *rest = kv->key + n, *slash;
+	size_t rlen;
+
+	if (kv->key_len <= n || memcmp(kv->key, FLEET_SANDBOXES_PREFIX, n) != 0)
+		return false;
+	rlen = kv->key_len - n;
+	slash = memchr(rest, '/', rlen);
+	if (!slash || !fleet_node_name_ok(rest, (size_t)(slash - rest)) ||
+	    !fleet_sandbox_name_ok(slash + 1, rlen - (size_t)(slash - rest) - 1))
+		return false;
+	memcpy(node, rest, (size_t)(slash - rest));
+	node[slash - rest] = '\0';
+	memcpy(name, slash + 1, rlen - (size_t)(slash - rest) - 1);
+	name[rlen - (size_t)(slash - rest) - 1] = '\0';
+	return true;
+}
+
+static void sandbox_write(struct json_writer *j, const struct etcd_kv *kv,
+			  const struct etcd_kv *alive, size_t na)
+{
+	static const char *const states[] = { "creating", "ready", "removing" };
+	char node[FLEET_NODE_NAME_MAX + 1], name[64], state[16] = "", tier[4] = "";
+	struct json_token tok[16];
+	struct json_doc d;
+	int i;
+	bool known = false;
+
+	if (!sandbox_key(kv, node, name) ||
+	    json_parse(&d, kv->value, kv->value_len, tok, ARRAY_LEN(tok)) != 0 ||
+	    tok[0].type != JSON_OBJECT || (i = json_obj_get(&d, 0, "state")) < 0 ||
+	    json_str(&d, i, state, sizeof(state)) < 0 || (i = json_obj_get(&d, 0, "tier")) < 0 ||
+	    json_str(&d, i, tier, sizeof(tier)) < 0 ||
+	    (strcmp(tier, "T0") != 0 && strcmp(tier, "T1") != 0))
+		return;
+	for (size_t k = 0; k < ARRAY_LEN(states); k++)
+		known |= strcmp(state, states[k]) == 0;
+	if (!known)
+		return;
+	json_obj_begin(j);
+	json_key(j, "name");
+	json_str_write(j, name);
+	json_key(j, "node");
+	json_str_write(j, node);
+	json_key(j, "state");
+	json_str_write(j, is_alive(node, alive, na) ? state : "lost");
+	json_key(j, "tier");
+	json_str_write(j, tier);
+	json_obj_end(j);
+}
+
+long fleet_sandboxes_write(const struct etcd_kv *sbs, size_t ns, bool more,
+			   const struct etcd_kv *alive, size_t na, char *out, size_t cap)
+{
+	struct json_writer j;
+	struct buf b;
+
+	buf_init(&b, out, cap);
+	json_writer_init(&j, &b);
+	json_obj_begin(&j);
+	json_key(&j, "fleet_sandboxes");
+	json_arr_begin(&j);
+	for (size_t i = 0; i < ns && i < FLEET_SANDBOXES_MAX; i++)
+		sandbox_write(&j, &sbs[i], alive, na);
+	json_arr_end(&j);
+	json_key(&j, "more");
+	json_bool_write(&j, more);
+	json_obj_end(&j);
+	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
+}

@@ -18,6 +18,8 @@
 
 #define FLEET_NODES_PREFIX "agentic/nodes/"
 #define FLEET_ALIVE_PREFIX "agentic/alive/"
+/* a sandbox's fleet record: agentic/sandboxes/NODE/NAME, {"state","tier"}, written by NODE */
+#define FLEET_SANDBOXES_PREFIX "agentic/sandboxes/"
 
 /* Nodes a fleet holds at most (the snapshot lists no more), a record's bytes, a node name's. */
 #define FLEET_NODES_MAX 64
@@ -25,6 +27,11 @@
 #define FLEET_NODE_NAME_MAX 63
 #define FLEET_SETTINGS_BYTES 2048
 #define FLEET_SNAPSHOT_BYTES (FLEET_NODES_MAX * (FLEET_RECORD_BYTES + 64) + 64)
+/* A node's own sandboxes it records (a node with more records the first this many) and the
+ * sandboxes of the fleet a view lists; one entry's bytes in a packet, at most. */
+#define FLEET_SANDBOXES_MAX 1024
+#define FLEET_SB_ENTRY_BYTES 112
+#define FLEET_SB_PACKET_BYTES (FLEET_SANDBOXES_MAX * FLEET_SB_ENTRY_BYTES + 64)
 /* An etcd call's deadline, dial and handshake included. */
 #define FLEET_CALL_MS 3000
 
@@ -45,6 +52,18 @@ bool fleet_node_name_ok(const char *s, size_t len);
 long fleet_settings_write(const struct fleet_settings *s, char *out, size_t cap);
 /* 0, or ERR_PARSE when a field is missing or out of its range. */
 int fleet_settings_parse(const char *pkt, size_t len, struct fleet_settings *s);
+
+/* A sandbox's name as agenticd allows one: ^[a-z][a-z0-9-]{1,62}$ (the rule of
+ * sandbox/reqcheck.c's policy_name_valid, which the worker cannot call). */
+bool fleet_sandbox_name_ok(const char *s, size_t len);
+
+/* The {"fleet_sandboxes":[...],"more":BOOL} packet from the sandbox records read
+ * (agentic/sandboxes/NODE/NAME) and the alive keys: each record whose key names a valid node
+ * and sandbox and whose value is {"state": creating|ready|removing, "tier": T0|T1}, as
+ * {"name","node","state","tier"}; the state "lost" when its node has no alive key under a
+ * lease. Its length, or ERR_LIMIT. */
+long fleet_sandboxes_write(const struct etcd_kv *sbs, size_t ns, bool more,
+			   const struct etcd_kv *alive, size_t na, char *out, size_t cap);
 
 /* The {"nodes":[...]} packet from the records (agentic/nodes/NAME) and alive keys
  * (agentic/alive/NAME) read: each record whose key names a valid node and whose value is a

@@ -23,6 +23,7 @@
 #include "base/base.h"
 #include "fleet/etcd.h"
 #include "fleet/wire.h"
+#include "json/json.h"
 #include "tls/tls.h"
 
 const char fleet_worker_help[] =
@@ -47,6 +48,14 @@ static struct {
 	char sent[FLEET_SNAPSHOT_BYTES]; /* the last snapshot sent */
 	size_t sent_len;
 	struct etcd_kv nodes[FLEET_NODES_MAX], alive[FLEET_NODES_MAX];
+	/* this node's sandboxes as agenticd last said (want) and as etcd holds them (have) */
+	struct own { char name[64]; char value[48]; } want[FLEET_SANDBOXES_MAX],
+		have[FLEET_SANDBOXES_MAX];
+	size_t nwant, nhave;
+	bool want_known, have_known, sb_dirty;
+	struct etcd_kv sbs[FLEET_SANDBOXES_MAX];
+	char sb_sent[FLEET_SB_PACKET_BYTES];
+	size_t sb_sent_len;
 } w;
 
 static volatile sig_atomic_t stopping;
@@ -111,6 +120,8 @@ static int join(void)
 	if (r == 0) {
 		w.next_keepalive = clock_mono_ms() + w.lease_ttl * 1000 / 3;
 		w.record_dirty = w.record_len > 0;
+		w.have_known = false; /* what etcd holds of ours is read again, then set right */
+		w.sb_dirty = true;
 	}
 	return r;
 }
@@ -129,6 +140,107 @@ static int keepalive(void)
 		return join();
 	}
 	w.next_keepalive = clock_mono_ms() + w.lease_ttl * 1000 / 3;
+	return 0;
+}
+
+/* Reads every node's sandbox records and sends agenticd the view when it changed (the alive
+ * keys just read say whose are lost). */
+static int read_sandboxes(int na)
+{
+	static char pkt[FLEET_SB_PACKET_BYTES];
+	char end[ETCD_KEY_BYTES];
+	bool more;
+	int n;
+	long len;
+
+	etcd_prefix_end(FLEET_SANDBOXES_PREFIX, end);
+	n = etcd_range(FLEET_SANDBOXES_PREFIX, end, w.sbs, FLEET_SANDBOXES_MAX, &more);
+	if (n < 0)
+		return n;
+	len = fleet_sandboxes_write(w.sbs, (size_t)n, more, w.alive, (size_t)na, pkt, sizeof(pkt));
+	if (len < 0)
+		return 0;
+	if (((size_t)len != w.sb_sent_len || memcmp(pkt, w.sb_sent, (size_t)len) != 0) &&
+	    ctl_send(pkt, (size_t)len)) {
+		memcpy(w.sb_sent, pkt, (size_t)len);
+		w.sb_sent_len = (size_t)len;
+	}
+	return 0;
+}
+
+/* What etcd holds of this node's own sandboxes, read after each join. */
+static int have_read(void)
+{
+	char key[ETCD_KEY_BYTES], end[ETCD_KEY_BYTES];
+	size_t plen;
+	bool more;
+	int n;
+
+	plen = (size_t)snprintf(key, sizeof(key), "%s%s/", FLEET_SANDBOXES_PREFIX, w.set.node);
+	etcd_prefix_end(key, end);
+	n = etcd_range(key, end, w.sbs, FLEET_SANDBOXES_MAX, &more);
+	if (n < 0)
+		return n;
+	w.nhave = 0;
+	for (int i = 0; i < n; i++) {
+		struct own *o = &w.have[w.nhave];
+		size_t klen = w.sbs[i].key_len - plen, vlen = w.sbs[i].value_len;
+
+		if (klen >= sizeof(o->name))
+			continue; /* no name of ours is that long */
+		if (vlen >= sizeof(o->value))
+			vlen = 0; /* not a value we write: rewritten or deleted */
+		memcpy(o->name, w.sbs[i].key + plen, klen);
+		o->name[klen] = '\0';
+		memcpy(o->value, w.sbs[i].value, vlen);
+		o->value[vlen] = '\0';
+		w.nhave++;
+	}
+	w.have_known = true;
+	return 0;
+}
+
+static struct own *own_find(struct own *t, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t[i].name, name) == 0)
+			return &t[i];
+	return NULL;
+}
+
+/* Makes etcd's records of this node's sandboxes what agenticd said: a put for each new or
+ * changed one, a delete for each gone. */
+static int sandboxes_sync(void)
+{
+	char key[ETCD_KEY_BYTES];
+	int r;
+
+	if (!w.have_known && (r = have_read()) < 0)
+		return r;
+	for (size_t i = 0; i < w.nwant; i++) {
+		struct own *h = own_find(w.have, w.nhave, w.want[i].name);
+
+		if (h && strcmp(h->value, w.want[i].value) == 0)
+			continue;
+		snprintf(key, sizeof(key), "%s%s/%s", FLEET_SANDBOXES_PREFIX, w.set.node, w.want[i].name);
+		if ((r = etcd_put(key, w.want[i].value, strlen(w.want[i].value), 0)) < 0)
+			return r;
+		if (!h && w.nhave < FLEET_SANDBOXES_MAX)
+			h = &w.have[w.nhave++];
+		if (h)
+			*h = w.want[i];
+	}
+	for (size_t i = 0; i < w.nhave;) {
+		if (own_find(w.want, w.nwant, w.have[i].name)) {
+			i++;
+			continue;
+		}
+		snprintf(key, sizeof(key), "%s%s/%s", FLEET_SANDBOXES_PREFIX, w.set.node, w.have[i].name);
+		if ((r = etcd_delete(key)) < 0)
+			return r;
+		w.have[i] = w.have[--w.nhave];
+	}
+	w.sb_dirty = false;
 	return 0;
 }
 
@@ -159,7 +271,7 @@ static int read_fleet(void)
 		memcpy(w.sent, snap, (size_t)len);
 		w.sent_len = (size_t)len;
 	}
-	return 0;
+	return read_sandboxes(na);
 }
 
 /* One turn: join when out, keep the lease, write the record when it changed, read the fleet.
@@ -185,6 +297,8 @@ static void tick(void)
 		if (r == 0)
 			w.record_dirty = false;
 	}
+	if (r == 0 && w.sb_dirty && w.want_known)
+		r = sandboxes_sync();
 	if (r == 0 && now >= w.next_read) {
 		w.next_read = now + TICK_MS;
 		r = read_fleet();
@@ -206,17 +320,53 @@ static void tick(void)
 	state_set("up", "none");
 }
 
-/* A packet from agenticd after the settings: this node's record. 0, or -1 when agenticd is
- * gone. */
+/* agenticd's list of this node's sandboxes, {"sandboxes":[{"name","state","tier"}...]}, into
+ * want: false when it does not parse (the list is then kept as it was). */
+static bool want_parse(const char *pkt, size_t len)
+{
+	static struct json_token tok[8 + 7 * FLEET_SANDBOXES_MAX];
+	struct json_doc d;
+	int arr;
+	size_t n = 0;
+
+	if (json_parse(&d, pkt, len, tok, ARRAY_LEN(tok)) != 0 || tok[0].type != JSON_OBJECT ||
+	    (arr = json_obj_get(&d, 0, "sandboxes")) < 0 || d.tok[arr].type != JSON_ARRAY)
+		return false;
+	for (int i = json_first(&d, arr); i >= 0 && n < FLEET_SANDBOXES_MAX; i = json_next(&d, arr, i)) {
+		char state[16], tier[4];
+		int a = json_obj_get(&d, i, "name"), b = json_obj_get(&d, i, "state"),
+		    c = json_obj_get(&d, i, "tier");
+
+		if (a < 0 || b < 0 || c < 0 || json_str(&d, a, w.want[n].name, sizeof(w.want[n].name)) <= 0 ||
+		    json_str(&d, b, state, sizeof(state)) <= 0 || json_str(&d, c, tier, sizeof(tier)) <= 0)
+			continue;
+		snprintf(w.want[n].value, sizeof(w.want[n].value), "{\"state\":\"%s\",\"tier\":\"%s\"}",
+			 state, tier);
+		n++;
+	}
+	w.nwant = n;
+	return true;
+}
+
+/* A packet from agenticd after the settings: this node's record, or its sandboxes. 0, or -1
+ * when agenticd is gone. */
 static int ctl_read(void)
 {
-	char pkt[FLEET_RECORD_BYTES + 1];
+	static char pkt[FLEET_SB_PACKET_BYTES + 1];
+	static const char sb_head[] = "{\"sandboxes\":";
 	long n = recv(FD_CTL, pkt, sizeof(pkt), MSG_DONTWAIT);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 		return -1;
 	if (n <= 0)
 		return 0;
+	if ((size_t)n > sizeof(sb_head) && memcmp(pkt, sb_head, sizeof(sb_head) - 1) == 0) {
+		if ((size_t)n <= FLEET_SB_PACKET_BYTES && want_parse(pkt, (size_t)n)) {
+			w.want_known = true;
+			w.sb_dirty = true;
+		}
+		return 0;
+	}
 	if ((size_t)n > FLEET_RECORD_BYTES) {
 		log_warn("fleet record too large", "bytes=%ld", n);
 		return 0;

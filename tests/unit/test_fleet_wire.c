@@ -198,6 +198,29 @@ static void test_fleet_snapshot_alive_needs_a_lease(void **state)
 	assert_non_null(strstr(out, "\"state\":\"up\""));
 }
 
+static void test_fleet_sandboxes_view(void **state)
+{
+	static struct etcd_kv sbs[6], alive[1];
+	char out[FLEET_SB_PACKET_BYTES];
+	long n;
+
+	(void)state;
+	kv_set(&sbs[0], "agentic/sandboxes/node-a/web", "{\"state\":\"ready\",\"tier\":\"T1\"}");
+	kv_set(&sbs[1], "agentic/sandboxes/node-b/db", "{\"state\":\"creating\",\"tier\":\"T0\"}");
+	kv_set(&sbs[2], "agentic/sandboxes/node-a/bad", "{\"state\":\"up\",\"tier\":\"T1\"}");
+	kv_set(&sbs[3], "agentic/sandboxes/node-a/Bad", "{\"state\":\"ready\",\"tier\":\"T1\"}");
+	kv_set(&sbs[4], "agentic/sandboxes/node-a/x/y", "{\"state\":\"ready\",\"tier\":\"T1\"}");
+	kv_set(&sbs[5], "agentic/sandboxes/node-a/t9", "{\"state\":\"ready\",\"tier\":\"T9\"}");
+	kv_set(&alive[0], "agentic/alive/node-a", "1");
+	alive[0].lease = 3;
+	n = fleet_sandboxes_write(sbs, 6, false, alive, 1, out, sizeof(out));
+	assert_true(n > 0);
+	out[n] = '\0';
+	assert_string_equal(out, "{\"fleet_sandboxes\":[{\"name\":\"web\",\"node\":\"node-a\","
+			    "\"state\":\"ready\",\"tier\":\"T1\"},{\"name\":\"db\",\"node\":"
+			    "\"node-b\",\"state\":\"lost\",\"tier\":\"T0\"}],\"more\":false}");
+}
+
 static void test_fleet_snapshot_bounded(void **state)
 {
 	static struct etcd_kv nodes[1];
@@ -218,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_snapshot_hostile_record),
 		cmocka_unit_test(test_fleet_snapshot_no_terminal_escapes),
 		cmocka_unit_test(test_fleet_snapshot_alive_needs_a_lease),
+		cmocka_unit_test(test_fleet_sandboxes_view),
 		cmocka_unit_test(test_fleet_snapshot_bounded),
 	};
 
