@@ -114,6 +114,7 @@ void admin_e2b_key_delete(struct admin_conn *c, struct sandbox *unused, const ch
 void admin_info_get(struct admin_conn *c, struct sandbox *unused, const char *query);
 void admin_fleet_get(struct admin_conn *c, struct sandbox *unused, const char *query);
 void admin_fleet_sandboxes_get(struct admin_conn *c, struct sandbox *unused, const char *query);
+void admin_fleet_drain_post(struct admin_conn *c, struct sandbox *unused, const char *query);
 void admin_metrics_get(struct admin_conn *c, struct sandbox *unused, const char *query);
 void admin_verify_post(struct admin_conn *c, struct sandbox *sb, const char *query);
 void admin_verify_container_post(struct admin_conn *c, struct sandbox *unused,

@@ -145,6 +145,33 @@ void admin_fleet_sandboxes_get(struct admin_conn *c, struct sandbox *unused, con
 	admin_respond(c, 200, &b);
 }
 
+/* POST /api/v1/fleet/drain {"draining": BOOL}: this node takes no new placements, or again. */
+void admin_fleet_drain_post(struct admin_conn *c, struct sandbox *unused, const char *query)
+{
+	static struct json_token tokens[4];
+	struct json_doc doc;
+	bool on;
+	int k, r;
+
+	if (json_parse(&doc, (const char *)c->body, c->body_len, tokens, ARRAY_LEN(tokens)) != 0 ||
+	    doc.tok[0].type != JSON_OBJECT || doc.tok[0].children != 1 ||
+	    (k = json_obj_get(&doc, 0, "draining")) < 0 || json_bool(&doc, k, &on) != 0) {
+		admin_respond_error(c, 400, "bad_request", "the body is {\"draining\": true|false}");
+		return;
+	}
+	r = fleet_link_drain(on);
+	if (r == ERR_STATE) {
+		admin_respond_error(c, 409, "no_fleet", "this agenticd runs no fleet (fleet_endpoints "
+				    "is empty)");
+		return;
+	}
+	if (r < 0) {
+		admin_respond_error(c, 500, "internal", "the draining mark cannot be kept in state_dir");
+		return;
+	}
+	admin_fleet_get(c, unused, query);
+}
+
 /* ---- verify: run the verifier, or its last result ---- */
 
 static void verify_answer(int32_t i, uint32_t gen, int status, const char *code,
@@ -278,7 +305,7 @@ void admin_metrics_get(struct admin_conn *c, struct sandbox *unused, const char 
 	v.budget = admin_state.ac.budget;
 	v.resident = metrics_resident_bytes();
 	buf_init(&b, text, sizeof(text));
-	if (metrics_render(&b, &v) != 0) {
+	if (metrics_render(&b, &v) != 0 || fleet_link_metrics(&b) != 0) {
 		admin_respond_error(c, 500, "internal", "metrics do not fit the response buffer");
 		return;
 	}

@@ -20,6 +20,7 @@
  *   GET    /api/v1/info                the daemon
  *   GET    /api/v1/fleet               the fleet's nodes as this node last read them
  *   GET    /api/v1/fleet/sandboxes     the fleet's sandboxes, likewise
+ *   POST   /api/v1/fleet/drain         {"draining": BOOL}: this node takes no new placements
  *   GET,POST /api/v1/e2b-keys          the E2B API's keys: list, mint (the only answer with a
  *                                      key); DELETE /api/v1/e2b-keys/ID removes one
  *   GET    /metrics                    Prometheus text
@@ -59,6 +60,7 @@ static const struct admin_route routes[] = {
 	{ "GET", API "/info", admin_info_get, false },
 	{ "GET", API "/fleet", admin_fleet_get, false },
 	{ "GET", API "/fleet/sandboxes", admin_fleet_sandboxes_get, false },
+	{ "POST", API "/fleet/drain", admin_fleet_drain_post, false },
 	{ "GET", API "/e2b-keys", admin_e2b_keys_list, false },
 	{ "POST", API "/e2b-keys", admin_e2b_key_create, false },
 	{ "DELETE", API "/e2b-keys/*", admin_e2b_key_delete, true },

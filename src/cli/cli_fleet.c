@@ -1,6 +1,7 @@
 /* cli_fleet.c: `agentic fleet ls` and `agentic ls --fleet`: the fleet's nodes and sandboxes as
  * this node's agenticd last read them from etcd (GET /api/v1/fleet, /api/v1/fleet/sandboxes;
  * docs/FLEET.md). Calls cli_api.c. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,10 +9,14 @@
 
 const char cli_fleet_help[] =
 	"usage: agentic fleet ls\n"
+	"       agentic fleet drain [--undo] [NODE]\n"
 	"Lists the fleet's nodes: name, state (up, draining, or lost: its lease in etcd expired),\n"
 	"free sandbox slots of all, version and the address the other nodes reach it at. The\n"
 	"first line says which node answered and whether it reaches etcd now; a node that does\n"
-	"not shows the fleet as it last read it. Exit 1 when agenticd runs no fleet.\n";
+	"not shows the fleet as it last read it. Exit 1 when agenticd runs no fleet.\n"
+	"drain marks the node answering as draining (no new placements; its sandboxes stay),\n"
+	"kept across restarts; --undo ends it. NODE, when given, must be that node: another\n"
+	"node is drained on itself.\n";
 
 static int fleet_ls(struct opts *o)
 {
@@ -85,21 +90,50 @@ int cli_fleet_ls_sandboxes(struct opts *o)
 	return 0;
 }
 
+static int fleet_drain(struct opts *o, const char *node, bool undo)
+{
+	char self[64];
+	struct json_doc doc;
+	int status;
+
+	status = cli_call(o, "GET", "/api/v1/fleet", NULL, 0, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	cli_field(&doc, 0, "node", self, sizeof(self));
+	if (node && strcmp(node, self) != 0) {
+		fprintf(stderr, "agentic fleet: this agenticd is node '%s', not '%s': drain a node on "
+			"that node\n", self, node);
+		return 1;
+	}
+	status = cli_call(o, "POST", "/api/v1/fleet/drain", undo ? "{\"draining\":false}" :
+			  "{\"draining\":true}", undo ? 18 : 17, 200, &doc);
+	if (status)
+		return status < 0 ? 0 : status;
+	printf("%s %s\n", self, undo ? "no longer draining" : "draining");
+	return 0;
+}
+
 int cli_verb_fleet(int argc, char **argv, struct opts *o)
 {
-	const char *arg = NULL;
-	int c;
+	const char *args[2] = { NULL, NULL };
+	bool undo = false;
+	int n = 0, c;
 
 	for (int i = 1; i < argc; i++) {
 		if ((c = cli_common_opt(o, argc, argv, &i)) < 0)
 			return cli_usage_error(cli_fleet_help);
 		if (c)
 			continue;
-		if (argv[i][0] == '-' || arg)
+		if (strcmp(argv[i], "--undo") == 0)
+			undo = true;
+		else if (argv[i][0] == '-' || n == 2)
 			return cli_usage_error(cli_fleet_help);
-		arg = argv[i];
+		else
+			args[n++] = argv[i];
 	}
-	if (arg && strcmp(arg, "ls") == 0)
+	if (n == 1 && !undo && strcmp(args[0], "ls") == 0)
 		return fleet_ls(o);
+	if (n >= 1 && strcmp(args[0], "drain") == 0)
+		return fleet_drain(o, args[1], undo);
 	return cli_usage_error(cli_fleet_help);
 }

@@ -47,6 +47,8 @@ static struct {
 	char own[FLEET_SB_PACKET_BYTES];   /* this node's sandboxes as last sent to the worker */
 	size_t own_len;
 	int64_t own_at;                    /* when they were last looked at */
+	bool draining;                     /* no new placements here (fleet_link_drain) */
+	char drain_path[CONFIG_STR_BYTES + 32]; /* state_dir/fleet-draining: there while draining */
 } l; /* zero, in .bss (pid and fd are set at init) */
 
 bool fleet_link_on(void)
@@ -168,6 +170,8 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	l.settings_len = (size_t)n;
 	l.pid = l.fd = -1;
 	l.self_exe = c->self_exe;
+	snprintf(l.drain_path, sizeof(l.drain_path), "%s/fleet-draining", cfg->state_dir);
+	l.draining = access(l.drain_path, F_OK) == 0;
 	l.epfd = c->epfd;
 	l.tag = c->tag;
 	l.slots = cfg->max_sandboxes;
@@ -275,7 +279,7 @@ static long record_write(uint32_t live, char *out, size_t cap)
 	json_key(&j, "version");
 	json_str_write(&j, AGENTIC_VERSION);
 	json_key(&j, "draining");
-	json_bool_write(&j, false);
+	json_bool_write(&j, l.draining);
 	json_key(&j, "slots");
 	json_int_write(&j, l.slots);
 	json_key(&j, "slots_free");
@@ -433,4 +437,65 @@ int fleet_link_sandboxes(struct buf *out)
 	if (buf_append(out, l.sbs, l.sbs_len) < 0 || buf_append(out, "}", 1) < 0)
 		return ERR_LIMIT;
 	return 0;
+}
+
+int fleet_link_drain(bool on)
+{
+	int fd;
+
+	if (!l.on)
+		return ERR_STATE;
+	if (on) {
+		fd = open(l.drain_path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return -errno;
+		close(fd);
+	} else if (unlink(l.drain_path) != 0 && errno != ENOENT) {
+		return -errno;
+	}
+	if (on != l.draining)
+		log_info(on ? "fleet node draining" : "fleet node no longer draining", "node=%s",
+			 log_q(l.set.node));
+	l.draining = on;
+	return 0;
+}
+
+/* How many of the view's entries say "state":"WORD" (the worker's writer: no string of it
+ * holds an unescaped quote). */
+static unsigned count_state(const char *p, size_t len, const char *word)
+{
+	char pat[32];
+	size_t n = (size_t)snprintf(pat, sizeof(pat), "\"state\":\"%s\"", word);
+	unsigned k = 0;
+
+	for (const char *q = p; (q = memmem(q, len - (size_t)(q - p), pat, n)); q += n)
+		k++;
+	return k;
+}
+
+int fleet_link_metrics(struct buf *out)
+{
+	static const char *const node_states[] = { "up", "draining", "lost" };
+	static const char *const sb_states[] = { "creating", "ready", "removing", "lost" };
+	int r = 0;
+
+	if (!l.on)
+		return 0;
+	r |= buf_printf(out, "# HELP agentic_fleet_etcd_up 1 when this node's fleet worker reaches "
+			"etcd\n# TYPE agentic_fleet_etcd_up gauge\nagentic_fleet_etcd_up %d\n",
+			strcmp(l.etcd, "up") == 0);
+	r |= buf_printf(out, "# HELP agentic_fleet_draining 1 while this node takes no new "
+			"placements\n# TYPE agentic_fleet_draining gauge\nagentic_fleet_draining %d\n",
+			l.draining);
+	r |= buf_printf(out, "# HELP agentic_fleet_nodes the fleet's nodes by state, as last read\n"
+			"# TYPE agentic_fleet_nodes gauge\n");
+	for (size_t i = 0; i < ARRAY_LEN(node_states); i++)
+		r |= buf_printf(out, "agentic_fleet_nodes{state=\"%s\"} %u\n", node_states[i],
+				count_state(l.nodes, l.nodes_len, node_states[i]));
+	r |= buf_printf(out, "# HELP agentic_fleet_sandboxes the fleet's sandboxes by state, as "
+			"last read\n# TYPE agentic_fleet_sandboxes gauge\n");
+	for (size_t i = 0; i < ARRAY_LEN(sb_states); i++)
+		r |= buf_printf(out, "agentic_fleet_sandboxes{state=\"%s\"} %u\n", sb_states[i],
+				count_state(l.sbs, l.sbs_len, sb_states[i]));
+	return r < 0 ? ERR_LIMIT : 0;
 }

@@ -49,5 +49,11 @@ int fleet_link_info(struct buf *out);
  * [{"name","node","state","tier"}...]} (state "lost" when its node is); records of no secret.
  * 0, or ERR_LIMIT. */
 int fleet_link_sandboxes(struct buf *out);
+/* Drains this node (on) or ends its draining: its record says so, and placement will put no
+ * new sandbox here; its running ones stay. Kept across restarts (state_dir/fleet-draining).
+ * 0, ERR_STATE when no fleet is configured, or -errno. */
+int fleet_link_drain(bool on);
+/* The fleet's gauges in Prometheus text (nothing without a fleet): 0, or ERR_LIMIT. */
+int fleet_link_metrics(struct buf *out);
 
 #endif
