@@ -18,6 +18,24 @@ const char cli_fleet_help[] =
 	"kept across restarts; --undo ends it. NODE, when given, must be that node: another\n"
 	"node is drained on itself.\n";
 
+/* GET path into doc and its "etcd" word into etcd: 0, or the exit status (1 without a fleet,
+ * said so). */
+static int fleet_get(struct opts *o, const char *path, struct json_doc *doc, char *etcd,
+		     size_t cap)
+{
+	int status = cli_call(o, "GET", path, NULL, 0, 200, doc);
+
+	if (status)
+		return status < 0 ? -1 : status;
+	cli_field(doc, 0, "etcd", etcd, cap);
+	if (strcmp(etcd, "off") == 0) {
+		fprintf(stderr, "agentic: this agenticd runs no fleet (fleet_endpoints is empty in "
+			"its config)\n");
+		return 1;
+	}
+	return 0;
+}
+
 static int fleet_ls(struct opts *o)
 {
 	char node[64], state[16], addr[64], version[32], etcd[16], error[32], endpoint[64];
@@ -25,15 +43,8 @@ static int fleet_ls(struct opts *o)
 	int status, arr, i;
 	int64_t slots, free_slots;
 
-	status = cli_call(o, "GET", "/api/v1/fleet", NULL, 0, 200, &doc);
-	if (status)
+	if ((status = fleet_get(o, "/api/v1/fleet", &doc, etcd, sizeof(etcd))))
 		return status < 0 ? 0 : status;
-	cli_field(&doc, 0, "etcd", etcd, sizeof(etcd));
-	if (strcmp(etcd, "off") == 0) {
-		fprintf(stderr, "agentic fleet: this agenticd runs no fleet (fleet_endpoints is "
-			"empty in its config)\n");
-		return 1;
-	}
 	printf("# node %s, etcd %s", cli_field(&doc, 0, "node", node, sizeof(node)), etcd);
 	if (strcmp(etcd, "up") != 0)
 		printf(" (%s at %s)", cli_field(&doc, 0, "error", error, sizeof(error)),
@@ -66,15 +77,8 @@ int cli_fleet_ls_sandboxes(struct opts *o)
 	struct json_doc doc;
 	int status, arr;
 
-	status = cli_call(o, "GET", "/api/v1/fleet/sandboxes", NULL, 0, 200, &doc);
-	if (status)
+	if ((status = fleet_get(o, "/api/v1/fleet/sandboxes", &doc, etcd, sizeof(etcd))))
 		return status < 0 ? 0 : status;
-	cli_field(&doc, 0, "etcd", etcd, sizeof(etcd));
-	if (strcmp(etcd, "off") == 0) {
-		fprintf(stderr, "agentic ls: this agenticd runs no fleet (fleet_endpoints is empty in "
-			"its config)\n");
-		return 1;
-	}
 	if (strcmp(etcd, "up") != 0)
 		fprintf(stderr, "agentic ls: etcd is %s: the fleet as last read\n", etcd);
 	printf("%-24s %-20s %-9s %s\n", "NAME", "NODE", "STATE", "TIER");

@@ -384,10 +384,11 @@ void fleet_link_shutdown(void)
 	}
 }
 
-int fleet_link_info(struct buf *out)
+/* {"node","etcd","error","endpoint", KEY: ARRAY} and, for the sandboxes, "more": the answer of
+ * GET /api/v1/fleet[/sandboxes]. ARRAY is the worker's as it sent it (null until it did). */
+static int answer(struct buf *out, const char *key, const char *arr, size_t len, bool with_more)
 {
 	struct json_writer j;
-	size_t mark;
 
 	json_writer_init(&j, out);
 	json_obj_begin(&j);
@@ -399,44 +400,32 @@ int fleet_link_info(struct buf *out)
 	json_str_write(&j, l.on ? l.error : "none");
 	json_key(&j, "endpoint");
 	json_str_write(&j, l.endpoint);
-	json_key(&j, "nodes");
+	if (with_more) {
+		json_key(&j, "more");
+		json_bool_write(&j, l.sbs_more);
+	}
+	json_key(&j, key);
 	json_null_write(&j);
 	json_obj_end(&j);
 	if (json_writer_finish(&j) < 0)
 		return ERR_LIMIT;
-	if (l.nodes_len == 0)
+	if (len == 0)
 		return 0;
 	/* the worker's array in place of the null: "null}" at the end becomes "[...]}" */
-	mark = out->len - 5;
-	out->len = mark;
-	if (buf_append(out, l.nodes, l.nodes_len) < 0 || buf_append(out, "}", 1) < 0)
+	out->len -= 5;
+	if (buf_append(out, arr, len) < 0 || buf_append(out, "}", 1) < 0)
 		return ERR_LIMIT;
 	return 0;
 }
 
+int fleet_link_info(struct buf *out)
+{
+	return answer(out, "nodes", l.nodes, l.nodes_len, false);
+}
+
 int fleet_link_sandboxes(struct buf *out)
 {
-	struct json_writer j;
-
-	json_writer_init(&j, out);
-	json_obj_begin(&j);
-	json_key(&j, "node");
-	json_str_write(&j, l.set.node);
-	json_key(&j, "etcd");
-	json_str_write(&j, l.on ? l.etcd : "off");
-	json_key(&j, "more");
-	json_bool_write(&j, l.sbs_more);
-	json_key(&j, "sandboxes");
-	json_null_write(&j);
-	json_obj_end(&j);
-	if (json_writer_finish(&j) < 0)
-		return ERR_LIMIT;
-	if (l.sbs_len == 0)
-		return 0;
-	out->len -= 5; /* "null}" */
-	if (buf_append(out, l.sbs, l.sbs_len) < 0 || buf_append(out, "}", 1) < 0)
-		return ERR_LIMIT;
-	return 0;
+	return answer(out, "sandboxes", l.sbs, l.sbs_len, true);
 }
 
 int fleet_link_drain(bool on)

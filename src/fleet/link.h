@@ -45,7 +45,7 @@ void fleet_link_shutdown(void);
 /* The fleet as this node sees it, a JSON document: {"node","etcd","error","endpoint",
  * "nodes":[...]} (etcd "off" when no fleet is configured). 0, or ERR_LIMIT. */
 int fleet_link_info(struct buf *out);
-/* The fleet's sandboxes as this node last read them: {"node","etcd","more","sandboxes":
+/* The fleet's sandboxes as this node last read them: {"node","etcd","error","endpoint","more","sandboxes":
  * [{"name","node","state","tier"}...]} (state "lost" when its node is); records of no secret.
  * 0, or ERR_LIMIT. */
 int fleet_link_sandboxes(struct buf *out);
