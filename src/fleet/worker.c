@@ -1,22 +1,24 @@
 /* worker.c: `agentic fleet-worker`, the one process of a node that speaks to etcd
  * (docs/FLEET.md "The worker"). agenticd starts it when fleet_endpoints is set, with fd 3 a
  * SEQPACKET socket whose first packet is the fleet's settings (JSON); after that agenticd sends
- * this node's record whenever it changes, and the worker sends back what etcd's state is and
- * the fleet's nodes as it last read them. It holds the node's certificate key; agenticd's loop
+ * this node's record and its list of sandboxes whenever they change, and the worker sends back
+ * etcd's state and the fleet's nodes and sandboxes as it last read them. It holds the node's
+ * certificate key (as fleet_uid, with no capability, once it has read it); agenticd's loop
  * never waits on etcd, and an unreachable etcd stops nothing but the fleet's own work.
  *
  * What it keeps in etcd (its user's roles allow it no other keys of a node):
  * - agentic/nodes/NODE: the node's record (no lease: a lost node stays listed, as lost);
  * - agentic/alive/NODE: under the node's lease, kept alive every third of its TTL. A node
- *   whose lease expires (its host, its agenticd or its network gone) is lost to the others. */
+ *   whose lease expires (its host, its agenticd or its network gone) is lost to the others;
+ * - agentic/sandboxes/NODE/NAME: each sandbox's state and tier, set right after every join. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <grp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
