@@ -77,6 +77,7 @@ struct admin_conn {
 	 * out/spill and sent as ExecOutput messages as the call's send buffer frees */
 	struct grpc_call *call;
 	bool sniffed;                 /* the first bytes were checked for the HTTP/2 preface */
+	char relay_from[64];          /* the node that relayed this connection ("": local) */
 	int32_t exit_code;
 	char error[256];
 	/* AC_FILE: a transcript file being sent; AC_FOLLOW: one followed as it grows (chunked),
@@ -120,6 +121,9 @@ void admin_listen(int fd);
 /* ---- what the loop calls ---- */
 /* Accepts pending connections, checking each peer (SO_PEERCRED, SO_PEERGROUPS). */
 void admin_accept(void);
+/* A connection another node of the fleet relayed (fleet-link's relay): served as an admin
+ * connection limited to this node's sandboxes, one request long. */
+void admin_adopt_relayed(int fd, const char *node);
 void admin_event(uint32_t index, uint32_t events);
 /* Closes connections idle for LIMIT_ADMIN_IDLE_MS; sends followed transcripts' new bytes
  * (every turn of the loop). */

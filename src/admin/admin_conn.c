@@ -96,6 +96,7 @@ struct admin_conn *admin_conn_take(void)
 	c->fileop = -1;
 	c->upgraded = false;
 	c->sniffed = false;
+	c->relay_from[0] = '\0';
 	c->call = NULL;
 	c->spill_fd = c->file_fd = -1;
 	c->dropped = false;

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "admin/admin_conn.h"
+#include "fleet/link.h"
+#include "fleet/wire.h"
 #include "workspace/host.h"
 #include "base/looptag.h"
 #include "profile/credscan.h"
@@ -21,6 +23,8 @@ void admin_listen(int fd)
 	admin_state.listen_fd = fd;
 	admin_fd_watch(fd, EPOLLIN, TAG_ADMIN_LISTEN, 0);
 }
+
+static bool relay_maybe(struct admin_conn *c);
 
 /* ---- routing ---- */
 
@@ -126,6 +130,12 @@ static void dispatch(struct admin_conn *c)
 		return;
 	}
 	snprintf(c->segment, sizeof(c->segment), "%s", name);
+	/* another node may act on this node's sandboxes, and ask nothing else of it */
+	if (c->relay_from[0] && (!name[0] || route->not_sandbox)) {
+		admin_respond_error(c, 403, "forbidden", "a request relayed from another node may "
+			      "act only on a sandbox of this node");
+		return;
+	}
 	if (name[0] && !route->not_sandbox && !(sb = sandbox_by_name(name))) {
 		snprintf(m, sizeof(m), "no sandbox is named %.64s",
 			 credscan_value(name) ? "that (a name shaped like a credential)" : name);
@@ -220,7 +230,9 @@ static void parse_buffered(struct admin_conn *c)
 		if (ev == HTTP_EV_HEAD) {
 			const char *expect = http_parser_header(&c->parser, "expect");
 
-			c->keep_alive = c->parser.keep_alive;
+			c->keep_alive = c->parser.keep_alive && !c->relay_from[0];
+			if (relay_maybe(c))
+				break;
 			/* curl asks before sending a body over 1 KiB; say yes at once */
 			if (expect && strcasecmp(expect, "100-continue") == 0 && c->allowed &&
 			    admin_send_now(c->fd, 100, NULL, NULL, 0) < 0)
@@ -318,6 +330,101 @@ static void refuse_busy(int fd)
 	    admin_send_now(fd, 503, admin_json_fields, b.data, b.len) < 0)
 		log_debug("admin connection refused", "reason=%s", "capacity");
 	close(fd);
+}
+
+/* ---- the fleet's front door (docs/FLEET.md "One front door") ---- */
+
+/* The request's head as it came, written again from the parsed fields (but for Expect, which
+ * this node has answered), then what of its body is buffered: into b. */
+static void relay_prefix(struct admin_conn *c, struct buf *b)
+{
+	const struct http_parser *p = &c->parser;
+
+	buf_printf(b, "%s %s HTTP/1.%d\r\n", http_parser_str(p, p->method),
+		   http_parser_str(p, p->target), p->minor_version);
+	for (uint32_t i = 0; i < p->nhdr; i++)
+		if (strcasecmp(http_parser_str(p, p->hdr[i].name), "expect") != 0)
+			buf_printf(b, "%s: %s\r\n", http_parser_str(p, p->hdr[i].name),
+				   http_parser_str(p, p->hdr[i].value));
+	buf_append(b, "\r\n", 2);
+	buf_append(b, c->rbuf + c->roff, c->rlen - c->roff);
+}
+
+/* A request, its head just parsed, for a sandbox this node does not have and another node of
+ * the fleet does: handed to a relay-out, which takes the connection from here (true), or
+ * answered here when that node is lost or cannot take it (true). false: served here. */
+static bool relay_maybe(struct admin_conn *c)
+{
+	static char pre[FLEET_RELAY_PREFIX_BYTES];
+	const struct http_parser *p = &c->parser;
+	char target[512], name[128], allow[64], node[64], addr[64], m[256];
+	const struct admin_route *route;
+	struct buf b;
+	int r;
+
+	if (!c->allowed || c->relay_from[0] || !fleet_link_on())
+		return false;
+	snprintf(target, sizeof(target), "%s", http_parser_str(p, p->target));
+	target[strcspn(target, "?")] = '\0';
+	if (admin_route_find(http_parser_str(p, p->method), target, &route, name, sizeof(name),
+			     allow, sizeof(allow)) != 0 || !name[0] || route->not_sandbox ||
+	    sandbox_by_name(name) || (r = fleet_link_owner(name, node, sizeof(node), addr,
+							   sizeof(addr))) == 0)
+		return false;
+	c->keep_alive = false;
+	if (r == FLEET_OWNER_TWICE) {
+		snprintf(m, sizeof(m), "two nodes' records claim sandbox %.64s: nothing is relayed "
+			 "for it until one of them is gone (see agentic ls --fleet)", name);
+		admin_respond_error(c, 409, "name_claimed_twice", m);
+		return true;
+	}
+	if (r != 1) {
+		snprintf(m, sizeof(m), "sandbox %.64s is on node %s, which %s", name, node,
+			 r == FLEET_OWNER_LOST ? "is lost (its lease ran out): it is out of reach "
+			 "until that node is back" : "advertises no address (fleet_advertise)");
+		admin_respond_error(c, 503, "node_lost", m);
+		return true;
+	}
+	buf_init(&b, pre, sizeof(pre));
+	relay_prefix(c, &b);
+	r = b.len >= sizeof(pre) - 1 ? ERR_LIMIT
+				     : fleet_relay_out(c->fd, node, addr, pre, b.len);
+	explicit_bzero(pre, b.len); /* a create's body may hold env values */
+	if (r < 0) {
+		snprintf(m, sizeof(m), "sandbox %.64s is on node %s, and this node cannot relay to "
+			 "it now: %s", name, node, r == ERR_LIMIT ? "too many relayed requests "
+			 "or a request head too large" : strerror(-r));
+		admin_respond_error(c, 503, "relay_busy", m);
+		return true;
+	}
+	log_info("admin request relayed", "name=%s node=%s method=%s", log_q(name), log_q(node),
+		 log_q(http_parser_str(p, p->method)));
+	admin_conn_close(c); /* the relay-out has the connection now */
+	return true;
+}
+
+void admin_adopt_relayed(int fd, const char *node)
+{
+	struct admin_conn *c = admin_conn_take();
+
+	if (!c) {
+		refuse_busy(fd);
+		return;
+	}
+	c->fd = fd;
+	c->phase = AC_READ;
+	c->idle_since = clock_mono_ms();
+	http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
+	c->parser.body_limit = UINT64_MAX;
+	/* the node's certificate was checked by the relay; it gets the sandbox routes only
+	 * (dispatch), never the admin gRPC service, and one request per connection */
+	c->allowed = true;
+	c->sniffed = true;
+	c->uid = admin_cfg()->fleet_uid; /* the relay's, the socketpair's other end */
+	c->pid = 0;
+	snprintf(c->relay_from, sizeof(c->relay_from), "%s", node);
+	log_info("fleet relayed connection", "node=%s", log_q(node));
+	admin_fd_watch(fd, EPOLLIN | EPOLLRDHUP, TAG_ADMIN_CONN, admin_conn_index(c));
 }
 
 void admin_accept(void)

@@ -79,6 +79,7 @@ static const struct key keys[] = {
 	{ "fleet_key_file", K_PATH_OR_EMPTY, F(fleet_key_file), 0, 0 },
 	{ "fleet_etcd_name", K_STR, F(fleet_etcd_name), 0, 0 },
 	{ "fleet_advertise", K_STR_OR_EMPTY, F(fleet_advertise), 0, 0 },
+	{ "fleet_listen", K_STR_OR_EMPTY, F(fleet_listen), 0, 0 },
 	{ "fleet_lease_s", K_U32, F(fleet_lease_s), 2, 600 },
 	{ "fleet_uid", K_U32, F(fleet_uid), 1, 0x7fffffff },
 };

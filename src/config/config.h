@@ -77,6 +77,7 @@ struct config {
 	char fleet_key_file[CONFIG_STR_BYTES];  /* its EC key */
 	char fleet_etcd_name[CONFIG_STR_BYTES]; /* the name etcd's certificates carry */
 	char fleet_advertise[CONFIG_STR_BYTES]; /* HOST:PORT the other nodes reach this one at */
+	char fleet_listen[CONFIG_STR_BYTES];    /* HOST:PORT the relay listens on ("": none) */
 	uint32_t fleet_lease_s;                 /* the node's lease: lost this long after it stops */
 	uint32_t fleet_uid;                     /* the fleet worker's uid once it holds its key */
 };

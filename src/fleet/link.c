@@ -67,11 +67,33 @@ static void set_copy(char *dst, size_t cap, const char *src)
 	snprintf(dst, cap, "%s", src);
 }
 
+/* `agentic APPLET` with fd 3 ctl, fd 0 in and fd 4 lfd (each when >= 0): its pid, or -1.
+ * vfork: agenticd's address space is large, and the child only moves descriptors and execs (a
+ * failed exec is seen as the program's death). Each is first lifted above 10, so that moving
+ * one into place cannot close another. */
+static pid_t spawn(const char *applet, int ctl, int in, int lfd)
+{
+	char *const argv[] = { "agentic", (char *)applet, NULL };
+	char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		int c = fcntl(ctl, F_DUPFD, 10), i = in >= 0 ? fcntl(in, F_DUPFD, 10) : -1,
+		    s = lfd >= 0 ? fcntl(lfd, F_DUPFD, 10) : -1;
+
+		if (c >= 0 && dup2(c, 3) == 3 && (in < 0 || (i >= 0 && dup2(i, 0) == 0)) &&
+		    (lfd < 0 || (s >= 0 && dup2(s, 4) == 4))) {
+			syscall(SYS_close_range, lfd >= 0 ? 5 : 4, ~0u, 0);
+			execve(l.self_exe, argv, envp);
+		}
+		_exit(127);
+	}
+	return pid;
+}
+
 /* The worker, with fd 3 its end of the socket; its settings sent. */
 static void start_worker(void)
 {
-	char *const argv[] = { "agentic", "fleet-worker", NULL };
-	char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)l.tag << 32 };
 	int sv[2];
 	pid_t pid;
@@ -81,17 +103,7 @@ static void start_worker(void)
 		l.restart_at = clock_mono_ms() + RESTART_MS;
 		return;
 	}
-	/* vfork: agenticd's address space is large, and the child only moves a descriptor and
-	 * execs (a failed exec is seen as the worker's death) */
-	pid = vfork();
-	if (pid == 0) {
-		/* dup2 onto itself would keep close-on-exec: clear it instead */
-		if (sv[1] == 3 ? fcntl(3, F_SETFD, 0) == 0 : dup2(sv[1], 3) == 3) {
-			syscall(SYS_close_range, 4, ~0u, 0);
-			execve(l.self_exe, argv, envp);
-		}
-		_exit(127);
-	}
+	pid = spawn("fleet-worker", sv[1], -1, -1);
 	close(sv[1]);
 	if (pid < 0) {
 		close(sv[0]);
@@ -104,6 +116,211 @@ static void start_worker(void)
 	(void)send(l.fd, l.settings, l.settings_len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)epoll_ctl(l.epfd, EPOLL_CTL_ADD, l.fd, &ev);
 	log_info("fleet worker started", "pid=%d node=%s", (int)pid, log_q(l.set.node));
+}
+
+/* ---- the relay (relay.c; docs/FLEET.md "One front door") ---- */
+
+static struct {
+	int lfd;         /* the listening socket (fleet_listen), kept for the next listener */
+	pid_t pid;       /* the listener */
+	int fd;          /* its control socket */
+	int64_t restart_at;
+	pid_t out[FLEET_RELAY_OUT_MAX]; /* each relay-out running, 0: a free place */
+	void (*adopt)(int fd, const char *node);
+	char listen[64];
+} rl = { .lfd = -1, .pid = -1, .fd = -1 };
+
+/* fleet_listen bound here, so that a port in use stops agenticd at start with its name. */
+static int relay_listen(const struct config *cfg, char *err, size_t err_size)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int on = 1;
+
+	if (etcd_endpoint_parse(cfg->fleet_listen, strlen(cfg->fleet_listen), &ss, &sl) != 0)
+		return bad(err, err_size, "fleet_listen must be HOST:PORT (an IP literal, IPv6 in "
+			   "brackets)");
+	rl.lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (rl.lfd < 0 || setsockopt(rl.lfd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+	    bind(rl.lfd, (struct sockaddr *)&ss, sl) != 0 || listen(rl.lfd, 64) != 0) {
+		snprintf(err, err_size, "fleet: fleet_listen %.64s: %s", cfg->fleet_listen,
+			 strerror(errno));
+		if (rl.lfd >= 0)
+			close(rl.lfd);
+		rl.lfd = -1;
+		return -EINVAL;
+	}
+	set_copy(rl.listen, sizeof(rl.listen), cfg->fleet_listen);
+	return 0;
+}
+
+static void relay_start(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)l.tag << 32 | 1 };
+	int sv[2];
+
+	rl.restart_at = clock_mono_ms() + RESTART_MS;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	rl.pid = spawn("fleet-relay", sv[1], -1, rl.lfd);
+	close(sv[1]);
+	if (rl.pid < 0) {
+		close(sv[0]);
+		return;
+	}
+	rl.fd = sv[0];
+	(void)send(rl.fd, l.settings, l.settings_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)epoll_ctl(l.epfd, EPOLL_CTL_ADD, rl.fd, &ev);
+	log_info("fleet relay started", "pid=%d listen=%s", (int)rl.pid, log_q(rl.listen));
+}
+
+static void relay_gone(void)
+{
+	if (rl.fd >= 0) {
+		(void)epoll_ctl(l.epfd, EPOLL_CTL_DEL, rl.fd, NULL);
+		close(rl.fd);
+	}
+	rl.fd = -1;
+	rl.restart_at = clock_mono_ms() + RESTART_MS;
+}
+
+/* The view's "KEY":"VALUE" right at p (the worker's writer: no string holds a quote), VALUE
+ * copied into out: the byte after its closing quote, or NULL. */
+static const char *field_at(const char *p, const char *end, const char *key, char *out,
+			    size_t cap)
+{
+	size_t k = strlen(key), n;
+	const char *q;
+
+	if ((size_t)(end - p) < k + 6 || p[0] != '"' || memcmp(p + 1, key, k) != 0 ||
+	    memcmp(p + 1 + k, "\":\"", 3) != 0)
+		return NULL;
+	p += k + 4;
+	q = memchr(p, '"', (size_t)(end - p));
+	if (!q || (n = (size_t)(q - p)) >= cap)
+		return NULL;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return q + 1;
+}
+
+/* The entry of a view (nodes or sandboxes) that opens with {"FIRST":"NAME", : what follows
+ * that, or NULL. */
+static const char *entry_find(const char *view, size_t len, const char *first, const char *name)
+{
+	char pat[96];
+	size_t n = (size_t)snprintf(pat, sizeof(pat), "{\"%s\":\"%s\",", first, name);
+
+	return n < sizeof(pat) ? memmem(view, len, pat, n) : NULL;
+}
+
+static bool node_known(const char *node)
+{
+	return entry_find(l.nodes, l.nodes_len, "node", node) != NULL;
+}
+
+int fleet_link_owner(const char *name, char *node, size_t ncap, char *addr, size_t acap)
+{
+	const char *end = l.sbs + l.sbs_len, *p = entry_find(l.sbs, l.sbs_len, "name", name), *q;
+	char state[16];
+
+	if (!l.on || !p || !fleet_sandbox_name_ok(name, strlen(name)))
+		return 0;
+	p += strlen(name) + 11;
+	/* two nodes' records claim the name (a node's certificate stolen, say): no one is sent
+	 * anything for it */
+	if (entry_find(p, (size_t)(end - p), "name", name))
+		return FLEET_OWNER_TWICE;
+	if (!(p = field_at(p, end, "node", node, ncap)) || strcmp(node, l.set.node) == 0)
+		return 0;
+	if (!(p = field_at(p + 1, end, "state", state, sizeof(state))))
+		return 0;
+	if (strcmp(state, "lost") == 0)
+		return FLEET_OWNER_LOST;
+	end = l.nodes + l.nodes_len;
+	if (!(q = entry_find(l.nodes, l.nodes_len, "node", node)))
+		return FLEET_OWNER_LOST;
+	q += strlen(node) + 11;
+	if (!(q = field_at(q, end, "state", state, sizeof(state))) || strcmp(state, "lost") == 0)
+		return FLEET_OWNER_LOST;
+	if (!field_at(q + 1, end, "addr", addr, acap) || !addr[0])
+		return FLEET_OWNER_NO_ADDR;
+	return 1;
+}
+
+int fleet_relay_out(int client, const char *node, const char *addr, const void *pre,
+		    size_t len)
+{
+	char target[160];
+	int sv[2], n, slot = -1;
+
+	for (int i = 0; i < FLEET_RELAY_OUT_MAX && slot < 0; i++)
+		if (rl.out[i] == 0)
+			slot = i;
+	if (slot < 0)
+		return ERR_LIMIT;
+	n = snprintf(target, sizeof(target), "{\"node\":\"%s\",\"addr\":\"%s\"}", node, addr);
+	if (n >= (int)sizeof(target) || len >= FLEET_RELAY_PREFIX_BYTES)
+		return ERR_LIMIT;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	rl.out[slot] = spawn("fleet-relay-out", sv[1], client, -1);
+	close(sv[1]);
+	if (rl.out[slot] < 0) {
+		rl.out[slot] = 0;
+		close(sv[0]);
+		return -EAGAIN;
+	}
+	/* a socketpair's own buffer holds them all: the child reads them when it runs */
+	(void)send(sv[0], l.settings, l.settings_len, MSG_NOSIGNAL);
+	(void)send(sv[0], target, (size_t)n, MSG_NOSIGNAL);
+	if (len)
+		(void)send(sv[0], pre, len, MSG_NOSIGNAL);
+	close(sv[0]);
+	return 0;
+}
+
+/* A connection the relay took from another node: handed to the admin API as that node's. */
+static void relay_event(void)
+{
+	for (int k = 0; k < 16 && rl.fd >= 0; k++) {
+		char pkt[128], node[FLEET_NODE_NAME_MAX + 1] = "";
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cm;
+		struct iovec iov = { .iov_base = pkt, .iov_len = sizeof(pkt) - 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+				     .msg_controllen = sizeof(cm.b) };
+		ssize_t n = recvmsg(rl.fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		struct cmsghdr *h;
+		int fd = -1;
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			relay_gone();
+			return;
+		}
+		if (n < 0)
+			return;
+		h = CMSG_FIRSTHDR(&mh);
+		if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+		    h->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(h), sizeof(int));
+		if (fd < 0)
+			continue;
+		pkt[n] = '\0';
+		/* only a node the fleet knows: a certificate the CA signed for a name etcd has no
+		 * record of (never joined, or removed) relays nothing */
+		if (!field_at(pkt + 1, pkt + n, "relay_from", node, sizeof(node)) ||
+		    !node_known(node)) {
+			log_warn("fleet relay refused", "node=%s reason=%s", log_q(node),
+				 log_q("not_a_fleet_node"));
+			close(fd);
+			continue;
+		}
+		(void)fcntl(fd, F_SETFL, O_NONBLOCK);
+		rl.adopt(fd, node);
+	}
 }
 
 /* The CA, the certificate and its key read here once, so that a wrong file stops agenticd at
@@ -155,13 +372,16 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 			   "literals, IPv6 in brackets, \"https://\" allowed; 8 at most)");
 	if (strlen(cfg->fleet_advertise) > 63)
 		return bad(err, err_size, "fleet_advertise must be HOST:PORT, at most 63 characters");
+	if (cfg->fleet_listen[0] && relay_listen(cfg, err, err_size) < 0)
+		return -EINVAL;
 	set_copy(l.set.endpoints, sizeof(l.set.endpoints), cfg->fleet_endpoints);
 	set_copy(l.set.server_name, sizeof(l.set.server_name), cfg->fleet_etcd_name);
 	set_copy(l.set.ca_file, sizeof(l.set.ca_file), cfg->fleet_ca_file);
 	set_copy(l.set.cert_file, sizeof(l.set.cert_file), cfg->fleet_cert_file);
 	set_copy(l.set.key_file, sizeof(l.set.key_file), cfg->fleet_key_file);
 	set_copy(l.set.node, sizeof(l.set.node), cfg->fleet_node);
-	set_copy(l.addr, sizeof(l.addr), cfg->fleet_advertise);
+	set_copy(l.addr, sizeof(l.addr), cfg->fleet_advertise[0] ? cfg->fleet_advertise
+								  : cfg->fleet_listen);
 	l.set.lease_s = cfg->fleet_lease_s;
 	l.set.uid = cfg->fleet_uid;
 	n = fleet_settings_write(&l.set, l.settings, sizeof(l.settings));
@@ -178,7 +398,10 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	l.on = true;
 	set_copy(l.etcd, sizeof(l.etcd), "starting");
 	set_copy(l.error, sizeof(l.error), "none");
+	rl.adopt = c->adopt;
 	start_worker();
+	if (rl.lfd >= 0)
+		relay_start();
 	return 0;
 }
 
@@ -237,10 +460,14 @@ static void packet(const char *p, size_t len)
 		(void)json_str(&d, i, l.endpoint, sizeof(l.endpoint));
 }
 
-void fleet_link_event(void)
+void fleet_link_event(uint32_t which)
 {
 	static char pkt[FLEET_SB_PACKET_BYTES + FLEET_SNAPSHOT_BYTES + 1];
 
+	if (which == 1) {
+		relay_event();
+		return;
+	}
 	for (int k = 0; k < 16 && l.fd >= 0; k++) {
 		long n = recv(l.fd, pkt, sizeof(pkt), MSG_DONTWAIT);
 
@@ -254,15 +481,32 @@ void fleet_link_event(void)
 	}
 }
 
+/* pid ended: reaped here, or already by another reaper (share.c's takes any child left, and
+ * one that ended between the two calls is its) */
+static bool ended(pid_t pid, int *status)
+{
+	pid_t r = waitpid(pid, status, WNOHANG);
+
+	return r == pid || (r < 0 && errno == ECHILD);
+}
+
 void fleet_link_reap(void)
 {
-	int status;
+	int status = -1;
 
-	if (l.pid > 0 && waitpid(l.pid, &status, WNOHANG) == l.pid) {
+	if (l.pid > 0 && ended(l.pid, &status)) {
 		log_warn("fleet worker exited", "pid=%d status=%d", (int)l.pid, status);
 		l.pid = -1;
 		worker_gone();
 	}
+	if (rl.pid > 0 && ended(rl.pid, &status)) {
+		log_warn("fleet relay exited", "pid=%d status=%d", (int)rl.pid, status);
+		rl.pid = -1;
+		relay_gone();
+	}
+	for (int i = 0; i < FLEET_RELAY_OUT_MAX; i++)
+		if (rl.out[i] > 0 && ended(rl.out[i], &status))
+			rl.out[i] = 0;
 }
 
 /* This node's record as agenticd knows it now. */
@@ -354,6 +598,8 @@ void fleet_link_tick(int64_t now, uint32_t live)
 		return;
 	if (l.pid < 0 && l.fd < 0 && now >= l.restart_at)
 		start_worker();
+	if (rl.lfd >= 0 && rl.pid < 0 && rl.fd < 0 && now >= rl.restart_at)
+		relay_start();
 	if (l.fd < 0)
 		return;
 	own_send(now);
@@ -369,7 +615,10 @@ void fleet_link_tick(int64_t now, uint32_t live)
 
 int64_t fleet_link_next_deadline(void)
 {
-	return l.on && l.pid < 0 && l.fd < 0 ? l.restart_at : INT64_MAX;
+	int64_t w = l.on && l.pid < 0 && l.fd < 0 ? l.restart_at : INT64_MAX;
+
+	return l.on && rl.lfd >= 0 && rl.pid < 0 && rl.fd < 0 && rl.restart_at < w ? rl.restart_at
+										     : w;
 }
 
 void fleet_link_shutdown(void)
@@ -382,6 +631,11 @@ void fleet_link_shutdown(void)
 		close(l.fd); /* the worker sees the end, revokes the lease and exits */
 		l.fd = -1;
 	}
+	/* the listener sees the end too; connections being served end with their own */
+	relay_gone();
+	if (rl.lfd >= 0)
+		close(rl.lfd);
+	rl.lfd = -1;
 }
 
 /* {"node","etcd","error","endpoint", KEY: ARRAY} and, for the sandboxes, "more": the answer of

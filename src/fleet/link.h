@@ -13,6 +13,7 @@
 #define AGENTIC_FLEET_LINK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/base.h"
@@ -22,7 +23,10 @@ struct fleet_link_config {
 	const struct config *cfg;
 	const char *self_exe;
 	int epfd;
-	uint32_t tag;        /* the loop's epoll kind for the worker's socket */
+	uint32_t tag;        /* the loop's epoll kind for the worker's (index 0) and the relay's
+			      * (1) sockets */
+	/* a connection another node relayed, its TLS peer's name: the admin API's to serve */
+	void (*adopt)(int fd, const char *node);
 };
 
 /* Starts the worker when the config names a fleet: 0 (also when it names none), or -EINVAL
@@ -30,9 +34,10 @@ struct fleet_link_config {
 int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_size);
 bool fleet_link_on(void);
 
-/* The worker's socket is readable. */
-void fleet_link_event(void);
-/* SIGCHLD: reaps the worker when it is the one that ended (by pid; never another child). */
+/* The worker's socket (which 0) or the relay's (1) is readable. */
+void fleet_link_event(uint32_t which);
+/* SIGCHLD: reaps the worker, the relay and the relayed requests that ended (each by its pid;
+ * never another child). */
 void fleet_link_reap(void);
 /* Starts a worker that died (a second later), and sends the record when it changed: live is
  * how many sandbox slots are taken now. */
@@ -53,6 +58,22 @@ int fleet_link_sandboxes(struct buf *out);
  * new sandbox here; its running ones stay. Kept across restarts (state_dir/fleet-draining).
  * 0, ERR_STATE when no fleet is configured, or -errno. */
 int fleet_link_drain(bool on);
+/* Where the sandbox name lives when another node of the fleet has it, by the views last read:
+ * 1 with its node and that node's address (fleet_advertise), 0 when the fleet knows no such
+ * sandbox on another node, FLEET_OWNER_LOST when its node is lost, FLEET_OWNER_NO_ADDR when
+ * that node advertises no address, FLEET_OWNER_TWICE when two nodes' records claim the name. */
+#define FLEET_OWNER_LOST 2
+#define FLEET_OWNER_NO_ADDR 3
+#define FLEET_OWNER_TWICE 4
+int fleet_link_owner(const char *name, char *node, size_t ncap, char *addr, size_t acap);
+/* Relays one request to node at addr (docs/FLEET.md "One front door"): a relay-out of its own
+ * takes a copy of the client's connection and pre (the request's bytes read so far, the head
+ * written again) and answers the client itself. 0 (the caller closes its copy and forgets the
+ * connection), ERR_LIMIT when FLEET_RELAY_OUT_MAX requests are being relayed (or pre is too
+ * long), or -errno. */
+int fleet_relay_out(int client, const char *node, const char *addr, const void *pre,
+		    size_t len);
+
 /* The fleet's gauges in Prometheus text (nothing without a fleet): 0, or ERR_LIMIT. */
 int fleet_link_metrics(struct buf *out);
 

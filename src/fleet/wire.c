@@ -1,7 +1,13 @@
 /* wire.c: the packets between agenticd and its fleet worker (wire.h). */
 #include "fleet/wire.h"
 
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "json/json.h"
@@ -285,4 +291,28 @@ long fleet_sandboxes_write(const struct etcd_kv *sbs, size_t ns, bool more,
 	json_bool_write(&j, more);
 	json_obj_end(&j);
 	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
+}
+
+int fleet_settings_recv(int fd, struct fleet_settings *s)
+{
+	char pkt[FLEET_SETTINGS_BYTES + 1];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	long n;
+
+	if (poll(&p, 1, 5000) != 1)
+		return ERR_STATE;
+	n = recv(fd, pkt, sizeof(pkt), 0);
+	if (n <= 0 || (size_t)n > FLEET_SETTINGS_BYTES)
+		return ERR_PARSE;
+	return fleet_settings_parse(pkt, (size_t)n, s);
+}
+
+int fleet_drop_root(uid_t uid)
+{
+	if (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 ||
+	    setresuid(uid, uid, uid) != 0)
+		return -errno;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return -errno;
+	return 0;
 }

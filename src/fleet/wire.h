@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fleet/etcd.h"
 
@@ -32,6 +33,12 @@
 #define FLEET_SANDBOXES_MAX 1024
 #define FLEET_SB_ENTRY_BYTES 112
 #define FLEET_SB_PACKET_BYTES (FLEET_SANDBOXES_MAX * FLEET_SB_ENTRY_BYTES + 64)
+/* Connections a node's relay serves at once (more wait in the listen queue's place: refused),
+ * requests it relays to other nodes at once, and the bytes of a relayed request agenticd had
+ * read when it chose to relay (the head written again, and the body's first bytes). */
+#define FLEET_RELAY_MAX 64
+#define FLEET_RELAY_OUT_MAX 64
+#define FLEET_RELAY_PREFIX_BYTES (24u * 1024u)
 /* An etcd call's deadline, dial and handshake included. */
 #define FLEET_CALL_MS 3000
 
@@ -52,6 +59,14 @@ bool fleet_node_name_ok(const char *s, size_t len);
 long fleet_settings_write(const struct fleet_settings *s, char *out, size_t cap);
 /* 0, or ERR_PARSE when a field is missing or out of its range. */
 int fleet_settings_parse(const char *pkt, size_t len, struct fleet_settings *s);
+
+/* The settings packet, the first agenticd sends a fleet program on fd (waiting 5 s at most):
+ * 0, ERR_STATE when none came, or ERR_PARSE. */
+int fleet_settings_recv(int fd, struct fleet_settings *s);
+/* Once its key is in memory a fleet program needs no privilege: it becomes uid (its group too,
+ * no supplementary groups), which leaves it no capability, with no_new_privs; the kernel makes
+ * a process dumpable again on a uid change, so it is made not dumpable again. 0 or -errno. */
+int fleet_drop_root(uid_t uid);
 
 /* A sandbox's name as agenticd allows one: ^[a-z][a-z0-9-]{1,62}$ (the rule of
  * sandbox/reqcheck.c's policy_name_valid, which the worker cannot call). */

@@ -13,7 +13,6 @@
  * - agentic/sandboxes/NODE/NAME: each sandbox's state and tier, set right after every join. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -381,33 +380,6 @@ static int ctl_read(void)
 	return 0;
 }
 
-static int settings_read(void)
-{
-	char pkt[FLEET_SETTINGS_BYTES + 1];
-	struct pollfd p = { .fd = FD_CTL, .events = POLLIN };
-	long n;
-
-	if (poll(&p, 1, 5000) != 1)
-		return ERR_STATE;
-	n = recv(FD_CTL, pkt, sizeof(pkt), 0);
-	if (n <= 0 || (size_t)n > FLEET_SETTINGS_BYTES)
-		return ERR_PARSE;
-	return fleet_settings_parse(pkt, (size_t)n, &w.set);
-}
-
-/* Once the key is in memory the worker needs no privilege: it becomes uid (its group too, no
- * supplementary groups), which leaves it no capability, with no_new_privs; the kernel makes a
- * process dumpable again on a uid change, so it is made not dumpable again. */
-static int drop_root(uid_t uid)
-{
-	if (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 ||
-	    setresuid(uid, uid, uid) != 0)
-		return -errno;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
-		return -errno;
-	return 0;
-}
-
 int fleet_worker_main(int argc, char **argv)
 {
 	struct etcd_config ec;
@@ -429,7 +401,7 @@ int fleet_worker_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	if ((r = settings_read()) < 0) {
+	if ((r = fleet_settings_recv(FD_CTL, &w.set)) < 0) {
 		log_error("fleet worker settings refused", "error=%d", r);
 		return 1;
 	}
@@ -444,7 +416,7 @@ int fleet_worker_main(int argc, char **argv)
 		state_set("down", etcd_error());
 		return 1;
 	}
-	if ((r = drop_root((uid_t)w.set.uid)) < 0) {
+	if ((r = fleet_drop_root((uid_t)w.set.uid)) < 0) {
 		log_error("fleet worker cannot drop root", "uid=%lld error=%s", (long long)w.set.uid,
 			  log_q(strerror(-r)));
 		return 1;

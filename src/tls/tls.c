@@ -1,7 +1,7 @@
-/* tls.c: the egress worker's TLS client (tls.h), BearSSL's engine API over a non-blocking
- * socket. The engine is a state machine with four buffers (records out, records in, data out,
- * data in); this file only moves bytes between those and the socket, so the caller's poll()
- * loop decides when. */
+/* tls.c: one TLS connection per process (tls.h), client or server, BearSSL's engine API over
+ * a non-blocking socket. The engine is a state machine with four buffers (records out, records
+ * in, data out, data in); this file only moves bytes between those and the socket, so the
+ * caller's poll() loop decides when. */
 #include "tls/tls.h"
 
 #include <bearssl.h>
@@ -28,7 +28,12 @@ static size_t nanchors;
 static unsigned char arena[ARENA_BYTES];
 static size_t arena_used;
 
-static br_ssl_client_context cc;
+/* a client's or a server's context: both begin with the engine, which the rest drives */
+static union {
+	br_ssl_client_context c;
+	br_ssl_server_context s;
+} tc;
+#define ENG (&tc.c.eng)
 static br_x509_minimal_context xc;
 static unsigned char iobuf[BR_SSL_BUFSIZE_BIDI];
 static int tls_fd = -1;
@@ -313,9 +318,65 @@ void tls_alpn_set(const char *proto)
 static void client_identity_set(void)
 {
 	if (have_key)
-		br_ssl_client_set_single_ec(&cc, chain, nchain, br_skey_decoder_get_ec(&skey),
+		br_ssl_client_set_single_ec(&tc.c, chain, nchain, br_skey_decoder_get_ec(&skey),
 					    BR_KEYTYPE_SIGN, BR_KEYTYPE_EC, br_ec_get_default(),
 					    br_ecdsa_sign_asn1_get_default());
+}
+
+/* ---- the engine's profile ---- */
+
+/* TLS 1.2 with ECDHE and an AEAD only: forward secrecy and no CBC, CCM, 3DES, static RSA or
+ * TLS 1.0 PRF, which every upstream a credential goes to (and etcd, and the fleet's nodes)
+ * does without. Leaving them out of BearSSL's full profile keeps their code out of the binary. */
+static const uint16_t client_suites[] = {
+	BR_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	BR_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	BR_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	BR_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	BR_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	BR_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+};
+/* a fleet node serves with its EC key */
+static const uint16_t server_suites[] = {
+	BR_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	BR_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	BR_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+};
+
+/* The engine's algorithms, the certificate checker's (against the anchors), the buffer, a
+ * seed and the ALPN offer, for either side. */
+static void engine_setup(const uint16_t *suites, size_t n)
+{
+	static const br_hash_class *const hashes[] = {
+		&br_sha1_vtable, &br_sha224_vtable, &br_sha256_vtable, &br_sha384_vtable,
+		&br_sha512_vtable,
+	};
+	unsigned char seed[32];
+
+	br_ssl_engine_set_versions(ENG, BR_TLS12, BR_TLS12);
+	br_ssl_engine_set_suites(ENG, suites, n);
+	br_ssl_engine_set_default_rsavrfy(ENG);
+	br_ssl_engine_set_default_ecdsa(ENG);
+	br_x509_minimal_init(&xc, &br_sha256_vtable, anchors, nanchors);
+	br_x509_minimal_set_rsa(&xc, br_ssl_engine_get_rsavrfy(ENG));
+	br_x509_minimal_set_ecdsa(&xc, br_ssl_engine_get_ec(ENG), br_ssl_engine_get_ecdsa(ENG));
+	for (int id = br_sha1_ID; id <= br_sha512_ID; id++) {
+		br_ssl_engine_set_hash(ENG, id, hashes[id - br_sha1_ID]);
+		br_x509_minimal_set_hash(&xc, id, hashes[id - br_sha1_ID]);
+	}
+	br_ssl_engine_set_x509(ENG, &xc.vtable);
+	br_ssl_engine_set_prf_sha256(ENG, &br_tls12_sha256_prf);
+	br_ssl_engine_set_prf_sha384(ENG, &br_tls12_sha384_prf);
+	br_ssl_engine_set_default_aes_gcm(ENG);
+	br_ssl_engine_set_default_chapol(ENG);
+	br_ssl_engine_set_buffer(ENG, iobuf, sizeof(iobuf), 1);
+	/* BearSSL seeds itself from the system too; this makes sure a seed is there even where its
+	 * own probe finds no source. */
+	if (getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed))
+		br_ssl_engine_inject_entropy(ENG, seed, sizeof(seed));
+	explicit_bzero(seed, sizeof(seed));
+	if (alpn[0])
+		br_ssl_engine_set_protocol_names(ENG, alpn, 1);
 }
 
 /* ---- the connection ---- */
@@ -333,6 +394,7 @@ static const struct {
 	{ BR_ERR_X509_FORBIDDEN_KEY_USAGE, "certificate_key_usage" },
 	{ BR_ERR_X509_WEAK_PUBLIC_KEY, "certificate_weak_key" },
 	{ BR_ERR_X509_EMPTY_CHAIN, "certificate_missing" },
+	{ BR_ERR_NO_CLIENT_AUTH, "certificate_missing" },
 	{ BR_ERR_X509_CRITICAL_EXTENSION, "certificate_critical_extension" },
 	{ BR_ERR_X509_UNSUPPORTED, "certificate_unsupported" },
 	{ BR_ERR_UNSUPPORTED_VERSION, "protocol_version" },
@@ -346,7 +408,7 @@ static const struct {
 
 static void engine_failed(void)
 {
-	int code = br_ssl_engine_last_error(&cc.eng);
+	int code = br_ssl_engine_last_error(ENG);
 	const char *w = "handshake_failed";
 
 	if (code >= BR_ERR_SEND_FATAL_ALERT)
@@ -363,7 +425,7 @@ static void engine_failed(void)
 
 short tls_want_events(void)
 {
-	unsigned st = br_ssl_engine_current_state(&cc.eng);
+	unsigned st = br_ssl_engine_current_state(ENG);
 	short ev = 0;
 
 	if (st & BR_SSL_CLOSED)
@@ -380,11 +442,11 @@ int tls_pump(short revents)
 	/* Readiness is a hint: each buffer the engine offers is tried, EAGAIN is no error. */
 	(void)revents;
 	for (;;) {
-		unsigned st = br_ssl_engine_current_state(&cc.eng);
+		unsigned st = br_ssl_engine_current_state(ENG);
 		bool moved = false;
 
 		if (st & BR_SSL_CLOSED) {
-			if (br_ssl_engine_last_error(&cc.eng) != BR_ERR_OK) {
+			if (br_ssl_engine_last_error(ENG) != BR_ERR_OK) {
 				engine_failed();
 				return -1;
 			}
@@ -392,17 +454,17 @@ int tls_pump(short revents)
 		}
 		if (st & BR_SSL_SENDREC) {
 			size_t len;
-			unsigned char *b = br_ssl_engine_sendrec_buf(&cc.eng, &len);
+			unsigned char *b = br_ssl_engine_sendrec_buf(ENG, &len);
 			ssize_t n = send(tls_fd, b, len, MSG_NOSIGNAL);
 
 			if (n > 0) {
-				br_ssl_engine_sendrec_ack(&cc.eng, (size_t)n);
+				br_ssl_engine_sendrec_ack(ENG, (size_t)n);
 				moved = true;
 			} else if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
 				/* The peer closed before it read all we had (after an early 413,
 				 * say): what it will never read is dropped, so that what it
 				 * answered still reaches the reader, who then sees the end. */
-				br_ssl_engine_sendrec_ack(&cc.eng, len);
+				br_ssl_engine_sendrec_ack(ENG, len);
 				moved = true;
 			} else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
 				   errno != EINTR) {
@@ -412,11 +474,11 @@ int tls_pump(short revents)
 		}
 		if ((st & BR_SSL_RECVREC) && !sock_eof) {
 			size_t len;
-			unsigned char *b = br_ssl_engine_recvrec_buf(&cc.eng, &len);
+			unsigned char *b = br_ssl_engine_recvrec_buf(ENG, &len);
 			ssize_t n = recv(tls_fd, b, len, 0);
 
 			if (n > 0) {
-				br_ssl_engine_recvrec_ack(&cc.eng, (size_t)n);
+				br_ssl_engine_recvrec_ack(ENG, (size_t)n);
 				moved = true;
 			} else if (n == 0) {
 				sock_eof = true;
@@ -436,11 +498,10 @@ int tls_pump(short revents)
 	}
 }
 
-int tls_handshake(int fd, const char *name, int timeout_ms)
+/* Takes fd for the connection (non-blocking) and resets the error: false when it cannot. */
+static bool conn_begin(int fd)
 {
-	int64_t deadline = clock_mono_ms() + timeout_ms;
-	unsigned char seed[32];
-	int fl;
+	int fl = fcntl(fd, F_GETFL);
 
 	err_word = "none";
 	err_code = 0;
@@ -448,36 +509,21 @@ int tls_handshake(int fd, const char *name, int timeout_ms)
 	tls_fd = fd;
 	if (nanchors == 0) {
 		fail("no_trust_anchors", 0);
-		return -1;
+		return false;
 	}
-	/* BearSSL checks no name at all for a NULL or empty one: never what a route wants. */
-	if (!name || !name[0]) {
-		fail("no_server_name", 0);
-		return -1;
-	}
-	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		fail("io_error", 0);
-		return -1;
+		return false;
 	}
-	br_ssl_client_init_full(&cc, &xc, anchors, nanchors);
-	br_ssl_engine_set_versions(&cc.eng, BR_TLS12, BR_TLS12);
-	br_ssl_engine_set_buffer(&cc.eng, iobuf, sizeof(iobuf), 1);
-	/* BearSSL seeds itself from the system too; this makes sure a seed is there even where its
-	 * own probe finds no source. */
-	if (getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed))
-		br_ssl_engine_inject_entropy(&cc.eng, seed, sizeof(seed));
-	explicit_bzero(seed, sizeof(seed));
-	client_identity_set();
-	if (alpn[0])
-		br_ssl_engine_set_protocol_names(&cc.eng, alpn, 1);
-	if (!br_ssl_client_reset(&cc, name, 0)) {
-		engine_failed();
-		return -1;
-	}
+	return true;
+}
+
+/* Runs the handshake the engine was reset for until it is done, polling until deadline. */
+static int handshake_run(int64_t deadline)
+{
 	for (;;) {
-		unsigned st = br_ssl_engine_current_state(&cc.eng);
-		struct pollfd p = { .fd = fd };
+		unsigned st = br_ssl_engine_current_state(ENG);
+		struct pollfd p = { .fd = tls_fd };
 		int64_t left;
 		int n;
 
@@ -507,44 +553,124 @@ int tls_handshake(int fd, const char *name, int timeout_ms)
 	}
 }
 
+static const unsigned char cn_oid[] = { 3, 0x55, 0x04, 0x03 }; /* id-at-commonName */
+
+/* The client's handshake: with name, SNI and the certificate's name check (BearSSL's: its
+ * subjectAltName, else its CN); with cn instead, no SNI and the certificate's common name must
+ * be cn exactly. */
+static int client_handshake(int fd, const char *name, const char *cn, int timeout_ms)
+{
+	int64_t deadline = clock_mono_ms() + timeout_ms;
+	char got[64] = "";
+	br_name_element e = { .oid = cn_oid, .buf = got, .len = sizeof(got) };
+
+	if (!conn_begin(fd))
+		return -1;
+	/* BearSSL checks no name at all for a NULL or empty one: never what a route wants. */
+	if (!(name && name[0]) && !(cn && cn[0])) {
+		fail("no_server_name", 0);
+		return -1;
+	}
+	br_ssl_client_zero(&tc.c);
+	engine_setup(client_suites, ARRAY_LEN(client_suites));
+	client_identity_set();
+	if (cn)
+		br_x509_minimal_set_name_elements(&xc, &e, 1);
+	if (!br_ssl_client_reset(&tc.c, cn ? NULL : name, 0)) {
+		engine_failed();
+		return -1;
+	}
+	if (handshake_run(deadline) < 0)
+		return -1;
+	if (cn && (e.status != 1 || strcmp(got, cn) != 0)) {
+		fail("name_mismatch", 0);
+		return -1;
+	}
+	return 0;
+}
+
+int tls_handshake(int fd, const char *name, int timeout_ms)
+{
+	return client_handshake(fd, name, NULL, timeout_ms);
+}
+
+int tls_handshake_cn(int fd, const char *cn, int timeout_ms)
+{
+	return client_handshake(fd, NULL, cn, timeout_ms);
+}
+
+int tls_accept(int fd, int timeout_ms, char *peer, size_t cap)
+{
+	br_name_element cn = { .oid = cn_oid, .buf = peer, .len = cap };
+	int64_t deadline = clock_mono_ms() + timeout_ms;
+
+	if (!conn_begin(fd))
+		return -1;
+	if (!have_key || cap == 0) {
+		fail("no_server_key", 0);
+		return -1;
+	}
+	peer[0] = '\0';
+	br_ssl_server_zero(&tc.s);
+	engine_setup(server_suites, ARRAY_LEN(server_suites));
+	br_ssl_server_set_single_ec(&tc.s, chain, nchain, br_skey_decoder_get_ec(&skey),
+				    BR_KEYTYPE_SIGN, BR_KEYTYPE_EC, br_ec_get_default(),
+				    br_ecdsa_sign_asn1_get_default());
+	/* naming the anchors asks for the client's certificate, and BearSSL then refuses a
+	 * client without one (BR_ERR_NO_CLIENT_AUTH) or with one they did not sign */
+	br_ssl_server_set_trust_anchor_names_alt(&tc.s, anchors, nanchors);
+	br_x509_minimal_set_name_elements(&xc, &cn, 1);
+	if (!br_ssl_server_reset(&tc.s)) {
+		engine_failed();
+		return -1;
+	}
+	if (handshake_run(deadline) < 0)
+		return -1;
+	if (cn.status != 1 || !peer[0]) {
+		fail("certificate_no_name", 0);
+		return -1;
+	}
+	return 0;
+}
+
 size_t tls_send(const void *buf, size_t len)
 {
 	unsigned char *b;
 	size_t room;
 
-	if (!(br_ssl_engine_current_state(&cc.eng) & BR_SSL_SENDAPP))
+	if (!(br_ssl_engine_current_state(ENG) & BR_SSL_SENDAPP))
 		return 0;
-	b = br_ssl_engine_sendapp_buf(&cc.eng, &room);
+	b = br_ssl_engine_sendapp_buf(ENG, &room);
 	if (len > room)
 		len = room;
 	memcpy(b, buf, len);
-	br_ssl_engine_sendapp_ack(&cc.eng, len);
+	br_ssl_engine_sendapp_ack(ENG, len);
 	return len;
 }
 
 void tls_flush(void)
 {
-	br_ssl_engine_flush(&cc.eng, 0);
+	br_ssl_engine_flush(ENG, 0);
 }
 
 long tls_recv(void *buf, size_t cap)
 {
-	unsigned st = br_ssl_engine_current_state(&cc.eng);
+	unsigned st = br_ssl_engine_current_state(ENG);
 
 	if (cap == 0)
 		return TLS_AGAIN; /* 0 would read as the end */
 	if (st & BR_SSL_RECVAPP) {
 		size_t len;
-		unsigned char *b = br_ssl_engine_recvapp_buf(&cc.eng, &len);
+		unsigned char *b = br_ssl_engine_recvapp_buf(ENG, &len);
 
 		if (len > cap)
 			len = cap;
 		memcpy(buf, b, len);
-		br_ssl_engine_recvapp_ack(&cc.eng, len);
+		br_ssl_engine_recvapp_ack(ENG, len);
 		return (long)len;
 	}
 	if (st & BR_SSL_CLOSED) {
-		if (br_ssl_engine_last_error(&cc.eng) == BR_ERR_OK)
+		if (br_ssl_engine_last_error(ENG) == BR_ERR_OK)
 			return 0;
 		engine_failed();
 		return -1;
@@ -558,13 +684,13 @@ long tls_recv(void *buf, size_t cap)
 
 void tls_close(void)
 {
-	br_ssl_engine_close(&cc.eng);
+	br_ssl_engine_close(ENG);
 	(void)tls_pump(0);
 }
 
 void tls_wipe(void)
 {
-	explicit_bzero(&cc, sizeof(cc));
+	explicit_bzero(&tc, sizeof(tc));
 	explicit_bzero(&xc, sizeof(xc));
 	explicit_bzero(iobuf, sizeof(iobuf));
 	tls_fd = -1;

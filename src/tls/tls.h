@@ -1,9 +1,12 @@
-/* tls.h: the egress worker's one TLS client connection (docs/EGRESS.md "What a worker does",
- * step 5), BearSSL over a non-blocking TCP socket, driven by the caller's poll() loop so that
- * both directions move at once (a request body goes up while the response streams down).
+/* tls.h: a process's one TLS connection, BearSSL over a non-blocking TCP socket, driven by the
+ * caller's poll() loop so that both directions move at once (a request body goes up while the
+ * response streams down). The egress worker's client to an upstream (docs/EGRESS.md "What a
+ * worker does", step 5), the fleet worker's to etcd, and the fleet relay's client and server
+ * between nodes (docs/FLEET.md "One front door").
  *
- * TLS 1.2 only (BearSSL has no 1.3), trust anchors from a PEM bundle, SNI and the certificate's
- * name both the upstream's name. A worker holds one connection, so the state (engine, I/O
+ * TLS 1.2 only (BearSSL has no 1.3), ECDHE with AES-GCM or ChaCha20-Poly1305 only, trust
+ * anchors from a PEM bundle; a client's SNI and the certificate's name are both the name it
+ * dials. Each of those programs holds one connection per process, so the state (engine, I/O
  * buffer, anchors) is static storage of this file: nothing is allocated. Errors are reported as
  * a word (tls_error_word), never with certificate contents. */
 #ifndef AGENTIC_TLS_H
@@ -37,6 +40,16 @@ void tls_alpn_set(const char *proto);
  * certificate must carry, polling for at most timeout_ms: 0, or -1 with tls_error_word()
  * saying why. Needs tls_load_anchors first. */
 int tls_handshake(int fd, const char *name, int timeout_ms);
+
+/* The same for a fleet node: no SNI, and the certificate's common name must be cn exactly
+ * (the node's name, as etcd takes it), whatever its subjectAltName holds. */
+int tls_handshake_cn(int fd, const char *cn, int timeout_ms);
+
+/* The server's side, with the identity tls_load_client loaded (its EC key serves): the
+ * handshake on fd, which must end with the client's certificate checked against the anchors
+ * (a client without one is refused), polling for at most timeout_ms. 0 with the certificate's
+ * common name in peer (cap bytes), or -1 with tls_error_word() saying why. */
+int tls_accept(int fd, int timeout_ms, char *peer, size_t cap);
 
 /* The poll() events the socket needs now (POLLIN, POLLOUT or both; 0 once closed). */
 short tls_want_events(void);
