@@ -403,19 +403,32 @@ static bool relay_maybe(struct admin_conn *c)
 	return true;
 }
 
-void admin_adopt_relayed(int fd, const char *node)
+/* A free connection for fd, reading its first request; NULL (fd answered 503 and closed) when
+ * every one is taken. */
+static struct admin_conn *conn_open(int fd)
 {
 	struct admin_conn *c = admin_conn_take();
 
 	if (!c) {
 		refuse_busy(fd);
-		return;
+		return NULL;
 	}
 	c->fd = fd;
 	c->phase = AC_READ;
 	c->idle_since = clock_mono_ms();
 	http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
+	/* LIMIT_ADMIN_BODY_BYTES is parse_buffered's to enforce, past the head: a streamed route
+	 * (a file's PUT) takes a body of any length */
 	c->parser.body_limit = UINT64_MAX;
+	return c;
+}
+
+void admin_adopt_relayed(int fd, const char *node)
+{
+	struct admin_conn *c = conn_open(fd);
+
+	if (!c)
+		return;
 	/* the node's certificate was checked by the relay; it gets the sandbox routes only
 	 * (dispatch), never the admin gRPC service, and one request per connection */
 	c->allowed = true;
@@ -436,18 +449,8 @@ void admin_accept(void)
 
 		if (fd < 0)
 			return;
-		c = admin_conn_take();
-		if (!c) {
-			refuse_busy(fd);
+		if (!(c = conn_open(fd)))
 			continue;
-		}
-		c->fd = fd;
-		c->phase = AC_READ;
-		c->idle_since = clock_mono_ms();
-		http_parser_init(&c->parser, HTTP_PARSE_REQUEST, c->head, sizeof(c->head));
-		/* LIMIT_ADMIN_BODY_BYTES is parse_buffered's to enforce, past the head: a streamed
-		 * route (a file's PUT) takes a body of any length */
-		c->parser.body_limit = UINT64_MAX;
 		c->allowed = host_admin_peer_ok(fd, admin_state.ac.group_known, admin_state.ac.gid, &c->uid,
 						&c->pid, why, sizeof(why)) == 0;
 		if (!c->allowed) {
