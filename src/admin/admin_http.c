@@ -425,9 +425,19 @@ static struct admin_conn *conn_open(int fd)
 
 void admin_adopt_relayed(int fd, const char *node)
 {
-	struct admin_conn *c = conn_open(fd);
+	struct admin_conn *c;
+	uint32_t relayed = 0;
 
-	if (!c)
+	/* the other nodes share half the admin connections at most: a node's stolen
+	 * certificate cannot take the rest from this host's own admins */
+	for (uint32_t i = 0; i < admin_state.ac.nconns; i++)
+		relayed += admin_state.ac.conns[i].phase != AC_FREE &&
+			   admin_state.ac.conns[i].relay_from[0];
+	if (relayed >= admin_state.ac.nconns / 2) {
+		refuse_busy(fd);
+		return;
+	}
+	if (!(c = conn_open(fd)))
 		return;
 	/* the node's certificate was checked by the relay; it gets the sandbox routes only
 	 * (dispatch), never the admin gRPC service, and one request per connection */

@@ -61,6 +61,9 @@ const char fleet_relay_out_help[] =
 #define HANDSHAKE_MS 5000
 #define DIAL_MS 3000
 #define PUMP_BYTES 16384
+/* Connections one address may have at once, mid-handshake or relaying: a host that is no node
+ * cannot take every place by opening connections and saying nothing (each has HANDSHAKE_MS). */
+#define PER_ADDR_MAX 16
 
 static struct fleet_settings set;
 
@@ -164,9 +167,14 @@ static bool pump_once(int pfd, struct dir *up, struct dir *down)
 			ssize_t n = send(pfd, down->b + down->off, down->len - down->off,
 					 MSG_NOSIGNAL | MSG_DONTWAIT);
 
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				return false; /* the reader is gone */
-			if (n > 0) {
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				/* the reader is gone (an owner's agenticd closes once it has
+				 * answered): what was for it is dropped, and the other direction
+				 * still ends in order, so that the answer is not cut */
+				down->off = down->len;
+				down->eof = down->shut = true;
+				moved = true;
+			} else if (n > 0) {
 				down->off += (size_t)n;
 				moved = true;
 			}
@@ -286,9 +294,51 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap)
 	}
 }
 
+/* The children serving connections, by pid, with their peer's address. */
+static struct {
+	pid_t pid;
+	struct sockaddr_storage from;
+} kids[FLEET_RELAY_MAX];
+
+static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)(const void *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)(const void *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)(const void *)a)->sin6_addr,
+		      &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr, 16) == 0;
+}
+
+static void kids_reap(void)
+{
+	pid_t pid;
+
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		for (int i = 0; i < FLEET_RELAY_MAX; i++)
+			if (kids[i].pid == pid)
+				kids[i].pid = 0;
+}
+
+/* A place for a connection from ss: its index, or -1 with why (all taken, or ss's share). */
+static int kid_slot(const struct sockaddr_storage *ss, const char **why)
+{
+	int free_at = -1, same = 0;
+
+	kids_reap();
+	for (int i = 0; i < FLEET_RELAY_MAX; i++) {
+		if (kids[i].pid == 0 && free_at < 0)
+			free_at = i;
+		else if (kids[i].pid && same_addr(&kids[i].from, ss))
+			same++;
+	}
+	*why = free_at < 0 ? "busy" : "busy_for_this_address";
+	return same >= PER_ADDR_MAX ? -1 : free_at;
+}
+
 int fleet_relay_main(int argc, char **argv)
 {
-	unsigned children = 0;
 	int r = program_start(argc, argv, "fleet-relay");
 
 	if (r != 0)
@@ -301,12 +351,12 @@ int fleet_relay_main(int argc, char **argv)
 		struct pollfd p[2] = { { .fd = FD_CTL, .events = POLLIN }, { .fd = FD_LISTEN, .events = POLLIN } };
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
+		const char *why;
 		char from[64];
 		pid_t pid;
-		int conn;
+		int conn, k;
 
-		while (children > 0 && waitpid(-1, NULL, WNOHANG) > 0)
-			children--;
+		kids_reap();
 		if (poll(p, 2, 1000) < 0 && errno != EINTR)
 			return 1;
 		if (p[0].revents) /* agenticd ended (it sends nothing after the settings) */
@@ -317,8 +367,8 @@ int fleet_relay_main(int argc, char **argv)
 		if (conn < 0)
 			continue;
 		addr_text(&ss, from, sizeof(from));
-		if (children >= FLEET_RELAY_MAX) {
-			log_warn("fleet relay refused", "from=%s reason=%s", log_q(from), log_q("busy"));
+		if ((k = kid_slot(&ss, &why)) < 0) {
+			log_warn("fleet relay refused", "from=%s reason=%s", log_q(from), log_q(why));
 			close(conn);
 			continue;
 		}
@@ -326,8 +376,10 @@ int fleet_relay_main(int argc, char **argv)
 		if (pid == 0)
 			serve(conn, from);
 		close(conn);
-		if (pid > 0)
-			children++;
+		if (pid > 0) {
+			kids[k].pid = pid;
+			kids[k].from = ss;
+		}
 	}
 }
 
