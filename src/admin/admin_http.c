@@ -335,19 +335,21 @@ static void refuse_busy(int fd)
 /* ---- the fleet's front door (docs/FLEET.md "One front door") ---- */
 
 /* The request's head as it came, written again from the parsed fields (but for Expect, which
- * this node has answered), then what of its body is buffered: into b. */
-static void relay_prefix(struct admin_conn *c, struct buf *b)
+ * this node has answered), then what of its body is buffered: into b. 0, or ERR_LIMIT when it
+ * does not fit (never a request cut short). */
+static int relay_prefix(struct admin_conn *c, struct buf *b)
 {
 	const struct http_parser *p = &c->parser;
+	int r = buf_printf(b, "%s %s HTTP/1.%d\r\n", http_parser_str(p, p->method),
+			   http_parser_str(p, p->target), p->minor_version);
 
-	buf_printf(b, "%s %s HTTP/1.%d\r\n", http_parser_str(p, p->method),
-		   http_parser_str(p, p->target), p->minor_version);
 	for (uint32_t i = 0; i < p->nhdr; i++)
 		if (strcasecmp(http_parser_str(p, p->hdr[i].name), "expect") != 0)
-			buf_printf(b, "%s: %s\r\n", http_parser_str(p, p->hdr[i].name),
-				   http_parser_str(p, p->hdr[i].value));
-	buf_append(b, "\r\n", 2);
-	buf_append(b, c->rbuf + c->roff, c->rlen - c->roff);
+			r |= buf_printf(b, "%s: %s\r\n", http_parser_str(p, p->hdr[i].name),
+					http_parser_str(p, p->hdr[i].value));
+	r |= buf_append(b, "\r\n", 2);
+	r |= buf_append(b, c->rbuf + c->roff, c->rlen - c->roff);
+	return r < 0 ? ERR_LIMIT : 0;
 }
 
 /* A request, its head just parsed, for a sandbox this node does not have and another node of
@@ -386,9 +388,8 @@ static bool relay_maybe(struct admin_conn *c)
 		return true;
 	}
 	buf_init(&b, pre, sizeof(pre));
-	relay_prefix(c, &b);
-	r = b.len >= sizeof(pre) - 1 ? ERR_LIMIT
-				     : fleet_relay_out(c->fd, node, addr, pre, b.len);
+	r = relay_prefix(c, &b) < 0 || b.len >= sizeof(pre) - 1
+		    ? ERR_LIMIT : fleet_relay_out(c->fd, node, addr, pre, b.len);
 	explicit_bzero(pre, b.len); /* a create's body may hold env values */
 	if (r < 0) {
 		snprintf(m, sizeof(m), "sandbox %.64s is on node %s, and this node cannot relay to "

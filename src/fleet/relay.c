@@ -457,8 +457,10 @@ int fleet_relay_out_main(int argc, char **argv)
 	size_t len, off = 0;
 	int r = program_start(argc, argv, "fleet-relay-out"), fd;
 
-	if (r != 0)
+	if (r != 0) {
+		answer_502("?", "this node's relay could not start (see its log)");
 		return r;
+	}
 	if (front_read(node, addr, pre, sizeof(pre), &len) < 0) {
 		answer_502("?", "the relay's request was malformed");
 		return 1;
