@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -112,6 +113,7 @@ static void start_worker(void)
 	}
 	l.pid = pid;
 	l.fd = sv[0];
+	(void)fd_refuse_rights(l.fd); /* the worker talks to etcd: no descriptor of its comes here */
 	l.record_len = l.own_len = 0; /* the new worker gets both at the next tick */
 	(void)send(l.fd, l.settings, l.settings_len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)epoll_ctl(l.epfd, EPOLL_CTL_ADD, l.fd, &ev);
@@ -169,6 +171,7 @@ static void relay_start(void)
 		return;
 	}
 	rl.fd = sv[0];
+	(void)fd_refuse_rights(rl.fd); /* descriptors go to the relay only (relay_event) */
 	(void)send(rl.fd, l.settings, l.settings_len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)epoll_ctl(l.epfd, EPOLL_CTL_ADD, rl.fd, &ev);
 	log_info("fleet relay started", "pid=%d listen=%s", (int)rl.pid, log_q(rl.listen));
@@ -264,6 +267,7 @@ int fleet_relay_out(int client, const char *node, const char *addr, const void *
 		return ERR_LIMIT;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
+	(void)fd_refuse_rights(sv[0]);
 	rl.out[slot] = spawn("fleet-relay-out", sv[1], client, -1);
 	close(sv[1]);
 	if (rl.out[slot] < 0) {
@@ -280,21 +284,18 @@ int fleet_relay_out(int client, const char *node, const char *addr, const void *
 	return 0;
 }
 
-/* A connection the relay took from another node: handed to the admin API as that node's. */
+/* A connection the relay took from another node, {"relay_from":NODE,"id":N}: when NODE is a
+ * node of the fleet, a socketpair whose one end goes back to the relay (for its child N) and
+ * whose other is handed to the admin API as that node's; else a refusal. agenticd only ever
+ * gives the relay a descriptor: its end of the socket refuses them (relay_start). */
 static void relay_event(void)
 {
 	for (int k = 0; k < 16 && rl.fd >= 0; k++) {
-		char pkt[128], node[FLEET_NODE_NAME_MAX + 1] = "";
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} cm;
-		struct iovec iov = { .iov_base = pkt, .iov_len = sizeof(pkt) - 1 };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
-				     .msg_controllen = sizeof(cm.b) };
-		ssize_t n = recvmsg(rl.fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		struct cmsghdr *h;
-		int fd = -1;
+		char pkt[128], node[FLEET_NODE_NAME_MAX + 1] = "", ans[32];
+		ssize_t n = recv(rl.fd, pkt, sizeof(pkt) - 1, MSG_DONTWAIT);
+		const char *p;
+		long id;
+		int sv[2], m;
 
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			relay_gone();
@@ -302,24 +303,32 @@ static void relay_event(void)
 		}
 		if (n < 0)
 			return;
-		h = CMSG_FIRSTHDR(&mh);
-		if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
-		    h->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(&fd, CMSG_DATA(h), sizeof(int));
-		if (fd < 0)
-			continue;
 		pkt[n] = '\0';
+		if (!(p = field_at(pkt + 1, pkt + n, "relay_from", node, sizeof(node))) ||
+		    strncmp(p, ",\"id\":", 6) != 0 || (id = strtol(p + 6, NULL, 10)) <= 0)
+			continue;
+		m = snprintf(ans, sizeof(ans), "{\"id\":%ld}", id);
 		/* only a node the fleet knows: a certificate the CA signed for a name etcd has no
 		 * record of (never joined, or removed) relays nothing */
-		if (!field_at(pkt + 1, pkt + n, "relay_from", node, sizeof(node)) ||
-		    !node_known(node)) {
+		if (!fleet_node_name_ok(node, strlen(node)) || !node_known(node)) {
 			log_warn("fleet relay refused", "node=%s reason=%s", log_q(node),
 				 log_q("not_a_fleet_node"));
-			close(fd);
+			(void)send(rl.fd, ans, (size_t)m, MSG_NOSIGNAL | MSG_DONTWAIT);
 			continue;
 		}
-		(void)fcntl(fd, F_SETFL, O_NONBLOCK);
-		rl.adopt(fd, node);
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+			(void)send(rl.fd, ans, (size_t)m, MSG_NOSIGNAL | MSG_DONTWAIT);
+			continue;
+		}
+		(void)fd_refuse_rights(sv[0]);
+		if (fleet_send_fd(rl.fd, ans, (size_t)m, sv[1]) != m) {
+			close(sv[0]);
+			close(sv[1]);
+			continue;
+		}
+		close(sv[1]);
+		(void)fcntl(sv[0], F_SETFL, O_NONBLOCK);
+		rl.adopt(sv[0], node);
 	}
 }
 

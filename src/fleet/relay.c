@@ -6,11 +6,15 @@
  *
  * agentic fleet-relay, the owner's side: fd 3 a SEQPACKET socket to agenticd, fd 4 the
  *   listening TCP socket agenticd bound (fleet_listen). It reads the settings, the CA and this
- *   node's certificate and key, becomes fleet_uid, and for each connection forks a child that
- *   runs the TLS server's handshake: the peer must show a certificate the fleet's CA signed
- *   whose common name is a node's name, not this node's. The child then makes a socketpair,
- *   sends agenticd one end with {"relay_from":NODE} (SCM_RIGHTS), and moves bytes between the
- *   TLS connection and its end. agenticd decides what that node may ask (link_relay.c).
+ *   node's certificate and key, becomes fleet_uid, and for each connection forks a child (with
+ *   a SEQPACKET socket of its own to the listener) that runs the TLS server's handshake: the
+ *   peer must show a certificate the fleet's CA signed whose common name is a node's name, not
+ *   this node's. The child says {"relay_from":NODE}; the listener passes that on to agenticd
+ *   with the child's pid as its id; agenticd, when NODE is a node of the fleet, answers with
+ *   one end of a socketpair it made (the other is its admin connection), which the listener
+ *   hands the child, and the child moves bytes between the TLS connection and it. Descriptors
+ *   only ever go from agenticd to the relay, never back (agenticd's ends refuse them): a relay
+ *   process taken over cannot hand agenticd a socket whose close would hold its loop.
  *
  * agentic fleet-relay-out, the front door's side, one per request: fd 0 the client's
  *   connection, fd 3 a SEQPACKET socket carrying the settings, then {"node","addr"}, then the
@@ -238,20 +242,15 @@ static int pump(int pfd, int tfd)
 
 /* ---- the owner's side ---- */
 
-/* One connection from a node, in a child of its own. */
-static _Noreturn void serve(int conn, const char *from)
+/* One connection from a node, in a child of its own; ctl its socket to the listener. */
+static _Noreturn void serve(int conn, int ctl, const char *from)
 {
-	char peer[FLEET_NODE_NAME_MAX + 1], pkt[128];
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cm = { 0 };
-	struct iovec iov;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
-			     .msg_controllen = sizeof(cm.b) };
-	int sv[2], n, r;
+	char peer[FLEET_NODE_NAME_MAX + 1], pkt[128], ok[16];
+	struct pollfd p = { .fd = ctl, .events = POLLIN };
+	int n, r, fd = -1;
 
 	close(FD_LISTEN);
+	close(FD_CTL);
 	tcp_tune(conn);
 	if (tls_accept(conn, HANDSHAKE_MS, peer, sizeof(peer)) < 0) {
 		log_warn("fleet relay refused", "from=%s reason=%s", log_q(from),
@@ -263,19 +262,13 @@ static _Noreturn void serve(int conn, const char *from)
 			 log_q("certificate_not_a_node"));
 		_exit(1);
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		_exit(1);
 	n = snprintf(pkt, sizeof(pkt), "{\"relay_from\":\"%s\"}", peer);
-	iov = (struct iovec){ .iov_base = pkt, .iov_len = (size_t)n };
-	cm.h.cmsg_level = SOL_SOCKET;
-	cm.h.cmsg_type = SCM_RIGHTS;
-	cm.h.cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(&cm.h), &sv[0], sizeof(int));
-	if (sendmsg(FD_CTL, &mh, MSG_NOSIGNAL) != n)
+	/* agenticd's end of the stream, or nothing (it refused the node: logged there) */
+	if (send(ctl, pkt, (size_t)n, MSG_NOSIGNAL) != n || poll(&p, 1, HANDSHAKE_MS) != 1 ||
+	    fleet_recv_fd(ctl, ok, sizeof(ok), &fd, 0) <= 0 || fd < 0)
 		_exit(1);
-	close(sv[0]);
-	close(FD_CTL);
-	r = pump(sv[1], conn);
+	close(ctl);
+	r = pump(fd, conn);
 	if (r < 0 && strcmp(tls_error_word(), "none") != 0)
 		log_warn("fleet relay ended", "from=%s node=%s reason=%s", log_q(from), log_q(peer),
 			 log_q(tls_error_word()));
@@ -297,9 +290,12 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t cap)
 	}
 }
 
-/* The children serving connections, by pid, with their peer's address. */
+/* The children serving connections, by pid, with their peer's address and the listener's end
+ * of their socket (-1 once it has been used). */
 static struct {
 	pid_t pid;
+	int ctl;
+	bool asked; /* its one question went to agenticd: nothing more is read from it */
 	struct sockaddr_storage from;
 } kids[FLEET_RELAY_MAX];
 
@@ -314,6 +310,15 @@ static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr_st
 		      &((const struct sockaddr_in6 *)(const void *)b)->sin6_addr, 16) == 0;
 }
 
+static void kid_done(int k)
+{
+	if (kids[k].ctl >= 0)
+		close(kids[k].ctl);
+	kids[k].ctl = -1;
+	kids[k].pid = 0;
+	kids[k].asked = false;
+}
+
 static void kids_reap(void)
 {
 	pid_t pid;
@@ -321,7 +326,7 @@ static void kids_reap(void)
 	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
 		for (int i = 0; i < FLEET_RELAY_MAX; i++)
 			if (kids[i].pid == pid)
-				kids[i].pid = 0;
+				kid_done(i);
 }
 
 /* A place for a connection from ss: its index, or -1 with why (all taken, or ss's share). */
@@ -340,6 +345,90 @@ static int kid_slot(const struct sockaddr_storage *ss, const char **why)
 	return same >= PER_ADDR_MAX ? -1 : free_at;
 }
 
+/* A child's word: its node, passed on to agenticd with the child's pid as its id. */
+static void from_kid(int k)
+{
+	char pkt[128], node[FLEET_NODE_NAME_MAX + 1], out[160];
+	ssize_t n = recv(kids[k].ctl, pkt, sizeof(pkt) - 1, MSG_DONTWAIT);
+	int m;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	pkt[n > 0 ? n : 0] = '\0';
+	if (n <= 0 || sscanf(pkt, "{\"relay_from\":\"%63[a-z0-9-]\"}", node) != 1 ||
+	    (m = snprintf(out, sizeof(out), "{\"relay_from\":\"%s\",\"id\":%d}", node,
+			  (int)kids[k].pid)) < 0 ||
+	    send(FD_CTL, out, (size_t)m, MSG_NOSIGNAL) != m) {
+		close(kids[k].ctl); /* the child sees the end and exits */
+		kids[k].ctl = -1;
+	}
+	kids[k].asked = true;
+}
+
+/* agenticd's answer: {"id":PID} with its end of the stream for that child, or without one
+ * (refused). The child gets the descriptor, or the end of its socket. */
+static void from_agenticd(void)
+{
+	char pkt[64];
+	int fd, id = 0;
+	ssize_t n = fleet_recv_fd(FD_CTL, pkt, sizeof(pkt) - 1, &fd, MSG_DONTWAIT);
+
+	if (n <= 0)
+		return;
+	pkt[n] = '\0';
+	if (sscanf(pkt, "{\"id\":%d}", &id) == 1)
+		for (int i = 0; i < FLEET_RELAY_MAX; i++)
+			if (kids[i].pid == id && kids[i].ctl >= 0) {
+				if (fd >= 0)
+					(void)fleet_send_fd(kids[i].ctl, "ok", 2, fd);
+				close(kids[i].ctl);
+				kids[i].ctl = -1;
+			}
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A connection: a child of its own with a socket to this process, or refused. */
+static void take(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	const char *why;
+	char from[64];
+	int conn = accept4(FD_LISTEN, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC), k, sv[2];
+	pid_t pid;
+
+	if (conn < 0)
+		return;
+	addr_text(&ss, from, sizeof(from));
+	if ((k = kid_slot(&ss, &why)) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		log_warn("fleet relay refused", "from=%s reason=%s", log_q(from),
+			 log_q(k < 0 ? why : "no_socket"));
+		close(conn);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		/* the other children's sockets stay with the listener: a child taken over by its
+		 * peer cannot read another's question or answer it */
+		for (int i = 0; i < FLEET_RELAY_MAX; i++)
+			if (kids[i].ctl >= 0)
+				close(kids[i].ctl);
+		close(sv[0]);
+		serve(conn, sv[1], from);
+	}
+	close(conn);
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return;
+	}
+	kids[k].pid = pid;
+	kids[k].ctl = sv[0];
+	kids[k].from = ss;
+}
+
 int fleet_relay_main(int argc, char **argv)
 {
 	int r = program_start(argc, argv, "fleet-relay");
@@ -350,39 +439,30 @@ int fleet_relay_main(int argc, char **argv)
 		log_error("fleet relay without its listening socket", "fd=%d", FD_LISTEN);
 		return 2;
 	}
+	for (int i = 0; i < FLEET_RELAY_MAX; i++)
+		kids[i].ctl = -1;
 	for (;;) {
-		struct pollfd p[2] = { { .fd = FD_CTL, .events = POLLIN }, { .fd = FD_LISTEN, .events = POLLIN } };
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		const char *why;
-		char from[64];
-		pid_t pid;
-		int conn, k;
+		struct pollfd p[2 + FLEET_RELAY_MAX] = {
+			{ .fd = FD_CTL, .events = POLLIN }, { .fd = FD_LISTEN, .events = POLLIN } };
+		int at[FLEET_RELAY_MAX], np = 2;
 
 		kids_reap();
-		if (poll(p, 2, 1000) < 0 && errno != EINTR)
+		for (int i = 0; i < FLEET_RELAY_MAX; i++)
+			if (kids[i].pid && kids[i].ctl >= 0 && !kids[i].asked) {
+				at[np - 2] = i;
+				p[np++] = (struct pollfd){ .fd = kids[i].ctl, .events = POLLIN };
+			}
+		if (poll(p, (nfds_t)np, 1000) < 0 && errno != EINTR)
 			return 1;
-		if (p[0].revents) /* agenticd ended (it sends nothing after the settings) */
+		if (p[0].revents & (POLLHUP | POLLERR)) /* agenticd ended */
 			return 0;
-		if (!(p[1].revents & POLLIN))
-			continue;
-		conn = accept4(FD_LISTEN, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
-		if (conn < 0)
-			continue;
-		addr_text(&ss, from, sizeof(from));
-		if ((k = kid_slot(&ss, &why)) < 0) {
-			log_warn("fleet relay refused", "from=%s reason=%s", log_q(from), log_q(why));
-			close(conn);
-			continue;
-		}
-		pid = fork();
-		if (pid == 0)
-			serve(conn, from);
-		close(conn);
-		if (pid > 0) {
-			kids[k].pid = pid;
-			kids[k].from = ss;
-		}
+		if (p[0].revents & POLLIN)
+			from_agenticd();
+		for (int j = 2; j < np; j++)
+			if (p[j].revents && kids[at[j - 2]].ctl >= 0 && !kids[at[j - 2]].asked)
+				from_kid(at[j - 2]);
+		if (p[1].revents & POLLIN)
+			take();
 	}
 }
 

@@ -68,6 +68,14 @@ int fleet_settings_recv(int fd, struct fleet_settings *s);
  * a process dumpable again on a uid change, so it is made not dumpable again. 0 or -errno. */
 int fleet_drop_root(uid_t uid);
 
+/* One message on a Unix socket with fd (when >= 0) passed with it: sendmsg's result. Only ever
+ * toward a fleet program: agenticd takes no descriptor from one (its ends refuse them,
+ * fd_refuse_rights), so a program taken over cannot hand it a socket whose close lingers. */
+ssize_t fleet_send_fd(int sock, const void *msg, size_t len, int fd);
+/* One message into buf, and the one descriptor passed with it into *fd (-1: none): recvmsg's
+ * result. For the relay's own processes, from agenticd. */
+ssize_t fleet_recv_fd(int sock, void *buf, size_t cap, int *fd, int flags);
+
 /* A sandbox's name as agenticd allows one: ^[a-z][a-z0-9-]{1,62}$ (the rule of
  * sandbox/reqcheck.c's policy_name_valid, which the worker cannot call). */
 bool fleet_sandbox_name_ok(const char *s, size_t len);
