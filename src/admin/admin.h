@@ -78,6 +78,7 @@ struct admin_conn {
 	struct grpc_call *call;
 	bool sniffed;                 /* the first bytes were checked for the HTTP/2 preface */
 	char relay_from[64];          /* the node that relayed this connection ("": local) */
+	char place_name[64];          /* a placed create's name when its body gave none */
 	int32_t exit_code;
 	char error[256];
 	/* AC_FILE: a transcript file being sent; AC_FOLLOW: one followed as it grows (chunked),
@@ -124,6 +125,9 @@ void admin_accept(void);
 /* A connection another node of the fleet relayed (fleet-link's relay): served as an admin
  * connection limited to this node's sandboxes, one request long. */
 void admin_adopt_relayed(int fd, const char *node);
+/* fleet-link's hook: a create's placement came (admin_create.c). */
+struct fleet_link_placed;
+void admin_placed(uint64_t id, const struct fleet_link_placed *p);
 void admin_event(uint32_t index, uint32_t events);
 /* Closes connections idle for LIMIT_ADMIN_IDLE_MS; sends followed transcripts' new bytes
  * (every turn of the loop). */
@@ -148,6 +152,7 @@ struct admin_route {
 	void (*handler)(struct admin_conn *c, struct sandbox *sb, const char *query);
 	bool not_sandbox;   /* the segment is no sandbox's name (a profile's id): the handler
 			     * gets sb NULL and reads c->segment */
+	bool create;        /* a create: another node may relay it here, as placement chose */
 };
 /* The route for method and path (no query): 0 with *route and, for a path with '*', the name
  * it stood for in name; 404 when no route has that path, 405 when routes have it with other

@@ -88,8 +88,10 @@ bool admin_query_flag(const char *query, const char *name);
 void admin_containers_list(struct admin_conn *c, struct sandbox *unused, const char *query);
 void admin_containers_create(struct admin_conn *c, struct sandbox *unused, const char *query);
 /* A create route's body parsed as api reads it (route: "v1" or "v2", for the log), then
- * admin_create_start; 503 once agenticd is stopping. admin_v2.c's create ends here too. */
-void admin_create_request(struct admin_conn *c, enum request_api api, const char *route);
+ * placed on a fleet node (admin_create.c; query's node=NODE pins it) or admin_create_start;
+ * 503 once agenticd is stopping. admin_v2.c's create ends here too. */
+void admin_create_request(struct admin_conn *c, enum request_api api, const char *route,
+			  const char *query);
 void admin_container_inspect(struct admin_conn *c, struct sandbox *sb, const char *query);
 void admin_container_logs(struct admin_conn *c, struct sandbox *sb, const char *query);
 /* admin_posture.c; the taints an operator may declare (docs/POSTURE.md) */

@@ -130,8 +130,9 @@ static void dispatch(struct admin_conn *c)
 		return;
 	}
 	snprintf(c->segment, sizeof(c->segment), "%s", name);
-	/* another node may act on this node's sandboxes, and ask nothing else of it */
-	if (c->relay_from[0] && (!name[0] || route->not_sandbox)) {
+	/* another node may act on this node's sandboxes, and ask nothing else of it but the
+	 * creates placement sent here (admin_create.c checks their placement) */
+	if (c->relay_from[0] && !route->create && (!name[0] || route->not_sandbox)) {
 		admin_respond_error(c, 403, "forbidden", "a request relayed from another node may "
 			      "act only on a sandbox of this node");
 		return;

@@ -1,6 +1,6 @@
-/* admin_sandbox.c: the admin API's sandbox routes: list, create (admitted by the lifecycle:
- * lifecycle_admit), inspect, remove, and a run's transcript (logs). Above admin_http.c;
- * admin_v2.c's routes end in its create and remove. */
+/* admin_sandbox.c: the admin API's sandbox routes: list, a create's start (admitted by the
+ * lifecycle: lifecycle_admit), inspect, remove, and a run's transcript (logs). Above
+ * admin_http.c; admin_create.c's creates and admin_v2.c's removes end here. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,31 +33,6 @@ void admin_create_start(struct admin_conn *c)
 		return;
 	c->phase = was;
 	admin_respond_error(c, e.status, e.code, e.message);
-}
-
-/* A create route: the body parsed into c->req as api reads it (route: its word in the log),
- * then admitted and begun (admin_create_start); 503 once agenticd is stopping. */
-void admin_create_request(struct admin_conn *c, enum request_api api, const char *route)
-{
-	struct request_error e = { 0 };
-
-	if (admin_state.stopping) {
-		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
-		return;
-	}
-	if (request_create_parse(&c->req, admin_state.ac.cfg, profiles_current(), api,
-				 c->body, c->body_len, &e) != 0) {
-		if (e.status == 422)
-			log_info("create refused", "route=%s code=%s", route, log_q(e.code));
-		admin_respond_error(c, e.status, e.code, e.message);
-		return;
-	}
-	admin_create_start(c);
-}
-
-void admin_containers_create(struct admin_conn *c, struct sandbox *unused, const char *query)
-{
-	admin_create_request(c, REQUEST_API_V1, "v1");
 }
 
 /* ---- inspect and remove ---- */

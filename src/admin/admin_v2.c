@@ -28,7 +28,7 @@ static char text[LIMIT_ADMIN_OUT_BYTES - 1024];
 
 void admin_v2_instances_create(struct admin_conn *c, struct sandbox *unused, const char *query)
 {
-	admin_create_request(c, REQUEST_API_V2, "v2");
+	admin_create_request(c, REQUEST_API_V2, "v2", query);
 }
 
 void admin_v2_instances_list(struct admin_conn *c, struct sandbox *unused, const char *query)

@@ -16,7 +16,7 @@
 
 const char cli_create_help[] =
 	"usage: agentic create [--profile ID] [--runtime docker|vm] [--image I] [--name N]\n"
-	"                      [--env K=V]...\n"
+	"                      [--node NODE] [--env K=V]...\n"
 	"                      [--mount SRC:DST[:ro]]... [--network NET] [--label K=V]...\n"
 	"                      [--disk SIZE] [--memory SIZE] [--cpus N] [--pids N]\n"
 	"                      [--require-tier T1|T0] [--ttl SECONDS] [-- CMD...]\n"
@@ -29,7 +29,10 @@ const char cli_create_help[] =
 	"its process limit. --require-tier T1 refuses the create (422 tier_refused, with the\n"
 	"reasons) if the sandbox would be T0, before anything is made. --runtime vm makes it a\n"
 	"QEMU guest with its own kernel (no network, no --mount, no --network; docs/VM.md).\n"
-	"--ttl removes the sandbox that many seconds after the create (ttl_seconds).\n";
+	"--ttl removes the sandbox that many seconds after the create (ttl_seconds).\n"
+	"On a fleet node the create goes to the node that fits (docs/FLEET.md); --node makes\n"
+	"it on that node, and --node with the asked node's own name makes it there without\n"
+	"etcd.\n";
 
 /* Bytes, or a number with a binary suffix k, m, g or t; 0 when malformed. */
 static uint64_t size_arg(const char *s)
@@ -53,7 +56,7 @@ static uint64_t size_arg(const char *s)
 
 /* What `agentic create` was given. */
 struct create_args {
-	const char *image, *name, *network, *profile, *tier, *cpus, *runtime;
+	const char *image, *name, *network, *profile, *tier, *cpus, *runtime, *node;
 	const char *env[MAX_ENV], *mounts[MAX_MOUNTS], *labels[16];
 	uint64_t disk, memory, pids, ttl;
 	char **cmd;
@@ -118,6 +121,13 @@ static int create_parse(int argc, char **argv, struct opts *o, struct create_arg
 			a->image = argv[++i];
 		} else if (i + 1 < argc && strcmp(argv[i], "--name") == 0) {
 			a->name = argv[++i];
+		} else if (i + 1 < argc && strcmp(argv[i], "--node") == 0) {
+			a->node = argv[++i];
+			if (!a->node[0] || strspn(a->node, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
+						   strlen(a->node) || strlen(a->node) > 63) {
+				fprintf(stderr, "agentic create: --node is a node's name (a-z, 0-9, -)\n");
+				return 2;
+			}
 		} else if (i + 1 < argc && strcmp(argv[i], "--runtime") == 0) {
 			a->runtime = argv[++i];
 			if (strcmp(a->runtime, "docker") != 0 && strcmp(a->runtime, "vm") != 0) {
@@ -223,7 +233,7 @@ int cli_verb_create(int argc, char **argv, struct opts *o)
 	struct buf b;
 	struct json_writer w;
 	struct json_doc doc;
-	char s1[128], s2[64], s3[32], s4[64];
+	char s1[128], s2[64], s3[32], s4[64], path[128];
 
 	if ((status = create_parse(argc, argv, o, &a)) != 0)
 		return status;
@@ -235,7 +245,9 @@ int cli_verb_create(int argc, char **argv, struct opts *o)
 	json_writer_init(&w, &b);
 	if ((status = create_body(&a, &w)) != 0)
 		return status;
-	status = cli_call(o, "POST", "/api/v1/containers", (const char *)b.data, b.len, 201, &doc);
+	snprintf(path, sizeof(path), "/api/v1/containers%s%s", a.node ? "?node=" : "",
+		 a.node ? a.node : "");
+	status = cli_call(o, "POST", path, (const char *)b.data, b.len, 201, &doc);
 	if (status)
 		return status < 0 ? 0 : status;
 	printf("%s\n", cli_field(&doc, 0, "name", s1, sizeof(s1)));

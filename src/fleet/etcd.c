@@ -382,6 +382,8 @@ static const struct grpc_method m_grant = METHOD("/etcdserverpb.Lease/LeaseGrant
 						 lease_grant_request, lease_grant_response, 0);
 static const struct grpc_method m_revoke = METHOD("/etcdserverpb.Lease/LeaseRevoke",
 						  lease_revoke_request, lease_revoke_response, 0);
+static const struct grpc_method m_txn = METHOD("/etcdserverpb.KV/Txn", txn_request,
+					       txn_response, 0);
 /* a stream in etcd's API; here one request and its one answer a call */
 static const struct grpc_method m_keepalive =
 	METHOD("/etcdserverpb.Lease/LeaseKeepAlive", lease_keep_alive_request,
@@ -516,6 +518,68 @@ int etcd_delete(const char *key)
 
 	req.key = bin(key, strlen(key));
 	return call(&m_delete, &req.base, take_nothing, NULL);
+}
+
+static void take_txn(const ProtobufCMessage *msg, void *out)
+{
+	*(bool *)out = ((const Agentic__Etcd__V1__TxnResponse *)(const void *)msg)->succeeded;
+}
+
+int etcd_txn(const struct etcd_cmp *cmp, size_t nc, const struct etcd_op *op, size_t no)
+{
+	static const Agentic__Etcd__V1__Compare__Target targets[] = {
+		[ETCD_CMP_CREATE] = AGENTIC__ETCD__V1__COMPARE__TARGET__CREATE,
+		[ETCD_CMP_MOD] = AGENTIC__ETCD__V1__COMPARE__TARGET__MOD,
+		[ETCD_CMP_VALUE] = AGENTIC__ETCD__V1__COMPARE__TARGET__VALUE,
+	};
+	Agentic__Etcd__V1__TxnRequest req = AGENTIC__ETCD__V1__TXN_REQUEST__INIT;
+	Agentic__Etcd__V1__Compare c[ETCD_TXN_MAX], *cp[ETCD_TXN_MAX];
+	Agentic__Etcd__V1__RequestOp o[ETCD_TXN_MAX], *op_p[ETCD_TXN_MAX];
+	Agentic__Etcd__V1__PutRequest put[ETCD_TXN_MAX];
+	Agentic__Etcd__V1__DeleteRangeRequest del[ETCD_TXN_MAX];
+	bool ok = false;
+	int r;
+
+	ASSERT(nc <= ETCD_TXN_MAX && no <= ETCD_TXN_MAX);
+	for (size_t i = 0; i < nc; i++) {
+		c[i] = (Agentic__Etcd__V1__Compare)AGENTIC__ETCD__V1__COMPARE__INIT;
+		c[i].target = targets[cmp[i].target];
+		c[i].key = bin(cmp[i].key, strlen(cmp[i].key));
+		if (cmp[i].target == ETCD_CMP_VALUE) {
+			c[i].target_union_case = AGENTIC__ETCD__V1__COMPARE__TARGET_UNION_VALUE;
+			c[i].value = bin(cmp[i].value, cmp[i].len);
+		} else if (cmp[i].target == ETCD_CMP_CREATE) {
+			c[i].target_union_case = AGENTIC__ETCD__V1__COMPARE__TARGET_UNION_CREATE_REVISION;
+			c[i].create_revision = cmp[i].rev;
+		} else {
+			c[i].target_union_case = AGENTIC__ETCD__V1__COMPARE__TARGET_UNION_MOD_REVISION;
+			c[i].mod_revision = cmp[i].rev;
+		}
+		cp[i] = &c[i];
+	}
+	for (size_t i = 0; i < no; i++) {
+		o[i] = (Agentic__Etcd__V1__RequestOp)AGENTIC__ETCD__V1__REQUEST_OP__INIT;
+		if (op[i].value) {
+			put[i] = (Agentic__Etcd__V1__PutRequest)AGENTIC__ETCD__V1__PUT_REQUEST__INIT;
+			put[i].key = bin(op[i].key, strlen(op[i].key));
+			put[i].value = bin(op[i].value, op[i].len);
+			o[i].request_case = AGENTIC__ETCD__V1__REQUEST_OP__REQUEST_REQUEST_PUT;
+			o[i].request_put = &put[i];
+		} else {
+			del[i] = (Agentic__Etcd__V1__DeleteRangeRequest)
+				AGENTIC__ETCD__V1__DELETE_RANGE_REQUEST__INIT;
+			del[i].key = bin(op[i].key, strlen(op[i].key));
+			o[i].request_case = AGENTIC__ETCD__V1__REQUEST_OP__REQUEST_REQUEST_DELETE_RANGE;
+			o[i].request_delete_range = &del[i];
+		}
+		op_p[i] = &o[i];
+	}
+	req.n_compare = nc;
+	req.compare = cp;
+	req.n_success = no;
+	req.success = op_p;
+	r = call(&m_txn, &req.base, take_txn, &ok);
+	return r < 0 ? r : ok;
 }
 
 struct range_out {

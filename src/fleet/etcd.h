@@ -71,6 +71,26 @@ int etcd_delete(const char *key);
  * *more: etcd has more than that. */
 int etcd_range(const char *key, const char *range_end, struct etcd_kv *out, size_t max,
 	       bool *more);
+/* A transaction's compare: key's create or mod revision equal to rev (a key that does not
+ * exist has 0 for both), or its value equal to value (len bytes; a missing key fails it). */
+enum etcd_cmp_target { ETCD_CMP_CREATE, ETCD_CMP_MOD, ETCD_CMP_VALUE };
+struct etcd_cmp {
+	const char *key;
+	enum etcd_cmp_target target;
+	int64_t rev;
+	const void *value;
+	size_t len;
+};
+/* A transaction's op: a put of value (len bytes, no lease), or the key's delete (value NULL). */
+struct etcd_op {
+	const char *key;
+	const void *value;
+	size_t len;
+};
+#define ETCD_TXN_MAX 4
+/* When every compare holds, every op, all at one revision: 1; 0 when a compare did not hold
+ * (nothing was done); or a negative error. At most ETCD_TXN_MAX of each. */
+int etcd_txn(const struct etcd_cmp *cmp, size_t nc, const struct etcd_op *op, size_t no);
 /* The end of the prefix range of key (its last byte plus one) into out (ETCD_KEY_BYTES). */
 void etcd_prefix_end(const char *key, char *out);
 

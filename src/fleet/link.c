@@ -23,6 +23,7 @@
 
 #define RESTART_MS 1000
 #define OWN_EVERY_MS 500
+#define PLACE_WAIT_MS 10000
 
 static struct {
 	bool on;
@@ -49,6 +50,11 @@ static struct {
 	size_t own_len;
 	int64_t own_at;                    /* when they were last looked at */
 	bool draining;                     /* no new placements here (fleet_link_drain) */
+	int64_t admitted;                  /* the highest placement admitted here (its record's
+					    * "placed") */
+	/* creates waiting for the worker's placement: their id and when they give up */
+	struct { uint64_t id; int64_t until; } wait[FLEET_PLACE_MAX];
+	void (*placed)(uint64_t id, const struct fleet_link_placed *p);
 	char drain_path[CONFIG_STR_BYTES + 32]; /* state_dir/fleet-draining: there while draining */
 } l; /* zero, in .bss (pid and fd are set at init) */
 
@@ -408,14 +414,93 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	set_copy(l.etcd, sizeof(l.etcd), "starting");
 	set_copy(l.error, sizeof(l.error), "none");
 	rl.adopt = c->adopt;
+	l.placed = c->placed;
 	start_worker();
 	if (rl.lfd >= 0)
 		relay_start();
 	return 0;
 }
 
+/* The creates waiting on a placement that ended, or all of them (id 0 and all), answered: a
+ * worker's answer p, or "fleet_unavailable". */
+static void place_end(uint64_t id, bool all, const struct fleet_link_placed *p)
+{
+	static const struct fleet_link_placed gone = { .error = "fleet_unavailable" };
+
+	for (int i = 0; i < FLEET_PLACE_MAX; i++)
+		if (l.wait[i].id && (all || l.wait[i].id == id)) {
+			uint64_t w = l.wait[i].id;
+
+			l.wait[i].id = 0;
+			l.placed(w, p ? p : &gone);
+		}
+}
+
+int fleet_link_place(uint64_t id, const char *name, const char *pin, const char *runtime)
+{
+	char pkt[256];
+	int n, slot = -1;
+
+	if (!l.on || l.fd < 0 || strcmp(l.etcd, "up") != 0)
+		return ERR_STATE;
+	for (int i = 0; i < FLEET_PLACE_MAX && slot < 0; i++)
+		if (!l.wait[i].id)
+			slot = i;
+	if (slot < 0)
+		return ERR_LIMIT;
+	n = snprintf(pkt, sizeof(pkt), "{\"place\":%llu,\"name\":\"%s\",\"pin\":\"%s\","
+		     "\"runtime\":\"%s\"}", (unsigned long long)id, name, pin, runtime);
+	if (n <= 0 || (size_t)n >= sizeof(pkt) ||
+	    send(l.fd, pkt, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+		return ERR_LIMIT;
+	l.wait[slot].id = id;
+	l.wait[slot].until = clock_mono_ms() + PLACE_WAIT_MS;
+	return 0;
+}
+
+void fleet_link_admitted(int64_t seq)
+{
+	if (seq > l.admitted)
+		l.admitted = seq;
+}
+
+const char *fleet_link_node(void)
+{
+	return l.set.node;
+}
+
+/* The worker's answer to a placement, {"placed":ID,"node","addr","seq"} or with "error". */
+static void placed_packet(const struct json_doc *d)
+{
+	struct fleet_link_placed p = { 0 };
+	char error[32] = "";
+	int64_t id = 0;
+	int i;
+
+	if ((i = json_obj_get(d, 0, "placed")) < 0 || json_int(d, i, &id) != 0 || id <= 0)
+		return;
+	if ((i = json_obj_get(d, 0, "error")) >= 0) {
+		(void)json_str(d, i, error, sizeof(error));
+		p.error = error[0] ? error : "fleet_unavailable";
+	} else if ((i = json_obj_get(d, 0, "node")) < 0 ||
+		   json_str(d, i, p.node, sizeof(p.node)) <= 0 ||
+		   (i = json_obj_get(d, 0, "seq")) < 0 || json_int(d, i, &p.seq) != 0) {
+		p.error = "fleet_unavailable";
+	} else {
+		int64_t a = 1;
+
+		if ((i = json_obj_get(d, 0, "addr")) >= 0)
+			(void)json_str(d, i, p.addr, sizeof(p.addr));
+		if ((i = json_obj_get(d, 0, "attempts")) >= 0 && json_int(d, i, &a) == 0 && a > 0 &&
+		    a < 100)
+			p.attempts = (int)a;
+	}
+	place_end((uint64_t)id, false, &p);
+}
+
 static void worker_gone(void)
 {
+	place_end(0, true, NULL);
 	if (l.fd >= 0) {
 		(void)epoll_ctl(l.epfd, EPOLL_CTL_DEL, l.fd, NULL);
 		close(l.fd);
@@ -432,7 +517,7 @@ static void worker_gone(void)
 static void packet(const char *p, size_t len)
 {
 	static const char nodes_head[] = "{\"nodes\":";
-	struct json_token tok[8];
+	struct json_token tok[16];
 	struct json_doc d;
 	int i;
 
@@ -461,6 +546,10 @@ static void packet(const char *p, size_t len)
 	}
 	if (json_parse(&d, p, len, tok, ARRAY_LEN(tok)) != 0 || tok[0].type != JSON_OBJECT)
 		return;
+	if (json_obj_get(&d, 0, "placed") >= 0) {
+		placed_packet(&d);
+		return;
+	}
 	if ((i = json_obj_get(&d, 0, "etcd")) >= 0)
 		(void)json_str(&d, i, l.etcd, sizeof(l.etcd));
 	if ((i = json_obj_get(&d, 0, "error")) >= 0)
@@ -537,6 +626,8 @@ static long record_write(uint32_t live, char *out, size_t cap)
 	json_int_write(&j, l.slots);
 	json_key(&j, "slots_free");
 	json_int_write(&j, live < l.slots ? l.slots - live : 0);
+	json_key(&j, "placed");
+	json_int_write(&j, l.admitted);
 	json_key(&j, "runtimes");
 	json_arr_begin(&j);
 	json_str_write(&j, "docker");
@@ -605,6 +696,9 @@ void fleet_link_tick(int64_t now, uint32_t live)
 
 	if (!l.on)
 		return;
+	for (int i = 0; i < FLEET_PLACE_MAX; i++)
+		if (l.wait[i].id && now >= l.wait[i].until)
+			place_end(l.wait[i].id, false, NULL);
 	if (l.pid < 0 && l.fd < 0 && now >= l.restart_at)
 		start_worker();
 	if (rl.lfd >= 0 && rl.pid < 0 && rl.fd < 0 && now >= rl.restart_at)

@@ -19,6 +19,21 @@
 #include "base/base.h"
 #include "config/config.h"
 
+/* Where placement put a create: the node, its address and the placement's number; or error,
+ * a word (fleet_unavailable: no answer from etcd in time; the worker's words otherwise:
+ * name_taken, no_capacity, node_unknown, node_lost, node_draining, no_runtime, no_address, contention,
+ * etcd_down, etcd_denied). */
+struct fleet_link_placed {
+	char node[64];
+	char addr[64];
+	int64_t seq;
+	int attempts;        /* the transactions it took (each after three reads) */
+	const char *error;
+};
+
+/* Creates waiting for their placement at once, at most. */
+#define FLEET_PLACE_MAX 64
+
 struct fleet_link_config {
 	const struct config *cfg;
 	const char *self_exe;
@@ -27,6 +42,8 @@ struct fleet_link_config {
 			      * (1) sockets */
 	/* a connection another node relayed, its TLS peer's name: the admin API's to serve */
 	void (*adopt)(int fd, const char *node);
+	/* a placement's answer (fleet_link_place), for the create waiting as id */
+	void (*placed)(uint64_t id, const struct fleet_link_placed *p);
 };
 
 /* Starts the worker when the config names a fleet: 0 (also when it names none), or -EINVAL
@@ -73,6 +90,17 @@ int fleet_link_owner(const char *name, char *node, size_t ncap, char *addr, size
  * long), or -errno. */
 int fleet_relay_out(int client, const char *node, const char *addr, const void *pre,
 		    size_t len);
+
+/* Placement (docs/FLEET.md "Placement"): the worker is asked where the create id for sandbox
+ * name goes (pin "": any node; runtime "docker" or "vm"), and the answer comes through the
+ * config's placed hook, within 10 s ("fleet_unavailable" then). 0; ERR_STATE when etcd is not
+ * up (the create fails now, clearly); ERR_LIMIT when FLEET_PLACE_MAX creates wait already. */
+int fleet_link_place(uint64_t id, const char *name, const char *pin, const char *runtime);
+/* A placed create reached this node: its number, echoed in the record ("placed") so that the
+ * deciders count it in slots_free from now on. */
+void fleet_link_admitted(int64_t seq);
+/* This node's name ("" without a fleet). */
+const char *fleet_link_node(void);
 
 /* The fleet's gauges in Prometheus text (nothing without a fleet): 0, or ERR_LIMIT. */
 int fleet_link_metrics(struct buf *out);

@@ -83,8 +83,7 @@ int fleet_settings_parse(const char *pkt, size_t len, struct fleet_settings *s)
 	return 0;
 }
 
-/* The node a key names after prefix, or NULL when it names none. */
-static const char *key_node(const struct etcd_kv *kv, const char *prefix)
+const char *fleet_key_node(const struct etcd_kv *kv, const char *prefix)
 {
 	size_t n = strlen(prefix);
 
@@ -94,10 +93,10 @@ static const char *key_node(const struct etcd_kv *kv, const char *prefix)
 	return kv->key + n;
 }
 
-static bool is_alive(const char *node, const struct etcd_kv *alive, size_t na)
+bool fleet_node_alive(const char *node, const struct etcd_kv *alive, size_t na)
 {
 	for (size_t i = 0; i < na; i++) {
-		const char *a = key_node(&alive[i], FLEET_ALIVE_PREFIX);
+		const char *a = fleet_key_node(&alive[i], FLEET_ALIVE_PREFIX);
 
 		/* under a lease only: an alive key put without one (a stolen certificate can)
 		 * would keep its node up for ever */
@@ -182,6 +181,7 @@ static void node_write(struct json_writer *j, const char *node, const struct etc
 	json_bool_write(j, draining);
 	copy_count(j, &d, "slots");
 	copy_count(j, &d, "slots_free");
+	copy_count(j, &d, "placed");
 	copy_runtimes(j, &d);
 	json_obj_end(j);
 }
@@ -198,10 +198,10 @@ long fleet_snapshot_write(const struct etcd_kv *nodes, size_t nn, const struct e
 	json_key(&j, "nodes");
 	json_arr_begin(&j);
 	for (size_t i = 0; i < nn && i < FLEET_NODES_MAX; i++) {
-		const char *node = key_node(&nodes[i], FLEET_NODES_PREFIX);
+		const char *node = fleet_key_node(&nodes[i], FLEET_NODES_PREFIX);
 
 		if (node)
-			node_write(&j, node, &nodes[i], is_alive(node, alive, na));
+			node_write(&j, node, &nodes[i], fleet_node_alive(node, alive, na));
 	}
 	json_arr_end(&j);
 	json_obj_end(&j);
@@ -267,7 +267,7 @@ static void sandbox_write(struct json_writer *j, const struct etcd_kv *kv,
 	json_key(j, "node");
 	json_str_write(j, node);
 	json_key(j, "state");
-	json_str_write(j, is_alive(node, alive, na) ? state : "lost");
+	json_str_write(j, fleet_node_alive(node, alive, na) ? state : "lost");
 	json_key(j, "tier");
 	json_str_write(j, tier);
 	json_obj_end(j);

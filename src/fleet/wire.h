@@ -22,6 +22,12 @@
 /* a sandbox's fleet record: agentic/sandboxes/NODE/NAME, {"state","tier"}, written by NODE */
 #define FLEET_SANDBOXES_PREFIX "agentic/sandboxes/"
 
+/* placement (docs/FLEET.md "Placement"): agentic/names/NAME, the node a placed sandbox's name
+ * went to (its text only), and agentic/placements/NODE, {"n":N}, how many placements NODE has
+ * had; every node may write both */
+#define FLEET_NAMES_PREFIX "agentic/names/"
+#define FLEET_PLACEMENTS_PREFIX "agentic/placements/"
+
 /* Nodes a fleet holds at most (the snapshot lists no more), a record's bytes, a node name's. */
 #define FLEET_NODES_MAX 64
 #define FLEET_RECORD_BYTES 1024
@@ -75,6 +81,12 @@ ssize_t fleet_send_fd(int sock, const void *msg, size_t len, int fd);
 /* One message into buf, and the one descriptor passed with it into *fd (-1: none): recvmsg's
  * result. For the relay's own processes, from agenticd. */
 ssize_t fleet_recv_fd(int sock, void *buf, size_t cap, int *fd, int flags);
+
+/* The node a key names after prefix (a valid node name), or NULL. */
+const char *fleet_key_node(const struct etcd_kv *kv, const char *prefix);
+/* node has an alive key under a lease among alive's (one put without a lease counts for
+ * nothing: a stolen certificate could keep a node up for ever with it). */
+bool fleet_node_alive(const char *node, const struct etcd_kv *alive, size_t na);
 
 /* A sandbox's name as agenticd allows one: ^[a-z][a-z0-9-]{1,62}$ (the rule of
  * sandbox/reqcheck.c's policy_name_valid, which the worker cannot call). */

@@ -10,7 +10,9 @@
  * - agentic/nodes/NODE: the node's record (no lease: a lost node stays listed, as lost);
  * - agentic/alive/NODE: under the node's lease, kept alive every third of its TTL. A node
  *   whose lease expires (its host, its agenticd or its network gone) is lost to the others;
- * - agentic/sandboxes/NODE/NAME: each sandbox's state and tier, set right after every join. */
+ * - agentic/sandboxes/NODE/NAME: each sandbox's state and tier, set right after every join;
+ * - agentic/names/NAME and agentic/placements/NODE: a placement's, for a create agenticd
+ *   received (place.c); the name is released when its sandbox is gone. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,6 +25,7 @@
 
 #include "base/base.h"
 #include "fleet/etcd.h"
+#include "fleet/place.h"
 #include "fleet/wire.h"
 #include "json/json.h"
 #include "tls/tls.h"
@@ -37,6 +40,7 @@ const char fleet_worker_help[] =
 #define FD_CTL 3
 #define TICK_MS 1000
 #define RETRY_MAX_MS 5000
+#define SWEEP_EVERY_MS 15000
 
 static struct {
 	struct fleet_settings set;
@@ -44,7 +48,7 @@ static struct {
 	char record[FLEET_RECORD_BYTES];
 	size_t record_len;
 	bool record_dirty, read_refused;
-	int64_t lease, lease_ttl, next_keepalive, next_read, next_try, retry_ms;
+	int64_t lease, lease_ttl, next_keepalive, next_read, next_try, retry_ms, next_sweep;
 	char state[16], state_error[32];
 	char sent[FLEET_SNAPSHOT_BYTES]; /* the last snapshot sent */
 	size_t sent_len;
@@ -237,7 +241,7 @@ static int sandboxes_sync(void)
 			continue;
 		}
 		snprintf(key, sizeof(key), "%s%s/%s", FLEET_SANDBOXES_PREFIX, w.set.node, w.have[i].name);
-		if ((r = etcd_delete(key)) < 0)
+		if ((r = etcd_delete(key)) < 0 || (r = fleet_name_release(w.set.node, w.have[i].name)) < 0)
 			return r;
 		w.have[i] = w.have[--w.nhave];
 	}
@@ -273,6 +277,12 @@ static int read_fleet(void)
 		w.sent_len = (size_t)len;
 	}
 	return read_sandboxes(na);
+}
+
+/* A name one of this node's sandboxes has, as agenticd last said. */
+static bool held(const char *name)
+{
+	return own_find(w.want, w.nwant, name) != NULL;
 }
 
 /* One turn: join when out, keep the lease, write the record when it changed, read the fleet.
@@ -313,12 +323,62 @@ static void tick(void)
 			w.read_refused = false;
 		}
 	}
+	if (r == 0 && w.want_known && now >= w.next_sweep) {
+		w.next_sweep = now + SWEEP_EVERY_MS;
+		r = fleet_names_sweep(w.set.node, held, now, w.sbs, FLEET_SANDBOXES_MAX);
+		if (r == ETCD_ERR_FAILED)
+			r = 0; /* refused: tried again at the next sweep */
+	}
 	if (r < 0) {
 		failed(r);
 		return;
 	}
 	w.retry_ms = 0;
 	state_set("up", "none");
+}
+
+/* A create agenticd received, {"place":ID,"name","pin","runtime"}: placed (place.c), and the
+ * answer sent back, {"placed":ID,"node","addr","seq"} or {"placed":ID,"error":WORD}. */
+static void place(const char *pkt, size_t len)
+{
+	struct json_token tok[16];
+	struct json_doc d;
+	char name[64], pin[FLEET_NODE_NAME_MAX + 1] = "", runtime[16] = "docker", out[256];
+	struct fleet_placed p;
+	int64_t id;
+	int i, n, r;
+
+	if (json_parse(&d, pkt, len, tok, ARRAY_LEN(tok)) != 0 || tok[0].type != JSON_OBJECT ||
+	    (i = json_obj_get(&d, 0, "place")) < 0 || json_int(&d, i, &id) != 0 ||
+	    (i = json_obj_get(&d, 0, "name")) < 0 || json_str(&d, i, name, sizeof(name)) <= 0)
+		return;
+	if ((i = json_obj_get(&d, 0, "pin")) >= 0)
+		(void)json_str(&d, i, pin, sizeof(pin));
+	if ((i = json_obj_get(&d, 0, "runtime")) >= 0)
+		(void)json_str(&d, i, runtime, sizeof(runtime));
+	if (!fleet_sandbox_name_ok(name, strlen(name))) {
+		p = (struct fleet_placed){ .error = "bad_name" };
+		r = 0;
+	} else {
+		r = fleet_place(&(struct fleet_place_req){ .self = w.set.node, .name = name,
+							   .pin = pin, .runtime = runtime },
+				w.nodes, w.alive, &p);
+	}
+	if (r < 0) {
+		failed(r);
+		p.error = r == ETCD_ERR_DENIED ? "etcd_denied" : "etcd_down";
+	}
+	if (p.error)
+		n = snprintf(out, sizeof(out), "{\"placed\":%lld,\"error\":\"%s\"}", (long long)id,
+			     p.error);
+	else
+		n = snprintf(out, sizeof(out), "{\"placed\":%lld,\"node\":\"%s\",\"addr\":\"%s\","
+			     "\"seq\":%lld,\"attempts\":%d}", (long long)id, p.node, p.addr,
+			     (long long)p.seq, p.attempts);
+	/* agenticd's socket is drained by its loop: an answer it cannot take now is lost, and
+	 * its create answers "fleet_unavailable" when its wait ends */
+	if (n > 0 && (size_t)n < sizeof(out))
+		(void)ctl_send(out, (size_t)n);
 }
 
 /* agenticd's list of this node's sandboxes, {"sandboxes":[{"name","state","tier"}...]}, into
@@ -349,12 +409,12 @@ static bool want_parse(const char *pkt, size_t len)
 	return true;
 }
 
-/* A packet from agenticd after the settings: this node's record, or its sandboxes. 0, or -1
- * when agenticd is gone. */
+/* A packet from agenticd after the settings: this node's record, its sandboxes, or a create
+ * to place. 0, or -1 when agenticd is gone. */
 static int ctl_read(void)
 {
 	static char pkt[FLEET_SB_PACKET_BYTES + 1];
-	static const char sb_head[] = "{\"sandboxes\":";
+	static const char sb_head[] = "{\"sandboxes\":", place_head[] = "{\"place\":";
 	long n = recv(FD_CTL, pkt, sizeof(pkt), MSG_DONTWAIT);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -366,6 +426,10 @@ static int ctl_read(void)
 			w.want_known = true;
 			w.sb_dirty = true;
 		}
+		return 0;
+	}
+	if ((size_t)n > sizeof(place_head) && memcmp(pkt, place_head, sizeof(place_head) - 1) == 0) {
+		place(pkt, (size_t)n);
 		return 0;
 	}
 	if ((size_t)n > FLEET_RECORD_BYTES) {

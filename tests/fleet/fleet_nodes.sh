@@ -65,6 +65,18 @@ nodes_cleanup() {
 	rm -rf --one-file-system "$T"
 }
 
+# wait_for SECONDS COMMAND...: until COMMAND succeeds; the seconds it took (-1: it never did)
+wait_for() {
+	local limit=$(($1 * 10)) i
+	shift
+	for ((i = 0; i < limit; i++)); do
+		if "$@"; then echo $((i / 10)).$((i % 10)); return 0; fi
+		sleep 0.1
+	done
+	echo -1
+	return 1
+}
+
 # api NODE METHOD PATH [BODY]: NODE's admin API, the body then "HTTP <status>" on a last line
 api() {
 	local body=()

@@ -1,0 +1,53 @@
+/* place.h: placement, run by the fleet worker for its agenticd (docs/FLEET.md "Placement"):
+ * the node that fits a create, chosen from etcd's records as they are now and claimed by one
+ * transaction on the sandbox's name and on that node's placement count; and the release of a
+ * placed name once its sandbox is gone. */
+#ifndef AGENTIC_FLEET_PLACE_H
+#define AGENTIC_FLEET_PLACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleet/etcd.h"
+#include "fleet/wire.h"
+
+/* What a create asks of placement. */
+struct fleet_place_req {
+	const char *self;    /* the deciding node: preferred between equals (no relay) */
+	const char *name;    /* the sandbox's name, valid (fleet_sandbox_name_ok) */
+	const char *pin;     /* "": any node; else only this one */
+	const char *runtime; /* "docker" or "vm": a node's record must list it */
+};
+
+/* Where it went: node, its address (fleet_advertise) and the placement's number; or error, a
+ * word: name_taken, no_capacity, node_unknown, node_lost, node_draining, no_runtime,
+ * no_address (another node that advertises none), contention (ATTEMPTS deciders at once won every time). */
+struct fleet_placed {
+	char node[FLEET_NODE_NAME_MAX + 1];
+	char addr[64];
+	int64_t seq;
+	int attempts;        /* transactions it took */
+	const char *error;   /* NULL: placed */
+};
+
+/* Reads the nodes, alive keys and placement counts (into nodes and alive, FLEET_NODES_MAX
+ * each: the caller's), chooses and claims: 0 with out filled (placed, or why not), or an etcd
+ * error (nothing claimed). Among the candidates (alive, not draining, the runtime, a free
+ * slot) the most free slots win. */
+int fleet_place(const struct fleet_place_req *rq, struct etcd_kv *nodes, struct etcd_kv *alive,
+		struct fleet_placed *out);
+
+/* agentic/names/NAME deleted when it names self: 1, 0 (it names another or is gone), or an etcd
+ * error. */
+int fleet_name_release(const char *self, const char *name);
+
+/* Names placed on self that held() says no sandbox of self has, released once two sweeps
+ * FLEET_SWEEP_MS apart found them so (a create that never came, or failed here). scratch holds
+ * cap pairs for the read. 0, or an etcd error. */
+#define FLEET_SWEEP_MS 30000
+#define FLEET_SWEEP_SUSPECTS 64
+int fleet_names_sweep(const char *self, bool (*held)(const char *name), int64_t now,
+		      struct etcd_kv *scratch, size_t cap);
+
+#endif
