@@ -79,6 +79,8 @@ struct admin_conn {
 	bool sniffed;                 /* the first bytes were checked for the HTTP/2 preface */
 	char relay_from[64];          /* the node that relayed this connection ("": local) */
 	char place_name[64];          /* a placed create's name when its body gave none */
+	bool placed;                  /* this create was placed here: its name is claimed in etcd,
+				       * and released when the create fails */
 	int32_t exit_code;
 	char error[256];
 	/* AC_FILE: a transcript file being sent; AC_FOLLOW: one followed as it grows (chunked),

@@ -85,6 +85,18 @@ static const struct {
 	{ "contention", 503, "too many creates at once chose the same nodes: try again" },
 };
 
+/* A create placement put here, begun: refused at once, its name is released in etcd (a
+ * create rolled back later is released by admin_finish_error). */
+static void start_placed(struct admin_conn *c)
+{
+	c->placed = true;
+	admin_create_start(c);
+	if (c->phase != AC_WAIT) {
+		c->placed = false;
+		fleet_link_release(c->req.name);
+	}
+}
+
 /* The placement's answer for c: a refusal, this node's create begun, or the create
  * relayed. */
 static void placed(struct admin_conn *c, const struct fleet_link_placed *p)
@@ -107,7 +119,7 @@ static void placed(struct admin_conn *c, const struct fleet_link_placed *p)
 	if (strcmp(p->node, fleet_link_node()) == 0) {
 		log_placed(c, p, "here");
 		fleet_link_admitted(p->seq);
-		admin_create_start(c);
+		start_placed(c);
 		return;
 	}
 	relay_create(c, p);
@@ -158,7 +170,7 @@ static void place_or_start(struct admin_conn *c, const char *query)
 	}
 	if (c->relay_from[0]) {
 		if (admit_relayed(c))
-			admin_create_start(c);
+			start_placed(c);
 		return;
 	}
 	admin_query_value(query, "node", pin, sizeof(pin));
@@ -209,6 +221,7 @@ void admin_create_request(struct admin_conn *c, enum request_api api, const char
 {
 	struct request_error e = { 0 };
 
+	c->placed = false;
 	if (admin_state.stopping) {
 		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
 		return;

@@ -33,6 +33,7 @@
  * preface goes to the admin gRPC service (admin_grpc.c). admin_conn.h says which file may
  * call which. */
 #include "admin/admin_conn.h"
+#include "fleet/link.h"
 #include "egress/view.h"
 
 #define API "/api/v1"
@@ -107,7 +108,12 @@ void admin_finish_error(int32_t i, uint32_t gen, int status, const char *code,
 	struct admin_conn *c = admin_waiter(i, gen);
 
 	if (!c)
-		return;
+		return; /* a placed create's name: released by its node's sweep */
+	if (c->placed) {
+		/* a placed create rolled back: its name is free again in the fleet */
+		c->placed = false;
+		fleet_link_release(c->req.name);
+	}
 	admin_respond_error(c, status, code, message);
 	admin_flush(c);
 }

@@ -464,6 +464,17 @@ void fleet_link_admitted(int64_t seq)
 		l.admitted = seq;
 }
 
+void fleet_link_release(const char *name)
+{
+	char pkt[96];
+	int n;
+
+	if (!l.on || l.fd < 0 || !fleet_sandbox_name_ok(name, strlen(name)))
+		return;
+	n = snprintf(pkt, sizeof(pkt), "{\"release\":\"%s\"}", name);
+	(void)send(l.fd, pkt, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 const char *fleet_link_node(void)
 {
 	return l.set.node;

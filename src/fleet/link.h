@@ -99,6 +99,9 @@ int fleet_link_place(uint64_t id, const char *name, const char *pin, const char 
 /* A placed create reached this node: its number, echoed in the record ("placed") so that the
  * deciders count it in slots_free from now on. */
 void fleet_link_admitted(int64_t seq);
+/* A create placed here failed: its name, claimed in etcd for this node, is released now
+ * rather than by the sweep (best effort: the sweep stays the backstop). */
+void fleet_link_release(const char *name);
 /* This node's name ("" without a fleet). */
 const char *fleet_link_node(void);
 

@@ -23,10 +23,11 @@
 #define ATTEMPTS 8
 #define TOKENS 32
 
-static struct etcd_kv plc[FLEET_NODES_MAX]; /* agentic/placements/, as last read */
+static struct etcd_kv counts[FLEET_NODES_MAX]; /* agentic/placements/, as last read */
 
-/* The placement count of node among n read, and its key's mod revision (0, 0: none yet). */
-static void count_of(const char *node, size_t n, int64_t *count, int64_t *rev)
+/* The placement count of node among plc's n, and its key's mod revision (0, 0: none yet). */
+static void count_of(const struct etcd_kv *plc, const char *node, size_t n, int64_t *count,
+		     int64_t *rev)
 {
 	*count = *rev = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -86,11 +87,9 @@ static uint32_t tie(const char *name, const char *node)
 	return h;
 }
 
-/* The best node of those read for rq into out (node, addr, and in *count and *rev its
- * placement key's), or the reason there is none in out->error. */
-static bool choose(const struct fleet_place_req *rq, const struct etcd_kv *nodes, size_t nn,
-		   const struct etcd_kv *alive, size_t na, size_t np, struct fleet_placed *out,
-		   int64_t *count, int64_t *rev)
+bool fleet_place_choose(const struct fleet_place_req *rq, const struct etcd_kv *nodes, size_t nn,
+			const struct etcd_kv *alive, size_t na, const struct etcd_kv *plc, size_t np,
+			struct fleet_placed *out, int64_t *count, int64_t *rev)
 {
 	int64_t best = 0;
 	uint32_t best_tie = 0;
@@ -122,7 +121,7 @@ static bool choose(const struct fleet_place_req *rq, const struct etcd_kv *nodes
 				out->error = "no_address"; /* no relay could reach it */
 			continue;
 		}
-		count_of(node, np, &c, &r);
+		count_of(plc, node, np, &c, &r);
 		/* placements made since its record was written hold slots it does not count yet */
 		if (c > placed)
 			f -= c - placed;
@@ -177,9 +176,10 @@ int fleet_place(const struct fleet_place_req *rq, struct etcd_kv *nodes, struct 
 			return nn;
 		if ((na = read_prefix(FLEET_ALIVE_PREFIX, alive, FLEET_NODES_MAX)) < 0)
 			return na;
-		if ((np = read_prefix(FLEET_PLACEMENTS_PREFIX, plc, FLEET_NODES_MAX)) < 0)
+		if ((np = read_prefix(FLEET_PLACEMENTS_PREFIX, counts, FLEET_NODES_MAX)) < 0)
 			return np;
-		if (!choose(rq, nodes, (size_t)nn, alive, (size_t)na, (size_t)np, out, &count, &rev))
+		if (!fleet_place_choose(rq, nodes, (size_t)nn, alive, (size_t)na, counts, (size_t)np, out,
+					&count, &rev))
 			return 0;
 		snprintf(plc_key, sizeof(plc_key), "%s%s", FLEET_PLACEMENTS_PREFIX, out->node);
 		vlen = snprintf(val, sizeof(val), "{\"n\":%lld}", (long long)(count + 1));

@@ -38,6 +38,13 @@ struct fleet_placed {
 int fleet_place(const struct fleet_place_req *rq, struct etcd_kv *nodes, struct etcd_kv *alive,
 		struct fleet_placed *out);
 
+/* The choice alone, from what was read (nodes, alive keys, placement counts): true with out's
+ * node and addr, and that node's placement count and its key's mod revision; false with
+ * out->error saying why none. */
+bool fleet_place_choose(const struct fleet_place_req *rq, const struct etcd_kv *nodes, size_t nn,
+			const struct etcd_kv *alive, size_t na, const struct etcd_kv *plc, size_t np,
+			struct fleet_placed *out, int64_t *count, int64_t *rev);
+
 /* agentic/names/NAME deleted when it names self: 1, 0 (it names another or is gone), or an etcd
  * error. */
 int fleet_name_release(const char *self, const char *name);

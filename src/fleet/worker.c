@@ -409,12 +409,28 @@ static bool want_parse(const char *pkt, size_t len)
 	return true;
 }
 
+/* {"release":NAME}: a create placed here failed; its name goes (when it names this node). */
+static void release(const char *pkt, size_t len)
+{
+	char name[64];
+	int r;
+
+	if (sscanf(pkt, "{\"release\":\"%63[a-z0-9-]\"}", name) != 1 || len < 14)
+		return;
+	if ((r = fleet_name_release(w.set.node, name)) < 0)
+		failed(r); /* the sweep releases it later */
+	else if (r == 1)
+		log_info("fleet name released", "node=%s name=%s reason=%s", log_q(w.set.node),
+			 log_q(name), log_q("create_failed"));
+}
+
 /* A packet from agenticd after the settings: this node's record, its sandboxes, or a create
  * to place. 0, or -1 when agenticd is gone. */
 static int ctl_read(void)
 {
 	static char pkt[FLEET_SB_PACKET_BYTES + 1];
-	static const char sb_head[] = "{\"sandboxes\":", place_head[] = "{\"place\":";
+	static const char sb_head[] = "{\"sandboxes\":", place_head[] = "{\"place\":",
+			  release_head[] = "{\"release\":";
 	long n = recv(FD_CTL, pkt, sizeof(pkt), MSG_DONTWAIT);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -430,6 +446,11 @@ static int ctl_read(void)
 	}
 	if ((size_t)n > sizeof(place_head) && memcmp(pkt, place_head, sizeof(place_head) - 1) == 0) {
 		place(pkt, (size_t)n);
+		return 0;
+	}
+	if ((size_t)n > sizeof(release_head) && (size_t)n < 96 &&
+	    memcmp(pkt, release_head, sizeof(release_head) - 1) == 0) {
+		release(pkt, (size_t)n);
 		return 0;
 	}
 	if ((size_t)n > FLEET_RECORD_BYTES) {
