@@ -221,7 +221,6 @@ void admin_create_request(struct admin_conn *c, enum request_api api, const char
 {
 	struct request_error e = { 0 };
 
-	c->placed = false;
 	if (admin_state.stopping) {
 		admin_respond_error(c, 503, "shutting_down", "agenticd is shutting down");
 		return;

@@ -102,6 +102,9 @@ static void dispatch(struct admin_conn *c)
 	const struct admin_route *route;
 	struct sandbox *sb = NULL;
 
+	/* a keep-alive connection's earlier placed create is no concern of this request's:
+	 * a remove failing here must not release that create's name (admin_finish_error) */
+	c->placed = false;
 	snprintf(target, sizeof(target), "%s", http_parser_str(p, p->target));
 	query = strchr(target, '?');
 	if (query)
