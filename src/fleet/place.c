@@ -10,7 +10,8 @@
  * record ("placed"). A node's free slots for placement are then its record's slots_free less
  * the placements it has not admitted yet: those made since its record was written.
  *
- * Owns: nothing between calls but the sweep's cursor and suspects. Calls: the etcd client
+ * Owns: nothing between calls but the sweep's suspects (and the counts last read, scratch).
+ * Calls: the etcd client
  * and the fleet's wire format. */
 #include <stdio.h>
 #include <stdlib.h>
