@@ -11,8 +11,7 @@
  * the placements it has not admitted yet: those made since its record was written.
  *
  * Owns: nothing between calls but the sweep's suspects (and the counts last read, scratch).
- * Calls: the etcd client
- * and the fleet's wire format. */
+ * Calls: the etcd client and the fleet's wire format. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
