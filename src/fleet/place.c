@@ -22,6 +22,7 @@
 
 #define ATTEMPTS 8
 #define TOKENS 32
+#define ADDR_CHARS "0123456789abcdefABCDEF.:[]"
 
 static struct etcd_kv counts[FLEET_NODES_MAX]; /* agentic/placements/, as last read */
 
@@ -66,8 +67,11 @@ static int64_t record_free(const struct etcd_kv *kv, const char *runtime, char *
 		return -1;
 	if ((i = json_obj_get(&d, 0, "placed")) >= 0 && (json_int(&d, i, placed) != 0 || *placed < 0))
 		*placed = 0;
-	if ((i = json_obj_get(&d, 0, "addr")) >= 0)
-		(void)json_str(&d, i, addr, acap);
+	/* HOST:PORT's characters or none: the address goes into the answer's JSON as it is, and
+	 * a node's record is that node's word (a quote in it would write the answer's fields) */
+	if ((i = json_obj_get(&d, 0, "addr")) >= 0 && (json_str(&d, i, addr, acap) < 0 ||
+						      addr[strspn(addr, ADDR_CHARS)] != '\0'))
+		addr[0] = '\0';
 	if ((arr = json_obj_get(&d, 0, "runtimes")) >= 0 && d.tok[arr].type == JSON_ARRAY)
 		for (i = json_first(&d, arr); i >= 0; i = json_next(&d, arr, i))
 			has |= json_str_eq(&d, i, runtime);

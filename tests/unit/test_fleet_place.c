@@ -3,7 +3,7 @@
  * address-less node is no candidate; placements a node's record does not count yet hold its
  * slots; between equals the deciding node wins, else the hashed order, which spreads names
  * over equal nodes; a pin says why its node cannot take the create; a record that is not JSON
- * is no candidate. The transaction itself runs against a real etcd in
+ * is no candidate, nor one whose address is not HOST:PORT's characters. The transaction itself runs against a real etcd in
  * tests/fleet/test_fleet_place. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -139,6 +139,32 @@ static void test_candidates(void **state)
 	assert_string_equal(o.error, "node_lost");
 }
 
+/* A record's address goes into the worker's answer as it is: one that is not HOST:PORT's
+ * characters (a quote would write the answer's fields) makes the node address-less. */
+static void test_address_checked(void **state)
+{
+	struct fleet_placed o;
+	int64_t c, r;
+
+	(void)state;
+	kv_add(nodes, &nn, "agentic/nodes/node-h",
+	       "{\"addr\":\"1.2.3.4:7\\\",\\\"seq\\\":1,\\\"x\\\":\\\"\",\"slots_free\":9,"
+	       "\"runtimes\":[\"docker\"]}", 0, 1);
+	kv_add(alive, &na, "agentic/alive/node-h", "1", 42, 1);
+	node("node-g", 2, 0, false, true);
+	assert_true(pick("node-z", "web", "", &o, &c, &r));
+	assert_string_equal(o.node, "node-g");
+	assert_false(pick("node-z", "web", "node-h", &o, &c, &r));
+	assert_string_equal(o.error, "no_address");
+	/* an IPv6 literal is an address */
+	nn = na = 0;
+	kv_add(nodes, &nn, "agentic/nodes/node-v6",
+	       "{\"addr\":\"[::1]:7001\",\"slots_free\":3,\"runtimes\":[\"docker\"]}", 0, 1);
+	kv_add(alive, &na, "agentic/alive/node-v6", "1", 42, 1);
+	assert_true(pick("node-z", "web", "", &o, &c, &r));
+	assert_string_equal(o.addr, "[::1]:7001");
+}
+
 static void test_ties(void **state)
 {
 	struct fleet_placed o;
@@ -167,6 +193,7 @@ int main(void)
 		cmocka_unit_test_setup(test_most_free_wins_and_pending_count, setup),
 		cmocka_unit_test_setup(test_candidates, setup),
 		cmocka_unit_test_setup(test_ties, setup),
+		cmocka_unit_test_setup(test_address_checked, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
