@@ -206,5 +206,12 @@ ssize_t file_read_small(const char *path, char *buf, size_t cap);
  * and a TCP socket with SO_LINGER and unsent data holds that thread for the linger time.
  * 0, or -ENOPROTOOPT on kernels before 6.16, which cannot refuse them. */
 int fd_refuse_rights(int fd);
+/* The other side of it, for a process that talks to hosts or workloads it cannot trust: a
+ * seccomp filter on the caller (kept across fork and exec) that refuses sendmsg, sendmmsg and
+ * io_uring (EPERM), so that no descriptor of its reaches another process however it is taken
+ * over, on any kernel; x32 system calls are refused and any other arch is killed. Sets
+ * no_new_privs first (the filter needs it without CAP_SYS_ADMIN). Two system calls, nothing
+ * of libc's state: safe in a vfork child. 0, or -errno. */
+int fd_forbid_passing(void);
 
 #endif

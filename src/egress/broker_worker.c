@@ -2,7 +2,6 @@
  * filter), told their connection (the start packet), kept started ahead (spares), killed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -36,35 +35,26 @@ struct worker_args {
 
 static char worker_stack[32 * 1024] __attribute__((aligned(16)));
 
-/* The worker's seccomp filter: no sendmsg, sendmmsg or io_uring (which sends messages too),
- * so no descriptor of its can reach agenticd (SCM_RIGHTS) however it is taken over. agenticd
- * reads its sockets without a control buffer, and the kernel closes a descriptor passed that
- * way in agenticd's own thread, on the way out of recv: a TCP socket with SO_LINGER set and
- * unacknowledged data in its queue would hold agenticd's loop there for the linger time.
- * SO_PASSRIGHTS 0 on agenticd's ends says the same where the kernel has it (6.16). The worker
- * itself sends with send(2) only. No SO_RCVTIMEO either: an armed worker holds the sandbox's
- * listener, whose O_NONBLOCK it shares with agenticd (one open file), and a worker taken over
- * may clear it; the receive timeout agenticd sets on the listener (LISTEN_TIMEOUT_US) is
- * what bounds agenticd's accept then, and the worker never needs one. x32 system calls and
- * any other arch: refused too. */
-#define SF_ERRNO 16 /* the index of the filter's RET ERRNO, and of its RET ALLOW after it */
+/* The worker's seccomp filters. The first (fd_forbid_passing): no sendmsg, sendmmsg or
+ * io_uring, so no descriptor of its can reach agenticd (SCM_RIGHTS) however it is taken over.
+ * agenticd reads its sockets without a control buffer, and the kernel closes a descriptor
+ * passed that way in agenticd's own thread, on the way out of recv: a TCP socket with
+ * SO_LINGER set and unacknowledged data in its queue would hold agenticd's loop there for the
+ * linger time. SO_PASSRIGHTS 0 on agenticd's ends says the same where the kernel has it
+ * (6.16). The worker itself sends with send(2) only. The second, this one: no SO_RCVTIMEO
+ * either. An armed worker holds the sandbox's listener, whose O_NONBLOCK it shares with
+ * agenticd (one open file), and a worker taken over may clear it; the receive timeout agenticd
+ * sets on the listener (LISTEN_TIMEOUT_US) is what bounds agenticd's accept then, and the
+ * worker never needs one. (The first filter has already refused x32 and other arches.) */
+#define SF_ERRNO 7 /* the index of the filter's RET ERRNO, and of its RET ALLOW after it */
 static const struct sock_filter worker_filter[] = {
-	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	/* setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO_OLD or _NEW, ...) */
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, SF_ERRNO - 5, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmsg, SF_ERRNO - 6, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmmsg, SF_ERRNO - 7, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, SF_ERRNO - 8, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_enter, SF_ERRNO - 9, 0),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_register, SF_ERRNO - 10, 0),
-	/* 10: setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO_OLD or _NEW, ...) */
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 0, SF_ERRNO + 1 - 11),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_setsockopt, 0, SF_ERRNO + 1 - 2),
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 0, SF_ERRNO + 1 - 13),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 0, SF_ERRNO + 1 - 4),
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 20 /* SO_RCVTIMEO_OLD */, SF_ERRNO - 15, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 20 /* SO_RCVTIMEO_OLD */, SF_ERRNO - 6, 0),
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 66 /* SO_RCVTIMEO_NEW */, 0, 1),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
@@ -123,7 +113,8 @@ static int worker_child(void *p)
 	    syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &nproc, NULL) != 0)
 		syscall(SYS_exit, 126);
 	syscall(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &worker_fprog) != 0)
+	if (fd_forbid_passing() != 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &worker_fprog) != 0)
 		syscall(SYS_exit, 126);
 	syscall(SYS_execve, bst.self_exe, argv, envp);
 	syscall(SYS_exit, 127);

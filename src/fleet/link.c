@@ -77,9 +77,13 @@ static void set_copy(char *dst, size_t cap, const char *src)
 /* `agentic APPLET` with fd 3 ctl, fd 0 in and fd 4 lfd (each when >= 0): its pid, or -1.
  * vfork: agenticd's address space is large, and the child only moves descriptors and execs (a
  * failed exec is seen as the program's death). Each is first lifted above 10, so that moving
- * one into place cannot close another. */
+ * one into place cannot close another. Every program but the relay's listener (which hands
+ * its children their connections) runs unable to send a descriptor (fd_forbid_passing): the
+ * worker talks to etcd, a relay-out to another host, and a program either took over must not
+ * hand agenticd a socket whose close lingers, on kernels without SO_PASSRIGHTS too. */
 static pid_t spawn(const char *applet, int ctl, int in, int lfd)
 {
+	bool forbid = strcmp(applet, "fleet-relay") != 0;
 	char *const argv[] = { "agentic", (char *)applet, NULL };
 	char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	pid_t pid = vfork();
@@ -91,7 +95,8 @@ static pid_t spawn(const char *applet, int ctl, int in, int lfd)
 		if (c >= 0 && dup2(c, 3) == 3 && (in < 0 || (i >= 0 && dup2(i, 0) == 0)) &&
 		    (lfd < 0 || (s >= 0 && dup2(s, 4) == 4))) {
 			syscall(SYS_close_range, lfd >= 0 ? 5 : 4, ~0u, 0);
-			execve(l.self_exe, argv, envp);
+			if (!forbid || fd_forbid_passing() == 0)
+				execve(l.self_exe, argv, envp);
 		}
 		_exit(127);
 	}

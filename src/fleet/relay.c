@@ -251,6 +251,11 @@ static _Noreturn void serve(int conn, int ctl, const char *from)
 
 	close(FD_LISTEN);
 	close(FD_CTL);
+	/* it talks to a host before knowing who that is: taken over, it still cannot pass agenticd
+	 * a descriptor on the stream it is given (its listener's program cannot take this filter:
+	 * it passes the children theirs) */
+	if (fd_forbid_passing() != 0)
+		_exit(1);
 	tcp_tune(conn);
 	if (tls_accept(conn, HANDSHAKE_MS, peer, sizeof(peer)) < 0) {
 		log_warn("fleet relay refused", "from=%s reason=%s", log_q(from),

@@ -1,4 +1,5 @@
-/* test_base.c: buffers, arenas, pools, integer parsing, big-endian codecs and logfmt quoting. */
+/* test_base.c: buffers, arenas, pools, integer parsing, big-endian codecs, logfmt quoting and
+ * the filter that forbids passing descriptors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "base/base.h"
@@ -275,6 +278,54 @@ static void test_fd_read_all_reads_whole_files_and_refuses_full_buffers(void **s
 	close(fd);
 }
 
+/* sendmsg of one message byte carrying fd: what it returned (-1 with errno) */
+static ssize_t send_one_fd(int sock, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov = { .iov_base = "m", .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+			     .msg_controllen = sizeof(cm.b) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &mh, MSG_NOSIGNAL);
+}
+
+static void test_fd_forbid_passing_refuses_descriptors_not_messages(void **state)
+{
+	int sv[2], st = 0;
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	/* the control: without the filter a descriptor goes */
+	assert_int_equal(send_one_fd(sv[0], 0), 1);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int code = 0;
+
+		if (fd_forbid_passing() != 0)
+			_exit(10);
+		if (send(sv[0], "p", 1, MSG_NOSIGNAL) != 1)
+			code |= 1; /* a plain message still goes */
+		errno = 0;
+		if (send_one_fd(sv[0], 0) != -1 || errno != EPERM)
+			code |= 2;
+		_exit(code);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -289,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_err_codes_sit_in_their_ranges_unique_each_with_a_text),
 		cmocka_unit_test(test_uuid7_has_version_variant_and_time_order),
 		cmocka_unit_test(test_fd_read_all_reads_whole_files_and_refuses_full_buffers),
+		cmocka_unit_test(test_fd_forbid_passing_refuses_descriptors_not_messages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
