@@ -174,6 +174,8 @@ rig_start() {
 
 # rig_start_member N [new]: starts member N in the background; without "new" it is a restart
 # on the data dir it has (etcd ignores the --initial-* flags then). Refused while N runs.
+# RIG_LISTEN_EXTRA=IP: the members serve clients at that address of this host too (a test's
+# own veth, for a node in a network namespace), on the same ports.
 rig_start_member() {
 	local n=$1 state=${2:-existing} pid v=RIG_PID$1
 	# a second etcd would fail to bind, and the first one's pid would be lost to rig_stop
@@ -183,7 +185,7 @@ rig_start_member() {
 	fi
 	# an env of its own: ETCD_* variables of the caller's would conflict with these flags
 	env -i PATH="$PATH" etcd --name "m$n" --data-dir "$RIG_DIR/m$n" \
-		--listen-client-urls "https://127.0.0.1:$(rig_client_port "$n")" \
+		--listen-client-urls "https://127.0.0.1:$(rig_client_port "$n")${RIG_LISTEN_EXTRA:+,https://$RIG_LISTEN_EXTRA:$(rig_client_port "$n")}" \
 		--advertise-client-urls "https://127.0.0.1:$(rig_client_port "$n")" \
 		--listen-peer-urls "https://127.0.0.1:$(rig_peer_port "$n")" \
 		--initial-advertise-peer-urls "https://127.0.0.1:$(rig_peer_port "$n")" \
