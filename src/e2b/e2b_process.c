@@ -10,7 +10,8 @@
  * ours, unique among the live ones. A stream whose client reads too slowly for its output is
  * not buffered for: the frame that finds no room is dropped, and the stream ends with a
  * resource_exhausted error as soon as it has room (the process runs on; Connect follows it
- * again). A process with a Connect-Timeout-Ms is killed at that deadline, whoever is there.
+ * again). A process with a Connect-Timeout-Ms is killed at that deadline, whoever is there,
+ * and its Start stream ends then with deadline_exceeded.
  * Calls connect.c, e2b_conn.c, e2b_user.c and the agent's exec; nothing of e2b/ above it. */
 #include <errno.h>
 #include <signal.h>
@@ -539,6 +540,7 @@ static void call_start(struct e2b_conn *c, struct sandbox *sb)
 	struct connect_start s;
 	char cwd[LIMIT_PATH_BYTES];
 	struct exec_sink sink;
+	struct pstream *ps;
 	struct proc *p;
 	size_t len;
 	int x;
@@ -567,7 +569,11 @@ static void call_start(struct e2b_conn *c, struct sandbox *sb)
 	}
 	proc_setup(p, sb, &s, timeout);
 	p->x = x;
-	stream_add(p, c, false);
+	/* the Start stream ends deadline_exceeded at the moment its process is killed (the tick
+	 * fails it before the kill's end event can come back): the SDK's timeoutMs is then its
+	 * TimeoutError however late the client's own timer fires, never a "signal: killed" exit */
+	if ((ps = stream_add(p, c, false)) && ps->state == ST_OPEN)
+		ps->deadline = p->deadline;
 }
 
 static void call_connect(struct e2b_conn *c, struct sandbox *sb)
