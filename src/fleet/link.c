@@ -43,6 +43,7 @@ static struct {
 	char etcd[16], error[32], endpoint[64];
 	char nodes[FLEET_SNAPSHOT_BYTES]; /* the "nodes" array as the worker last sent it */
 	size_t nodes_len;
+	bool view_known;                   /* a worker has sent it since agenticd started */
 	char sbs[FLEET_SB_PACKET_BYTES];   /* the fleet's sandboxes, as the worker last sent them */
 	size_t sbs_len;
 	bool sbs_more;
@@ -420,9 +421,7 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	set_copy(l.error, sizeof(l.error), "none");
 	rl.adopt = c->adopt;
 	l.placed = c->placed;
-	start_worker();
-	if (rl.lfd >= 0)
-		relay_start();
+	start_worker(); /* the relay follows the worker's first view (fleet_link_tick) */
 	return 0;
 }
 
@@ -542,6 +541,7 @@ static void packet(const char *p, size_t len)
 		/* the worker wrote it with the JSON writer; its array is kept as it is */
 		l.nodes_len = len - sizeof(nodes_head);
 		memcpy(l.nodes, p + sizeof(nodes_head) - 1, l.nodes_len);
+		l.view_known = true;
 		return;
 	}
 	static const char sb_head[] = "{\"fleet_sandboxes\":", sb_tail[] = "],\"more\":";
@@ -717,7 +717,11 @@ void fleet_link_tick(int64_t now, uint32_t live)
 			place_end(l.wait[i].id, false, NULL);
 	if (l.pid < 0 && l.fd < 0 && now >= l.restart_at)
 		start_worker();
-	if (rl.lfd >= 0 && rl.pid < 0 && rl.fd < 0 && now >= rl.restart_at)
+	/* the relay starts once the worker's first view of the nodes has come: before it every
+	 * node would be a stranger (relay_event), and a node restarted within its lease, which
+	 * the others still see up, would turn their requests away; meanwhile a connection waits
+	 * in the listening socket's backlog, within the front door's handshake time */
+	if (rl.lfd >= 0 && rl.pid < 0 && rl.fd < 0 && l.view_known && now >= rl.restart_at)
 		relay_start();
 	if (l.fd < 0)
 		return;
@@ -736,8 +740,9 @@ int64_t fleet_link_next_deadline(void)
 {
 	int64_t w = l.on && l.pid < 0 && l.fd < 0 ? l.restart_at : INT64_MAX;
 
-	return l.on && rl.lfd >= 0 && rl.pid < 0 && rl.fd < 0 && rl.restart_at < w ? rl.restart_at
-										     : w;
+	return l.on && rl.lfd >= 0 && rl.pid < 0 && rl.fd < 0 && l.view_known && rl.restart_at < w
+		       ? rl.restart_at
+		       : w;
 }
 
 void fleet_link_shutdown(void)

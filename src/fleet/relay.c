@@ -125,6 +125,7 @@ struct dir {
 	size_t len, off;
 	bool eof;   /* its source ended */
 	bool shut;  /* and that end was passed on */
+	bool any;   /* a byte came from its source */
 };
 
 /* Moves what can move now, both ways: false when the connection failed. The engine's records
@@ -165,7 +166,7 @@ static bool pump_once(int pfd, struct dir *up, struct dir *down)
 			if (n > 0) {
 				down->len = (size_t)n;
 				down->off = 0;
-				moved = true;
+				down->any = moved = true;
 			} else if (n == 0) {
 				down->eof = moved = true;
 			}
@@ -190,20 +191,33 @@ static bool pump_once(int pfd, struct dir *up, struct dir *down)
 	return true;
 }
 
+static void answer_502(const char *node, const char *why);
+
 /* Bytes between the plain socket pfd and the TLS connection tfd until both directions have
- * ended: 0, or -1 when either side failed. */
-static int pump(int pfd, int tfd)
+ * ended: 0, or -1 when either side failed. On the front door's side owner names the node at
+ * the other end: when it ends the connection without a byte of answer (it turned this node
+ * away: its log says why), the client gets a 502 saying so rather than a bare close. */
+static int pump(int pfd, int tfd, const char *owner)
 {
 	static struct dir up, down;
 	bool plain_gone = false, tls_gone = false;
 
 	up.len = up.off = down.len = down.off = 0;
-	up.eof = up.shut = down.eof = down.shut = false;
+	up.eof = up.shut = down.eof = down.shut = up.any = down.any = false;
 	for (;;) {
 		struct pollfd p[2] = { { .fd = plain_gone ? -1 : pfd }, { .fd = tls_gone ? -1 : tfd } };
 
-		if (!pump_once(pfd, &up, &down))
+		if (!pump_once(pfd, &up, &down)) {
+			if (owner && !down.any)
+				answer_502(owner, strcmp(tls_error_word(), "none") != 0
+							  ? tls_error_word()
+							  : "closed_without_answer");
 			return -1;
+		}
+		if (owner && down.eof && !down.any && !down.shut && !plain_gone) {
+			answer_502(owner, "closed_without_answer");
+			owner = NULL;
+		}
 		/* bytes the engine will never take: the peer closed TLS itself */
 		if (up.off < up.len && tls_want_events() == 0) {
 			up.off = up.len;
@@ -273,7 +287,7 @@ static _Noreturn void serve(int conn, int ctl, const char *from)
 	    fleet_recv_fd(ctl, ok, sizeof(ok), &fd, 0) <= 0 || fd < 0)
 		_exit(1);
 	close(ctl);
-	r = pump(fd, conn);
+	r = pump(fd, conn, NULL);
 	if (r < 0 && strcmp(tls_error_word(), "none") != 0)
 		log_warn("fleet relay ended", "from=%s node=%s reason=%s", log_q(from), log_q(peer),
 			 log_q(tls_error_word()));
@@ -575,7 +589,7 @@ int fleet_relay_out_main(int argc, char **argv)
 		}
 	}
 	explicit_bzero(pre, len);
-	r = pump(0, fd);
+	r = pump(0, fd, node);
 	tls_wipe();
 	return r < 0;
 }
