@@ -2,7 +2,7 @@
  * request to a node's admin API for a sandbox another node owns goes to that node over TLS,
  * each side showing a certificate of the fleet's CA; the owner serves it as it would a local
  * one, and the answer comes back the same way. Two programs, each one process per connection
- * (the TLS library holds one connection per process), started by agenticd (link_relay.c):
+ * (the TLS library holds one connection per process), started by agenticd (link.c):
  *
  * agentic fleet-relay, the owner's side: fd 3 a SEQPACKET socket to agenticd, fd 4 the
  *   listening TCP socket agenticd bound (fleet_listen). It reads the settings, the CA and this
@@ -125,7 +125,7 @@ struct dir {
 	size_t len, off;
 	bool eof;   /* its source ended */
 	bool shut;  /* and that end was passed on */
-	bool any;   /* a byte came from its source */
+	bool any;   /* a byte came from its source (read of the answer's direction) */
 };
 
 /* Moves what can move now, both ways: false when the connection failed. The engine's records
@@ -203,7 +203,7 @@ static int pump(int pfd, int tfd, const char *owner)
 	bool plain_gone = false, tls_gone = false;
 
 	up.len = up.off = down.len = down.off = 0;
-	up.eof = up.shut = down.eof = down.shut = up.any = down.any = false;
+	up.eof = up.shut = down.eof = down.shut = down.any = false;
 	for (;;) {
 		struct pollfd p[2] = { { .fd = plain_gone ? -1 : pfd }, { .fd = tls_gone ? -1 : tfd } };
 
