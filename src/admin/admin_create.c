@@ -19,9 +19,6 @@
 #include "fleet/wire.h"
 #include "sandbox/reqcheck.h"
 
-/* A relayed create carries its placement: "Agentic-Placement: SEQ NAME". */
-#define PLACEMENT_HEADER "agentic-placement"
-
 static uint64_t wait_id(struct admin_conn *c)
 {
 	return ((uint64_t)(admin_conn_index(c) + 1) << 32) | c->gen;
@@ -45,20 +42,11 @@ static void relay_create(struct admin_conn *c, const struct fleet_link_placed *p
 	int r;
 
 	buf_init(&b, pre, sizeof(pre));
-	r = buf_printf(&b, "%s %s HTTP/1.1\r\n", http_parser_str(hp, hp->method),
-		       http_parser_str(hp, hp->target));
-	for (uint32_t i = 0; i < hp->nhdr; i++) {
-		const char *k = http_parser_str(hp, hp->hdr[i].name);
-
-		if (strcasecmp(k, "expect") != 0 && strcasecmp(k, "content-length") != 0 &&
-		    strcasecmp(k, "transfer-encoding") != 0 && strcasecmp(k, "connection") != 0 &&
-		    strcasecmp(k, PLACEMENT_HEADER) != 0)
-			r |= buf_printf(&b, "%s: %s\r\n", k, http_parser_str(hp, hp->hdr[i].value));
-	}
+	r = http_head_rewrite(&b, hp, http_parser_str(hp, hp->target), NULL, fleet_placed_drop);
 	r |= buf_printf(&b, "Agentic-Placement: %lld %s\r\nContent-Length: %u\r\n"
 			"Connection: close\r\n\r\n", (long long)p->seq, c->req.name, c->body_len);
 	r |= buf_append(&b, c->body, c->body_len);
-	r = r < 0 ? ERR_LIMIT : fleet_relay_out(c->fd, p->node, p->addr, pre, b.len);
+	r = r < 0 ? ERR_LIMIT : fleet_relay_out(c->fd, p->node, p->addr, pre, b.len, false);
 	explicit_bzero(pre, b.len); /* a create's body may hold env values */
 	if (r < 0) {
 		snprintf(m, sizeof(m), "placed on node %s, and this node cannot relay to it now: %s",
@@ -69,21 +57,6 @@ static void relay_create(struct admin_conn *c, const struct fleet_link_placed *p
 	log_placed(c, p, "relayed");
 	admin_conn_close(c); /* the relay-out has the connection now */
 }
-
-static const struct {
-	const char *word;
-	int status;
-	const char *message;
-} refusals[] = {
-	{ "name_taken", 409, "another create took that name in the fleet" },
-	{ "no_capacity", 503, "no node of the fleet has a free sandbox slot for it" },
-	{ "node_unknown", 404, "no node of the fleet has that name" },
-	{ "node_lost", 503, "that node is lost (its lease ran out)" },
-	{ "node_draining", 409, "that node is draining: it takes no new sandboxes" },
-	{ "no_runtime", 422, "no node that could take it has its runtime" },
-	{ "no_address", 503, "that node advertises no address (fleet_advertise): no relay reaches it" },
-	{ "contention", 503, "too many creates at once chose the same nodes: try again" },
-};
 
 /* A create placement put here, begun: refused at once, its name is released in etcd (a
  * create rolled back later is released by admin_finish_error). */
@@ -104,12 +77,14 @@ static void placed(struct admin_conn *c, const struct fleet_link_placed *p)
 	char m[256];
 
 	if (p->error) {
-		for (size_t i = 0; i < ARRAY_LEN(refusals); i++)
-			if (strcmp(p->error, refusals[i].word) == 0) {
-				snprintf(m, sizeof(m), "sandbox %s: %s", c->req.name, refusals[i].message);
-				admin_respond_error(c, refusals[i].status, p->error, m);
-				return;
-			}
+		int status;
+		const char *why = fleet_place_refusal(p->error, &status);
+
+		if (why) {
+			snprintf(m, sizeof(m), "sandbox %s: %s", c->req.name, why);
+			admin_respond_error(c, status, p->error, m);
+			return;
+		}
 		snprintf(m, sizeof(m), "the fleet's etcd did not answer (%s): a create that names no "
 			 "node cannot be placed; ?node=%s makes it on this node", p->error,
 			 fleet_link_node());
@@ -142,11 +117,11 @@ void admin_placed(uint64_t id, const struct fleet_link_placed *p)
  * name must be when it has one. false: answered (refused). */
 static bool admit_relayed(struct admin_conn *c)
 {
-	const char *h = http_parser_header(&c->parser, PLACEMENT_HEADER);
+	const char *h = http_parser_header(&c->parser, FLEET_PLACEMENT_HEADER);
 	char name[64];
 	long long seq;
 
-	if (!h || sscanf(h, "%lld %63s", &seq, name) != 2 || seq <= 0 || !policy_name_valid(name) ||
+	if (fleet_placement_parse(h, &seq, name, sizeof(name)) != 0 ||
 	    (c->req.name && strcmp(c->req.name, name) != 0)) {
 		admin_respond_error(c, 403, "forbidden", "another node may relay a create here only "
 			      "as placement chose it (Agentic-Placement)");

@@ -343,14 +343,10 @@ static void refuse_busy(int fd)
  * does not fit (never a request cut short). */
 static int relay_prefix(struct admin_conn *c, struct buf *b)
 {
+	static const char *const drop[] = { "expect", NULL };
 	const struct http_parser *p = &c->parser;
-	int r = buf_printf(b, "%s %s HTTP/1.%d\r\n", http_parser_str(p, p->method),
-			   http_parser_str(p, p->target), p->minor_version);
+	int r = http_head_rewrite(b, p, http_parser_str(p, p->target), NULL, drop);
 
-	for (uint32_t i = 0; i < p->nhdr; i++)
-		if (strcasecmp(http_parser_str(p, p->hdr[i].name), "expect") != 0)
-			r |= buf_printf(b, "%s: %s\r\n", http_parser_str(p, p->hdr[i].name),
-					http_parser_str(p, p->hdr[i].value));
 	r |= buf_append(b, "\r\n", 2);
 	r |= buf_append(b, c->rbuf + c->roff, c->rlen - c->roff);
 	return r < 0 ? ERR_LIMIT : 0;
@@ -393,7 +389,7 @@ static bool relay_maybe(struct admin_conn *c)
 	}
 	buf_init(&b, pre, sizeof(pre));
 	r = relay_prefix(c, &b) < 0 || b.len >= sizeof(pre) - 1
-		    ? ERR_LIMIT : fleet_relay_out(c->fd, node, addr, pre, b.len);
+		    ? ERR_LIMIT : fleet_relay_out(c->fd, node, addr, pre, b.len, false);
 	explicit_bzero(pre, b.len); /* a create's body may hold env values */
 	if (r < 0) {
 		snprintf(m, sizeof(m), "sandbox %.64s is on node %s, and this node cannot relay to "

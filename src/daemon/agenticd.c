@@ -336,8 +336,8 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 	admin_listen(fd);
 	/* the E2B listener and the fleet's worker, when configured */
 	return e2b_listen(err, err_size) ? -EINVAL : fleet_link_init(&(struct fleet_link_config){
-		&d->cfg, d->self_exe, d->epfd, TAG_FLEET, admin_adopt_relayed, admin_placed }, err,
-		err_size);
+		&d->cfg, d->self_exe, d->epfd, TAG_FLEET, { admin_adopt_relayed, e2b_adopt_relayed },
+		{ admin_placed, e2b_placed } }, err, err_size);
 }
 
 /* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a

@@ -53,6 +53,10 @@ int e2b_listen(char *err, size_t err_size);
 
 /* ---- what the loop calls ---- */
 void e2b_accept(void);
+/* A connection another node of the fleet relayed (its certificate checked, its name node):
+ * one request of the sandbox routes, on a sandbox of this node; closed when this node has no
+ * E2B listener or relayed connections hold half of them already. */
+void e2b_adopt_relayed(int fd, const char *node);
 void e2b_event(uint32_t index, uint32_t events);
 /* Cuts connections past their limits (head, body, idle) and runs the services' timers. */
 void e2b_tick(int64_t now);
@@ -60,6 +64,11 @@ int64_t e2b_next_deadline(void); /* monotonic ms, INT64_MAX: none */
 /* Stops accepting; answers in flight go out. */
 void e2b_shutdown(void);
 bool e2b_answering(void);
+
+/* A create's placement answered (fleet/link.c; id has FLEET_PLACE_E2B): made here, relayed to
+ * the node chosen, or refused. */
+struct fleet_link_placed;
+void e2b_placed(uint64_t id, const struct fleet_link_placed *p);
 
 /* ---- a sandbox's life (daemon_hooks.c) ---- */
 /* The create or remove connection (conn, gen) waited for ended: the sandbox with status (201

@@ -13,6 +13,7 @@
 #include "config/profiles.h"
 #include "e2b/e2b_internal.h"
 #include "egress/view.h"
+#include "fleet/link.h"
 #include "json/json.h"
 #include "lifecycle/lifecycle.h"
 #include "profile/credscan.h"
@@ -29,11 +30,24 @@
  * leave before; the sandbox still gets its TTL). */
 struct e2b_create {
 	bool used;
+	bool placed;                  /* another node placed it here: its name is etcd's claim */
 	uint32_t gen;
 	struct e2b_ref ref;
 	int64_t ttl_ms;
+	char name[SB_NAME_BYTES];     /* the name placement claimed, "" for none */
 	struct create_req req;
 };
+
+/* Creates this node relayed to the node placement chose, a while: their sandboxes are that
+ * node's before its record reaches this node's view (a second or two), and the SDK's first
+ * command comes at once. */
+#define PLACED_KEEP 16
+#define PLACED_KEEP_MS 30000
+static struct {
+	char name[SB_NAME_BYTES], node[64], addr[64];
+	int64_t at;
+} placed_ring[PLACED_KEEP];
+static uint32_t placed_next;
 
 static struct {
 	const struct config *cfg;
@@ -301,7 +315,8 @@ static struct e2b_create *create_take(void)
 	return NULL;
 }
 
-/* The parsed E2B body admitted as an agentic create into slot k: 0, or -1 answered. */
+/* The parsed E2B body admitted as an agentic create into slot k (named k->name when placement
+ * named it, else a new id or a warm sandbox's): 0, or -1 answered. */
 static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc *doc,
 		 const char *tpl, const char *meta)
 {
@@ -313,7 +328,10 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 	int32_t slot = (int32_t)(k - A.creates) | CREATE_FLAG;
 	int64_t started = clock_wall_ms();
 
-	lifecycle_new_id(id);
+	if (k->name[0])
+		memcpy(id, k->name, sizeof(id));
+	else
+		lifecycle_new_id(id);
 	buf_init(&b, text, sizeof(text));
 	if (net_of(c, egress, sizeof(egress)) != 0 || create_body(c, doc, id, tpl, egress, &b) != 0)
 		return -1;
@@ -321,8 +339,9 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 				 b.len, &e) == 0) {
 		/* the TTL counts from this start and is kept with the create (no write of its own) */
 		k->req.expires_at = k->ttl_ms ? started + k->ttl_ms : 0;
-		/* the id is ours: a claimed warm sandbox keeps its own, of the same shape */
-		k->req.name_any = true;
+		/* the id is ours: a claimed warm sandbox keeps its own, of the same shape (not
+		 * one placement named: the node that relayed it knows it by that name) */
+		k->req.name_any = !k->name[0];
 		sb = lifecycle_admit(&k->req, NULL, SB_WAITER_E2B, slot, k->gen, &e);
 	}
 	if (!sb) {
@@ -339,42 +358,149 @@ static int admit(struct e2b_conn *c, struct e2b_create *k, const struct json_doc
 	return 0;
 }
 
-void e2b_api_create(struct e2b_conn *c, const char *arg)
+/* The body read (its template, TTL and metadata checked) and admitted into slot k: 0, or -1
+ * answered. A fleet node checks it before placement too (check_only). */
+static int create_read(struct e2b_conn *c, struct e2b_create *k, bool check_only)
 {
 	static struct json_token tok[1024];
 	static char meta[LIMIT_E2B_METADATA_BYTES];
 	char tpl[64] = "base";
 	struct json_doc doc;
-	struct e2b_create *k;
 	size_t len;
 	const uint8_t *body = e2b_body(c, &len);
 	int64_t timeout;
+
+	if (json_parse(&doc, (const char *)body, len, tok, ARRAY_LEN(tok)) != 0 ||
+	    doc.tok[0].type != JSON_OBJECT) {
+		e2b_reply_error(c, 400, "the body is a JSON object (NewSandbox)");
+		return -1;
+	}
+	if (json_obj_get(&doc, 0, "templateID") >= 0 &&
+	    json_str(&doc, json_obj_get(&doc, 0, "templateID"), tpl, sizeof(tpl)) <= 0) {
+		e2b_reply_error(c, 400, "templateID is a non-empty string of at most 63 bytes");
+		return -1;
+	}
+	if (timeout_of(c, &doc, TIMEOUT_DEFAULT_S, &timeout) != 0 ||
+	    metadata_of(c, &doc, meta, sizeof(meta)) != 0)
+		return -1;
+	k->ttl_ms = timeout * 1000;
+	return check_only ? 0 : admit(c, k, &doc, tpl, meta);
+}
+
+static uint64_t place_id(const struct e2b_create *k)
+{
+	return FLEET_PLACE_E2B | ((uint64_t)(k - A.creates + 1) << 32) | k->gen;
+}
+
+void e2b_api_create(struct e2b_conn *c, const char *arg)
+{
+	bool relayed = e2b_relayed_from(c)[0];
+	struct e2b_create *k;
+	long long seq = 0;
+	int r;
 
 	if (A.stopping) {
 		e2b_reply_error(c, 503, "agenticd is shutting down");
 		return;
 	}
-	if (json_parse(&doc, (const char *)body, len, tok, ARRAY_LEN(tok)) != 0 ||
-	    doc.tok[0].type != JSON_OBJECT) {
-		e2b_reply_error(c, 400, "the body is a JSON object (NewSandbox)");
-		return;
-	}
-	if (json_obj_get(&doc, 0, "templateID") >= 0 &&
-	    json_str(&doc, json_obj_get(&doc, 0, "templateID"), tpl, sizeof(tpl)) <= 0) {
-		e2b_reply_error(c, 400, "templateID is a non-empty string of at most 63 bytes");
-		return;
-	}
-	if (timeout_of(c, &doc, TIMEOUT_DEFAULT_S, &timeout) != 0 ||
-	    metadata_of(c, &doc, meta, sizeof(meta)) != 0)
-		return;
 	if (!(k = create_take())) {
 		e2b_reply_error(c, 503, "too many E2B creates in flight; try again");
 		return;
 	}
 	k->ref = e2b_ref_of(c);
-	k->ttl_ms = timeout * 1000;
-	if (admit(c, k, &doc, tpl, meta) != 0)
+	k->name[0] = '\0';
+	k->placed = false;
+	/* a create another node placed here, by the name its placement claimed */
+	if (relayed && fleet_placement_parse(e2b_header(c, FLEET_PLACEMENT_HEADER), &seq, k->name,
+					     sizeof(k->name)) != 0) {
+		e2b_reply_error(c, 403, "another node may relay a create here only as placement "
+				"chose it (Agentic-Placement)");
 		k->used = false;
+		return;
+	}
+	if (!relayed && fleet_link_on()) {
+		/* placement first: the body checked, a name to claim, the worker asked */
+		lifecycle_new_id(k->name);
+		if (create_read(c, k, true) != 0) {
+			k->used = false;
+		} else if ((r = fleet_link_place(place_id(k), k->name, "", "docker")) != 0) {
+			e2b_reply_error(c, 503, r == ERR_LIMIT ? "too many creates wait for their "
+					"placement; try again" : "the fleet's etcd is not reachable: "
+					"a create cannot be placed now");
+			k->used = false;
+		}
+		return;
+	}
+	if (seq) {
+		k->placed = true;
+		fleet_link_admitted(seq);
+	}
+	if (create_read(c, k, false) != 0) {
+		k->used = false;
+		if (k->placed)
+			fleet_link_release(k->name);
+	}
+}
+
+void e2b_placed(uint64_t id, const struct fleet_link_placed *p)
+{
+	uint32_t i = (uint32_t)((id & ~FLEET_PLACE_E2B) >> 32) - 1;
+	struct e2b_create *k = i < A.ncreates && A.creates[i].used && A.creates[i].gen ==
+			       (uint32_t)id ? &A.creates[i] : NULL;
+	struct e2b_conn *c = k ? e2b_conn_get(k->ref) : NULL;
+	const char *why;
+	char m[256];
+	int status;
+
+	if (!k)
+		return;
+	k->used = false;
+	if (!c)
+		return; /* its client went: the name is released by its owner's sweep */
+	if (p->error) {
+		why = fleet_place_refusal(p->error, &status);
+		snprintf(m, sizeof(m), why ? "sandbox %s: %s" : "the fleet's etcd did not answer "
+			 "(%.64s%s): a create cannot be placed now", why ? k->name : p->error,
+			 why ? why : "");
+		e2b_reply_error(c, status, m);
+		return;
+	}
+	log_info("e2b create placed", "name=%s node=%s seq=%lld", log_q(k->name), log_q(p->node),
+		 (long long)p->seq);
+	if (strcmp(p->node, fleet_link_node()) == 0) {
+		/* made here as any other: the claimed name goes back, a warm sandbox may serve */
+		fleet_link_admitted(p->seq);
+		fleet_link_release(k->name);
+		k->name[0] = '\0';
+		k->used = true;
+		if (create_read(c, k, false) != 0)
+			k->used = false;
+		return;
+	}
+	snprintf(m, sizeof(m), "%lld %s", (long long)p->seq, k->name);
+	if (e2b_conn_relay(c, p->node, p->addr, m) != 0) {
+		snprintf(m, sizeof(m), "placed on node %s, and this node cannot relay to it now",
+			 p->node);
+		e2b_reply_error(c, 503, m);
+		return;
+	}
+	i = placed_next++ % PLACED_KEEP;
+	snprintf(placed_ring[i].name, sizeof(placed_ring[i].name), "%s", k->name);
+	snprintf(placed_ring[i].node, sizeof(placed_ring[i].node), "%s", p->node);
+	snprintf(placed_ring[i].addr, sizeof(placed_ring[i].addr), "%s", p->addr);
+	placed_ring[i].at = clock_mono_ms();
+}
+
+bool e2b_api_placed_on(const char *id, char *node, size_t ncap, char *addr, size_t acap)
+{
+	for (uint32_t i = 0; i < PLACED_KEEP; i++)
+		if (placed_ring[i].at && clock_mono_ms() - placed_ring[i].at < PLACED_KEEP_MS &&
+		    strcmp(placed_ring[i].name, id) == 0) {
+			snprintf(node, ncap, "%s", placed_ring[i].node);
+			snprintf(addr, acap, "%s", placed_ring[i].addr);
+			return true;
+		}
+	return false;
 }
 
 /* The create in slot (i, gen), once the lifecycle answered: its slot is free again. */
@@ -418,6 +544,8 @@ void e2b_finish_error(int32_t conn, uint32_t gen, int status, const char *code,
 	struct e2b_conn *c = k ? e2b_conn_get(k->ref)
 			       : e2b_conn_get((struct e2b_ref){ (uint32_t)conn, gen });
 
+	if (k && k->placed)
+		fleet_link_release(k->name); /* etcd's claim goes with the create rolled back */
 	if (c)
 		e2b_reply_error(c, status, message);
 }

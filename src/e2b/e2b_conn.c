@@ -1,11 +1,11 @@
 /* e2b_conn.c: the E2B listener's connections: the TCP listener and its limit, HTTP/1.1 read
  * (src/http's parser: chunked bodies decoded) and written (whole answers, chunked streams
  * flushed per write), keep-alive with a Keep-Alive hint, the cuts (a head that does not come in
- * time, a body that stalls, a client that reads nothing), and contract C2 (e2b_conn.h) for the
- * services. Descriptors are edge-triggered on agenticd's loop; nothing here blocks. A
- * connection is ended (its service told through on_close) only from the loop's own calls
- * (e2b_conn_event, e2b_conn_tick), never inside a call a service made. Calls nothing of e2b/
- * above it: the routes are handed in at start. */
+ * time, a body that stalls, a client that reads nothing), the fleet's relayed connections both
+ * ways, and contract C2 (e2b_conn.h) for the services. Descriptors are edge-triggered on
+ * agenticd's loop; nothing here blocks. A connection is ended (its service told through
+ * on_close) only from the loop's own calls (e2b_conn_event, e2b_conn_tick), never inside a
+ * call a service made. Calls nothing of e2b/ above it: the routes are handed in at start. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,6 +19,8 @@
 #include "config/config.h"
 #include "e2b/e2b.h"
 #include "e2b/e2b_conn.h"
+#include "fleet/link.h"
+#include "fleet/wire.h"
 #include "grpc/grpc.h"
 #include "http/http.h"
 #include "json/json.h"
@@ -39,6 +41,7 @@ struct e2b_conn {
 	bool got_byte;                /* a byte of this request has come */
 	bool end_owed;                /* e2b_stream_end found no room for the last chunk */
 	bool closing;                 /* shut for writing; what comes in is dropped (linger) */
+	char relay_from[64];          /* the node that relayed it; "": a client's own */
 	int64_t rx_since;             /* monotonic: the head's first byte, the body's start, or a
 				       * streamed body's last progress */
 	int64_t idle_since;           /* the last request's end (or the accept) */
@@ -307,34 +310,6 @@ void e2b_reply_error(struct e2b_conn *c, int status, const char *message)
 	e2b_reply_json_error(c, status, message, NULL);
 }
 
-void e2b_connect_error(struct e2b_conn *c, const char *code, const char *message)
-{
-	static const struct { const char *code; int status; } map[] = {
-		{ "invalid_argument", 400 }, { "unauthenticated", 401 },
-		{ "permission_denied", 403 }, { "not_found", 404 }, { "already_exists", 409 },
-		{ "resource_exhausted", 429 }, { "unimplemented", 501 }, { "unavailable", 503 },
-		{ "deadline_exceeded", 504 },
-	};
-	char text[1024];
-	struct buf b;
-	struct json_writer w;
-	int status = 500;
-
-	for (size_t i = 0; i < ARRAY_LEN(map); i++)
-		if (strcmp(map[i].code, code) == 0)
-			status = map[i].status;
-	buf_init(&b, text, sizeof(text));
-	json_writer_init(&w, &b);
-	json_obj_begin(&w);
-	json_key(&w, "code");
-	json_str_write(&w, code);
-	json_key(&w, "message");
-	json_str_write(&w, message);
-	json_obj_end(&w);
-	json_writer_finish(&w);
-	e2b_reply(c, status, "application/json", b.data, b.len);
-}
-
 int e2b_stream_begin(struct e2b_conn *c, int status, const char *content_type)
 {
 	struct http_field f[3];
@@ -449,7 +424,7 @@ static void on_head(struct e2b_conn *c)
 	if (q)
 		*q = '\0';
 	c->path = target;
-	c->keep_alive = c->parser.keep_alive && !C.stopping;
+	c->keep_alive = c->parser.keep_alive && !C.stopping && !c->relay_from[0];
 	c->rx = RX_BODY;
 	c->rx_since = clock_mono_ms();
 	C.dispatch(c);
@@ -761,6 +736,54 @@ void e2b_accept(void)
 		if (c->broken)
 			conn_end(c);
 	}
+}
+
+void e2b_adopt_relayed(int fd, const char *node)
+{
+	struct e2b_conn *c = NULL;
+	uint32_t relayed = 0;
+
+	for (uint32_t i = 0; i < C.n; i++)
+		relayed += C.conns[i].fd >= 0 && C.conns[i].relay_from[0];
+	/* the other nodes share half the connections at most, as on the admin API */
+	if (C.listen_fd < 0 || relayed >= C.n / 2 || !(c = conn_take(fd))) {
+		log_warn("e2b relayed connection refused", "node=%s reason=%s", log_q(node),
+			 log_q(C.listen_fd < 0 ? "no_e2b_listener" : "capacity"));
+		close(fd); /* the relay-out answers 502 closed_without_answer */
+		return;
+	}
+	snprintf(c->relay_from, sizeof(c->relay_from), "%s", node);
+	log_info("e2b relayed connection", "node=%s", log_q(node));
+	watch(c, EPOLL_CTL_ADD);
+}
+
+const char *e2b_relayed_from(const struct e2b_conn *c)
+{
+	return c->relay_from;
+}
+
+int e2b_conn_relay(struct e2b_conn *c, const char *node, const char *addr,
+		   const char *placement)
+{
+	static const char *const drop[] = { "x-api-key", "expect", FLEET_PLACEMENT_HEADER, NULL };
+	static char pre[FLEET_RELAY_PREFIX_BYTES];
+	struct buf b;
+	int r;
+
+	buf_init(&b, pre, sizeof(pre));
+	r = http_head_rewrite(&b, &c->parser, c->path, c->query,
+			      placement ? fleet_placed_drop : drop);
+	if (placement)
+		r |= buf_printf(&b, "Agentic-Placement: %s\r\nContent-Length: %u\r\nConnection: "
+				"close\r\n\r\n", placement, c->body_len) |
+		     buf_append(&b, c->body, c->body_len);
+	else
+		r |= buf_append(&b, "\r\n", 2) | buf_append(&b, c->rbuf + c->roff, c->rlen - c->roff);
+	r = r < 0 ? ERR_LIMIT : fleet_relay_out(c->fd, node, addr, pre, b.len, true);
+	explicit_bzero(pre, b.len); /* a body may hold env values, a header a token */
+	if (r == 0) /* closed at the loop's next call, unanswered: the relay answers */
+		c->broken = c->kick = any_kick = true;
+	return r;
 }
 
 static void listener_watch(void)

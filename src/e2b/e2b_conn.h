@@ -126,5 +126,14 @@ void e2b_reply_json_error(struct e2b_conn *c, int status, const char *message,
 int64_t e2b_content_length(const struct e2b_conn *c);
 /* The answer closes the connection after it (an auth refusal: the body is never read). */
 void e2b_conn_close_after(struct e2b_conn *c);
+/* The node that relayed this connection (docs/FLEET.md "One front door"), "" for a client's. */
+const char *e2b_relayed_from(const struct e2b_conn *c);
+/* The request handed to the fleet's relay for node at addr, with the connection itself (this
+ * side forgets it): its head written again without X-API-KEY (checked here; never sent to
+ * another node) and Expect, then what of its body came (the head just in); or, for a create
+ * placement sent there (placement: "SEQ NAME"), its whole body, read, after the placement's
+ * header. 0, or ERR_LIMIT / -errno (nothing was handed over: the caller answers). */
+int e2b_conn_relay(struct e2b_conn *c, const char *node, const char *addr,
+		   const char *placement);
 
 #endif

@@ -39,5 +39,8 @@ void e2b_api_start(const struct config *cfg, void *storage, uint32_t ncreates);
 struct sandbox *e2b_api_sandbox(const char *id);
 /* The API is stopping (agenticd's SIGTERM): creates are refused. */
 void e2b_api_stop(void);
+/* A create this node relayed to another a moment ago (placement chose it) named id: true with
+ * that node and its address (its record may not be in this node's view yet). */
+bool e2b_api_placed_on(const char *id, char *node, size_t ncap, char *addr, size_t acap);
 
 #endif

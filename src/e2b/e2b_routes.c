@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "e2b/e2b_internal.h"
+#include "fleet/link.h"
 #include "grpc/grpc.h"
 #include "json/json.h"
 #include "profile/credscan.h"
@@ -73,12 +74,16 @@ static void not_implemented(struct e2b_conn *c, const char *arg)
 	e2b_reply_error(c, 501, m);
 }
 
+static bool relay_maybe(struct e2b_conn *c, const char *id, bool envd);
+
 static void control_route(struct e2b_conn *c)
 {
 	const char *key = e2b_header(c, "x-api-key");
+	bool relayed = e2b_relayed_from(c)[0];
 	char seg[64];
 
-	if (!key || !e2b_key_valid(key)) {
+	/* another node checked the key of a relayed request against its own, and sent none */
+	if (relayed ? key != NULL : !key || !e2b_key_valid(key)) {
 		e2b_reply_error(c, 401, key ? "invalid API key: X-API-KEY is no key of this agentic "
 				"host (agentic e2b-key create makes one)"
 				: "missing API key: send it in X-API-KEY (E2B_API_KEY)");
@@ -88,7 +93,11 @@ static void control_route(struct e2b_conn *c)
 		seg[0] = '\0';
 		if (strcmp(control[i].method, e2b_method(c)) == 0 &&
 		    path_match(control[i].path, e2b_path(c), seg, sizeof(seg))) {
-			e2b_conn_route_set(c, NULL, false, control[i].handler, seg);
+			if (relayed && !seg[0] && control[i].handler != e2b_api_create)
+				e2b_reply_error(c, 403, "a request relayed from another node may act "
+						"only on a sandbox of this node");
+			else if (!relay_maybe(c, seg, false))
+				e2b_conn_route_set(c, NULL, false, control[i].handler, seg);
 			return;
 		}
 	}
@@ -198,6 +207,34 @@ static struct sandbox *signed_sandbox(struct e2b_conn *c, const char *id, const 
 	return NULL;
 }
 
+/* A request, its head just in, for a sandbox this node does not have and another node of the
+ * fleet does (docs/FLEET.md "One front door"): handed to the relay (true), or answered here
+ * when that node is lost or cannot take it (true: the SDK's "not found", 502 on the envd plane
+ * and 404 on the control plane). false: served here. A relayed request is never relayed on. */
+static bool relay_maybe(struct e2b_conn *c, const char *id, bool envd)
+{
+	char node[64], addr[64], m[256];
+	int r;
+
+	if (!id || !id[0] || e2b_relayed_from(c)[0] || !fleet_link_on() || sandbox_by_name(id))
+		return false;
+	r = fleet_link_owner(id, node, sizeof(node), addr, sizeof(addr));
+	if (r == 0 && !e2b_api_placed_on(id, node, sizeof(node), addr, sizeof(addr)))
+		return false;
+	r = r ? r : 1;
+	if (r == 1 && (r = e2b_conn_relay(c, node, addr, NULL)) == 0) {
+		log_info("e2b request relayed", "name=%s node=%s", log_q(id), log_q(node));
+		return true;
+	}
+	snprintf(m, sizeof(m), "sandbox %.64s is on node %s, which %s", id, node,
+		 r == FLEET_OWNER_LOST ? "is lost (its lease ran out)"
+		 : r == FLEET_OWNER_NO_ADDR ? "advertises no address (fleet_advertise)"
+		 : r == FLEET_OWNER_TWICE ? "another node's record claims too: nothing is relayed"
+		 : "this node cannot relay to now (too many relayed requests)");
+	e2b_reply_error(c, envd ? 502 : 404, m);
+	return true;
+}
+
 static void envd_route(struct e2b_conn *c)
 {
 	const char *id = e2b_header(c, "e2b-sandbox-id"), *path = e2b_path(c);
@@ -206,6 +243,8 @@ static void envd_route(struct e2b_conn *c)
 	struct sandbox *sb = envd_sandbox(id);
 	char sig[128];
 
+	if (!sb && relay_maybe(c, id, true))
+		return;
 	e2b_query_value(e2b_query(c), "signature", sig, sizeof(sig));
 	if (files && sig[0] && !token) {
 		if (!(sb = signed_sandbox(c, id, sig))) {

@@ -1,6 +1,7 @@
 /* e2b_user.c: what the E2B services share above the connection layer: the E2B user of a
  * request (contract C2: e2b_user_check), a path as that user names it (e2b_path_resolve), a
- * query's parameters. Above e2b_conn.c; the routes and the services call it. */
+ * query's parameters, a unary Connect error's answer. Above e2b_conn.c; the routes and the
+ * services call it. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,4 +91,32 @@ int e2b_path_resolve(const char *in, char *out, size_t cap)
 	else
 		n = snprintf(out, cap, "/home/user/%s", in);
 	return n < 0 || (size_t)n >= cap ? -EINVAL : 0;
+}
+
+void e2b_connect_error(struct e2b_conn *c, const char *code, const char *message)
+{
+	static const struct { const char *code; int status; } map[] = {
+		{ "invalid_argument", 400 }, { "unauthenticated", 401 },
+		{ "permission_denied", 403 }, { "not_found", 404 }, { "already_exists", 409 },
+		{ "resource_exhausted", 429 }, { "unimplemented", 501 }, { "unavailable", 503 },
+		{ "deadline_exceeded", 504 },
+	};
+	char text[1024];
+	struct buf b;
+	struct json_writer w;
+	int status = 500;
+
+	for (size_t i = 0; i < ARRAY_LEN(map); i++)
+		if (strcmp(map[i].code, code) == 0)
+			status = map[i].status;
+	buf_init(&b, text, sizeof(text));
+	json_writer_init(&w, &b);
+	json_obj_begin(&w);
+	json_key(&w, "code");
+	json_str_write(&w, code);
+	json_key(&w, "message");
+	json_str_write(&w, message);
+	json_obj_end(&w);
+	json_writer_finish(&w);
+	e2b_reply(c, status, "application/json", b.data, b.len);
 }

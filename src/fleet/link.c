@@ -55,7 +55,7 @@ static struct {
 					    * "placed") */
 	/* creates waiting for the worker's placement: their id and when they give up */
 	struct { uint64_t id; int64_t until; } wait[FLEET_PLACE_MAX];
-	void (*placed)(uint64_t id, const struct fleet_link_placed *p);
+	void (*placed[2])(uint64_t id, const struct fleet_link_placed *p);
 	char drain_path[CONFIG_STR_BYTES + 32]; /* state_dir/fleet-draining: there while draining */
 } l; /* zero, in .bss (pid and fd are set at init) */
 
@@ -140,7 +140,7 @@ static struct {
 	int fd;          /* its control socket */
 	int64_t restart_at;
 	pid_t out[FLEET_RELAY_OUT_MAX]; /* each relay-out running, 0: a free place */
-	void (*adopt)(int fd, const char *node);
+	void (*adopt[2])(int fd, const char *node);
 	char listen[64];
 } rl = { .lfd = -1, .pid = -1, .fd = -1 };
 
@@ -264,7 +264,7 @@ int fleet_link_owner(const char *name, char *node, size_t ncap, char *addr, size
 }
 
 int fleet_relay_out(int client, const char *node, const char *addr, const void *pre,
-		    size_t len)
+		    size_t len, bool e2b)
 {
 	char target[160];
 	int sv[2], n, slot = -1;
@@ -274,7 +274,8 @@ int fleet_relay_out(int client, const char *node, const char *addr, const void *
 			slot = i;
 	if (slot < 0)
 		return ERR_LIMIT;
-	n = snprintf(target, sizeof(target), "{\"node\":\"%s\",\"addr\":\"%s\"}", node, addr);
+	n = snprintf(target, sizeof(target), "{\"node\":\"%s\",\"addr\":\"%s\"%s}", node, addr,
+		     e2b ? ",\"e2b\":1" : "");
 	if (n >= (int)sizeof(target) || len >= FLEET_RELAY_PREFIX_BYTES)
 		return ERR_LIMIT;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -303,7 +304,7 @@ int fleet_relay_out(int client, const char *node, const char *addr, const void *
 static void relay_event(void)
 {
 	for (int k = 0; k < 16 && rl.fd >= 0; k++) {
-		char pkt[128], node[FLEET_NODE_NAME_MAX + 1] = "", ans[32];
+		char pkt[128], node[FLEET_NODE_NAME_MAX + 1] = "", api[8] = "", ans[32];
 		ssize_t n = recv(rl.fd, pkt, sizeof(pkt) - 1, MSG_DONTWAIT);
 		const char *p;
 		long id;
@@ -317,6 +318,7 @@ static void relay_event(void)
 			return;
 		pkt[n] = '\0';
 		if (!(p = field_at(pkt + 1, pkt + n, "relay_from", node, sizeof(node))) ||
+		    !(p = field_at(p + 1, pkt + n, "api", api, sizeof(api))) ||
 		    strncmp(p, ",\"id\":", 6) != 0 || (id = strtol(p + 6, NULL, 10)) <= 0)
 			continue;
 		m = snprintf(ans, sizeof(ans), "{\"id\":%ld}", id);
@@ -340,7 +342,7 @@ static void relay_event(void)
 		}
 		close(sv[1]);
 		(void)fcntl(sv[0], F_SETFL, O_NONBLOCK);
-		rl.adopt(sv[0], node);
+		rl.adopt[strcmp(api, "e2b") == 0](sv[0], node);
 	}
 }
 
@@ -419,8 +421,8 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	l.on = true;
 	set_copy(l.etcd, sizeof(l.etcd), "starting");
 	set_copy(l.error, sizeof(l.error), "none");
-	rl.adopt = c->adopt;
-	l.placed = c->placed;
+	memcpy(rl.adopt, c->adopt, sizeof(rl.adopt));
+	memcpy(l.placed, c->placed, sizeof(l.placed));
 	start_worker(); /* the relay follows the worker's first view (fleet_link_tick) */
 	return 0;
 }
@@ -436,7 +438,7 @@ static void place_end(uint64_t id, bool all, const struct fleet_link_placed *p)
 			uint64_t w = l.wait[i].id;
 
 			l.wait[i].id = 0;
-			l.placed(w, p ? p : &gone);
+			l.placed[(w & FLEET_PLACE_E2B) != 0](w, p ? p : &gone);
 		}
 }
 

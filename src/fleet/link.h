@@ -31,6 +31,8 @@ struct fleet_link_placed {
 	const char *error;
 };
 
+/* The bit of a placement's id that says the create is the E2B API's. */
+#define FLEET_PLACE_E2B (1ull << 62) /* (a JSON number between the processes: int64) */
 /* Creates waiting for their placement at once, at most. */
 #define FLEET_PLACE_MAX 64
 
@@ -40,10 +42,12 @@ struct fleet_link_config {
 	int epfd;
 	uint32_t tag;        /* the loop's epoll kind for the worker's (index 0) and the relay's
 			      * (1) sockets */
-	/* a connection another node relayed, its TLS peer's name: the admin API's to serve */
-	void (*adopt)(int fd, const char *node);
-	/* a placement's answer (fleet_link_place), for the create waiting as id */
-	void (*placed)(uint64_t id, const struct fleet_link_placed *p);
+	/* a connection another node relayed, its TLS peer's name: the admin API's to serve
+	 * (adopt[0]), or the E2B listener's (adopt[1]: its relay-out asked for that) */
+	void (*adopt[2])(int fd, const char *node);
+	/* a placement's answer (fleet_link_place), for the create waiting as id: the E2B API's
+	 * (placed[1]) when id has FLEET_PLACE_E2B, else the admin API's */
+	void (*placed[2])(uint64_t id, const struct fleet_link_placed *p);
 };
 
 /* Starts the worker when the config names a fleet: 0 (also when it names none), or -EINVAL
@@ -83,19 +87,30 @@ int fleet_link_drain(bool on);
 #define FLEET_OWNER_NO_ADDR 3
 #define FLEET_OWNER_TWICE 4
 int fleet_link_owner(const char *name, char *node, size_t ncap, char *addr, size_t acap);
-/* Relays one request to node at addr (docs/FLEET.md "One front door"): a relay-out of its own
- * takes a copy of the client's connection and pre (the request's bytes read so far, the head
- * written again) and answers the client itself. 0 (the caller closes its copy and forgets the
- * connection), ERR_LIMIT when FLEET_RELAY_OUT_MAX requests are being relayed (or pre is too
- * long), or -errno. */
+/* Relays one request to node at addr (docs/FLEET.md "One front door"), to its admin API or
+ * (e2b) its E2B listener: a relay-out of its own takes a copy of the client's connection and
+ * pre (the request's bytes read so far, the head written again) and answers the client itself.
+ * 0 (the caller closes its copy and forgets the connection), ERR_LIMIT when
+ * FLEET_RELAY_OUT_MAX requests are being relayed (or pre is too long), or -errno. */
 int fleet_relay_out(int client, const char *node, const char *addr, const void *pre,
-		    size_t len);
+		    size_t len, bool e2b);
 
 /* Placement (docs/FLEET.md "Placement"): the worker is asked where the create id for sandbox
  * name goes (pin "": any node; runtime "docker" or "vm"), and the answer comes through the
  * config's placed hook, within 10 s ("fleet_unavailable" then). 0; ERR_STATE when etcd is not
  * up (the create fails now, clearly); ERR_LIMIT when FLEET_PLACE_MAX creates wait already. */
 int fleet_link_place(uint64_t id, const char *name, const char *pin, const char *runtime);
+/* ---- link_place.c: what the front ends share of placement ---- */
+/* A create relayed to the node placement chose carries "Agentic-Placement: SEQ NAME". */
+#define FLEET_PLACEMENT_HEADER "agentic-placement"
+/* The fields a placed create's head is written again without (http_head_rewrite's drop). */
+extern const char *const fleet_placed_drop[];
+/* A placement's refusal (fleet_link_placed's error) for the client: the message and *status,
+ * or NULL (*status 503) for a word that is no refusal (etcd did not answer). */
+const char *fleet_place_refusal(const char *word, int *status);
+/* The placement header's value: its number and the sandbox's name (a valid one). 0, or -1. */
+int fleet_placement_parse(const char *h, long long *seq, char *name, size_t cap);
+
 /* A placed create reached this node: its number, echoed in the record ("placed") so that the
  * deciders count it in slots_free from now on. */
 void fleet_link_admitted(int64_t seq);

@@ -271,6 +271,7 @@ static _Noreturn void serve(int conn, int ctl, const char *from)
 	if (fd_forbid_passing() != 0)
 		_exit(1);
 	tcp_tune(conn);
+	tls_alpn_set(FLEET_RELAY_E2B_ALPN); /* taken when offered: the request is the E2B API's */
 	if (tls_accept(conn, HANDSHAKE_MS, peer, sizeof(peer)) < 0) {
 		log_warn("fleet relay refused", "from=%s reason=%s", log_q(from),
 			 log_q(tls_error_word()));
@@ -281,7 +282,8 @@ static _Noreturn void serve(int conn, int ctl, const char *from)
 			 log_q("certificate_not_a_node"));
 		_exit(1);
 	}
-	n = snprintf(pkt, sizeof(pkt), "{\"relay_from\":\"%s\"}", peer);
+	n = snprintf(pkt, sizeof(pkt), "{\"relay_from\":\"%s\",\"api\":\"%s\"}", peer,
+		     tls_alpn_agreed() ? "e2b" : "admin");
 	/* agenticd's end of the stream, or nothing (it refused the node: logged there) */
 	if (send(ctl, pkt, (size_t)n, MSG_NOSIGNAL) != n || poll(&p, 1, HANDSHAKE_MS) != 1 ||
 	    fleet_recv_fd(ctl, ok, sizeof(ok), &fd, 0) <= 0 || fd < 0)
@@ -367,16 +369,17 @@ static int kid_slot(const struct sockaddr_storage *ss, const char **why)
 /* A child's word: its node, passed on to agenticd with the child's pid as its id. */
 static void from_kid(int k)
 {
-	char pkt[128], node[FLEET_NODE_NAME_MAX + 1], out[160];
+	char pkt[128], node[FLEET_NODE_NAME_MAX + 1], api[8], out[160];
 	ssize_t n = recv(kids[k].ctl, pkt, sizeof(pkt) - 1, MSG_DONTWAIT);
 	int m;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	pkt[n > 0 ? n : 0] = '\0';
-	if (n <= 0 || sscanf(pkt, "{\"relay_from\":\"%63[a-z0-9-]\"}", node) != 1 ||
-	    (m = snprintf(out, sizeof(out), "{\"relay_from\":\"%s\",\"id\":%d}", node,
-			  (int)kids[k].pid)) < 0 ||
+	if (n <= 0 ||
+	    sscanf(pkt, "{\"relay_from\":\"%63[a-z0-9-]\",\"api\":\"%5[a-z0-9]\"}", node, api) != 2 ||
+	    (m = snprintf(out, sizeof(out), "{\"relay_from\":\"%s\",\"api\":\"%s\",\"id\":%d}",
+			  node, api, (int)kids[k].pid)) < 0 ||
 	    send(FD_CTL, out, (size_t)m, MSG_NOSIGNAL) != m) {
 		close(kids[k].ctl); /* the child sees the end and exits */
 		kids[k].ctl = -1;
@@ -541,6 +544,8 @@ static int front_read(char *node, char *addr, unsigned char *pre, size_t cap, si
 	    (i = json_obj_get(&d, 0, "node")) < 0 || json_str(&d, i, node, 64) < 0 ||
 	    (j = json_obj_get(&d, 0, "addr")) < 0 || json_str(&d, j, addr, 64) < 0)
 		return ERR_PARSE;
+	if (json_obj_get(&d, 0, "e2b") >= 0)
+		tls_alpn_set(FLEET_RELAY_E2B_ALPN);
 	*len = 0;
 	for (;;) {
 		n = recv(FD_CTL, pre + *len, cap - *len, 0);

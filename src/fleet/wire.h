@@ -45,6 +45,9 @@
 #define FLEET_RELAY_MAX 64
 #define FLEET_RELAY_OUT_MAX 64
 #define FLEET_RELAY_PREFIX_BYTES (24u * 1024u)
+/* The ALPN protocol a relay-out offers for a request to the owner's E2B listener (none: its
+ * admin API); the owner's relay child takes it and says "api":"e2b" to agenticd. */
+#define FLEET_RELAY_E2B_ALPN "agentic-e2b"
 /* An etcd call's deadline, dial and handshake included. */
 #define FLEET_CALL_MS 3000
 

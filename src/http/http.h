@@ -123,6 +123,12 @@ struct http_field {
 int http_request_write(struct buf *out, const char *method, const char *target, const char *host,
 		       const struct http_field *fields, const void *body, size_t body_len);
 
+/* A parsed request's head written again (a relay's): "METHOD target HTTP/1.x", then each of
+ * its header fields but those named in drop (ASCII case-insensitive; NULL-terminated), without
+ * the blank line. The target's query, when not NULL or "", after a '?'. 0, or ERR_LIMIT. */
+int http_head_rewrite(struct buf *out, const struct http_parser *p, const char *target,
+		      const char *query, const char *const *drop);
+
 /* Response framing for http_response_head_write: a length (>= 0), or one of these. */
 #define HTTP_CHUNKED (-1)  /* Transfer-Encoding: chunked */
 #define HTTP_NO_BODY (-2)  /* neither: an interim (1xx) response */

@@ -2,6 +2,7 @@
  * header; a response's Content-Length is always its body's length. */
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
 #include "http.h"
 
@@ -122,4 +123,22 @@ int http_chunk_write(struct buf *out, const void *data, size_t len)
 int http_chunk_end(struct buf *out)
 {
 	return buf_append(out, "0\r\n\r\n", 5);
+}
+
+int http_head_rewrite(struct buf *out, const struct http_parser *p, const char *target,
+		      const char *query, const char *const *drop)
+{
+	int r = buf_printf(out, "%s %s%s%s HTTP/1.%d\r\n", http_parser_str(p, p->method), target,
+			   query && query[0] ? "?" : "", query ? query : "", p->minor_version);
+
+	for (uint32_t i = 0; i < p->nhdr; i++) {
+		const char *name = http_parser_str(p, p->hdr[i].name);
+		size_t d = 0;
+
+		while (drop[d] && strcasecmp(drop[d], name) != 0)
+			d++;
+		if (!drop[d])
+			r |= buf_printf(out, "%s: %s\r\n", name, http_parser_str(p, p->hdr[i].value));
+	}
+	return r < 0 ? ERR_LIMIT : 0;
 }

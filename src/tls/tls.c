@@ -314,6 +314,11 @@ void tls_alpn_set(const char *proto)
 	alpn[0] = proto;
 }
 
+const char *tls_alpn_agreed(void)
+{
+	return br_ssl_engine_get_selected_protocol(ENG);
+}
+
 /* Hands the chain and key to the engine for a server that asks for a certificate. */
 static void client_identity_set(void)
 {

@@ -35,6 +35,9 @@ void tls_forget_client(void);
 /* The protocol every later handshake offers by ALPN ("h2": a Go server speaks HTTP/2 on TLS
  * only to a client that asks for it so); NULL: none. */
 void tls_alpn_set(const char *proto);
+/* The protocol the last handshake agreed by ALPN (a server takes the one it was set to when
+ * the client offers it), or NULL: none. */
+const char *tls_alpn_agreed(void);
 
 /* Sets fd non-blocking and runs the handshake with name as SNI and as the name the
  * certificate must carry, polling for at most timeout_ms: 0, or -1 with tls_error_word()
