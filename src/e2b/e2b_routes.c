@@ -226,11 +226,11 @@ static bool relay_maybe(struct e2b_conn *c, const char *id, bool envd)
 		log_info("e2b request relayed", "name=%s node=%s", log_q(id), log_q(node));
 		return true;
 	}
-	snprintf(m, sizeof(m), "sandbox %.64s is on node %s, which %s", id, node,
-		 r == FLEET_OWNER_LOST ? "is lost (its lease ran out)"
-		 : r == FLEET_OWNER_NO_ADDR ? "advertises no address (fleet_advertise)"
-		 : r == FLEET_OWNER_TWICE ? "another node's record claims too: nothing is relayed"
-		 : "this node cannot relay to now (too many relayed requests)");
+	snprintf(m, sizeof(m), "sandbox %.64s is on node %s, %s", id, node,
+		 r == FLEET_OWNER_LOST ? "which is lost (its lease ran out)"
+		 : r == FLEET_OWNER_NO_ADDR ? "which advertises no address (fleet_advertise)"
+		 : r == FLEET_OWNER_TWICE ? "and another node's record claims it too: nothing is "
+		 "relayed for it" : "and this node cannot relay to it now (too many relays)");
 	e2b_reply_error(c, envd ? 502 : 404, m);
 	return true;
 }

@@ -297,9 +297,10 @@ int fleet_relay_out(int client, const char *node, const char *addr, const void *
 	return 0;
 }
 
-/* A connection the relay took from another node, {"relay_from":NODE,"id":N}: when NODE is a
- * node of the fleet, a socketpair whose one end goes back to the relay (for its child N) and
- * whose other is handed to the admin API as that node's; else a refusal. agenticd only ever
+/* A connection the relay took from another node, {"relay_from":NODE,"api":API,"id":N}: when
+ * NODE is a node of the fleet, a socketpair whose one end goes back to the relay (for its
+ * child N) and whose other is handed to the admin API (or, API "e2b", the E2B listener) as
+ * that node's; else a refusal. agenticd only ever
  * gives the relay a descriptor: its end of the socket refuses them (relay_start). */
 static void relay_event(void)
 {

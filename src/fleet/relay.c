@@ -1,6 +1,7 @@
 /* relay.c: the fleet's node-to-node channel, both ends (docs/FLEET.md "One front door"). A
- * request to a node's admin API for a sandbox another node owns goes to that node over TLS,
- * each side showing a certificate of the fleet's CA; the owner serves it as it would a local
+ * request to a node's admin API or E2B listener for a sandbox another node owns goes to that
+ * node over TLS, each side showing a certificate of the fleet's CA (and, for the E2B
+ * listener, the client offering ALPN agentic-e2b); the owner serves it as it would a local
  * one, and the answer comes back the same way. Two programs, each one process per connection
  * (the TLS library holds one connection per process), started by agenticd (link.c):
  *
@@ -9,20 +10,21 @@
  *   node's certificate and key, becomes fleet_uid, and for each connection forks a child (with
  *   a SEQPACKET socket of its own to the listener) that runs the TLS server's handshake: the
  *   peer must show a certificate the fleet's CA signed whose common name is a node's name, not
- *   this node's. The child says {"relay_from":NODE}; the listener passes that on to agenticd
- *   with the child's pid as its id; agenticd, when NODE is a node of the fleet, answers with
- *   one end of a socketpair it made (the other is its admin connection), which the listener
- *   hands the child, and the child moves bytes between the TLS connection and it. Descriptors
- *   only ever go from agenticd to the relay, never back (agenticd's ends refuse them): a relay
- *   process taken over cannot hand agenticd a socket whose close would hold its loop.
+ *   this node's. The child says {"relay_from":NODE,"api":"admin"|"e2b"} (e2b: the peer offered
+ *   agentic-e2b); the listener passes that on to agenticd with the child's pid as its id;
+ *   agenticd, when NODE is a node of the fleet, answers with one end of a socketpair it made
+ *   (the other is its admin or E2B connection), which the listener hands the child, and the
+ *   child moves bytes between the TLS connection and it. Descriptors only ever go from
+ *   agenticd to the relay, never back (agenticd's ends refuse them): a relay process taken
+ *   over cannot hand agenticd a socket whose close would hold its loop.
  *
  * agentic fleet-relay-out, the front door's side, one per request: fd 0 the client's
- *   connection, fd 3 a SEQPACKET socket carrying the settings, then {"node","addr"}, then the
- *   request's bytes agenticd had read (its head written again, and what of the body came with
- *   it), then its end. It becomes fleet_uid, dials the owner, runs the TLS client's handshake
- *   with this node's certificate (the owner's must have the owner's name as its common name),
- *   sends those bytes
- *   and then moves bytes both ways. A failure before that is a 502 answer to the client.
+ *   connection, fd 3 a SEQPACKET socket carrying the settings, then {"node","addr"} (and
+ *   "e2b" for the owner's E2B listener: offered by ALPN), then the request's bytes agenticd
+ *   had read (its head written again, and what of the body came with it), then its end. It
+ *   becomes fleet_uid, dials the owner, runs the TLS client's handshake with this node's
+ *   certificate (the owner's must have the owner's name as its common name), sends those
+ *   bytes and then moves bytes both ways. A failure before that is a 502 answer to the client.
  *
  * Either way the end of one direction (a TCP FIN, or TLS's close_notify) is passed on as a
  * half-close of the other side, and the process exits once both directions have ended. TCP

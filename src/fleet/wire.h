@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/base.h"
 #include "fleet/etcd.h"
 
 #define FLEET_NODES_PREFIX "agentic/nodes/"
@@ -41,10 +42,13 @@
 #define FLEET_SB_PACKET_BYTES (FLEET_SANDBOXES_MAX * FLEET_SB_ENTRY_BYTES + 64)
 /* Connections a node's relay serves at once (more wait in the listen queue's place: refused),
  * requests it relays to other nodes at once, and the bytes of a relayed request agenticd had
- * read when it chose to relay (the head written again, and the body's first bytes). */
+ * read when it chose to relay (the head written again, and the body's first bytes; for a
+ * placed create, its whole body: a head and a create of the largest each API takes fit). */
 #define FLEET_RELAY_MAX 64
 #define FLEET_RELAY_OUT_MAX 64
-#define FLEET_RELAY_PREFIX_BYTES (24u * 1024u)
+#define FLEET_RELAY_PREFIX_BYTES (LIMIT_HTTP_HEAD_BYTES + LIMIT_ADMIN_BODY_BYTES + 1024u)
+_Static_assert(LIMIT_E2B_HEAD_BYTES + LIMIT_E2B_BODY_BYTES + 1024u <= FLEET_RELAY_PREFIX_BYTES,
+	       "a placed E2B create fits a relay's prefix");
 /* The ALPN protocol a relay-out offers for a request to the owner's E2B listener (none: its
  * admin API); the owner's relay child takes it and says "api":"e2b" to agenticd. */
 #define FLEET_RELAY_E2B_ALPN "agentic-e2b"
