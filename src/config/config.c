@@ -143,7 +143,7 @@ void config_defaults(struct config *cfg)
 	/* fleet_endpoints "": no fleet */
 	set_str(cfg->fleet_etcd_name, "etcd");
 	cfg->fleet_lease_s = 10;
-	cfg->fleet_uid = 199998;
+	cfg->fleet_uid = 198000; /* below every egress workers' range (at most 1024 under egress_uid) */
 }
 
 /* "HOST:PORT": an IPv4 literal, or an IPv6 one in brackets, and a port from 1 to 65535. */

@@ -385,10 +385,17 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	if (strcmp(cfg->fleet_node, cfg->fleet_etcd_name) == 0 || strcmp(cfg->fleet_node, "root") == 0)
 		return bad(err, err_size, "fleet_node may be neither fleet_etcd_name (a node's "
 			   "certificate would pass for etcd's) nor root (etcd's own administrator)");
-	if (cfg->fleet_uid == cfg->egress_uid || cfg->fleet_uid == cfg->workload_uid ||
-	    (cfg->fleet_uid >= cfg->control_uid_min && cfg->fleet_uid <= cfg->control_uid_max))
-		return bad(err, err_size, "fleet_uid must be a uid of its own: not egress_uid, "
-			   "workload_uid or a control uid");
+	/* the worker and the relays hold the node's key: no egress worker (egress_uid - slot), VM
+	 * (control uid + vm_uid_offset) or workload may share their uid and signal them */
+	if (cfg->fleet_uid == cfg->workload_uid ||
+	    (cfg->fleet_uid <= cfg->egress_uid &&
+	     cfg->egress_uid - cfg->fleet_uid < cfg->egress_max_connections) ||
+	    (cfg->fleet_uid >= cfg->control_uid_min && cfg->fleet_uid <= cfg->control_uid_max) ||
+	    (cfg->fleet_uid >= cfg->control_uid_min + (uint64_t)cfg->vm_uid_offset &&
+	     cfg->fleet_uid <= cfg->control_uid_max + (uint64_t)cfg->vm_uid_offset))
+		return bad(err, err_size, "fleet_uid must be a uid of its own: not workload_uid, an "
+			   "egress worker's (egress_uid - egress_max_connections + 1 .. egress_uid), "
+			   "a control uid or a VM's (control uid + vm_uid_offset)");
 	if (files_check(cfg, err, err_size) < 0)
 		return -EINVAL;
 	if (etcd_endpoints_parse(cfg->fleet_endpoints, ss, sl, text, ETCD_ENDPOINTS_MAX) < 0)
