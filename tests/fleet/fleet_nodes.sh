@@ -5,11 +5,16 @@
 
 # node_conf NAME CERT OCTET: NAME's directory and config, with CERT's certificate and key; the
 # node advertises 127.0.0.1:(7000 + OCTET), and listens there for relayed requests when
-# FLEET_RELAY=1
+# FLEET_RELAY=1. The nodes share this host's kernel, so each gets uids of its own (docs/FLEET.md
+# "Nodes on one host"): control uids, egress workers' and the fleet worker's, by OCTET % 32.
 node_conf() {
-	local d=$T/$1
+	local d=$T/$1 k=$(($3 % 32))
 	mkdir -p "$d"
 	cat >"$d/agenticd.conf" <<-EOF
+	control_uid_min = $((200000 + k * 10000))
+	control_uid_max = $((209999 + k * 10000))
+	egress_uid = $((199999 - k * 40))
+	fleet_uid = $((198000 - k))
 	agent_socket_dir = $d/run/agent
 	admin_socket = $d/run/admin.sock
 	agentshare_root = $d/share
