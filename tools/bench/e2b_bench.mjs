@@ -2,8 +2,6 @@
 // the key and measures the peers). The SDK reads only E2B_API_URL, E2B_SANDBOX_URL and
 // E2B_API_KEY. Prints one JSON object of millisecond samples:
 //   node e2b_bench.mjs run N     commands.run('true') N times in one sandbox (after 5 unmeasured)
-//   node e2b_bench.mjs runon ID N  the same in sandbox ID (Sandbox.connect; not killed): a fleet
-//                                node's sandbox through another node's listener (bench_fleet)
 //   node e2b_bench.mjs tti N     N times: Sandbox.create() to the first commands.run('true')'s
 //                                result; the kill and (with E2BB_ADMIN_SOCK) the warm pool's
 //                                refill happen between samples, off the clock
@@ -17,9 +15,7 @@ import { pathToFileURL } from 'node:url';
 const dir = process.env.E2BB_SDK_DIR;
 const pkg = JSON.parse(readFileSync(`${dir}/node_modules/e2b/package.json`, 'utf8'));
 const { Sandbox } = await import(pathToFileURL(`${dir}/node_modules/e2b/${pkg.module}`).href);
-const on = process.argv[2] === 'runon' ? process.argv[3] : null;
-const [mode, count] = on ? ['runon', Number(process.argv[4] || 11)]
-	: [process.argv[2], Number(process.argv[3] || 11)];
+const [mode, count] = [process.argv[2], Number(process.argv[3] || 11)];
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -46,8 +42,8 @@ async function settled() {
 }
 
 const out = {};
-if (mode === 'run' || mode === 'runon') {
-	const sbx = await (on ? Sandbox.connect(on) : Sandbox.create());
+if (mode === 'run') {
+	const sbx = await Sandbox.create();
 	for (let i = 0; i < 5; i++) await sbx.commands.run('true');
 	out.run = [];
 	for (let i = 0; i < count; i++) {
@@ -55,7 +51,7 @@ if (mode === 'run' || mode === 'runon') {
 		await sbx.commands.run('true');
 		out.run.push(now() - t0);
 	}
-	if (!on) await sbx.kill();
+	await sbx.kill();
 } else if (mode === 'tti') {
 	out.tti = [];
 	for (let i = -1; i < count; i++) {
@@ -81,6 +77,6 @@ if (mode === 'run' || mode === 'runon') {
 	}
 	await sbx.kill();
 } else {
-	throw new Error(`mode ${mode}: run, runon, tti or files`);
+	throw new Error(`mode ${mode}: run, tti or files`);
 }
 console.log(JSON.stringify(out));
