@@ -87,8 +87,10 @@ _Static_assert(HPACK_MAX_FIELD_BYTES >= HPACK_TABLE_BYTES,
 	       "a string kept in the table must fit in a scratch buffer");
 
 /* ---- docker (src/docker) ---- */
-/* Default cap of one buffered Engine API response (the config's max_message_bytes). */
-#define LIMIT_DOCKER_RESPONSE_BYTES (4u * 1024u * 1024u)
+/* Default cap of one buffered Engine API response (the config's max_message_bytes): at most
+ * the agenticd client's LIMIT_DOCKER_CONNS of them and its tokens fit one allocation (below;
+ * at 4 MiB, max_sandboxes over 1,000 made agenticd's start fail "Out of memory"). */
+#define LIMIT_DOCKER_RESPONSE_BYTES (3840u * 1024u)
 /* One request we send (container create with its env, labels, mounts and seccomp profile). */
 #define LIMIT_DOCKER_REQUEST_BYTES (96u * 1024u)
 /* One event of the /events stream. */
@@ -103,6 +105,9 @@ _Static_assert(HPACK_MAX_FIELD_BYTES >= HPACK_TABLE_BYTES,
  * none; an answer's wait when its config names none. */
 #define LIMIT_DOCKER_CONNS 16
 #define LIMIT_DOCKER_DEFAULT_CONNS 4
+_Static_assert((size_t)LIMIT_DOCKER_CONNS * LIMIT_DOCKER_RESPONSE_BYTES + LIMIT_DOCKER_JSON_TOKENS *
+	       32u + 1024u * 1024u <= LIMIT_ALLOC_MAX_BYTES,
+	       "the Docker client's buffers and tokens are one allocation of at most the largest");
 #define LIMIT_DOCKER_READ_TIMEOUT_MS 60000
 /* Entries of each list kept from an inspect (labels, options, cmd, env), and the bytes of a
  * network inspect's strings. */

@@ -36,7 +36,7 @@ static const struct key keys[] = {
 	{ "workload_uid", K_U32, F(workload_uid), 1, 0x7fffffff },
 	{ "workload_gid", K_U32, F(workload_gid), 1, 0x7fffffff },
 	{ "sandbox_subnet_pool", K_CIDR, 0, 0, 0 },
-	{ "max_sandboxes", K_U32, F(max_sandboxes), 1, 4096 },
+	{ "max_sandboxes", K_U32, F(max_sandboxes), 1, 2048 }, /* past it a table outgrows one allocation */
 	{ "warm_sandboxes", K_U32, F(warm_sandboxes), 0, LIMIT_WARM_SANDBOXES },
 	{ "max_admin_connections", K_U32, F(max_admin_connections), 1, 1024 },
 	{ "max_message_bytes", K_BYTES, F(max_message_bytes), 1024, 64u << 20 },

@@ -75,7 +75,7 @@ static void test_config_bad_line_names_the_line_and_changes_nothing(void **state
 	} cases[] = {
 		{ "max_sandboxes = 3\nbogus_key = 1\n", "2: unknown key bogus_key" },
 		{ "max_sandboxes = 3\n\nmax_sandboxes\n", "3: expected `key = value`" },
-		{ "max_sandboxes = 0\n", "1: max_sandboxes must be a whole number from 1 to 4096" },
+		{ "max_sandboxes = 0\n", "1: max_sandboxes must be a whole number from 1 to 2048" },
 		{ "max_sandboxes = 12x\n", "1: max_sandboxes must be a whole number" },
 		{ "control_uid_min = -5\n", "1: control_uid_min must be a whole number" },
 		{ "agentshare_root = srv\n", "1: agentshare_root must be an absolute path" },
