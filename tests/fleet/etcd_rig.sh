@@ -273,6 +273,10 @@ rig_etcdctl_as() {
 
 rig_etcdctl() { rig_etcdctl_as root "$@"; } # root, by its certificate's CN
 
+# rig_absent [--prefix] KEY: etcd answered, and has no such key. A read that failed (a member
+# slow under load, a timeout) is not absence: waiting for a key to go must not end on one.
+rig_absent() { local out; out=$(rig_etcdctl get --keys-only "$@" 2>/dev/null) && [ -z "$out" ]; }
+
 # rig_rbac: users root and node-a..node-c, a role per node, then auth enable. With
 # --client-cert-auth etcd takes the user from the client certificate's CN on the gRPC API, so
 # the passwords are never used: each is random, given on stdin (not argv) and thrown away.

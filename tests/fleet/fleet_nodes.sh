@@ -82,6 +82,11 @@ wait_for() {
 	return 1
 }
 
+# logged NODE PATTERN: NODE's log has a line matching PATTERN (grep -E). A line that follows an
+# etcd call (a name released) is written after etcd answered, so a test that saw the call's
+# effect in etcd waits for its line: wait_for 5 logged NODE PATTERN.
+logged() { grep -qE -- "$2" "$T/$1/agenticd.log"; }
+
 # api NODE METHOD PATH [BODY]: NODE's admin API, the body then "HTTP <status>" on a last line
 api() {
 	local body=()
