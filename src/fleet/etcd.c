@@ -586,7 +586,26 @@ struct range_out {
 	struct etcd_kv *kv;
 	size_t max, n;
 	bool more;
+	int64_t rev;
+	char last[ETCD_KEY_BYTES]; /* the answer's last key, where the next page starts */
+	size_t last_len;           /* 0: none, or one too long to start a page at */
 };
+
+/* A pair of the answer into d: false when it is too large for the table (not one the fleet
+ * wrote: left out). */
+static bool kv_copy(const Agentic__Etcd__V1__KeyValue *kv, struct etcd_kv *d)
+{
+	if (kv->key.len >= sizeof(d->key) || kv->value.len > sizeof(d->value))
+		return false;
+	memcpy(d->key, kv->key.data, kv->key.len);
+	d->key[kv->key.len] = '\0';
+	d->key_len = kv->key.len;
+	memcpy(d->value, kv->value.data, kv->value.len);
+	d->value_len = kv->value.len;
+	d->mod_revision = kv->mod_revision;
+	d->lease = kv->lease;
+	return true;
+}
 
 static void take_range(const ProtobufCMessage *msg, void *out)
 {
@@ -594,38 +613,201 @@ static void take_range(const ProtobufCMessage *msg, void *out)
 	struct range_out *o = out;
 
 	o->more = m->more || m->n_kvs > o->max;
-	for (size_t i = 0; i < m->n_kvs && o->n < o->max; i++) {
-		const Agentic__Etcd__V1__KeyValue *kv = m->kvs[i];
-		struct etcd_kv *d = &o->kv[o->n];
-
-		/* a pair too large for the table is not one the fleet wrote: left out */
-		if (kv->key.len >= sizeof(d->key) || kv->value.len > sizeof(d->value))
-			continue;
-		memcpy(d->key, kv->key.data, kv->key.len);
-		d->key[kv->key.len] = '\0';
-		d->key_len = kv->key.len;
-		memcpy(d->value, kv->value.data, kv->value.len);
-		d->value_len = kv->value.len;
-		d->mod_revision = kv->mod_revision;
-		d->lease = kv->lease;
-		o->n++;
+	o->rev = m->header ? m->header->revision : 0;
+	o->last_len = 0;
+	if (m->n_kvs && m->kvs[m->n_kvs - 1]->key.len < sizeof(o->last)) {
+		o->last_len = m->kvs[m->n_kvs - 1]->key.len;
+		memcpy(o->last, m->kvs[m->n_kvs - 1]->key.data, o->last_len);
 	}
+	for (size_t i = 0; i < m->n_kvs && o->n < o->max; i++)
+		if (kv_copy(m->kvs[i], &o->kv[o->n]))
+			o->n++;
 }
 
 int etcd_range(const char *key, const char *range_end, struct etcd_kv *out, size_t max,
-	       bool *more)
+	       bool *more, int64_t *rev)
 {
 	Agentic__Etcd__V1__RangeRequest req = AGENTIC__ETCD__V1__RANGE_REQUEST__INIT;
-	struct range_out o = { out, max < ETCD_RANGE_MAX ? max : ETCD_RANGE_MAX, 0, false };
+	char from[ETCD_KEY_BYTES + 1];
+	size_t n = 0, from_len = strlen(key);
+	int64_t at = rev ? *rev : 0;
 	int r;
 
-	req.key = bin(key, strlen(key));
-	if (range_end)
-		req.range_end = bin(range_end, strlen(range_end));
-	req.limit = (int64_t)o.max;
-	r = call(&m_range, &req.base, take_range, &o);
-	*more = o.more;
-	return r < 0 ? r : (int)o.n;
+	memcpy(from, key, from_len);
+	*more = false;
+	/* pages of ETCD_RANGE_MAX, each from the last key's successor (the key and a zero byte),
+	 * all at the first page's revision: one consistent read however many pages it takes */
+	while (n < max) {
+		struct range_out o = { .kv = out + n,
+				       .max = max - n < ETCD_RANGE_MAX ? max - n : ETCD_RANGE_MAX };
+
+		req.key = bin(from, from_len);
+		if (range_end)
+			req.range_end = bin(range_end, strlen(range_end));
+		req.limit = (int64_t)o.max;
+		req.revision = at;
+		if ((r = call(&m_range, &req.base, take_range, &o)) < 0)
+			return r;
+		if (at == 0)
+			at = o.rev;
+		n += o.n;
+		*more = o.more;
+		if (!o.more || !range_end || o.last_len == 0)
+			break;
+		memcpy(from, o.last, o.last_len);
+		from[o.last_len] = '\0';
+		from_len = o.last_len + 1;
+	}
+	if (rev)
+		*rev = at;
+	return (int)n;
+}
+
+/* ---- the watch: one stream, one watch on it, its events handed on as they come ---- */
+
+static struct {
+	struct grpc_call *call; /* NULL: none open */
+	struct pending p;       /* done once etcd said created (or the call ended first) */
+	bool created, dead;     /* dead: etcd canceled it (ended by etcd_watch_stop) */
+	void (*on_event)(const struct etcd_kv *kv, bool deleted, void *ctx);
+	void *ctx;
+	struct etcd_kv kv;      /* each event's pair, copied out */
+} wt;
+
+static void watch_message(struct grpc_call *call, const ProtobufCMessage *msg)
+{
+	const Agentic__Etcd__V1__WatchResponse *m = (const void *)msg;
+
+	(void)call;
+	if (m->created && !wt.created) {
+		wt.created = true;
+		wt.p.done = true;
+		wt.p.status = GRPC_OK;
+	}
+	if (m->canceled) {
+		/* compacted past the revision asked, or refused: the caller reads afresh (the
+		 * call is ended outside its own callback, by etcd_watch_stop) */
+		e.error = m->compact_revision ? "watch_compacted" : "watch_canceled";
+		wt.dead = true;
+		wt.p.done = true;
+		return;
+	}
+	for (size_t i = 0; i < m->n_events; i++) {
+		const Agentic__Etcd__V1__Event *ev = m->events[i];
+
+		if (ev->kv && kv_copy(ev->kv, &wt.kv))
+			wt.on_event(&wt.kv, ev->type == 1, wt.ctx);
+	}
+}
+
+static void watch_done(struct grpc_call *call, int status, const char *message)
+{
+	(void)message;
+	if (call != wt.call)
+		return;
+	wt.call = NULL;
+	wt.created = false;
+	if (!wt.p.done) {
+		wt.p.done = true;
+		wt.p.status = status == GRPC_OK ? GRPC_UNAVAILABLE : status;
+	}
+}
+
+static const struct grpc_method m_watch = {
+	"/etcdserverpb.Watch/Watch", &agentic__etcd__v1__watch_request__descriptor,
+	&agentic__etcd__v1__watch_response__descriptor, GRPC_CLIENT_STREAMING | GRPC_SERVER_STREAMING,
+	{ .on_message = watch_message, .on_done = watch_done }, NULL
+};
+
+int etcd_watch(const char *key, const char *range_end, int64_t from,
+	       void (*on_event)(const struct etcd_kv *kv, bool deleted, void *ctx), void *ctx)
+{
+	Agentic__Etcd__V1__WatchRequest req = AGENTIC__ETCD__V1__WATCH_REQUEST__INIT;
+	Agentic__Etcd__V1__WatchCreateRequest cr = AGENTIC__ETCD__V1__WATCH_CREATE_REQUEST__INIT;
+	/* a member cut off from its leader ends the stream (etcd's "hasleader"), rather than
+	 * keeping it open with no change to send: the worker then reads anew elsewhere */
+	static const struct grpc_md leader = { "hasleader", "true", 4 };
+	int r;
+
+	etcd_watch_stop();
+	if ((r = member_connect()) < 0)
+		return r;
+	memset(&wt, 0, sizeof(wt));
+	wt.on_event = on_event;
+	wt.ctx = ctx;
+	if (grpc_client_start(e.client, &m_watch, &leader, 1, 0, &wt, &wt.call) < 0) {
+		wt.call = NULL;
+		e.error = "call_refused";
+		etcd_close();
+		return -ECONNRESET;
+	}
+	cr.key = bin(key, strlen(key));
+	cr.range_end = bin(range_end, strlen(range_end));
+	cr.start_revision = from;
+	req.create_request = &cr;
+	if (grpc_call_send(wt.call, &req.base) < 0) {
+		e.error = "send_failed";
+		etcd_close();
+		return -ECONNRESET;
+	}
+	grpc_call_flush(wt.call);
+	wait_done(&wt.p, clock_mono_ms() + e.timeout_ms);
+	if (wt.created && !wt.dead)
+		return 0;
+	etcd_watch_stop();
+	if (strcmp(e.error, "timeout") == 0)
+		return -ETIMEDOUT;
+	e.error = "watch_refused";
+	return wt.p.status == GRPC_PERMISSION_DENIED ? ETCD_ERR_DENIED : ETCD_ERR_FAILED;
+}
+
+bool etcd_watching(void)
+{
+	return wt.call != NULL && wt.created && !wt.dead;
+}
+
+void etcd_watch_stop(void)
+{
+	int64_t until = clock_mono_ms() + 1000;
+
+	if (!wt.call)
+		return;
+	(void)grpc_call_finish(wt.call, GRPC_CANCELLED, NULL, NULL, 0);
+	while (wt.call && clock_mono_ms() < until)
+		grpc_client_run(e.client, 10);
+	if (wt.call)
+		etcd_close(); /* ends every call, this one too */
+	wt.call = NULL;
+}
+
+int etcd_wait(int fd, int timeout_ms)
+{
+	struct pollfd fds[4] = { { .fd = fd, .events = POLLIN } };
+	nfds_t n = 1;
+
+	if (e.tcp >= 0 && carry() == 0) {
+		grpc_client_run(e.client, 0);
+		(void)carry();
+	}
+	if (e.tcp >= 0) {
+		fds[1] = (struct pollfd){ .fd = grpc_client_fd(e.client), .events = POLLIN };
+		fds[2] = (struct pollfd){ .fd = e.tcp, .events = tls_want_events() };
+		fds[3] = (struct pollfd){ .fd = e.pair, .events = (short)((e.up_len == 0 ? POLLIN : 0) |
+									 (e.down_len ? POLLOUT : 0)) };
+		n = 4;
+	}
+	(void)poll(fds, n, timeout_ms);
+	if (e.tcp >= 0) {
+		if (carry() < 0) {
+			e.error = strcmp(tls_error_word(), "none") != 0 ? tls_error_word()
+								      : "connection_lost";
+			etcd_close(); /* the watch ends: the caller reads anew */
+		} else {
+			grpc_client_run(e.client, 0);
+			(void)carry();
+		}
+	}
+	return (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
 void etcd_prefix_end(const char *key, char *out)

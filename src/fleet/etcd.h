@@ -68,9 +68,24 @@ int etcd_lease_revoke(int64_t id);
 int etcd_put(const char *key, const void *value, size_t len, int64_t lease);
 int etcd_delete(const char *key);
 /* Up to max pairs of [key, range_end) into out, in key order: how many, or a negative error.
- * *more: etcd has more than that. */
+ * *more: etcd has more than that. A range (range_end set) is read in pages of ETCD_RANGE_MAX,
+ * all at one revision: *rev's when it is not 0, else the first page's; *rev (when rev is not
+ * NULL) is set to the revision read. */
 int etcd_range(const char *key, const char *range_end, struct etcd_kv *out, size_t max,
-	       bool *more);
+	       bool *more, int64_t *rev);
+/* Watches [key, range_end) from revision from: each change after it, a put or a delete, is
+ * handed to on_event (kv valid during the call; a delete's value empty) while any call here
+ * or etcd_wait runs the connection. 0 once etcd has the watch; a negative error. One watch at
+ * a time: a new one ends the last. It ends when the connection does, or etcd cancels it (its
+ * start was compacted, the member lost its leader): etcd_watching() turns false, and the
+ * caller reads again and watches from that read's revision. */
+int etcd_watch(const char *key, const char *range_end, int64_t from,
+	       void (*on_event)(const struct etcd_kv *kv, bool deleted, void *ctx), void *ctx);
+bool etcd_watching(void);
+void etcd_watch_stop(void);
+/* Waits up to timeout_ms for fd to be readable, running etcd's connection meanwhile (a
+ * watch's events are handed on here): 1 when fd is readable (or hung up), else 0. */
+int etcd_wait(int fd, int timeout_ms);
 /* A transaction's compare: key's create or mod revision equal to rev (a key that does not
  * exist has 0 for both), or its value equal to value (len bytes; a missing key fails it). */
 enum etcd_cmp_target { ETCD_CMP_CREATE, ETCD_CMP_MOD, ETCD_CMP_VALUE };

@@ -160,7 +160,7 @@ static int read_prefix(const char *prefix, struct etcd_kv *kv, size_t max)
 	bool more;
 
 	etcd_prefix_end(prefix, end);
-	return etcd_range(prefix, end, kv, max, &more);
+	return etcd_range(prefix, end, kv, max, &more, NULL);
 }
 
 int fleet_place(const struct fleet_place_req *rq, struct etcd_kv *nodes, struct etcd_kv *alive,
@@ -201,7 +201,7 @@ int fleet_place(const struct fleet_place_req *rq, struct etcd_kv *nodes, struct 
 			return 0;
 		}
 		/* a compare failed: the name is taken, or another decider placed on that node */
-		if ((r = etcd_range(name_key, NULL, &one, 1, &more)) < 0)
+		if ((r = etcd_range(name_key, NULL, &one, 1, &more, NULL)) < 0)
 			return r;
 		if (r > 0) {
 			out->error = "name_taken";

@@ -273,7 +273,7 @@ static void sandbox_write(struct json_writer *j, const struct etcd_kv *kv,
 	json_obj_end(j);
 }
 
-long fleet_sandboxes_write(const struct etcd_kv *sbs, size_t ns, bool more,
+long fleet_sandboxes_write(const struct etcd_kv *const *sbs, size_t ns, bool more,
 			   const struct etcd_kv *alive, size_t na, char *out, size_t cap)
 {
 	struct json_writer j;
@@ -285,7 +285,7 @@ long fleet_sandboxes_write(const struct etcd_kv *sbs, size_t ns, bool more,
 	json_key(&j, "fleet_sandboxes");
 	json_arr_begin(&j);
 	for (size_t i = 0; i < ns && i < FLEET_SANDBOXES_MAX; i++)
-		sandbox_write(&j, &sbs[i], alive, na);
+		sandbox_write(&j, sbs[i], alive, na);
 	json_arr_end(&j);
 	json_key(&j, "more");
 	json_bool_write(&j, more);

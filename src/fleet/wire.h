@@ -18,6 +18,8 @@
 #include "base/base.h"
 #include "fleet/etcd.h"
 
+/* every key of the fleet, what the worker watches (each node may read it all) */
+#define FLEET_PREFIX "agentic/"
 #define FLEET_NODES_PREFIX "agentic/nodes/"
 #define FLEET_ALIVE_PREFIX "agentic/alive/"
 /* a sandbox's fleet record: agentic/sandboxes/NODE/NAME, {"state","tier"}, written by NODE */
@@ -103,8 +105,8 @@ bool fleet_sandbox_name_ok(const char *s, size_t len);
  * (agentic/sandboxes/NODE/NAME) and the alive keys: each record whose key names a valid node
  * and sandbox and whose value is {"state": creating|ready|removing, "tier": T0|T1}, as
  * {"name","node","state","tier"}; the state "lost" when its node has no alive key under a
- * lease. Its length, or ERR_LIMIT. */
-long fleet_sandboxes_write(const struct etcd_kv *sbs, size_t ns, bool more,
+ * lease. sbs: ns pointers to the records, in the order listed. Its length, or ERR_LIMIT. */
+long fleet_sandboxes_write(const struct etcd_kv *const *sbs, size_t ns, bool more,
 			   const struct etcd_kv *alive, size_t na, char *out, size_t cap);
 
 /* The {"nodes":[...]} packet from the records (agentic/nodes/NAME) and alive keys

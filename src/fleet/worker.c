@@ -41,6 +41,7 @@ const char fleet_worker_help[] =
 #define TICK_MS 1000
 #define RETRY_MAX_MS 5000
 #define SWEEP_EVERY_MS 15000
+#define VIEW_SEND_MS 100
 
 static struct {
 	struct fleet_settings set;
@@ -52,13 +53,23 @@ static struct {
 	char state[16], state_error[32];
 	char sent[FLEET_SNAPSHOT_BYTES]; /* the last snapshot sent */
 	size_t sent_len;
-	struct etcd_kv nodes[FLEET_NODES_MAX], alive[FLEET_NODES_MAX];
+	/* the view: every node's record, the alive keys and every sandbox's record, in key
+	 * order, read at one revision and kept by the watch's events after it (more: etcd had
+	 * more than the table holds); sent to agenticd when it changed (dirty until it is), at
+	 * most every VIEW_SEND_MS. A sandbox's record sits in a slot of sb_slot; view lists the
+	 * slots in key order (a change moves pointers, not records), free the unused ones. */
+	struct etcd_kv nodes[FLEET_NODES_MAX], alive[FLEET_NODES_MAX], sb_slot[FLEET_SANDBOXES_MAX];
+	const struct etcd_kv *view[FLEET_SANDBOXES_MAX];
+	struct etcd_kv *free_slot[FLEET_SANDBOXES_MAX];
+	size_t nn, na, nview, nfree;
+	bool view_more, view_dirty, resync;
+	int64_t next_send;
 	/* this node's sandboxes as agenticd last said (want) and as etcd holds them (have) */
 	struct own { char name[64]; char value[48]; } want[FLEET_SANDBOXES_MAX],
 		have[FLEET_SANDBOXES_MAX];
 	size_t nwant, nhave;
 	bool want_known, have_known, sb_dirty;
-	struct etcd_kv sbs[FLEET_SANDBOXES_MAX];
+	struct etcd_kv sbs[FLEET_SANDBOXES_MAX]; /* scratch: a read of the calls below */
 	char sb_sent[FLEET_SB_PACKET_BYTES];
 	size_t sb_sent_len;
 } w;
@@ -148,31 +159,6 @@ static int keepalive(void)
 	return 0;
 }
 
-/* Reads every node's sandbox records and sends agenticd the view when it changed (the alive
- * keys just read say whose are lost). */
-static int read_sandboxes(int na)
-{
-	static char pkt[FLEET_SB_PACKET_BYTES];
-	char end[ETCD_KEY_BYTES];
-	bool more;
-	int n;
-	long len;
-
-	etcd_prefix_end(FLEET_SANDBOXES_PREFIX, end);
-	n = etcd_range(FLEET_SANDBOXES_PREFIX, end, w.sbs, FLEET_SANDBOXES_MAX, &more);
-	if (n < 0)
-		return n;
-	len = fleet_sandboxes_write(w.sbs, (size_t)n, more, w.alive, (size_t)na, pkt, sizeof(pkt));
-	if (len < 0)
-		return 0;
-	if (((size_t)len != w.sb_sent_len || memcmp(pkt, w.sb_sent, (size_t)len) != 0) &&
-	    ctl_send(pkt, (size_t)len)) {
-		memcpy(w.sb_sent, pkt, (size_t)len);
-		w.sb_sent_len = (size_t)len;
-	}
-	return 0;
-}
-
 /* What etcd holds of this node's own sandboxes, read after each join. */
 static int have_read(void)
 {
@@ -183,7 +169,7 @@ static int have_read(void)
 
 	plen = (size_t)snprintf(key, sizeof(key), "%s%s/", FLEET_SANDBOXES_PREFIX, w.set.node);
 	etcd_prefix_end(key, end);
-	n = etcd_range(key, end, w.sbs, FLEET_SANDBOXES_MAX, &more);
+	n = etcd_range(key, end, w.sbs, FLEET_SANDBOXES_MAX, &more, NULL);
 	if (n < 0)
 		return n;
 	w.nhave = 0;
@@ -249,34 +235,171 @@ static int sandboxes_sync(void)
 	return 0;
 }
 
-/* Reads the fleet's records and alive keys, and sends agenticd the snapshot when it changed. */
-static int read_fleet(void)
+/* Sends agenticd the view (the nodes' snapshot, then the sandboxes') where it differs from
+ * what was sent last: true when agenticd has it all. */
+static bool view_send(void)
 {
-	static char snap[FLEET_SNAPSHOT_BYTES];
-	char end[ETCD_KEY_BYTES];
-	bool more;
-	int nn, na;
-	long len;
+	static char snap[FLEET_SNAPSHOT_BYTES], pkt[FLEET_SB_PACKET_BYTES];
+	long len = fleet_snapshot_write(w.nodes, w.nn, w.alive, w.na, snap, sizeof(snap));
 
-	etcd_prefix_end(FLEET_NODES_PREFIX, end);
-	nn = etcd_range(FLEET_NODES_PREFIX, end, w.nodes, FLEET_NODES_MAX, &more);
-	if (nn < 0)
-		return nn;
-	etcd_prefix_end(FLEET_ALIVE_PREFIX, end);
-	na = etcd_range(FLEET_ALIVE_PREFIX, end, w.alive, FLEET_NODES_MAX, &more);
-	if (na < 0)
-		return na;
-	len = fleet_snapshot_write(w.nodes, (size_t)nn, w.alive, (size_t)na, snap, sizeof(snap));
 	if (len < 0) {
-		log_warn("fleet snapshot too large", "nodes=%d", nn);
-		return 0;
-	}
-	if (((size_t)len != w.sent_len || memcmp(snap, w.sent, (size_t)len) != 0) &&
-	    ctl_send(snap, (size_t)len)) {
+		log_warn("fleet snapshot too large", "nodes=%zu", w.nn);
+	} else if ((size_t)len != w.sent_len || memcmp(snap, w.sent, (size_t)len) != 0) {
+		if (!ctl_send(snap, (size_t)len))
+			return false;
 		memcpy(w.sent, snap, (size_t)len);
 		w.sent_len = (size_t)len;
 	}
-	return read_sandboxes(na);
+	len = fleet_sandboxes_write(w.view, w.nview, w.view_more, w.alive, w.na, pkt, sizeof(pkt));
+	if (len < 0 || ((size_t)len == w.sb_sent_len && memcmp(pkt, w.sb_sent, (size_t)len) == 0))
+		return true;
+	if (!ctl_send(pkt, (size_t)len))
+		return false;
+	memcpy(w.sb_sent, pkt, (size_t)len);
+	w.sb_sent_len = (size_t)len;
+	return true;
+}
+
+static const char *kv_key(const void *t, size_t i)
+{
+	return ((const struct etcd_kv *)t)[i].key;
+}
+
+static const char *ptr_key(const void *t, size_t i)
+{
+	return ((const struct etcd_kv *const *)t)[i]->key;
+}
+
+/* Where key is, or would go, among t's n entries in key order (key_of reads the i-th
+ * entry's key); *found when it is there. */
+static size_t key_find(const void *t, size_t n, const char *(*key_of)(const void *t, size_t i),
+		       const char *key, bool *found)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(key_of(t, mid), key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < n && strcmp(key_of(t, lo), key) == 0;
+	return lo;
+}
+
+/* A change the watch saw to a node's record or alive key: t holds n of cap, in key order. */
+static void table_apply(struct etcd_kv *t, size_t *n, size_t cap, const struct etcd_kv *kv,
+			bool deleted)
+{
+	bool found;
+	size_t at = key_find(t, *n, kv_key, kv->key, &found);
+
+	if (found && !deleted) {
+		t[at] = *kv;
+	} else if (found) {
+		memmove(&t[at], &t[at + 1], (*n - at - 1) * sizeof(*t));
+		(*n)--;
+	} else if (!deleted && *n < cap) {
+		memmove(&t[at + 1], &t[at], (*n - at) * sizeof(*t));
+		t[at] = *kv;
+		(*n)++;
+	}
+}
+
+/* A change the watch saw to a sandbox's record. A record past a full view sets more; a
+ * delete while more is set makes room for one that was left out, so the view is read again. */
+static void view_apply(const struct etcd_kv *kv, bool deleted)
+{
+	bool found;
+	size_t at = key_find(w.view, w.nview, ptr_key, kv->key, &found);
+	struct etcd_kv *slot;
+
+	if (found && !deleted) {
+		*(struct etcd_kv *)w.view[at] = *kv;
+	} else if (found) {
+		w.free_slot[w.nfree++] = (struct etcd_kv *)w.view[at];
+		memmove(&w.view[at], &w.view[at + 1], (w.nview - at - 1) * sizeof(w.view[0]));
+		w.nview--;
+		w.resync |= w.view_more;
+	} else if (!deleted && w.nfree == 0) {
+		w.view_more = true;
+	} else if (!deleted) {
+		slot = w.free_slot[--w.nfree];
+		*slot = *kv;
+		memmove(&w.view[at + 1], &w.view[at], (w.nview - at) * sizeof(w.view[0]));
+		w.view[at] = slot;
+		w.nview++;
+	}
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The watch's handler: names and placements are placement's, read when it places. */
+static void on_change(const struct etcd_kv *kv, bool deleted, void *ctx)
+{
+	(void)ctx;
+	if (has_prefix(kv->key, FLEET_NODES_PREFIX))
+		table_apply(w.nodes, &w.nn, FLEET_NODES_MAX, kv, deleted);
+	else if (has_prefix(kv->key, FLEET_ALIVE_PREFIX))
+		table_apply(w.alive, &w.na, FLEET_NODES_MAX, kv, deleted);
+	else if (has_prefix(kv->key, FLEET_SANDBOXES_PREFIX))
+		view_apply(kv, deleted);
+	else
+		return;
+	w.view_dirty = true;
+}
+
+/* Reads the whole view at one revision, then watches agentic/ from the next: each change
+ * after the read comes as an event, once, and nothing is read again until the watch ends. */
+static int read_fleet(void)
+{
+	char end[ETCD_KEY_BYTES];
+	int64_t rev = 0;
+	bool more;
+	int n;
+
+	etcd_prefix_end(FLEET_NODES_PREFIX, end);
+	if ((n = etcd_range(FLEET_NODES_PREFIX, end, w.nodes, FLEET_NODES_MAX, &more, &rev)) < 0)
+		return n;
+	w.nn = (size_t)n;
+	etcd_prefix_end(FLEET_ALIVE_PREFIX, end);
+	if ((n = etcd_range(FLEET_ALIVE_PREFIX, end, w.alive, FLEET_NODES_MAX, &more, &rev)) < 0)
+		return n;
+	w.na = (size_t)n;
+	etcd_prefix_end(FLEET_SANDBOXES_PREFIX, end);
+	n = etcd_range(FLEET_SANDBOXES_PREFIX, end, w.sb_slot, FLEET_SANDBOXES_MAX, &w.view_more,
+		       &rev);
+	if (n < 0)
+		return n;
+	w.nview = (size_t)n;
+	w.nfree = 0;
+	for (size_t i = 0; i < FLEET_SANDBOXES_MAX; i++) {
+		if (i < w.nview)
+			w.view[i] = &w.sb_slot[i];
+		else
+			w.free_slot[w.nfree++] = &w.sb_slot[FLEET_SANDBOXES_MAX - 1 - i + w.nview];
+	}
+	w.view_dirty = true;
+	w.resync = false;
+	etcd_prefix_end(FLEET_PREFIX, end);
+	return etcd_watch(FLEET_PREFIX, end, rev + 1, on_change, NULL);
+}
+
+/* Sends the view when it changed, at most every VIEW_SEND_MS: a burst of changes (a fleet's
+ * creates at once) is one packet, not one per change. */
+static void view_flush(int64_t now)
+{
+	if (!w.view_dirty || now < w.next_send)
+		return;
+	if (view_send()) {
+		w.view_dirty = false;
+		w.next_send = now + VIEW_SEND_MS;
+	}
 }
 
 /* A name one of this node's sandboxes has, as agenticd last said. */
@@ -294,6 +417,7 @@ static void tick(void)
 	int64_t now = clock_mono_ms();
 	int r = 0;
 
+	view_flush(now);
 	if (w.lease && now >= w.next_keepalive && (r = keepalive()) < 0) {
 		w.next_keepalive = now + TICK_MS / 4;
 		failed(r);
@@ -310,7 +434,11 @@ static void tick(void)
 	}
 	if (r == 0 && w.sb_dirty && w.want_known)
 		r = sandboxes_sync();
-	if (r == 0 && now >= w.next_read) {
+	if (r == 0 && w.resync) {
+		etcd_watch_stop();
+		w.resync = false;
+	}
+	if (r == 0 && !etcd_watching() && now >= w.next_read) {
 		w.next_read = now + TICK_MS;
 		r = read_fleet();
 		if (r == ETCD_ERR_FAILED) {
@@ -333,6 +461,7 @@ static void tick(void)
 		failed(r);
 		return;
 	}
+	view_flush(clock_mono_ms());
 	w.retry_ms = 0;
 	state_set("up", "none");
 }
@@ -362,7 +491,7 @@ static void place(const char *pkt, size_t len)
 	} else {
 		r = fleet_place(&(struct fleet_place_req){ .self = w.set.node, .name = name,
 							   .pin = pin, .runtime = runtime },
-				w.nodes, w.alive, &p);
+				w.sbs, w.sbs + FLEET_NODES_MAX, &p);
 	}
 	if (r < 0) {
 		failed(r);
@@ -507,12 +636,14 @@ int fleet_worker_main(int argc, char **argv)
 		return 1;
 	}
 	while (!stopping) {
-		struct pollfd p = { .fd = FD_CTL, .events = POLLIN };
 		int64_t now = clock_mono_ms(), next = w.next_try > now ? w.next_try : now + TICK_MS;
 
 		if (w.lease && w.next_keepalive < next)
 			next = w.next_keepalive;
-		if (poll(&p, 1, (int)(next > now ? next - now : 0)) > 0 && ctl_read() < 0)
+		if (w.view_dirty && w.next_send < next)
+			next = w.next_send;
+		/* the watch's events arrive while this waits (on_change) */
+		if (etcd_wait(FD_CTL, (int)(next > now ? next - now : 0)) > 0 && ctl_read() < 0)
 			break;
 		tick();
 	}

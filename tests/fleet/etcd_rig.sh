@@ -273,6 +273,20 @@ rig_etcdctl_as() {
 
 rig_etcdctl() { rig_etcdctl_as root "$@"; } # root, by its certificate's CN
 
+# rig_metric PATTERN: the sum, over the three members, of etcd's /metrics lines that begin
+# with PATTERN (grep -E), read with root's certificate; -1 (and failure) when a member did not
+# answer, so that a count read from fewer members never passes for the whole cluster's.
+rig_metric() {
+	local i ep out sum=0
+	for i in 1 2 3; do
+		ep=RIG_EP$i
+		out=$(curl -sf --max-time 5 --cacert "$RIG_PKI/ca.crt" --cert "$RIG_PKI/root.crt" \
+			--key "$RIG_PKI/root.key" "${!ep}/metrics") || { echo -1; return 1; }
+		sum=$((sum + $(grep -E "^$1" <<<"$out" | awk '{ s += $NF } END { printf "%d", s }')))
+	done
+	echo "$sum"
+}
+
 # rig_absent [--prefix] KEY: etcd answered, and has no such key. A read that failed (a member
 # slow under load, a timeout) is not absence: waiting for a key to go must not end on one.
 rig_absent() { local out; out=$(rig_etcdctl get --keys-only "$@" 2>/dev/null) && [ -z "$out" ]; }

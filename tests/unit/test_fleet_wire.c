@@ -213,7 +213,9 @@ static void test_fleet_sandboxes_view(void **state)
 	kv_set(&sbs[5], "agentic/sandboxes/node-a/t9", "{\"state\":\"ready\",\"tier\":\"T9\"}");
 	kv_set(&alive[0], "agentic/alive/node-a", "1");
 	alive[0].lease = 3;
-	n = fleet_sandboxes_write(sbs, 6, false, alive, 1, out, sizeof(out));
+	n = fleet_sandboxes_write((const struct etcd_kv *const[]){ &sbs[0], &sbs[1], &sbs[2], &sbs[3],
+								 &sbs[4], &sbs[5] },
+				  6, false, alive, 1, out, sizeof(out));
 	assert_true(n > 0);
 	out[n] = '\0';
 	assert_string_equal(out, "{\"fleet_sandboxes\":[{\"name\":\"web\",\"node\":\"node-a\","
