@@ -55,14 +55,14 @@ MAIN_OBJ := $(BUILD)/musl/src/main.o
 # Code off every hot path is built for size: the CLI, the verifier and its probe, the VM image
 # builder, the pruner, config and profile reading, the fleet, the E2B key store, network
 # options and control plane (create, list, kill), the Engine API's request bodies and a create
-# request's checks (the engine's own work dwarfs both), the recovery at agenticd's start and the
-# VM runtime's create (a guest's boot dwarfs it). The exec, agent, egress, gRPC and HTTP paths
-# stay -O2 (make bench measures them).
+# request's checks (the engine's own work dwarfs both), the host's uid claims and the recovery
+# at agenticd's start, and the VM runtime's create (a guest's boot dwarfs it). The exec, agent,
+# egress, gRPC and HTTP paths stay -O2 (make bench measures them).
 COLD_DIRS := cli verify vmimage prune config profile fleet
 COLD_OBJS := $(filter $(COLD_DIRS:%=$(BUILD)/musl/src/%/%),$(LIB_OBJS)) \
 	     $(BUILD)/musl/src/e2b/e2b_net.o $(BUILD)/musl/src/e2b/e2b_keys.o \
 	     $(BUILD)/musl/src/e2b/e2b_api.o $(BUILD)/musl/src/docker/requests.o \
-	     $(BUILD)/musl/src/sandbox/reqcheck.o \
+	     $(BUILD)/musl/src/sandbox/reqcheck.o $(BUILD)/musl/src/workspace/host_uids.o \
 	     $(BUILD)/musl/src/lifecycle/recover.o $(BUILD)/musl/src/runtime/runtime_vm_create.o
 $(COLD_OBJS): MUSL_CFLAGS += -Os
 TEST_OBJS := $(SRCS:%.c=$(BUILD)/asan/%.o)

@@ -106,6 +106,9 @@ int host_prepare_dirs(const struct config *cfg, bool admin_group_known, gid_t ad
 	return r;
 }
 
+/* the uid claim's descriptor: held, like the lock, until the daemon exits */
+static int claim_fd = -1;
+
 int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size)
 {
 	char path[LIMIT_PATH_BYTES];
@@ -127,7 +130,7 @@ int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size
 		return -e;
 	}
 	*lock_fd = fd;
-	return 0;
+	return host_claim_uids(cfg, &claim_fd, err, err_size);
 }
 
 int host_owner(const struct config *cfg, char *out, size_t size)

@@ -14,8 +14,17 @@
  * admin socket shares it), and the admin socket's directory. */
 int host_prepare_dirs(const struct config *cfg, bool admin_group_known, gid_t admin_gid,
 		      char *err, size_t err_size);
-/* flock on ADMIN_SOCKET.lock, held for the daemon's life: -EWOULDBLOCK when another owns it. */
+/* flock on ADMIN_SOCKET.lock, held for the daemon's life: -EWOULDBLOCK when another owns it.
+ * Then the daemon's uid ranges claimed host-wide (host_claim_uids): -EEXIST when they meet
+ * another running agenticd's. */
 int host_lock(const struct config *cfg, int *lock_fd, char *err, size_t err_size);
+/* The directory where every agenticd of this host claims its uid ranges (host_uids.c). */
+#define HOST_UID_CLAIMS_DIR "/run/agentic-uids"
+/* Claims cfg's control, VM, egress and (in a fleet) fleet uids: 0 with *claim_fd the claim's
+ * descriptor, locked for the daemon's life; -EEXIST (err names both daemons' ranges and the
+ * settings) when a running agenticd's claim meets them; another -errno when the directory
+ * cannot be used. */
+int host_claim_uids(const struct config *cfg, int *claim_fd, char *err, size_t err_size);
 /* The daemon's owner id (the agentic-daemon label; struct daemon.owner): 16 hex digits of a
  * 64-bit FNV-1a hash of agentshare_root, resolved through symlinks when it exists. */
 int host_owner(const struct config *cfg, char *out, size_t size);
