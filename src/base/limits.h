@@ -248,8 +248,11 @@ _Static_assert(LIMIT_AGENT_INIT_BUFFERS >= 2,
 #define LIMIT_DAEMON_SLACK_BYTES (1024u * 1024u)
 /* The heartbeat interval agenticd asks of each init (seconds); output acks at least every
  * OUT_ACK_BYTES of the init's replay ring, counting OUT_RECORD_BYTES of ring per chunk
- * beyond its data; a failed transcript write asks the init again OUT_RETRY_MS later. */
-#define HEARTBEAT_INTERVAL_S 5
+ * beyond its data; a failed transcript write asks the init again OUT_RETRY_MS later. A
+ * heartbeat is not how either side learns the other is gone (the socket's hangup is, and the
+ * virtio port's for a VM) and agenticd keeps no clock of them; each one wakes agenticd's loop,
+ * and at 5 s 1000 idle sandboxes were 200 wakes a second and most of its idle CPU. */
+#define HEARTBEAT_INTERVAL_S 30
 #define OUT_ACK_BYTES (128u * 1024u)
 #define OUT_RECORD_BYTES 192u
 #define OUT_RETRY_MS 1000

@@ -27,7 +27,7 @@ struct fleet_link_placed {
 	char node[64];
 	char addr[64];
 	int64_t seq;
-	int attempts;        /* the transactions it took (each after three reads) */
+	int attempts;        /* the transactions it took (each after a read of the counts) */
 	const char *error;
 };
 

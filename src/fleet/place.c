@@ -163,8 +163,8 @@ static int read_prefix(const char *prefix, struct etcd_kv *kv, size_t max)
 	return etcd_range(prefix, end, kv, max, &more, NULL);
 }
 
-int fleet_place(const struct fleet_place_req *rq, struct etcd_kv *nodes, struct etcd_kv *alive,
-		struct fleet_placed *out)
+int fleet_place(const struct fleet_place_req *rq, const struct etcd_kv *nodes, const size_t *nn,
+		const struct etcd_kv *alive, const size_t *na, struct fleet_placed *out)
 {
 	char name_key[ETCD_KEY_BYTES], plc_key[ETCD_KEY_BYTES], val[32];
 	struct etcd_kv one;
@@ -172,18 +172,13 @@ int fleet_place(const struct fleet_place_req *rq, struct etcd_kv *nodes, struct 
 	memset(out, 0, sizeof(*out));
 	snprintf(name_key, sizeof(name_key), "%s%s", FLEET_NAMES_PREFIX, rq->name);
 	for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-		int nn = read_prefix(FLEET_NODES_PREFIX, nodes, FLEET_NODES_MAX), na, np, r, vlen;
+		int np = read_prefix(FLEET_PLACEMENTS_PREFIX, counts, FLEET_NODES_MAX), r, vlen;
 		int64_t count = 0, rev = 0;
 		bool more;
 
-		if (nn < 0)
-			return nn;
-		if ((na = read_prefix(FLEET_ALIVE_PREFIX, alive, FLEET_NODES_MAX)) < 0)
-			return na;
-		if ((np = read_prefix(FLEET_PLACEMENTS_PREFIX, counts, FLEET_NODES_MAX)) < 0)
+		if (np < 0)
 			return np;
-		if (!fleet_place_choose(rq, nodes, (size_t)nn, alive, (size_t)na, counts, (size_t)np, out,
-					&count, &rev))
+		if (!fleet_place_choose(rq, nodes, *nn, alive, *na, counts, (size_t)np, out, &count, &rev))
 			return 0;
 		snprintf(plc_key, sizeof(plc_key), "%s%s", FLEET_PLACEMENTS_PREFIX, out->node);
 		vlen = snprintf(val, sizeof(val), "{\"n\":%lld}", (long long)(count + 1));

@@ -31,12 +31,15 @@ struct fleet_placed {
 	const char *error;   /* NULL: placed */
 };
 
-/* Reads the nodes, alive keys and placement counts (into nodes and alive, FLEET_NODES_MAX
- * each: the caller's), chooses and claims: 0 with out filled (placed, or why not), or an etcd
- * error (nothing claimed). Among the candidates (alive, not draining, the runtime, a free
- * slot) the most free slots win. */
-int fleet_place(const struct fleet_place_req *rq, struct etcd_kv *nodes, struct etcd_kv *alive,
-		struct fleet_placed *out);
+/* Chooses from the nodes' records and alive keys (the worker's view, which its watch keeps)
+ * and the placement counts it reads, and claims: 0 with out filled (placed, or why not), or
+ * an etcd error (nothing claimed). Among the candidates (alive, not draining, the runtime, a
+ * free slot) the most free slots win. A record a moment old is safe: its free slots count
+ * the placements up to the one it names ("placed"), and the counts read now say how many
+ * came after. nodes and alive may change during the calls (the watch's events); they are
+ * read only between them. */
+int fleet_place(const struct fleet_place_req *rq, const struct etcd_kv *nodes, const size_t *nn,
+		const struct etcd_kv *alive, const size_t *na, struct fleet_placed *out);
 
 /* The choice alone, from what was read (nodes, alive keys, placement counts): true with out's
  * node and addr, and that node's placement count and its key's mod revision; false with

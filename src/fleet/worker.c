@@ -488,10 +488,12 @@ static void place(const char *pkt, size_t len)
 	if (!fleet_sandbox_name_ok(name, strlen(name))) {
 		p = (struct fleet_placed){ .error = "bad_name" };
 		r = 0;
+	} else if (!etcd_watching() && (r = read_fleet()) < 0) {
+		p = (struct fleet_placed){ .error = NULL }; /* placement chooses from the view */
 	} else {
 		r = fleet_place(&(struct fleet_place_req){ .self = w.set.node, .name = name,
 							   .pin = pin, .runtime = runtime },
-				w.sbs, w.sbs + FLEET_NODES_MAX, &p);
+				w.nodes, &w.nn, w.alive, &w.na, &p);
 	}
 	if (r < 0) {
 		failed(r);
