@@ -39,8 +39,8 @@ struct e2b_create {
 };
 
 /* Creates this node relayed to the node placement chose, a while: their sandboxes are that
- * node's before its record reaches this node's view (a second or two), and the SDK's first
- * command comes at once. */
+ * node's before its record reaches this node's view (up to about half a second: the owner's
+ * agenticd tells its worker twice a second), and the SDK's first command comes at once. */
 #define PLACED_KEEP 16
 #define PLACED_KEEP_MS 30000
 static struct {
