@@ -371,11 +371,12 @@ static int read_fleet(void)
 	if ((n = etcd_range(FLEET_ALIVE_PREFIX, end, w.alive, FLEET_NODES_MAX, &more, &rev)) < 0)
 		return n;
 	w.na = (size_t)n;
+	/* into the scratch first: a read that fails in its second page leaves the view whole */
 	etcd_prefix_end(FLEET_SANDBOXES_PREFIX, end);
-	n = etcd_range(FLEET_SANDBOXES_PREFIX, end, w.sb_slot, FLEET_SANDBOXES_MAX, &w.view_more,
-		       &rev);
-	if (n < 0)
+	if ((n = etcd_range(FLEET_SANDBOXES_PREFIX, end, w.sbs, FLEET_SANDBOXES_MAX, &more, &rev)) < 0)
 		return n;
+	memcpy(w.sb_slot, w.sbs, (size_t)n * sizeof(w.sbs[0]));
+	w.view_more = more;
 	w.nview = (size_t)n;
 	w.nfree = 0;
 	for (size_t i = 0; i < FLEET_SANDBOXES_MAX; i++) {
@@ -396,10 +397,11 @@ static void view_flush(int64_t now)
 {
 	if (!w.view_dirty || now < w.next_send)
 		return;
-	if (view_send()) {
+	/* a packet agenticd's socket could not take now is tried again then too, not at once:
+	 * the loop would spin on it */
+	w.next_send = now + VIEW_SEND_MS;
+	if (view_send())
 		w.view_dirty = false;
-		w.next_send = now + VIEW_SEND_MS;
-	}
 }
 
 /* A name one of this node's sandboxes has, as agenticd last said. */
