@@ -2,8 +2,9 @@
  * and /sandboxes: the body becomes an agentic create request read by request_create_parse,
  * as any create is, and is admitted by lifecycle_admit; answered 201 when the lifecycle says
  * created), connect (the same Sandbox, TTL extended), get (SandboxDetail), delete (204 when
- * removed), timeout, and the list with its filters and paging. Only sandboxes made through
- * this API are visible here. Above e2b_conn.c and e2b_state.c; e2b_routes.c calls it. */
+ * removed), timeout, and the list with its filters and paging (on a fleet node, by node: its
+ * own first, each other node's pages relayed to it). Only sandboxes made through this API are
+ * visible here. Above e2b_conn.c and e2b_state.c; e2b_routes.c calls it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -478,7 +479,7 @@ void e2b_placed(uint64_t id, const struct fleet_link_placed *p)
 		return;
 	}
 	snprintf(m, sizeof(m), "%lld %s", (long long)p->seq, k->name);
-	if (e2b_conn_relay(c, p->node, p->addr, m) != 0) {
+	if (e2b_conn_relay(c, p->node, p->addr, m, NULL) != 0) {
 		snprintf(m, sizeof(m), "placed on node %s, and this node cannot relay to it now",
 			 p->node);
 		e2b_reply_error(c, 503, m);
@@ -668,6 +669,10 @@ struct list_query {
 	char tpl[64];
 	bool none;                    /* a state filter without "running" */
 	uint32_t limit, from;
+	/* a fleet's list (docs/FLEET.md "The E2B listener"): the node whose page this is and
+	 * the node whose listener began it (its own sandboxes first, then the others by name) */
+	char node[64], front[64];
+	char token[160];              /* nextToken as it came */
 };
 
 /* sb's metadata has every k=v of q->meta. */
@@ -717,20 +722,123 @@ static void list_query_read(const char *query, struct list_query *q)
 	q->limit = n[0] ? (uint32_t)strtoul(n, NULL, 10) : 100;
 	if (q->limit < 1 || q->limit > 1000)
 		q->limit = 100;
-	e2b_query_value(query, "nextToken", n, sizeof(n));
-	q->from = (uint32_t)strtoul(n, NULL, 10);
+	e2b_query_value(query, "nextToken", q->token, sizeof(q->token));
+	q->from = (uint32_t)strtoul(q->token, NULL, 10);
+}
+
+/* A fleet's nextToken, "FRONT.NODE.SLOT" (names of a-z, 0-9 and '-'), into q; "" and a
+ * node's own "SLOT" (a list begun before it joined) are this node's. 0, or -1. */
+static int fleet_token(struct list_query *q, const char *self)
+{
+	char slot[16];
+	int end = 0;
+
+	if (strspn(q->token, "0123456789") == strlen(q->token)) {
+		snprintf(q->front, sizeof(q->front), "%s", self);
+		snprintf(q->node, sizeof(q->node), "%s", self);
+		return strlen(q->token) < 10 ? 0 : -1;
+	}
+	if (sscanf(q->token, "%63[a-z0-9-].%63[a-z0-9-].%15[0-9]%n", q->front, q->node, slot,
+		   &end) != 3 || q->token[end] || strlen(slot) >= 10)
+		return -1;
+	q->from = (uint32_t)strtoul(slot, NULL, 10);
+	return 0;
+}
+
+/* The query again, its nextToken the one given (a relayed page's). */
+static const char *query_with_token(const char *query, const char *token)
+{
+	static char out[LIMIT_E2B_HEAD_BYTES + 200];
+	struct buf b;
+	int r = 0;
+
+	buf_init(&b, out, sizeof(out) - 1);
+	for (const char *p = query; *p;) {
+		size_t n = strcspn(p, "&");
+
+		if (n && strncmp(p, "nextToken=", 10) != 0)
+			r |= buf_printf(&b, "%s%.*s", b.len ? "&" : "", (int)n, p);
+		p += n + (p[n] == '&');
+	}
+	r |= buf_printf(&b, "%snextToken=%s", b.len ? "&" : "", token);
+	out[b.len] = '\0';
+	return r < 0 ? NULL : out;
+}
+
+/* The page of a fleet's list that is not this node's: relayed to the node that has it, or
+ * (that node lost or gone from the view) to the next one; an empty last page when none is
+ * left. true when answered or handed over. */
+static bool fleet_page_elsewhere(struct e2b_conn *c, struct list_query *q, const char *self)
+{
+	char node[64], addr[64], token[160];
+	const char *query;
+	bool front = strcmp(q->node, q->front) == 0;
+	int r;
+
+	if (strcmp(q->node, self) == 0)
+		return false;
+	/* the page's node itself when it is still there, else the next in the list's order (the
+	 * front's pages first: after them, the others from the first by name) */
+	r = fleet_link_node_next(q->node, false, front ? "" : q->front, node, sizeof(node), addr,
+				 sizeof(addr));
+	if (front && (!r || strcmp(node, q->node) != 0))
+		r = fleet_link_node_next("", false, q->front, node, sizeof(node), addr,
+					 sizeof(addr));
+	if (!r) {
+		e2b_reply_hdr(c, 200, "application/json", NULL, NULL, "[]", 2);
+		return true;
+	}
+	if (strcmp(node, self) == 0 && strcmp(node, q->node) != 0) {
+		snprintf(q->node, sizeof(q->node), "%s", self);
+		q->from = 0;
+		return false;
+	}
+	snprintf(token, sizeof(token), "%s.%s.%u", q->front, node,
+		 strcmp(node, q->node) == 0 ? q->from : 0);
+	if (!(query = query_with_token(e2b_query(c), token)) ||
+	    e2b_conn_relay(c, node, addr, NULL, query) != 0)
+		e2b_reply_error(c, 503, "this node cannot relay the list's page now (too many relays)");
+	else
+		log_info("e2b list relayed", "node=%s", log_q(node));
+	return true;
+}
+
+/* A fleet's next token once this node's sandboxes are all listed: the next node's first page
+ * (after the front's own, the others by name), or none. */
+static void fleet_next(const struct list_query *q, const char *self, char *next, size_t cap)
+{
+	char node[64], addr[64];
+
+	if (fleet_link_node_next(strcmp(self, q->front) == 0 ? "" : self,
+				 strcmp(self, q->front) != 0, q->front, node, sizeof(node), addr,
+				 sizeof(addr)))
+		snprintf(next, cap, "%s.%s.0", q->front, node);
 }
 
 void e2b_api_list(struct e2b_conn *c, const char *arg)
 {
 	static char text[LIMIT_E2B_OUT_BYTES - 1024];
 	static struct list_query q;
-	char next[16] = "";
+	const char *self = fleet_link_on() ? fleet_link_node() : "";
+	char next[160] = "";
 	struct buf b;
 	struct json_writer w;
 	uint32_t n = 0, i;
 
+	memset(&q, 0, sizeof(q));
 	list_query_read(e2b_query(c), &q);
+	if (self[0] && fleet_token(&q, self) != 0) {
+		e2b_reply_error(c, 400, "nextToken is not one this fleet gave");
+		return;
+	}
+	/* another node relays a page of this node's, named in its token, and nothing else */
+	if (e2b_relayed_from(c)[0] && (!strchr(q.token, '.') || strcmp(q.node, self) != 0)) {
+		e2b_reply_error(c, 403, "a list relayed from another node asks for a page of this "
+				"node's (its nextToken names it)");
+		return;
+	}
+	if (self[0] && !q.none && fleet_page_elsewhere(c, &q, self))
+		return;
 	buf_init(&b, text, sizeof(text));
 	b.data[b.len++] = '[';
 	for (i = q.from; !q.none && i < sandbox_slots(); i++) {
@@ -754,7 +862,9 @@ void e2b_api_list(struct e2b_conn *c, const char *arg)
 		n++;
 	}
 	if (!q.none && i < sandbox_slots())
-		snprintf(next, sizeof(next), "%u", i);
+		snprintf(next, sizeof(next), self[0] ? "%s.%s.%u" : "%.0s%.0s%u", q.front, self, i);
+	else if (!q.none && self[0])
+		fleet_next(&q, self, next, sizeof(next));
 	buf_append(&b, "]", 1);
 	e2b_reply_hdr(c, 200, "application/json", next[0] ? "X-Next-Token" : NULL, next, b.data,
 		      b.len);

@@ -763,7 +763,7 @@ const char *e2b_relayed_from(const struct e2b_conn *c)
 }
 
 int e2b_conn_relay(struct e2b_conn *c, const char *node, const char *addr,
-		   const char *placement)
+		   const char *placement, const char *query)
 {
 	static const char *const drop[] = { "x-api-key", "expect", FLEET_PLACEMENT_HEADER, NULL };
 	static char pre[FLEET_RELAY_PREFIX_BYTES];
@@ -771,7 +771,7 @@ int e2b_conn_relay(struct e2b_conn *c, const char *node, const char *addr,
 	int r;
 
 	buf_init(&b, pre, sizeof(pre));
-	r = http_head_rewrite(&b, &c->parser, c->path, c->query,
+	r = http_head_rewrite(&b, &c->parser, c->path, query ? query : c->query,
 			      placement ? fleet_placed_drop : drop);
 	if (placement)
 		r |= buf_printf(&b, "Agentic-Placement: %s\r\nContent-Length: %u\r\nConnection: "

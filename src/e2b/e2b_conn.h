@@ -132,8 +132,9 @@ const char *e2b_relayed_from(const struct e2b_conn *c);
  * side forgets it): its head written again without X-API-KEY (checked here; never sent to
  * another node) and Expect, then what of its body came (the head just in); or, for a create
  * placement sent there (placement: "SEQ NAME"), its whole body, read, after the placement's
- * header. 0, or ERR_LIMIT / -errno (nothing was handed over: the caller answers). */
+ * header. The query is the request's, or query when not NULL. 0, or ERR_LIMIT / -errno
+ * (nothing was handed over: the caller answers). */
 int e2b_conn_relay(struct e2b_conn *c, const char *node, const char *addr,
-		   const char *placement);
+		   const char *placement, const char *query);
 
 #endif

@@ -93,7 +93,9 @@ static void control_route(struct e2b_conn *c)
 		seg[0] = '\0';
 		if (strcmp(control[i].method, e2b_method(c)) == 0 &&
 		    path_match(control[i].path, e2b_path(c), seg, sizeof(seg))) {
-			if (relayed && !seg[0] && control[i].handler != e2b_api_create)
+			/* a list's page of this node (e2b_api_list checks its token) */
+			if (relayed && !seg[0] && control[i].handler != e2b_api_create &&
+			    control[i].handler != e2b_api_list)
 				e2b_reply_error(c, 403, "a request relayed from another node may act "
 						"only on a sandbox of this node");
 			else if (!relay_maybe(c, seg, false))
@@ -222,7 +224,7 @@ static bool relay_maybe(struct e2b_conn *c, const char *id, bool envd)
 	if (r == 0 && !e2b_api_placed_on(id, node, sizeof(node), addr, sizeof(addr)))
 		return false;
 	r = r ? r : 1;
-	if (r == 1 && (r = e2b_conn_relay(c, node, addr, NULL)) == 0) {
+	if (r == 1 && (r = e2b_conn_relay(c, node, addr, NULL, NULL)) == 0) {
 		log_info("e2b request relayed", "name=%s node=%s", log_q(id), log_q(node));
 		return true;
 	}

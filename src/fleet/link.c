@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fleet/etcd.h"
+#include "fleet/link_view.h"
 #include "fleet/wire.h"
 #include "json/json.h"
 #include "sandbox/sandbox.h"
@@ -41,12 +42,7 @@ static struct {
 	char record[FLEET_RECORD_BYTES]; /* the record last sent to this worker */
 	size_t record_len;
 	char etcd[16], error[32], endpoint[64];
-	char nodes[FLEET_SNAPSHOT_BYTES]; /* the "nodes" array as the worker last sent it */
-	size_t nodes_len;
 	bool view_known;                   /* a worker has sent it since agenticd started */
-	char sbs[FLEET_SB_PACKET_BYTES];   /* the fleet's sandboxes, as the worker last sent them */
-	size_t sbs_len;
-	bool sbs_more;
 	char own[FLEET_SB_PACKET_BYTES];   /* this node's sandboxes as last sent to the worker */
 	size_t own_len;
 	int64_t own_at;                    /* when they were last looked at */
@@ -199,70 +195,6 @@ static void relay_gone(void)
 	rl.restart_at = clock_mono_ms() + RESTART_MS;
 }
 
-/* The view's "KEY":"VALUE" right at p (the worker's writer: no string holds a quote), VALUE
- * copied into out: the byte after its closing quote, or NULL. */
-static const char *field_at(const char *p, const char *end, const char *key, char *out,
-			    size_t cap)
-{
-	size_t k = strlen(key), n;
-	const char *q;
-
-	if ((size_t)(end - p) < k + 6 || p[0] != '"' || memcmp(p + 1, key, k) != 0 ||
-	    memcmp(p + 1 + k, "\":\"", 3) != 0)
-		return NULL;
-	p += k + 4;
-	q = memchr(p, '"', (size_t)(end - p));
-	if (!q || (n = (size_t)(q - p)) >= cap)
-		return NULL;
-	memcpy(out, p, n);
-	out[n] = '\0';
-	return q + 1;
-}
-
-/* The entry of a view (nodes or sandboxes) that opens with {"FIRST":"NAME", : what follows
- * that, or NULL. */
-static const char *entry_find(const char *view, size_t len, const char *first, const char *name)
-{
-	char pat[96];
-	size_t n = (size_t)snprintf(pat, sizeof(pat), "{\"%s\":\"%s\",", first, name);
-
-	return n < sizeof(pat) ? memmem(view, len, pat, n) : NULL;
-}
-
-static bool node_known(const char *node)
-{
-	return entry_find(l.nodes, l.nodes_len, "node", node) != NULL;
-}
-
-int fleet_link_owner(const char *name, char *node, size_t ncap, char *addr, size_t acap)
-{
-	const char *end = l.sbs + l.sbs_len, *p = entry_find(l.sbs, l.sbs_len, "name", name), *q;
-	char state[16];
-
-	if (!l.on || !p || !fleet_sandbox_name_ok(name, strlen(name)))
-		return 0;
-	p += strlen(name) + 11;
-	/* two nodes' records claim the name (a node's certificate stolen, say): no one is sent
-	 * anything for it */
-	if (entry_find(p, (size_t)(end - p), "name", name))
-		return FLEET_OWNER_TWICE;
-	if (!(p = field_at(p, end, "node", node, ncap)) || strcmp(node, l.set.node) == 0)
-		return 0;
-	if (!(p = field_at(p + 1, end, "state", state, sizeof(state))))
-		return 0;
-	if (strcmp(state, "lost") == 0)
-		return FLEET_OWNER_LOST;
-	end = l.nodes + l.nodes_len;
-	if (!(q = entry_find(l.nodes, l.nodes_len, "node", node)))
-		return FLEET_OWNER_LOST;
-	q += strlen(node) + 11;
-	if (!(q = field_at(q, end, "state", state, sizeof(state))) || strcmp(state, "lost") == 0)
-		return FLEET_OWNER_LOST;
-	if (!field_at(q + 1, end, "addr", addr, acap) || !addr[0])
-		return FLEET_OWNER_NO_ADDR;
-	return 1;
-}
-
 int fleet_relay_out(int client, const char *node, const char *addr, const void *pre,
 		    size_t len, bool e2b)
 {
@@ -318,14 +250,14 @@ static void relay_event(void)
 		if (n < 0)
 			return;
 		pkt[n] = '\0';
-		if (!(p = field_at(pkt + 1, pkt + n, "relay_from", node, sizeof(node))) ||
-		    !(p = field_at(p + 1, pkt + n, "api", api, sizeof(api))) ||
+		if (!(p = link_view_field(pkt + 1, pkt + n, "relay_from", node, sizeof(node))) ||
+		    !(p = link_view_field(p + 1, pkt + n, "api", api, sizeof(api))) ||
 		    strncmp(p, ",\"id\":", 6) != 0 || (id = strtol(p + 6, NULL, 10)) <= 0)
 			continue;
 		m = snprintf(ans, sizeof(ans), "{\"id\":%ld}", id);
 		/* only a node the fleet knows: a certificate the CA signed for a name etcd has no
 		 * record of (never joined, or removed) relays nothing */
-		if (!fleet_node_name_ok(node, strlen(node)) || !node_known(node)) {
+		if (!fleet_node_name_ok(node, strlen(node)) || !link_view_node_known(node)) {
 			log_warn("fleet relay refused", "node=%s reason=%s", log_q(node),
 				 log_q("not_a_fleet_node"));
 			(void)send(rl.fd, ans, (size_t)m, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -411,6 +343,7 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	set_copy(l.set.cert_file, sizeof(l.set.cert_file), cfg->fleet_cert_file);
 	set_copy(l.set.key_file, sizeof(l.set.key_file), cfg->fleet_key_file);
 	set_copy(l.set.node, sizeof(l.set.node), cfg->fleet_node);
+	link_view_self(l.set.node);
 	set_copy(l.addr, sizeof(l.addr), cfg->fleet_advertise[0] ? cfg->fleet_advertise
 								  : cfg->fleet_listen);
 	l.set.lease_s = cfg->fleet_lease_s;
@@ -549,8 +482,7 @@ static void packet(const char *p, size_t len)
 	if (len > sizeof(nodes_head) && memcmp(p, nodes_head, sizeof(nodes_head) - 1) == 0 &&
 	    p[len - 1] == '}') {
 		/* the worker wrote it with the JSON writer; its array is kept as it is */
-		l.nodes_len = len - sizeof(nodes_head);
-		memcpy(l.nodes, p + sizeof(nodes_head) - 1, l.nodes_len);
+		link_view_nodes_put(p + sizeof(nodes_head) - 1, len - sizeof(nodes_head));
 		l.view_known = true;
 		return;
 	}
@@ -565,9 +497,8 @@ static void packet(const char *p, size_t len)
 				break;
 		if (tail <= p + sizeof(sb_head) - 1)
 			return;
-		l.sbs_len = (size_t)(tail + 1 - (p + sizeof(sb_head) - 1));
-		memcpy(l.sbs, p + sizeof(sb_head) - 1, l.sbs_len);
-		l.sbs_more = tail[sizeof(sb_tail) - 1] == 't';
+		link_view_sbs_put(p + sizeof(sb_head) - 1, (size_t)(tail + 1 - (p + sizeof(sb_head) - 1)),
+				  tail[sizeof(sb_tail) - 1] == 't');
 		return;
 	}
 	if (json_parse(&d, p, len, tok, ARRAY_LEN(tok)) != 0 || tok[0].type != JSON_OBJECT)
@@ -777,6 +708,8 @@ void fleet_link_shutdown(void)
 static int answer(struct buf *out, const char *key, const char *arr, size_t len, bool with_more)
 {
 	struct json_writer j;
+	size_t n;
+	bool more;
 
 	json_writer_init(&j, out);
 	json_obj_begin(&j);
@@ -790,7 +723,8 @@ static int answer(struct buf *out, const char *key, const char *arr, size_t len,
 	json_str_write(&j, l.endpoint);
 	if (with_more) {
 		json_key(&j, "more");
-		json_bool_write(&j, l.sbs_more);
+		(void)link_view_sbs(&n, &more);
+		json_bool_write(&j, more);
 	}
 	json_key(&j, key);
 	json_null_write(&j);
@@ -808,12 +742,19 @@ static int answer(struct buf *out, const char *key, const char *arr, size_t len,
 
 int fleet_link_info(struct buf *out)
 {
-	return answer(out, "nodes", l.nodes, l.nodes_len, false);
+	size_t n;
+	const char *arr = link_view_nodes(&n);
+
+	return answer(out, "nodes", arr, n, false);
 }
 
 int fleet_link_sandboxes(struct buf *out)
 {
-	return answer(out, "sandboxes", l.sbs, l.sbs_len, true);
+	size_t n;
+	bool more;
+	const char *arr = link_view_sbs(&n, &more);
+
+	return answer(out, "sandboxes", arr, n, true);
 }
 
 int fleet_link_drain(bool on)
@@ -854,6 +795,9 @@ int fleet_link_metrics(struct buf *out)
 {
 	static const char *const node_states[] = { "up", "draining", "lost" };
 	static const char *const sb_states[] = { "creating", "ready", "removing", "lost" };
+	size_t nn, ns;
+	bool more;
+	const char *nodes = link_view_nodes(&nn), *sbs = link_view_sbs(&ns, &more);
 	int r = 0;
 
 	if (!l.on)
@@ -868,11 +812,11 @@ int fleet_link_metrics(struct buf *out)
 			"# TYPE agentic_fleet_nodes gauge\n");
 	for (size_t i = 0; i < ARRAY_LEN(node_states); i++)
 		r |= buf_printf(out, "agentic_fleet_nodes{state=\"%s\"} %u\n", node_states[i],
-				count_state(l.nodes, l.nodes_len, node_states[i]));
+				count_state(nodes, nn, node_states[i]));
 	r |= buf_printf(out, "# HELP agentic_fleet_sandboxes the fleet's sandboxes by state, as "
 			"last read\n# TYPE agentic_fleet_sandboxes gauge\n");
 	for (size_t i = 0; i < ARRAY_LEN(sb_states); i++)
 		r |= buf_printf(out, "agentic_fleet_sandboxes{state=\"%s\"} %u\n", sb_states[i],
-				count_state(l.sbs, l.sbs_len, sb_states[i]));
+				count_state(sbs, ns, sb_states[i]));
 	return r < 0 ? ERR_LIMIT : 0;
 }

@@ -5,10 +5,11 @@
  * and the fleet's nodes. agenticd's loop never waits on etcd; with etcd gone, this node's own
  * sandboxes are served as before and only the fleet's view goes stale (and says so).
  *
- * Owns: the worker's pid and socket, the record and sandbox list last sent, etcd's state, the
- * fleet's nodes and sandboxes as last read. Calls: the libraries, the fleet's wire format,
- * config, and the sandbox table (read only: this node's sandboxes, their state and tier). The loop hands it its socket's
- * events, SIGCHLD and its tick; the admin API reads fleet_link_info. */
+ * Owns: the worker's pid and socket, the record and sandbox list last sent, etcd's state (the
+ * fleet's nodes and sandboxes as last read are link_view.c's). Calls: the libraries, the
+ * fleet's wire format, config, and the sandbox table (read only: this node's sandboxes, their
+ * state and tier). The loop hands it its socket's events, SIGCHLD and its tick; the admin API
+ * reads fleet_link_info. */
 #ifndef AGENTIC_FLEET_LINK_H
 #define AGENTIC_FLEET_LINK_H
 
@@ -18,6 +19,8 @@
 
 #include "base/base.h"
 #include "config/config.h"
+/* fleet_link_owner and fleet_link_node_next: the view's questions */
+#include "fleet/link_view.h"
 
 /* Where placement put a create: the node, its address and the placement's number; or error,
  * a word (fleet_unavailable: no answer from etcd in time; the worker's words otherwise:
@@ -79,14 +82,6 @@ int fleet_link_sandboxes(struct buf *out);
  * new sandbox here; its running ones stay. Kept across restarts (state_dir/fleet-draining).
  * 0, ERR_STATE when no fleet is configured, or -errno. */
 int fleet_link_drain(bool on);
-/* Where the sandbox name lives when another node of the fleet has it, by the views last read:
- * 1 with its node and that node's address (fleet_advertise), 0 when the fleet knows no such
- * sandbox on another node, FLEET_OWNER_LOST when its node is lost, FLEET_OWNER_NO_ADDR when
- * that node advertises no address, FLEET_OWNER_TWICE when two nodes' records claim the name. */
-#define FLEET_OWNER_LOST 2
-#define FLEET_OWNER_NO_ADDR 3
-#define FLEET_OWNER_TWICE 4
-int fleet_link_owner(const char *name, char *node, size_t ncap, char *addr, size_t acap);
 /* Relays one request to node at addr (docs/FLEET.md "One front door"), to its admin API or
  * (e2b) its E2B listener: a relay-out of its own takes a copy of the client's connection and
  * pre (the request's bytes read so far, the head written again) and answers the client itself.

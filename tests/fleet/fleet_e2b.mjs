@@ -2,8 +2,9 @@
 // E2B_SANDBOX_URL: node-a's E2B listener, E2B_API_KEY: a key of node-a's), creates a sandbox
 // (argv[2] "create": placement puts it where it fits) or connects to one (argv[2] its id) and
 // drives it at once: a command, a file written and read, a PTY, getInfo, kill (argv[3]
-// "keep": not killed). Every step is one line "STEP=JSON" on stdout, or "STEP!=message" when
-// it threw; tests/fleet/test_fleet_e2b checks them. Run by that test only.
+// "keep": not killed); or (argv[2] "list", argv[3] Sandbox.list's options as JSON) reads the
+// fleet-wide list page by page. Every step is one line "STEP=JSON" on stdout, or
+// "STEP!=message" when it threw; tests/fleet/test_fleet_e2b checks them. Run by that test only.
 import { Sandbox } from '../e2b/lib.mjs';
 
 const id = process.argv[2];
@@ -15,6 +16,19 @@ const step = async (k, f) => {
 		console.log(`${k}!=${e?.constructor?.name}: ${e?.message}`);
 	}
 };
+if (id === 'list') {
+	await step('list', async () => {
+		const p = Sandbox.list(JSON.parse(process.argv[3] || '{}'));
+		const ids = [];
+		let pages = 0;
+		while (p.hasNext && pages < 20) {
+			pages++;
+			for (const s of await p.nextItems()) ids.push(s.sandboxId);
+		}
+		return { ids, pages };
+	});
+	process.exit(0);
+}
 const how = id === 'create' ? 'create' : 'connect';
 const sbx = await (id === 'create' ? Sandbox.create() : Sandbox.connect(id)).catch((e) => {
 	console.log(`${how}!=${e?.constructor?.name}: ${e?.message}`);
