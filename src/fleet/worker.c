@@ -62,7 +62,7 @@ static struct {
 	const struct etcd_kv *view[FLEET_SANDBOXES_MAX];
 	struct etcd_kv *free_slot[FLEET_SANDBOXES_MAX];
 	size_t nn, na, nview, nfree;
-	bool view_more, view_dirty, resync;
+	bool nodes_more, alive_more, view_more, view_dirty, resync;
 	int64_t next_send;
 	/* this node's sandboxes as agenticd last said (want) and as etcd holds them (have) */
 	struct own { char name[64]; char value[48]; } want[FLEET_SANDBOXES_MAX],
@@ -289,9 +289,11 @@ static size_t key_find(const void *t, size_t n, const char *(*key_of)(const void
 	return lo;
 }
 
-/* A change the watch saw to a node's record or alive key: t holds n of cap, in key order. */
-static void table_apply(struct etcd_kv *t, size_t *n, size_t cap, const struct etcd_kv *kv,
-			bool deleted)
+/* A change the watch saw to a node's record or alive key: t holds n of cap, in key order,
+ * the first cap keys as a read would (more: etcd has others). A delete while more is set
+ * makes room for one that was left out, so the view is read again. */
+static void table_apply(struct etcd_kv *t, size_t *n, size_t cap, bool *more,
+			const struct etcd_kv *kv, bool deleted)
 {
 	bool found;
 	size_t at = key_find(t, *n, kv_key, kv->key, &found);
@@ -301,10 +303,16 @@ static void table_apply(struct etcd_kv *t, size_t *n, size_t cap, const struct e
 	} else if (found) {
 		memmove(&t[at], &t[at + 1], (*n - at - 1) * sizeof(*t));
 		(*n)--;
-	} else if (!deleted && *n < cap) {
+		w.resync |= *more;
+	} else if (!deleted && (*n < cap || at < *n)) {
+		/* full: the last key leaves for one before it */
+		*more |= *n == cap;
+		*n -= *n == cap;
 		memmove(&t[at + 1], &t[at], (*n - at) * sizeof(*t));
 		t[at] = *kv;
 		(*n)++;
+	} else if (!deleted) {
+		*more = true;
 	}
 }
 
@@ -344,9 +352,9 @@ static void on_change(const struct etcd_kv *kv, bool deleted, void *ctx)
 {
 	(void)ctx;
 	if (has_prefix(kv->key, FLEET_NODES_PREFIX))
-		table_apply(w.nodes, &w.nn, FLEET_NODES_MAX, kv, deleted);
+		table_apply(w.nodes, &w.nn, FLEET_NODES_MAX, &w.nodes_more, kv, deleted);
 	else if (has_prefix(kv->key, FLEET_ALIVE_PREFIX))
-		table_apply(w.alive, &w.na, FLEET_NODES_MAX, kv, deleted);
+		table_apply(w.alive, &w.na, FLEET_NODES_MAX, &w.alive_more, kv, deleted);
 	else if (has_prefix(kv->key, FLEET_SANDBOXES_PREFIX))
 		view_apply(kv, deleted);
 	else
@@ -367,10 +375,12 @@ static int read_fleet(void)
 	if ((n = etcd_range(FLEET_NODES_PREFIX, end, w.nodes, FLEET_NODES_MAX, &more, &rev)) < 0)
 		return n;
 	w.nn = (size_t)n;
+	w.nodes_more = more;
 	etcd_prefix_end(FLEET_ALIVE_PREFIX, end);
 	if ((n = etcd_range(FLEET_ALIVE_PREFIX, end, w.alive, FLEET_NODES_MAX, &more, &rev)) < 0)
 		return n;
 	w.na = (size_t)n;
+	w.alive_more = more;
 	/* into the scratch first: a read that fails in its second page leaves the view whole */
 	etcd_prefix_end(FLEET_SANDBOXES_PREFIX, end);
 	if ((n = etcd_range(FLEET_SANDBOXES_PREFIX, end, w.sbs, FLEET_SANDBOXES_MAX, &more, &rev)) < 0)
