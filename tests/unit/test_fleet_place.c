@@ -16,23 +16,10 @@
 
 #include "base/base.h"
 #include "fleet/place.h"
+#include "fleet_kv.h"
 
 static struct etcd_kv nodes[8], alive[8], plc[8];
 static size_t nn, na, np;
-
-static void kv_add(struct etcd_kv *t, size_t *n, const char *key, const char *value, int64_t lease,
-		   int64_t rev)
-{
-	struct etcd_kv *kv = &t[(*n)++];
-
-	memset(kv, 0, sizeof(*kv));
-	snprintf(kv->key, sizeof(kv->key), "%s", key);
-	kv->key_len = strlen(kv->key);
-	kv->value_len = strlen(value);
-	memcpy(kv->value, value, kv->value_len);
-	kv->lease = lease;
-	kv->mod_revision = rev;
-}
 
 /* node NAME with its record's free slots, placed count and draining flag; up: an alive key
  * under a lease */

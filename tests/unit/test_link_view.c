@@ -18,22 +18,10 @@
 #include "fleet/etcd.h"
 #include "fleet/link_view.h"
 #include "fleet/wire.h"
+#include "fleet_kv.h"
 
 static struct etcd_kv nodes[8], alive[8];
 static size_t nn, na;
-
-static void kv_add(struct etcd_kv *t, size_t *n, const char *key, const char *value)
-{
-	struct etcd_kv *kv = &t[(*n)++];
-
-	memset(kv, 0, sizeof(*kv));
-	snprintf(kv->key, sizeof(kv->key), "%s", key);
-	kv->key_len = strlen(kv->key);
-	kv->value_len = strlen(value);
-	memcpy(kv->value, value, kv->value_len);
-	kv->lease = 42;
-	kv->mod_revision = 1;
-}
 
 /* node NAME, its address ("" for none); up: an alive key */
 static void node(const char *name, const char *addr, bool up)
@@ -47,10 +35,10 @@ static void node(const char *name, const char *addr, bool up)
 	else
 		snprintf(rec, sizeof(rec), "{\"version\":\"x\",\"draining\":false,\"slots\":8,"
 			 "\"slots_free\":8,\"placed\":0,\"runtimes\":[\"docker\"]}");
-	kv_add(nodes, &nn, key, rec);
+	kv_add(nodes, &nn, key, rec, 42, 1);
 	if (up) {
 		snprintf(key, sizeof(key), "agentic/alive/%s", name);
-		kv_add(alive, &na, key, "1");
+		kv_add(alive, &na, key, "1", 42, 1);
 	}
 }
 
