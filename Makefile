@@ -63,7 +63,8 @@ COLD_OBJS := $(filter $(COLD_DIRS:%=$(BUILD)/musl/src/%/%),$(LIB_OBJS)) \
 	     $(BUILD)/musl/src/e2b/e2b_net.o $(BUILD)/musl/src/e2b/e2b_keys.o \
 	     $(BUILD)/musl/src/e2b/e2b_api.o $(BUILD)/musl/src/docker/requests.o \
 	     $(BUILD)/musl/src/sandbox/reqcheck.o $(BUILD)/musl/src/workspace/host_uids.o \
-	     $(BUILD)/musl/src/lifecycle/recover.o $(BUILD)/musl/src/runtime/runtime_vm_create.o
+	     $(BUILD)/musl/src/lifecycle/recover.o $(BUILD)/musl/src/runtime/runtime_vm_create.o \
+	     $(BUILD)/musl/src/admin/admin_info.o
 $(COLD_OBJS): MUSL_CFLAGS += -Os
 TEST_OBJS := $(SRCS:%.c=$(BUILD)/asan/%.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/asan/unit/%,$(wildcard tests/unit/test_*.c))

@@ -337,7 +337,8 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 	/* the E2B listener and the fleet's worker, when configured */
 	return e2b_listen(err, err_size) ? -EINVAL : fleet_link_init(&(struct fleet_link_config){
 		&d->cfg, d->self_exe, d->epfd, TAG_FLEET, { admin_adopt_relayed, e2b_adopt_relayed },
-		{ admin_placed, e2b_placed } }, err, err_size);
+		{ admin_placed, e2b_placed },
+		runtime_vm_unavailable(&d->vm) ? NULL : runtime_vm_accel(&d->vm) }, err, err_size);
 }
 
 /* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a
@@ -353,19 +354,16 @@ static bool checking(void)
 
 static int hook_vm_channel(void *ctx, struct sandbox *sb, int fd)
 {
-	(void)ctx;
 	return agent_vm_channel(sb, fd);
 }
 
 static bool hook_vm_busy(void *ctx, struct sandbox *sb)
 {
-	(void)ctx;
 	return agent_vm_busy(sb);
 }
 
 static bool hook_vm_shutdown(void *ctx, struct sandbox *sb, int grace_s)
 {
-	(void)ctx;
 	return agent_shutdown(sb, grace_s);
 }
 

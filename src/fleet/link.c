@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,8 @@ static struct {
 	/* creates waiting for the worker's placement: their id and when they give up */
 	struct { uint64_t id; int64_t until; } wait[FLEET_PLACE_MAX];
 	void (*placed[2])(uint64_t id, const struct fleet_link_placed *p);
+	const char *vm_accel;              /* the VM runtime's, NULL without one */
+	int64_t memory_mib;                /* the host's memory, for the record */
 	char drain_path[CONFIG_STR_BYTES + 32]; /* state_dir/fleet-draining: there while draining */
 } l; /* zero, in .bss (pid and fd are set at init) */
 
@@ -304,6 +307,7 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	struct sockaddr_storage ss[ETCD_ENDPOINTS_MAX];
 	socklen_t sl[ETCD_ENDPOINTS_MAX];
 	char text[ETCD_ENDPOINTS_MAX][64];
+	struct sysinfo si;
 	long n;
 
 	if (!cfg->fleet_endpoints[0])
@@ -364,6 +368,9 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	set_copy(l.error, sizeof(l.error), "none");
 	memcpy(rl.adopt, c->adopt, sizeof(rl.adopt));
 	memcpy(l.placed, c->placed, sizeof(l.placed));
+	l.vm_accel = c->vm_accel;
+	if (sysinfo(&si) == 0)
+		l.memory_mib = (int64_t)((uint64_t)si.totalram * si.mem_unit >> 20);
 	start_worker(); /* the relay follows the worker's first view (fleet_link_tick) */
 	return 0;
 }
@@ -585,10 +592,19 @@ static long record_write(uint32_t live, char *out, size_t cap)
 	json_int_write(&j, live < l.slots ? l.slots - live : 0);
 	json_key(&j, "placed");
 	json_int_write(&j, l.admitted);
+	json_key(&j, "memory_mib");
+	json_int_write(&j, l.memory_mib);
 	json_key(&j, "runtimes");
 	json_arr_begin(&j);
 	json_str_write(&j, "docker");
+	/* VMs only once the accelerator is known: placement sends a VM create only here */
+	if (l.vm_accel && l.vm_accel[0] && strcmp(l.vm_accel, "auto") != 0)
+		json_str_write(&j, "vm");
 	json_arr_end(&j);
+	if (l.vm_accel && l.vm_accel[0] && strcmp(l.vm_accel, "auto") != 0) {
+		json_key(&j, "accel");
+		json_str_write(&j, l.vm_accel);
+	}
 	json_obj_end(&j);
 	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
 }

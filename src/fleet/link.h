@@ -51,6 +51,10 @@ struct fleet_link_config {
 	/* a placement's answer (fleet_link_place), for the create waiting as id: the E2B API's
 	 * (placed[1]) when id has FLEET_PLACE_E2B, else the admin API's */
 	void (*placed[2])(uint64_t id, const struct fleet_link_placed *p);
+	/* the VM runtime's accelerator as VMs start now ("tcg" or "kvm", read at each record:
+	 * auto's probe may decide it later), or NULL when this node runs no VMs: its record then
+	 * lists the runtime "docker" alone */
+	const char *vm_accel;
 };
 
 /* Starts the worker when the config names a fleet: 0 (also when it names none), or -EINVAL

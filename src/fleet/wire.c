@@ -182,7 +182,9 @@ static void node_write(struct json_writer *j, const char *node, const struct etc
 	copy_count(j, &d, "slots");
 	copy_count(j, &d, "slots_free");
 	copy_count(j, &d, "placed");
+	copy_count(j, &d, "memory_mib");
 	copy_runtimes(j, &d);
+	copy_str(j, &d, "accel", 8);
 	json_obj_end(j);
 }
 
