@@ -56,7 +56,9 @@ MAIN_OBJ := $(BUILD)/musl/src/main.o
 # builder, the pruner, config and profile reading, the fleet, the E2B key store, network
 # options and control plane (create, list, kill), the Engine API's request bodies and a create
 # request's checks (the engine's own work dwarfs both), the host's uid claims and the recovery
-# at agenticd's start, and the VM runtime's create (a guest's boot dwarfs it). The exec, agent,
+# at agenticd's start, its footprint on the host and the seccomp profile it reads once, the
+# admin API's posture views, and the VM runtime's create, accelerator probe and QEMU's start
+# (a guest's boot dwarfs them). The exec, agent,
 # egress, gRPC and HTTP paths stay -O2 (make bench measures them).
 COLD_DIRS := cli verify vmimage prune config profile fleet
 COLD_OBJS := $(filter $(COLD_DIRS:%=$(BUILD)/musl/src/%/%),$(LIB_OBJS)) \
@@ -64,7 +66,9 @@ COLD_OBJS := $(filter $(COLD_DIRS:%=$(BUILD)/musl/src/%/%),$(LIB_OBJS)) \
 	     $(BUILD)/musl/src/e2b/e2b_api.o $(BUILD)/musl/src/docker/requests.o \
 	     $(BUILD)/musl/src/sandbox/reqcheck.o $(BUILD)/musl/src/workspace/host_uids.o \
 	     $(BUILD)/musl/src/lifecycle/recover.o $(BUILD)/musl/src/runtime/runtime_vm_create.o \
-	     $(BUILD)/musl/src/admin/admin_info.o
+	     $(BUILD)/musl/src/admin/admin_info.o $(BUILD)/musl/src/admin/admin_posture.o \
+	     $(BUILD)/musl/src/daemon/seccomp.o $(BUILD)/musl/src/workspace/host.o \
+	     $(BUILD)/musl/src/runtime/runtime_vm_accel.o $(BUILD)/musl/src/runtime/runtime_vm_spawn.o
 $(COLD_OBJS): MUSL_CFLAGS += -Os
 TEST_OBJS := $(SRCS:%.c=$(BUILD)/asan/%.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/asan/unit/%,$(wildcard tests/unit/test_*.c))

@@ -177,7 +177,8 @@ static void place_or_start(struct admin_conn *c, const char *query)
 		return;
 	}
 	c->phase = AC_WAIT;
-	r = fleet_link_place(wait_id(c), c->req.name, pin, c->req.vm ? "vm" : "docker");
+	r = fleet_link_place(wait_id(c), c->req.name, pin, c->req.vm ? "vm" : "docker",
+			     c->req.image ? c->req.image : admin_state.ac.cfg->default_image);
 	if (r == 0)
 		return;
 	c->phase = AC_READ;

@@ -338,7 +338,8 @@ static int open_sockets(struct daemon *d, char *err, size_t err_size)
 	return e2b_listen(err, err_size) ? -EINVAL : fleet_link_init(&(struct fleet_link_config){
 		&d->cfg, d->self_exe, d->epfd, TAG_FLEET, { admin_adopt_relayed, e2b_adopt_relayed },
 		{ admin_placed, e2b_placed },
-		runtime_vm_unavailable(&d->vm) ? NULL : runtime_vm_accel(&d->vm) }, err, err_size);
+		runtime_vm_unavailable(&d->vm) ? NULL : runtime_vm_accel(&d->vm), d->docker.images,
+		&d->docker.images_whole }, err, err_size);
 }
 
 /* The checking build's switch: the tests run agenticd with AGENTIC_ALLOC_CHECK=1, and a

@@ -491,6 +491,7 @@ static const char *const op_names[] = {
 	[DOCKER_OP_CONTAINER_LIST] = "container list",
 	[DOCKER_OP_EVENTS] = "events",
 	[DOCKER_OP_CONTAINER_RENAME] = "container rename",
+	[DOCKER_OP_IMAGE_LIST] = "image list",
 };
 
 static const char *noun(enum docker_op op)

@@ -98,6 +98,7 @@ enum docker_op {
 	DOCKER_OP_CONTAINER_LIST,
 	DOCKER_OP_EVENTS,
 	DOCKER_OP_CONTAINER_RENAME,
+	DOCKER_OP_IMAGE_LIST,
 };
 
 struct docker_error {
@@ -285,6 +286,8 @@ int docker_container_list_begin(struct docker_call *c, struct docker_client *dc,
  * NULL; since: unix seconds or 0. Runs until docker_call_end() or fn returns non-zero. */
 int docker_events_begin(struct docker_call *c, struct docker_client *dc, const char *filters,
 			int64_t since, docker_event_fn fn, void *ctx);
+/* The images that have a tag (GET /images/json, dangling ones left out). */
+int docker_image_list_begin(struct docker_call *c, struct docker_client *dc);
 
 /* ---- results, after docker_call_step/run returned 0 ---- */
 struct docker_version {
@@ -387,6 +390,10 @@ int docker_result_each(struct docker_call *c, int (*fn)(void *ctx, const struct 
 int docker_result_each_subnet(struct docker_call *c, const char *label_key,
 			      const char *label_value,
 			      int (*fn)(void *ctx, const char *subnet, bool labelled), void *ctx);
+/* Calls fn for each tag (RepoTags) of each image of an image list result; stops at fn's first
+ * non-zero, returning it. A tag that is not a string shorter than 256 bytes is skipped. */
+int docker_result_each_tag(struct docker_call *c, int (*fn)(void *ctx, const char *tag),
+			   void *ctx);
 /* The answer's JSON as it came, valid until docker_call_end: for a reader of fields the typed
  * results do not carry (the verifier). 0, or ERR_STATE when the call holds no answer. */
 int docker_result_body(const struct docker_call *c, const char **body, size_t *len);

@@ -439,6 +439,21 @@ int docker_container_list_begin(struct docker_call *c, struct docker_client *dc,
 	return start_list(c, "/containers/json?all=1", label);
 }
 
+int docker_image_list_begin(struct docker_call *c, struct docker_client *dc)
+{
+	char storage[LIMIT_DOCKER_TARGET_BYTES];
+	struct buf t;
+	int r;
+
+	call_prepare(c, dc, DOCKER_OP_IMAGE_LIST, "");
+	if ((r = check(c, NULL)) != 0)
+		return r;
+	target_begin(&t, storage, dc, "/images/json?filters=");
+	if (append_escaped(&t, "{\"dangling\":[\"false\"]}") != 0)
+		return call_fail_begin(c, ERR_LIMIT, "request target too long");
+	return call_start(c, "GET", (const char *)t.data, NULL, 0, false, dc->read_timeout_ms);
+}
+
 int docker_events_begin(struct docker_call *c, struct docker_client *dc, const char *filters,
 			int64_t since, docker_event_fn fn, void *ctx)
 {

@@ -333,6 +333,31 @@ int docker_result_each_subnet(struct docker_call *c, const char *label_key,
 	return 0;
 }
 
+int docker_result_each_tag(struct docker_call *c, int (*fn)(void *ctx, const char *tag),
+			   void *ctx)
+{
+	struct json_doc d;
+	int r = parse(c, &d, JSON_ARRAY);
+
+	if (r)
+		return r;
+	for (int i = json_first(&d, 0); i >= 0; i = json_next(&d, 0, i)) {
+		int tags = json_obj_get(&d, i, "RepoTags");
+
+		if (tags < 0 || d.tok[tags].type != JSON_ARRAY)
+			continue;
+		for (int k = json_first(&d, tags); k >= 0; k = json_next(&d, tags, k)) {
+			char tag[256];
+
+			if (json_str(&d, k, tag, sizeof(tag)) <= 0)
+				continue;
+			if ((r = fn(ctx, tag)) != 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 const char *docker_kv_get(const struct docker_kv *kv, uint32_t n, const char *key)
 {
 	for (uint32_t i = 0; i < n; i++)

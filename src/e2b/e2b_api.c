@@ -36,6 +36,7 @@ struct e2b_create {
 	struct e2b_ref ref;
 	int64_t ttl_ms;
 	char name[SB_NAME_BYTES];     /* the name placement claimed, "" for none */
+	char image[CONFIG_STR_BYTES]; /* the image placement asks a node for */
 	struct create_req req;
 };
 
@@ -385,7 +386,16 @@ static int create_read(struct e2b_conn *c, struct e2b_create *k, bool check_only
 	    metadata_of(c, &doc, meta, sizeof(meta)) != 0)
 		return -1;
 	k->ttl_ms = timeout * 1000;
-	return check_only ? 0 : admit(c, k, &doc, tpl, meta);
+	if (check_only) {
+		/* the image placement looks for: the template's, as admit will write it */
+		const struct profile *p = strcmp(tpl, "base") == 0 ? NULL
+					  : profile_set_find(profiles_current(), tpl, NULL);
+
+		snprintf(k->image, sizeof(k->image), "%s", strcmp(tpl, "base") == 0
+			 ? A.cfg->e2b_base_image : p && p->image ? p->image : A.cfg->default_image);
+		return 0;
+	}
+	return admit(c, k, &doc, tpl, meta);
 }
 
 static uint64_t place_id(const struct e2b_create *k)
@@ -424,7 +434,7 @@ void e2b_api_create(struct e2b_conn *c, const char *arg)
 		lifecycle_new_id(k->name);
 		if (create_read(c, k, true) != 0) {
 			k->used = false;
-		} else if ((r = fleet_link_place(place_id(k), k->name, "", "docker")) != 0) {
+		} else if ((r = fleet_link_place(place_id(k), k->name, "", "docker", k->image)) != 0) {
 			e2b_reply_error(c, 503, r == ERR_LIMIT ? "too many creates wait for their "
 					"placement; try again" : "the fleet's etcd is not reachable: "
 					"a create cannot be placed now");

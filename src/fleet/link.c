@@ -54,6 +54,8 @@ static struct {
 	struct { uint64_t id; int64_t until; } wait[FLEET_PLACE_MAX];
 	void (*placed[2])(uint64_t id, const struct fleet_link_placed *p);
 	const char *vm_accel;              /* the VM runtime's, NULL without one */
+	const char *images;                /* the engine's tags, each ended by '\n' */
+	const bool *images_whole;          /* ... all of them */
 	int64_t memory_mib;                /* the host's memory, for the record */
 	char drain_path[CONFIG_STR_BYTES + 32]; /* state_dir/fleet-draining: there while draining */
 } l; /* zero, in .bss (pid and fd are set at init) */
@@ -369,6 +371,8 @@ int fleet_link_init(const struct fleet_link_config *c, char *err, size_t err_siz
 	memcpy(rl.adopt, c->adopt, sizeof(rl.adopt));
 	memcpy(l.placed, c->placed, sizeof(l.placed));
 	l.vm_accel = c->vm_accel;
+	l.images = c->images;
+	l.images_whole = c->images_whole;
 	if (sysinfo(&si) == 0)
 		l.memory_mib = (int64_t)((uint64_t)si.totalram * si.mem_unit >> 20);
 	start_worker(); /* the relay follows the worker's first view (fleet_link_tick) */
@@ -390,11 +394,17 @@ static void place_end(uint64_t id, bool all, const struct fleet_link_placed *p)
 		}
 }
 
-int fleet_link_place(uint64_t id, const char *name, const char *pin, const char *runtime)
+#define IMAGE_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@"
+
+int fleet_link_place(uint64_t id, const char *name, const char *pin, const char *runtime,
+		     const char *image)
 {
-	char pkt[256];
+	char pkt[512];
 	int n, slot = -1;
 
+	/* a reference's characters or none (the engine refuses any other): the packet is JSON */
+	if (!image || strspn(image, IMAGE_CHARS) != strlen(image) || strlen(image) > 255)
+		image = "";
 	if (!l.on || l.fd < 0 || strcmp(l.etcd, "up") != 0)
 		return ERR_STATE;
 	for (int i = 0; i < FLEET_PLACE_MAX && slot < 0; i++)
@@ -403,7 +413,8 @@ int fleet_link_place(uint64_t id, const char *name, const char *pin, const char 
 	if (slot < 0)
 		return ERR_LIMIT;
 	n = snprintf(pkt, sizeof(pkt), "{\"place\":%llu,\"name\":\"%s\",\"pin\":\"%s\","
-		     "\"runtime\":\"%s\"}", (unsigned long long)id, name, pin, runtime);
+		     "\"runtime\":\"%s\",\"image\":\"%s\"}", (unsigned long long)id, name, pin, runtime,
+		     image);
 	if (n <= 0 || (size_t)n >= sizeof(pkt) ||
 	    send(l.fd, pkt, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
 		return ERR_LIMIT;
@@ -571,6 +582,34 @@ void fleet_link_reap(void)
 			rl.out[i] = 0;
 }
 
+/* The record's "images": the engine's tags as far as they fit, the record's last key; and
+ * "images_more": true when some are not there (placement counts on none of a node's images
+ * then). */
+static void images_write(struct json_writer *j, size_t cap)
+{
+	const char *p = l.images ? l.images : "", *nl;
+	bool more = !l.images || !l.images_whole || !*l.images_whole;
+
+	json_key(j, "images");
+	json_arr_begin(j);
+	for (; (nl = strchr(p, '\n')); p = nl + 1) {
+		size_t n = (size_t)(nl - p);
+
+		/* a reference's characters only (none JSON escapes), and room for it, its quotes
+		 * and comma, and the end: ],"images_more":true} */
+		if (strspn(p, IMAGE_CHARS) != n || j->out->len + n + 32 > cap) {
+			more = true;
+			continue;
+		}
+		json_strn_write(j, p, n);
+	}
+	json_arr_end(j);
+	if (more) {
+		json_key(j, "images_more");
+		json_bool_write(j, true);
+	}
+}
+
 /* This node's record as agenticd knows it now. */
 static long record_write(uint32_t live, char *out, size_t cap)
 {
@@ -605,6 +644,7 @@ static long record_write(uint32_t live, char *out, size_t cap)
 		json_key(&j, "accel");
 		json_str_write(&j, l.vm_accel);
 	}
+	images_write(&j, cap);
 	json_obj_end(&j);
 	return json_writer_finish(&j) < 0 ? ERR_LIMIT : (long)b.len;
 }

@@ -55,6 +55,10 @@ struct fleet_link_config {
 	 * auto's probe may decide it later), or NULL when this node runs no VMs: its record then
 	 * lists the runtime "docker" alone */
 	const char *vm_accel;
+	/* the Docker runtime's tagged images, each ended by '\n', and whether that is all of them
+	 * (read anew at each image event): the record lists them, for placement by image */
+	const char *images;
+	const bool *images_whole;
 };
 
 /* Starts the worker when the config names a fleet: 0 (also when it names none), or -EINVAL
@@ -95,10 +99,12 @@ int fleet_relay_out(int client, const char *node, const char *addr, const void *
 		    size_t len, bool e2b);
 
 /* Placement (docs/FLEET.md "Placement"): the worker is asked where the create id for sandbox
- * name goes (pin "": any node; runtime "docker" or "vm"), and the answer comes through the
- * config's placed hook, within 10 s ("fleet_unavailable" then). 0; ERR_STATE when etcd is not
- * up (the create fails now, clearly); ERR_LIMIT when FLEET_PLACE_MAX creates wait already. */
-int fleet_link_place(uint64_t id, const char *name, const char *pin, const char *runtime);
+ * name goes (pin "": any node; runtime "docker" or "vm"; image: the one it runs, which that
+ * node's engine must have), and the answer comes through the config's placed hook, within
+ * 10 s ("fleet_unavailable" then). 0; ERR_STATE when etcd is not up (the create fails now,
+ * clearly); ERR_LIMIT when FLEET_PLACE_MAX creates wait already. */
+int fleet_link_place(uint64_t id, const char *name, const char *pin, const char *runtime,
+		     const char *image);
 /* ---- link_place.c: what the front ends share of placement ---- */
 /* A create relayed to the node placement chose carries "Agentic-Placement: SEQ NAME". */
 #define FLEET_PLACEMENT_HEADER "agentic-placement"

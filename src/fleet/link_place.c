@@ -23,6 +23,8 @@ static const struct {
 	{ "node_lost", 503, "that node is lost (its lease ran out)" },
 	{ "node_draining", 409, "that node is draining: it takes no new sandboxes" },
 	{ "no_runtime", 422, "no node that could take it has its runtime" },
+	{ "no_image", 422, "no node that could take it has its image in its engine (each node's "
+			   "record lists its images: load it into one)" },
 	{ "no_address", 503, "that node advertises no address (fleet_advertise): no relay reaches it" },
 	{ "contention", 503, "too many creates at once chose the same nodes: try again" },
 };

@@ -21,7 +21,8 @@
 #include "json/json.h"
 
 #define ATTEMPTS 8
-#define TOKENS 32
+/* a record's tokens: a 1 KiB record (FLEET_RECORD_BYTES) has fewer, its images included */
+#define TOKENS 384
 #define ADDR_CHARS "0123456789abcdefABCDEF.:[]"
 
 static struct etcd_kv counts[FLEET_NODES_MAX]; /* agentic/placements/, as last read */
@@ -46,10 +47,44 @@ static void count_of(const struct etcd_kv *plc, const char *node, size_t n, int6
 	}
 }
 
-/* What a node's record says placement needs: -1 when it is no candidate (not a JSON object,
- * draining, or without runtime), else its free slots by its record, and addr and placed. */
-static int64_t record_free(const struct etcd_kv *kv, const char *runtime, char *addr,
-			   size_t acap, int64_t *placed)
+/* A create's image as the engine lists its tags, into out: "alpine" is "alpine:latest", and
+ * "docker.io/library/alpine:3" is "alpine:3". "" for one named by digest or id (sha256:...),
+ * which no record lists: placement then counts on no node's images. */
+static void image_ref(const char *image, char *out, size_t cap)
+{
+	const char *slash;
+
+	out[0] = '\0';
+	if (!image || !image[0] || strchr(image, '@') || strncmp(image, "sha256:", 7) == 0 ||
+	    strlen(image) + 8 > cap)
+		return;
+	if (strncmp(image, "docker.io/", 10) == 0)
+		image += strncmp(image, "docker.io/library/", 18) == 0 ? 18 : 10;
+	slash = strrchr(image, '/');
+	snprintf(out, cap, "%s%s", image, strchr(slash ? slash : image, ':') ? "" : ":latest");
+}
+
+/* Whether a record may have the image (image_ref's): it lists it, or its list is not whole
+ * ("images_more"), or it has none (a record of an agentic before images were listed). */
+static bool has_image(const struct json_doc *d, const char *image)
+{
+	int arr = json_obj_get(d, 0, "images"), i;
+	bool more = false;
+
+	if (!image[0] || arr < 0 || d->tok[arr].type != JSON_ARRAY ||
+	    ((i = json_obj_get(d, 0, "images_more")) >= 0 && json_bool(d, i, &more) == 0 && more))
+		return true;
+	for (i = json_first(d, arr); i >= 0; i = json_next(d, arr, i))
+		if (json_str_eq(d, i, image))
+			return true;
+	return false;
+}
+
+/* What a node's record says placement needs: -1 when it is no candidate (not a JSON object),
+ * -2 draining, -3 without the runtime, -4 without the image, else its free slots by its
+ * record, and addr and placed. */
+static int64_t record_free(const struct etcd_kv *kv, const char *runtime, const char *image,
+			   char *addr, size_t acap, int64_t *placed)
 {
 	struct json_token tok[TOKENS];
 	struct json_doc d;
@@ -75,7 +110,7 @@ static int64_t record_free(const struct etcd_kv *kv, const char *runtime, char *
 	if ((arr = json_obj_get(&d, 0, "runtimes")) >= 0 && d.tok[arr].type == JSON_ARRAY)
 		for (i = json_first(&d, arr); i >= 0; i = json_next(&d, arr, i))
 			has |= json_str_eq(&d, i, runtime);
-	return has ? free_slots : -3;
+	return !has ? -3 : !has_image(&d, image) ? -4 : free_slots;
 }
 
 /* A tie's order: a hash of the sandbox's and the node's names, so that creates at once spread
@@ -95,10 +130,14 @@ bool fleet_place_choose(const struct fleet_place_req *rq, const struct etcd_kv *
 			const struct etcd_kv *alive, size_t na, const struct etcd_kv *plc, size_t np,
 			struct fleet_placed *out, int64_t *count, int64_t *rev)
 {
+	static const char *const refusal[] = { "", "no_runtime", "node_draining", "no_runtime",
+					       "no_image" };
 	int64_t best = 0;
 	uint32_t best_tie = 0;
-	bool found = false;
+	bool found = false, imaged = false, asked = false;
+	char image[256];
 
+	image_ref(rq->image, image, sizeof(image));
 	out->error = rq->pin[0] ? "node_unknown" : "no_capacity";
 	for (size_t i = 0; i < nn; i++) {
 		const char *node = fleet_key_node(&nodes[i], FLEET_NODES_PREFIX);
@@ -114,10 +153,12 @@ bool fleet_place_choose(const struct fleet_place_req *rq, const struct etcd_kv *
 				out->error = "node_lost";
 			continue;
 		}
-		f = record_free(&nodes[i], rq->runtime, addr, sizeof(addr), &placed);
+		f = record_free(&nodes[i], rq->runtime, image, addr, sizeof(addr), &placed);
+		asked |= f != -1 && f != -2;
+		imaged |= f != -1 && f != -2 && f != -4;
 		if (f < 0) {
 			if (rq->pin[0])
-				out->error = f == -2 ? "node_draining" : "no_runtime";
+				out->error = refusal[-f];
 			continue;
 		}
 		if (!addr[0] && strcmp(node, rq->self) != 0) {
@@ -150,6 +191,8 @@ bool fleet_place_choose(const struct fleet_place_req *rq, const struct etcd_kv *
 	}
 	if (found)
 		out->error = NULL;
+	else if (!rq->pin[0] && asked && !imaged)
+		out->error = "no_image"; /* no node that is up and takes creates has it */
 	return found;
 }
 

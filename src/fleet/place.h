@@ -18,10 +18,12 @@ struct fleet_place_req {
 	const char *name;    /* the sandbox's name, valid (fleet_sandbox_name_ok) */
 	const char *pin;     /* "": any node; else only this one */
 	const char *runtime; /* "docker" or "vm": a node's record must list it */
+	const char *image;   /* NULL or "": any; else a node's record must list it, or not all
+			      * of its images */
 };
 
 /* Where it went: node, its address (fleet_advertise) and the placement's number; or error, a
- * word: name_taken, no_capacity, node_unknown, node_lost, node_draining, no_runtime,
+ * word: name_taken, no_capacity, node_unknown, node_lost, node_draining, no_runtime, no_image,
  * no_address (another node that advertises none), contention (ATTEMPTS deciders at once won every time). */
 struct fleet_placed {
 	char node[FLEET_NODE_NAME_MAX + 1];
@@ -33,8 +35,8 @@ struct fleet_placed {
 
 /* Chooses from the nodes' records and alive keys (the worker's view, which its watch keeps)
  * and the placement counts it reads, and claims: 0 with out filled (placed, or why not), or
- * an etcd error (nothing claimed). Among the candidates (alive, not draining, the runtime, a
- * free slot) the most free slots win. A record a moment old is safe: its free slots count
+ * an etcd error (nothing claimed). Among the candidates (alive, not draining, the runtime, the
+ * image, a free slot) the most free slots win. A record a moment old is safe: its free slots count
  * the placements up to the one it names ("placed"), and the counts read now say how many
  * came after. nodes and alive may change during the calls (the watch's events); they are
  * read only between them. */

@@ -13,6 +13,8 @@
 #include "json/json.h"
 
 #define TOKENS 64
+/* a node's record: its images are many tokens (a 1 KiB record, FLEET_RECORD_BYTES, has fewer) */
+#define NODE_TOKENS 384
 #define RUNTIMES_MAX 4
 
 bool fleet_node_name_ok(const char *s, size_t len)
@@ -159,12 +161,12 @@ static void copy_runtimes(struct json_writer *j, const struct json_doc *d)
 static void node_write(struct json_writer *j, const char *node, const struct etcd_kv *kv,
 		       bool alive)
 {
-	struct json_token tok[TOKENS];
+	struct json_token tok[NODE_TOKENS];
 	struct json_doc d;
 	bool draining = false;
 	int i;
 
-	if (json_parse(&d, kv->value, kv->value_len, tok, TOKENS) != 0 ||
+	if (json_parse(&d, kv->value, kv->value_len, tok, NODE_TOKENS) != 0 ||
 	    tok[0].type != JSON_OBJECT)
 		return;
 	i = json_obj_get(&d, 0, "draining");

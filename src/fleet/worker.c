@@ -478,13 +478,14 @@ static void tick(void)
 	state_set("up", "none");
 }
 
-/* A create agenticd received, {"place":ID,"name","pin","runtime"}: placed (place.c), and the
+/* A create agenticd received, {"place":ID,"name","pin","runtime","image"}: placed (place.c), and the
  * answer sent back, {"placed":ID,"node","addr","seq"} or {"placed":ID,"error":WORD}. */
 static void place(const char *pkt, size_t len)
 {
 	struct json_token tok[16];
 	struct json_doc d;
 	char name[64], pin[FLEET_NODE_NAME_MAX + 1] = "", runtime[16] = "docker", out[256];
+	char image[256] = "";
 	struct fleet_placed p;
 	int64_t id;
 	int i, n, r;
@@ -497,6 +498,8 @@ static void place(const char *pkt, size_t len)
 		(void)json_str(&d, i, pin, sizeof(pin));
 	if ((i = json_obj_get(&d, 0, "runtime")) >= 0)
 		(void)json_str(&d, i, runtime, sizeof(runtime));
+	if ((i = json_obj_get(&d, 0, "image")) >= 0)
+		(void)json_str(&d, i, image, sizeof(image));
 	if (!fleet_sandbox_name_ok(name, strlen(name))) {
 		p = (struct fleet_placed){ .error = "bad_name" };
 		r = 0;
@@ -504,7 +507,8 @@ static void place(const char *pkt, size_t len)
 		p = (struct fleet_placed){ .error = NULL }; /* placement chooses from the view */
 	} else {
 		r = fleet_place(&(struct fleet_place_req){ .self = w.set.node, .name = name,
-							   .pin = pin, .runtime = runtime },
+							   .pin = pin, .runtime = runtime,
+							   .image = image },
 				w.nodes, &w.nn, w.alive, &w.na, &p);
 	}
 	if (r < 0) {

@@ -26,7 +26,7 @@ struct rd_slot {
 
 size_t runtime_docker_storage_bytes(uint32_t slots)
 {
-	return (size_t)slots * sizeof(struct rd_slot) + ((size_t)slots + 1) * sizeof(struct engine_job *);
+	return (size_t)slots * sizeof(struct rd_slot) + ((size_t)slots + 2) * sizeof(struct engine_job *);
 }
 
 bool runtime_docker_fault_init_env(void)
@@ -468,6 +468,7 @@ static void rd_start(void *self)
 	d->events_retry = 0;
 	if (d->stopping || d->events.active)
 		return;
+	rd_images_read(d); /* and what became of them while no stream ran */
 	r = engine_start(&d->eng, &d->events);
 	if (r != 0) {
 		log_warn("event stream not opened; retrying", "error=%s", log_q(err_str(r)));
@@ -482,6 +483,8 @@ static void rd_stop(void *self)
 	d->stopping = true;
 	if (d->events.active)
 		engine_end(&d->eng, &d->events);
+	if (d->images_job.active)
+		engine_end(&d->eng, &d->images_job);
 	rd_since_write(d);
 }
 
@@ -492,6 +495,8 @@ static void rd_tick(void *self, int64_t now)
 	engine_tick(&d->eng);
 	if (d->events_retry && now >= d->events_retry)
 		rd_start(d);
+	if (d->images_retry && now >= d->images_retry)
+		rd_images_read(d);
 	if (d->since_saved != d->events_since && now - d->since_save_at >= EVENTS_SINCE_SAVE_MS) {
 		d->since_save_at = now;
 		rd_since_write(d);
@@ -505,6 +510,8 @@ static int64_t rd_next_deadline(void *self, int64_t now)
 
 	if (d->events_retry && d->events_retry < next)
 		next = d->events_retry;
+	if (d->images_retry && d->images_retry < next)
+		next = d->images_retry;
 	return next;
 }
 
@@ -711,7 +718,7 @@ int runtime_docker_init(struct runtime_docker *d, const struct runtime_docker_co
 	d->c = *c;
 	d->slot = storage;
 	reg = (struct engine_job **)(d->slot + c->slots);
-	engine_init(&d->eng, c->epfd, c->tag, reg, c->slots + 1);
+	engine_init(&d->eng, c->epfd, c->tag, reg, c->slots + 2);
 	for (uint32_t i = 0; i < c->slots; i++) {
 		d->slot[i] = (struct rd_slot){ .d = d };
 		d->slot[i].job.begin = slot_begin;
@@ -723,6 +730,10 @@ int runtime_docker_init(struct runtime_docker *d, const struct runtime_docker_co
 	d->events.ctx = d;
 	d->events.urgent = true;
 	engine_add(&d->eng, &d->events);
+	d->images_job.begin = rd_images_begin;
+	d->images_job.done = rd_images_done;
+	d->images_job.ctx = d;
+	engine_add(&d->eng, &d->images_job);
 	d->live_from_ns = clock_wall_ms() * 1000000;
 	d->events_since = c->since_path ? rd_since_read(c->since_path) : 0;
 	/* none kept, or a time ahead of the clock (set back since): from now on */

@@ -14,6 +14,8 @@
 
 struct rd_slot;
 
+#define RD_IMAGES_BYTES 640 /* the tags a node's record lists (fleet/wire.h's record is 1 KiB) */
+
 struct runtime_docker_config {
 	const struct config *cfg;
 	struct docker_client *dc;
@@ -39,6 +41,13 @@ struct runtime_docker {
 	int64_t since_saved;          /* the events_since since_path holds */
 	int64_t since_save_at;        /* monotonic ms of its last write */
 	int64_t events_retry;         /* monotonic ms when to reopen the event stream, or 0 */
+	/* the engine's tagged images (runtime_docker_events.c): read at the start and at each
+	 * image event, for the fleet's node record */
+	struct engine_job images_job;
+	bool images_again;            /* an image event came while they were read: read again */
+	int64_t images_retry;         /* monotonic ms when to read them after a failure, or 0 */
+	char images[RD_IMAGES_BYTES]; /* their tags, each ended by '\n'; "" until read */
+	bool images_whole;            /* every tag is in images (read, and none left out) */
 	bool stopping;
 	struct runtime rt;
 };
@@ -57,6 +66,11 @@ int runtime_docker_init(struct runtime_docker *d, const struct runtime_docker_co
 int rd_events_begin(struct engine_job *j);
 void rd_events_done(struct engine_job *j, int r);
 int64_t rd_since_read(const char *path);
+/* The images' job: its begin and done, and a read asked for (at most one at a time; one
+ * asked while another runs follows it). */
+int rd_images_begin(struct engine_job *j);
+void rd_images_done(struct engine_job *j, int r);
+void rd_images_read(struct runtime_docker *d);
 void rd_since_write(struct runtime_docker *d);
 
 /* Test-only failpoint: true when agenticd runs with AGENTIC_FAULT=init-env, which hands every

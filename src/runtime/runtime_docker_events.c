@@ -1,6 +1,6 @@
 /* runtime_docker_events.c: the Docker runtime's event stream: the engine's container and
  * network events as runtime notices (runtime.h), and the last event's time, kept on disk for
- * the next start. */
+ * the next start; and the engine's tagged images, read again at each image event. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -29,6 +29,9 @@ static const struct {
 	{ "rename", RT_EV_CHANGED },
 	{ "connect", RT_EV_NET_CONNECT },    /* a network event, about the network */
 };
+
+/* An image's actions: each reads the list of images again. */
+static const char *const image_actions[] = { "tag", "untag", "delete", "load", "pull", "import" };
 
 /* A container's life from before the setup is what recovery read already: only what was
  * done to it comes from that window. */
@@ -80,6 +83,10 @@ static int on_event(void *ctx, const struct docker_event *ev)
 	}
 	if (ev->time_nano)
 		d->events_since = ev->time_nano / 1000000000;
+	if (strcmp(ev->type, "image") == 0) {
+		rd_images_read(d);
+		return 0;
+	}
 	network = strcmp(ev->type, "network") == 0;
 	if (!d->rt.sink.event || (!network && strcmp(ev->type, "container") != 0))
 		return 0;
@@ -99,14 +106,16 @@ static int on_event(void *ctx, const struct docker_event *ev)
 int rd_events_begin(struct engine_job *j)
 {
 	struct runtime_docker *d = j->ctx;
-	char filters[384];
+	char filters[512];
 	size_t n;
 
-	n = (size_t)snprintf(filters, sizeof(filters), "{\"type\":[\"container\",\"network\"],"
-			     "\"event\":[");
+	n = (size_t)snprintf(filters, sizeof(filters), "{\"type\":[\"container\",\"network\","
+			     "\"image\"],\"event\":[");
 	for (size_t i = 0; i < ARRAY_LEN(actions) && n < sizeof(filters); i++)
 		n += (size_t)snprintf(filters + n, sizeof(filters) - n, "%s\"%s\"", i ? "," : "",
 				      actions[i].action);
+	for (size_t i = 0; i < ARRAY_LEN(image_actions) && n < sizeof(filters); i++)
+		n += (size_t)snprintf(filters + n, sizeof(filters) - n, ",\"%s\"", image_actions[i]);
 	if (n >= sizeof(filters) - 3)
 		return ERR_LIMIT;
 	snprintf(filters + n, sizeof(filters) - n, "]}");
@@ -173,4 +182,72 @@ void rd_events_done(struct engine_job *j, int r)
 		return;
 	log_warn("event stream ended; reopening", "error=%s", log_q(r ? text : "end of stream"));
 	d->events_retry = clock_mono_ms() + EVENTS_RETRY_MS;
+}
+
+/* ---- the engine's tagged images ---- */
+
+static int tag_add(void *ctx, const char *tag)
+{
+	struct runtime_docker *d = ctx;
+	size_t len = strlen(d->images), n = strlen(tag);
+
+	if (strcmp(tag, "<none>:<none>") == 0 || strchr(tag, '\n'))
+		return 0;
+	if (len + n + 2 > sizeof(d->images)) {
+		d->images_whole = false; /* the record lists the first that fit, and says so */
+		return 0;
+	}
+	memcpy(d->images + len, tag, n);
+	memcpy(d->images + len + n, "\n", 2);
+	return 0;
+}
+
+int rd_images_begin(struct engine_job *j)
+{
+	struct runtime_docker *d = j->ctx;
+
+	return docker_image_list_begin(&j->call, d->c.dc);
+}
+
+void rd_images_done(struct engine_job *j, int r)
+{
+	struct runtime_docker *d = j->ctx;
+	char text[512];
+	const char *why = r ? docker_error_text(&j->call.error, text, sizeof(text)) : NULL;
+
+	if (r == 0) {
+		d->images[0] = '\0';
+		d->images_whole = true;
+		if ((r = docker_result_each_tag(&j->call, tag_add, d)) != 0)
+			why = err_str(r);
+	}
+	if (why) {
+		/* said not to be whole: placement then counts on no image here */
+		d->images_whole = false;
+		d->images_retry = clock_mono_ms() + EVENTS_RETRY_MS;
+		log_warn("cannot read the engine's images; reading them again", "error=%s",
+			 log_q(why));
+	}
+	engine_end(&d->eng, j);
+	if (d->images_again && !d->stopping) {
+		d->images_again = false;
+		rd_images_read(d);
+	}
+}
+
+void rd_images_read(struct runtime_docker *d)
+{
+	int r;
+
+	d->images_retry = 0;
+	if (d->stopping)
+		return;
+	if (engine_job_busy(&d->images_job)) {
+		d->images_again = true;
+		return;
+	}
+	if ((r = engine_start(&d->eng, &d->images_job)) != 0) {
+		d->images_whole = false;
+		d->images_retry = clock_mono_ms() + EVENTS_RETRY_MS;
+	}
 }

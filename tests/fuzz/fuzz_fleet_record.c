@@ -3,11 +3,14 @@
  * a key's last part and the record. It never crashes; the snapshot is a JSON document that
  * names a node only as the key did (and only a valid node name), with a state that is up,
  * draining or lost by the alive key alone, and with no byte outside printable ASCII in any
- * string (the CLI prints them on a terminal). */
+ * string (the CLI prints them on a terminal). The same record before placement
+ * (src/fleet/place.c, fleet_place_choose, a create of an image): never a crash, and a node
+ * chosen only as the key named it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet/place.h"
 #include "fleet/wire.h"
 #include "json/json.h"
 
@@ -47,6 +50,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (long i = 0; i < n; i++)
 		if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] > 0x7e)
 			abort();
+	{
+		struct fleet_place_req rq = { .self = "self", .name = "web", .pin = "",
+					      .runtime = "docker", .image = "busybox" };
+		struct fleet_placed p;
+		int64_t c, r;
+
+		memset(&p, 0, sizeof(p));
+		if (fleet_place_choose(&rq, &kv, 1, &alive, na, NULL, 0, &p, &c, &r) &&
+		    (strlen(p.node) != klen || memcmp(p.node, data, klen) != 0))
+			abort();
+	}
 	if (memmem(out, (size_t)n, "\"node\":", 7)) {
 		/* the one node listed is the key's, and the key named a valid node */
 		if (!fleet_node_name_ok((const char *)data, klen) || klen == 0)

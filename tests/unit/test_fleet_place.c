@@ -3,7 +3,10 @@
  * address-less node is no candidate; placements a node's record does not count yet hold its
  * slots; between equals the deciding node wins, else the hashed order, which spreads names
  * over equal nodes; a pin says why its node cannot take the create; a record that is not JSON
- * is no candidate, nor one whose address is not HOST:PORT's characters. The transaction itself runs against a real etcd in
+ * is no candidate, nor one whose address is not HOST:PORT's characters; a node whose record
+ * lists its images whole is a candidate only for a create of one of them (the reference as the
+ * engine lists its tags), one whose list is not whole or that has none for any. The
+ * transaction itself runs against a real etcd in
  * tests/fleet/test_fleet_place. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -87,6 +90,66 @@ static void test_most_free_wins_and_pending_count(void **state)
 	assert_true(pick("node-a", "web", "", &o, &c, &r));
 	assert_string_equal(o.node, "node-a"); /* c: 4 - (9 - 0) < 0; a: 2 beats b's 2 as itself */
 	assert_int_equal(c, 0);
+}
+
+/* node NAME, up, with free slots and its record's images (JSON members, "" for none) */
+static void imaged(const char *name, int free_slots, const char *images)
+{
+	char key[64], rec[512];
+
+	snprintf(key, sizeof(key), "agentic/nodes/%s", name);
+	snprintf(rec, sizeof(rec), "{\"addr\":\"127.0.0.1:7%03d\",\"slots_free\":%d,"
+		 "\"runtimes\":[\"docker\"]%s}", (int)nn, free_slots, images);
+	kv_add(nodes, &nn, key, rec, 0, 1);
+	snprintf(key, sizeof(key), "agentic/alive/%s", name);
+	kv_add(alive, &na, key, "1", 42, 1);
+}
+
+static bool pick_image(const char *image, const char *pin, struct fleet_placed *out)
+{
+	struct fleet_place_req rq = { .self = "node-z", .name = "web", .pin = pin,
+				      .runtime = "docker", .image = image };
+	int64_t c, r;
+
+	memset(out, 0, sizeof(*out));
+	return fleet_place_choose(&rq, nodes, nn, alive, na, plc, np, out, &c, &r);
+}
+
+static void test_images(void **state)
+{
+	struct fleet_placed o;
+
+	(void)state;
+	imaged("node-a", 9, ",\"images\":[\"agentic/base:local\",\"alpine:3\"]");
+	imaged("node-b", 5, ",\"images\":[\"busybox:latest\"]");
+	/* node-b has it: node-a's more free slots do not count */
+	assert_true(pick_image("busybox", "", &o));
+	assert_string_equal(o.node, "node-b");
+	assert_true(pick_image("docker.io/library/busybox:latest", "", &o));
+	assert_string_equal(o.node, "node-b");
+	assert_true(pick_image("alpine:3", "", &o));
+	assert_string_equal(o.node, "node-a");
+	/* no node has it: said so, pinned or not */
+	assert_false(pick_image("alpine", "", &o)); /* alpine:latest */
+	assert_string_equal(o.error, "no_image");
+	assert_false(pick_image("busybox:1", "node-b", &o));
+	assert_string_equal(o.error, "no_image");
+	assert_false(pick_image("busybox", "node-a", &o));
+	assert_string_equal(o.error, "no_image");
+	/* by digest or id no record can say: the most free slots */
+	assert_true(pick_image("busybox@sha256:0123", "", &o));
+	assert_string_equal(o.node, "node-a");
+	assert_true(pick_image("sha256:0123", "", &o));
+	assert_string_equal(o.node, "node-a");
+	assert_true(pick_image("", "", &o));
+	assert_string_equal(o.node, "node-a");
+	/* a list that is not whole, or none (an older node's record): it may have any */
+	imaged("node-c", 2, ",\"images\":[],\"images_more\":true");
+	assert_true(pick_image("alpine", "", &o));
+	assert_string_equal(o.node, "node-c");
+	imaged("node-d", 3, "");
+	assert_true(pick_image("alpine", "", &o));
+	assert_string_equal(o.node, "node-d");
 }
 
 static void test_candidates(void **state)
@@ -179,6 +242,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_most_free_wins_and_pending_count, setup),
 		cmocka_unit_test_setup(test_candidates, setup),
+		cmocka_unit_test_setup(test_images, setup),
 		cmocka_unit_test_setup(test_ties, setup),
 		cmocka_unit_test_setup(test_address_checked, setup),
 	};

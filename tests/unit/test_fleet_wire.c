@@ -114,6 +114,30 @@ static void test_fleet_snapshot_states_and_names(void **state)
 	assert_null(strstr(out, "Bad_Name"));
 }
 
+/* A record as long as a node writes (FLEET_RECORD_BYTES), most of it images, is in the view. */
+static void test_fleet_snapshot_many_images(void **state)
+{
+	static struct etcd_kv nodes[1], alive[1];
+	char out[FLEET_SNAPSHOT_BYTES], rec[FLEET_RECORD_BYTES];
+	size_t len;
+	long n;
+
+	(void)state;
+	len = (size_t)snprintf(rec, sizeof(rec), "{\"addr\":\"h:1\",\"slots\":5,\"runtimes\":"
+			       "[\"docker\"],\"images\":[");
+	while (len + 16 < sizeof(rec))
+		len += (size_t)snprintf(rec + len, sizeof(rec) - len, "%s\"i:%u\"",
+					rec[len - 1] == '[' ? "" : ",", (unsigned)len % 100);
+	snprintf(rec + len, sizeof(rec) - len, "]}");
+	kv_set(&nodes[0], "agentic/nodes/node-a", rec);
+	kv_set(&alive[0], "agentic/alive/node-a", "1");
+	alive[0].lease = 7;
+	n = fleet_snapshot_write(nodes, 1, alive, 1, out, sizeof(out));
+	assert_true(n > 0);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "{\"node\":\"node-a\",\"state\":\"up\",\"addr\":\"h:1\""));
+}
+
 /* A node writes its own record: what a hostile one puts there reaches no other node's view
  * but as the checked fields of its own entry. */
 static void test_fleet_snapshot_hostile_record(void **state)
@@ -241,6 +265,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_settings_refused),
 		cmocka_unit_test(test_fleet_snapshot_states_and_names),
 		cmocka_unit_test(test_fleet_snapshot_hostile_record),
+		cmocka_unit_test(test_fleet_snapshot_many_images),
 		cmocka_unit_test(test_fleet_snapshot_no_terminal_escapes),
 		cmocka_unit_test(test_fleet_snapshot_alive_needs_a_lease),
 		cmocka_unit_test(test_fleet_sandboxes_view),
