@@ -57,9 +57,11 @@ MAIN_OBJ := $(BUILD)/musl/src/main.o
 # options and control plane (create, list, kill), the Engine API's request bodies and a create
 # request's checks (the engine's own work dwarfs both), the host's uid claims and the recovery
 # at agenticd's start, its footprint on the host and the seccomp profile it reads once, the
-# admin API's posture views, and the VM runtime's create, accelerator probe and QEMU's start
-# (a guest's boot dwarfs them). The exec, agent,
-# egress, gRPC and HTTP paths stay -O2 (make bench measures them).
+# admin API's posture views and its v2 routes, the metrics' text, the engine's blocking calls
+# (recovery's), a workspace's image, mount and deletion (the engine's create and a loop
+# device's setup dwarf them), and the VM runtime's create, accelerator probe and QEMU's start
+# (a guest's boot dwarfs them). The exec, agent, egress, gRPC and HTTP paths stay -O2 (make
+# bench measures them).
 COLD_DIRS := cli verify vmimage prune config profile fleet
 COLD_OBJS := $(filter $(COLD_DIRS:%=$(BUILD)/musl/src/%/%),$(LIB_OBJS)) \
 	     $(BUILD)/musl/src/e2b/e2b_net.o $(BUILD)/musl/src/e2b/e2b_keys.o \
@@ -68,7 +70,10 @@ COLD_OBJS := $(filter $(COLD_DIRS:%=$(BUILD)/musl/src/%/%),$(LIB_OBJS)) \
 	     $(BUILD)/musl/src/lifecycle/recover.o $(BUILD)/musl/src/runtime/runtime_vm_create.o \
 	     $(BUILD)/musl/src/admin/admin_info.o $(BUILD)/musl/src/admin/admin_posture.o \
 	     $(BUILD)/musl/src/daemon/seccomp.o $(BUILD)/musl/src/workspace/host.o \
-	     $(BUILD)/musl/src/runtime/runtime_vm_accel.o $(BUILD)/musl/src/runtime/runtime_vm_spawn.o
+	     $(BUILD)/musl/src/runtime/runtime_vm_accel.o $(BUILD)/musl/src/runtime/runtime_vm_spawn.o \
+	     $(BUILD)/musl/src/workspace/workspace.o $(BUILD)/musl/src/workspace/share.o \
+	     $(BUILD)/musl/src/workspace/workspace_rm.o $(BUILD)/musl/src/metrics/metrics.o \
+	     $(BUILD)/musl/src/docker/blocking.o $(BUILD)/musl/src/admin/admin_v2.o
 $(COLD_OBJS): MUSL_CFLAGS += -Os
 TEST_OBJS := $(SRCS:%.c=$(BUILD)/asan/%.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/asan/unit/%,$(wildcard tests/unit/test_*.c))
@@ -240,7 +245,7 @@ SIM_WRAPS := clock_mono_ms clock_wall_ms random_hex uuid7 close malloc calloc re
 	     docker_result_id docker_result_container docker_result_each \
 	     docker_result_each_subnet docker_container_inspect docker_container_remove \
 	     docker_network_remove docker_network_inspect docker_network_inspect_begin \
-	     docker_result_network
+	     docker_result_network docker_image_list_begin docker_result_each_tag
 SIM_PROG  := $(BUILD)/asan/sim/test_simulation
 $(SIM_PROG): $(SIM_SRCS) tests/sim/sim.h $(BUILD)/asan/libagentic.a
 	@mkdir -p $(@D)

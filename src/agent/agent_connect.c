@@ -312,8 +312,11 @@ static void on_claim_ack(struct sandbox *sb, const struct agent_sb *a,
 		lifecycle_on(sb, &ev);
 		return;
 	}
-	run_begin(sb);
+	/* the create is answered first, then its run begins (the transcript's directory and
+	 * files): both in this turn of the loop, before anything the client sends next is read */
 	lifecycle_signal(sb, LC_EV_CLAIMED);
+	if (sb->state == SB_READY)
+		run_begin(sb);
 }
 
 static void on_result(struct sandbox *sb, const struct agent_sb *a,

@@ -197,9 +197,10 @@ static void scan_done(struct sandbox *sb)
 
 /* The container has the claim's name: the claim is recorded (a restart finds a create, which
  * it rolls back), then told to the init. Unsynced when the create has no cmd: then nothing
- * runs and no one is answered before the ready record (synced) replaces it, and a host that
- * went down before finds the warm sandbox it had, its init without the claim's env. A cmd
- * starts at the init's answer, before that record: its claim is synced first. */
+ * runs before the ready record replaces it (lc_finish_create: synced right after the
+ * answer), and a host that went down before finds the warm sandbox it had, its init without
+ * the claim's env. A claim with a cmd is synced here, as a cold create's record is before its
+ * cmd runs. */
 static void claim_recorded(struct sandbox *sb)
 {
 	int r;

@@ -247,7 +247,9 @@ void lc_finish_create(struct sandbox *sb)
 		sb->expires_at = sb->ready_ms + sb->ttl_ms;
 	sb->ttl_ms = 0;
 	sb->req = NULL;
-	if (sandbox_record_write(lc_conf.cfg, sb) != 0)
+	/* a claim is answered before its record's fsyncs, which follow at once (warm time to
+	 * interactive: they are a millisecond of it); a cold create's take its 600 in their stride */
+	if ((claim ? sandbox_record_write_unsynced : sandbox_record_write)(lc_conf.cfg, sb) != 0)
 		log_warn("sandbox record not written", "name=%s instance=%s", log_q(sb->name),
 			 log_q(sb->instance_id));
 	if (claim)
@@ -264,6 +266,9 @@ void lc_finish_create(struct sandbox *sb)
 			 (long long)(sb->t_start - sb->t_ct), (long long)(lc_mono() - sb->t_start),
 			 (long long)(sb->t_auth - sb->t_ct), sb->pool);
 	HOOK(created, sb, took);
+	if (claim && sandbox_record_sync(lc_conf.cfg, sb) != 0)
+		log_warn("sandbox record not synced", "name=%s instance=%s", log_q(sb->name),
+			 log_q(sb->instance_id));
 	sb->waiter = -1;
 	if (claim) {
 		lc_pool_hold_until = lc_mono() + POOL_HOLD_MS;

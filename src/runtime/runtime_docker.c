@@ -686,7 +686,7 @@ static void rd_workspace_retire(void *self, const struct sandbox *sb, bool drop_
 {
 	struct runtime_docker *d = self;
 
-	share_retire(d->c.cfg, sb->instance_id, drop_workspace);
+	share_retire(d->c.cfg, d->c.self_exe, sb->instance_id, drop_workspace);
 }
 
 static const struct runtime_ops docker_ops = {

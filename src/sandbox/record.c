@@ -150,6 +150,25 @@ int sandbox_record_write_unsynced(const struct config *cfg, const struct sandbox
 	return record_write(cfg, sb, false);
 }
 
+int sandbox_record_sync(const struct config *cfg, const struct sandbox *sb)
+{
+	char dir[LIMIT_PATH_BYTES], path[LIMIT_PATH_BYTES + 32];
+	int fd, r;
+
+	if ((r = host_instance_dir(cfg, sb->instance_id, dir, sizeof(dir))) != 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/sandbox.json", dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return -errno;
+	r = fsync(fd) != 0 ? -errno : 0;
+	close(fd);
+	if (r == 0 && (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		r = fsync(fd) != 0 ? -errno : 0;
+		close(fd);
+	}
+	return r;
+}
+
 static int read_strrun(const struct json_doc *doc, int arr, char *run, uint32_t *len,
 		       uint32_t cap, uint16_t *count)
 {

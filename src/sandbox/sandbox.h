@@ -185,9 +185,14 @@ const char *sandbox_state_name(const struct sandbox *sb);
  * of the directory, so a restarted agenticd reads the old record or the new one. */
 int sandbox_record_write(const struct config *cfg, const struct sandbox *sb);
 /* The same without the two fsyncs: a restarted agenticd reads it, a host that went down
- * before the kernel wrote it out may not. Only for a state that no one was answered and
- * nothing ran in, which a sandbox_record_write follows before either happens. */
+ * before the kernel wrote it out may not. Only for a state that nothing ran in, which a
+ * sandbox_record_write follows before anything runs or anyone is answered; or for a claim's
+ * ready record, whose sandbox_record_sync follows its answer in the same turn of the loop,
+ * before anything else is read or run (a host that goes down in between takes the sandbox
+ * with it). */
 int sandbox_record_write_unsynced(const struct config *cfg, const struct sandbox *sb);
+/* The two fsyncs of a record sandbox_record_write_unsynced wrote: 0 or -errno. */
+int sandbox_record_sync(const struct config *cfg, const struct sandbox *sb);
 /* Reads instances/<id>/sandbox.json into sb (the fields it holds) and its state word: 0,
  * -ENOENT or ERR_PARSE. */
 int sandbox_record_read(const struct config *cfg, const char *id, struct sandbox *sb,

@@ -244,44 +244,31 @@ void share_sweep_empty(const struct config *cfg)
 	closedir(d);
 }
 
-/* Deletes everything below the directory dfd, never following a symlink. A few passes, since
- * a directory listing that changes under us may skip entries. */
-static void rmtree_at(int dfd, int depth)
+/* `agentic workspace-rm DIR` with fd 3 the instance directory (DIR's), or -1. vfork and exec,
+ * not fork: a fork of agenticd makes every page it writes next a copy-on-write fault, on the
+ * next create's path (about 200 of them, milliseconds on a host whose page faults are slow). */
+static pid_t deleter_spawn(const char *exe, int dfd, const char *dir)
 {
-	char buf[4096];
-	long n;
+	char *const argv[] = { "agentic", "workspace-rm", (char *)dir, NULL };
+	char *const envp[] = { NULL };
+	pid_t pid = vfork();
 
-	if (depth > LIMIT_RMTREE_DEPTH)
-		return;
-	for (int pass = 0; pass < 3; pass++) {
-		int seen = 0;
+	if (pid == 0) {
+		int d = fcntl(dfd, F_DUPFD, 10);
 
-		lseek(dfd, 0, SEEK_SET);
-		while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
-			for (long off = 0; off < n;) {
-				struct dirent64_raw *de = (void *)(buf + off);
-				int sub;
-
-				off += de->reclen;
-				if (!strcmp(de->name, ".") || !strcmp(de->name, ".."))
-					continue;
-				seen++;
-				if (unlinkat(dfd, de->name, 0) == 0 || errno != EISDIR)
-					continue;
-				sub = openat(dfd, de->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (sub >= 0) {
-					rmtree_at(sub, depth + 1);
-					close(sub);
-				}
-				unlinkat(dfd, de->name, AT_REMOVEDIR);
-			}
+		/* nothing of agenticd's but the directory: a socket of an egress worker held here
+		 * would keep its EOF from it for as long as the deletion runs */
+		if (d >= 0 && dup2(d, 3) == 3) {
+			syscall(SYS_close_range, 4, ~0u, 0);
+			execve(exe, argv, envp);
 		}
-		if (!seen)
-			return;
+		_exit(127);
 	}
+	return pid;
 }
 
-void share_retire(const struct config *cfg, const char *id, bool drop_workspace)
+void share_retire(const struct config *cfg, const char *exe, const char *id,
+		  bool drop_workspace)
 {
 	char dir[LIMIT_PATH_BYTES], p[LIMIT_PATH_BYTES + 32];
 	int dfd, r;
@@ -308,31 +295,12 @@ void share_retire(const struct config *cfg, const char *id, bool drop_workspace)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return;
-	/* A workspace can be deep and large: delete it in a child, off the event loop. */
-	child = fork();
-	if (child == 0) {
-		int ws;
-
-		/* nothing of agenticd's but dfd: a socket of an egress worker held here would keep
-		 * its EOF from it for as long as the deletion runs */
-		if (dfd > 3)
-			syscall(SYS_close_range, 3, dfd - 1, 0);
-		syscall(SYS_close_range, dfd + 1, ~0u, 0);
-		ws = openat(dfd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-		unlinkat(dfd, "workspace.img", 0);
-		if (ws >= 0) {
-			rmtree_at(ws, 0);
-			close(ws);
-		}
-		unlinkat(dfd, "workspace", AT_REMOVEDIR);
-		rmdir(dir);
-		_exit(0);
-	}
+	/* A workspace can be deep and large: delete it in a program of its own, off the loop. */
+	child = deleter_spawn(exe, dfd, dir);
 	close(dfd);
 	if (child < 0)
 		log_warn("workspace left behind", "instance=%s reason=%s", log_q(id),
-			 "\"cannot fork a deleting child\"");
+			 "\"cannot start a deleting child\"");
 	for (uint32_t i = 0; child > 0 && i < LIMIT_WORKSPACE_DELETERS; i++)
 		if (!deleting[i]) {
 			deleting[i] = child;

@@ -34,9 +34,11 @@ void share_sweep_empty(const struct config *cfg);
  * is touched: no other mount, no loop device of another file. */
 void share_sweep_workspaces(const struct config *cfg);
 /* Deletes the instance's record, unmounts its workspace and, when drop_workspace, deletes
- * the image (in a child process, off the loop); the instance dir goes when nothing else is
- * left in it. A kept workspace is its image. */
-void share_retire(const struct config *cfg, const char *id, bool drop_workspace);
+ * the image (exe's applet workspace-rm does, a program of its own, off the loop:
+ * workspace_rm.c); the instance dir goes when nothing else is left in it. A kept workspace is
+ * its image. */
+void share_retire(const struct config *cfg, const char *exe, const char *id,
+		  bool drop_workspace);
 /* Reaps the workspace-deleting children (SIGCHLD). */
 void share_reap_children(void);
 /* At the stop: waits up to ms for the workspace-deleting children; how many still run. */

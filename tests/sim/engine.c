@@ -813,7 +813,7 @@ static const char *dop_name(enum docker_op op)
 	static const char *n[] = { "ping", "version", "info", "net-create", "net-inspect",
 				   "net-list", "net-remove", "ct-create", "ct-start", "ct-inspect",
 				   "ct-stop", "ct-kill", "ct-wait", "ct-logs", "ct-remove",
-				   "ct-list", "events" };
+				   "ct-list", "events", "ct-rename", "image-list" };
 	return op < sizeof(n) / sizeof(n[0]) ? n[op] : "?";
 }
 
@@ -1078,6 +1078,11 @@ int __wrap_docker_network_list_begin(struct docker_call *c, struct docker_client
 	if (r == 0)
 		dticket_of(c)->list_ours = label != NULL;
 	return r;
+}
+
+int __wrap_docker_image_list_begin(struct docker_call *c, struct docker_client *dc)
+{
+	return dbegin(c, dc, DOCKER_OP_IMAGE_LIST, NULL);
 }
 
 int __wrap_docker_network_remove_begin(struct docker_call *c, struct docker_client *dc,
@@ -1394,6 +1399,14 @@ int __wrap_docker_result_each_subnet(struct docker_call *c, const char *label_ke
 	return 0;
 }
 
+/* The fake engine has one image, the one every create names. */
+int __wrap_docker_result_each_tag(struct docker_call *c, int (*fn)(void *ctx, const char *tag),
+				  void *ctx)
+{
+	(void)c;
+	return fn(ctx, "agentic/sim:local");
+}
+
 /* ---- the blocking forms recovery uses ---- */
 
 static int dblocking(enum docker_op op, const char *arg, bool force, struct docker_error *err,
@@ -1509,7 +1522,8 @@ int __wrap_share_mount_workspace(const struct config *cfg, const char *id, bool 
 	return 0;
 }
 
-void __wrap_share_retire(const struct config *cfg, const char *id, bool drop_workspace)
+void __wrap_share_retire(const struct config *cfg, const char *exe, const char *id,
+			  bool drop_workspace)
 {
 	ws_retire(id, instance_name(id), drop_workspace);
 }

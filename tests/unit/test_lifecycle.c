@@ -124,7 +124,7 @@ static void fake_retire(void *self, const struct sandbox *sb, bool drop)
 	(void)self;
 	fk.ws_retired++;
 	fk.ws_dropped += drop;
-	share_retire(&d.cfg, sb->instance_id, false); /* the record and the (empty) directory */
+	share_retire(&d.cfg, "/nonexistent", sb->instance_id, false); /* the record and the (empty) directory */
 }
 
 /* Recovery's synchronous reads of the fake engine: at most one container and one network. */

@@ -249,7 +249,7 @@ static void test_record_round_trip_is_0600_and_atomic(void **state)
 	snprintf(path, sizeof(path), "%s/instances/%s", root, sb->instance_id);
 	assert_int_equal(access(path, F_OK), 0); /* a dir with a record stays */
 
-	share_retire(&d.cfg, sb->instance_id, false);
+	share_retire(&d.cfg, "/nonexistent", sb->instance_id, false);
 	assert_int_not_equal(access(path, F_OK), 0); /* record gone, and nothing else was in it */
 	snprintf(path, sizeof(path), "%s/instances", root);
 	rmdir(path);
