@@ -47,7 +47,9 @@ const char *http_reason(int status)
 	case 101: return "UPGRADED"; /* Docker's word for its attach stream; clients read the code */
 	case 200: return "OK";
 	case 201: return "Created";
+	case 204: return "No Content";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
@@ -55,6 +57,7 @@ const char *http_reason(int status)
 	case 413: return "Content Too Large";
 	case 422: return "Unprocessable Content";
 	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";

@@ -807,6 +807,18 @@ static void test_http_conn_missing_socket_is_a_connect_error(void **state)
 			 -ENAMETOOLONG);
 }
 
+/* The reason phrase of each status agenticd's listeners answer (a client reads the code, a
+ * person the phrase: a 204 once went out as "204 Error"). */
+static void test_http_reason_phrases(void **state)
+{
+	(void)state;
+	assert_string_equal(http_reason(204), "No Content");
+	assert_string_equal(http_reason(401), "Unauthorized");
+	assert_string_equal(http_reason(501), "Not Implemented");
+	assert_string_equal(http_reason(201), "Created");
+	assert_string_equal(http_reason(599), "Error");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -822,6 +834,7 @@ int main(void)
 		cmocka_unit_test(test_http_keep_alive_follows_version_and_connection),
 		cmocka_unit_test(test_http_stops_at_message_end_leaving_the_next),
 		cmocka_unit_test(test_http_rejects_ambiguous_framing),
+		cmocka_unit_test(test_http_reason_phrases),
 		cmocka_unit_test(test_http_rejects_malformed_lines),
 		cmocka_unit_test(test_http_head_over_limit_is_an_error),
 		cmocka_unit_test(test_http_endless_chunk_extension_is_bounded),
