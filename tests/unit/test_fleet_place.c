@@ -117,32 +117,34 @@ static bool pick_image(const char *image, const char *pin, struct fleet_placed *
 
 static void test_images(void **state)
 {
+	/* an image, a pin, and the node chosen or (no node) the error */
+	static const struct {
+		const char *image, *pin, *node, *error;
+	} c[] = {
+		/* node-b has it: node-a's more free slots do not count */
+		{ "busybox", "", "node-b", NULL },
+		{ "docker.io/library/busybox:latest", "", "node-b", NULL },
+		{ "alpine:3", "", "node-a", NULL },
+		/* no node has it: said so, pinned or not */
+		{ "alpine", "", NULL, "no_image" }, /* alpine:latest */
+		{ "busybox:1", "node-b", NULL, "no_image" },
+		{ "busybox", "node-a", NULL, "no_image" },
+		/* by digest or id no record can say: the most free slots */
+		{ "busybox@sha256:0123", "", "node-a", NULL },
+		{ "sha256:0123", "", "node-a", NULL },
+		{ "", "", "node-a", NULL },
+	};
 	struct fleet_placed o;
 
 	(void)state;
 	imaged("node-a", 9, ",\"images\":[\"agentic/base:local\",\"alpine:3\"]");
 	imaged("node-b", 5, ",\"images\":[\"busybox:latest\"]");
-	/* node-b has it: node-a's more free slots do not count */
-	assert_true(pick_image("busybox", "", &o));
-	assert_string_equal(o.node, "node-b");
-	assert_true(pick_image("docker.io/library/busybox:latest", "", &o));
-	assert_string_equal(o.node, "node-b");
-	assert_true(pick_image("alpine:3", "", &o));
-	assert_string_equal(o.node, "node-a");
-	/* no node has it: said so, pinned or not */
-	assert_false(pick_image("alpine", "", &o)); /* alpine:latest */
-	assert_string_equal(o.error, "no_image");
-	assert_false(pick_image("busybox:1", "node-b", &o));
-	assert_string_equal(o.error, "no_image");
-	assert_false(pick_image("busybox", "node-a", &o));
-	assert_string_equal(o.error, "no_image");
-	/* by digest or id no record can say: the most free slots */
-	assert_true(pick_image("busybox@sha256:0123", "", &o));
-	assert_string_equal(o.node, "node-a");
-	assert_true(pick_image("sha256:0123", "", &o));
-	assert_string_equal(o.node, "node-a");
-	assert_true(pick_image("", "", &o));
-	assert_string_equal(o.node, "node-a");
+	for (size_t i = 0; i < ARRAY_LEN(c); i++) {
+		bool placed = pick_image(c[i].image, c[i].pin, &o);
+
+		assert_int_equal(placed, c[i].node != NULL);
+		assert_string_equal(placed ? o.node : o.error, placed ? c[i].node : c[i].error);
+	}
 	/* a list that is not whole, or none (an older node's record): it may have any */
 	imaged("node-c", 2, ",\"images\":[],\"images_more\":true");
 	assert_true(pick_image("alpine", "", &o));
