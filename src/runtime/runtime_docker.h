@@ -48,6 +48,7 @@ struct runtime_docker {
 	int64_t images_retry;         /* monotonic ms when to read them after a failure, or 0 */
 	char images[RD_IMAGES_BYTES]; /* their tags, each ended by '\n'; "" until read */
 	bool images_whole;            /* every tag is in images (read, and none left out) */
+	bool images_failed;           /* the last read failed (said once, not at each retry) */
 	bool stopping;
 	struct runtime rt;
 };

@@ -225,9 +225,13 @@ void rd_images_done(struct engine_job *j, int r)
 		/* said not to be whole: placement then counts on no image here */
 		d->images_whole = false;
 		d->images_retry = clock_mono_ms() + EVENTS_RETRY_MS;
-		log_warn("cannot read the engine's images; reading them again", "error=%s",
-			 log_q(why));
+		if (!d->images_failed)
+			log_warn("cannot read the engine's images; reading them again each second",
+				 "error=%s", log_q(why));
+	} else if (d->images_failed) {
+		log_info("the engine's images read again", "whole=%d", d->images_whole);
 	}
+	d->images_failed = why != NULL;
 	engine_end(&d->eng, j);
 	if (d->images_again && !d->stopping) {
 		d->images_again = false;
