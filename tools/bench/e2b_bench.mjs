@@ -1,7 +1,10 @@
 // tools/bench/e2b_bench.mjs: the real e2b SDK's side of bench_e2b (which starts agenticd, mints
 // the key and measures the peers). The SDK reads only E2B_API_URL, E2B_SANDBOX_URL and
 // E2B_API_KEY. Prints one JSON object of millisecond samples:
-//   node e2b_bench.mjs run N     commands.run('true') N times in one sandbox (after 5 unmeasured)
+//   node e2b_bench.mjs run       commands.run('true') in one sandbox (after 5 unmeasured) once
+//                                for each line `go` on its stdin, each sample a line {"ms": T}
+//                                (after a first {"ready": true}): bench_e2b runs its peers
+//                                between them
 //   node e2b_bench.mjs tti N     N times: Sandbox.create() to the first commands.run('true')'s
 //                                result; the kill and (with E2BB_ADMIN_SOCK) the warm pool's
 //                                refill happen between samples, off the clock
@@ -10,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 
 const dir = process.env.E2BB_SDK_DIR;
@@ -38,20 +42,22 @@ async function settled() {
 		if (d.warm_sandboxes_ready >= want && d.sandboxes === d.sandboxes_ready) break;
 		await sleep(50);
 	}
-	await sleep(300);
+	await sleep(Number(process.env.E2BB_SETTLE_MS || 300));
 }
 
 const out = {};
 if (mode === 'run') {
 	const sbx = await Sandbox.create();
 	for (let i = 0; i < 5; i++) await sbx.commands.run('true');
-	out.run = [];
-	for (let i = 0; i < count; i++) {
+	console.log(JSON.stringify({ ready: true }));
+	for await (const line of createInterface({ input: process.stdin })) {
+		if (line !== 'go') break;
 		const t0 = now();
 		await sbx.commands.run('true');
-		out.run.push(now() - t0);
+		console.log(JSON.stringify({ ms: now() - t0 }));
 	}
 	await sbx.kill();
+	process.exit(0);
 } else if (mode === 'tti') {
 	out.tti = [];
 	for (let i = -1; i < count; i++) {
