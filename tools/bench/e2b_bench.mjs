@@ -42,7 +42,7 @@ async function settled() {
 		if (d.warm_sandboxes_ready >= want && d.sandboxes === d.sandboxes_ready) break;
 		await sleep(50);
 	}
-	await sleep(Number(process.env.E2BB_SETTLE_MS || 300));
+	await sleep(300);
 }
 
 const out = {};
