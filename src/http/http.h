@@ -182,6 +182,7 @@ struct http_conn {
 	struct http_parser parser;
 	uint32_t rlen;
 	uint32_t roff;
+	/* the buffers stay last: http_conn_init clears what comes before them */
 	uint8_t rbuf[LIMIT_HTTP_READ_BYTES];
 	char head[LIMIT_HTTP_HEAD_BYTES];
 };
