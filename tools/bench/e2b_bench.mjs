@@ -1,6 +1,6 @@
 // tools/bench/e2b_bench.mjs: the real e2b SDK's side of bench_e2b (which starts agenticd, mints
 // the key and measures the peers). The SDK reads only E2B_API_URL, E2B_SANDBOX_URL and
-// E2B_API_KEY. Prints one JSON object of millisecond samples:
+// E2B_API_KEY. Prints millisecond samples as JSON (tti and files: one object at the end):
 //   node e2b_bench.mjs run       commands.run('true') in one sandbox (after 5 unmeasured) once
 //                                for each line `go` on its stdin, each sample a line {"ms": T}
 //                                (after a first {"ready": true}): bench_e2b runs its peers
